@@ -1,0 +1,50 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "SecureDictionary",
+    products: [
+        .library(name: "SecureDictionary", targets: ["SecureDictionary"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // libsecret, found through pkg-config; Debian/Ubuntu: apt-get install libsecret-1-dev.
+        .systemLibrary(
+            name: "CLibSecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]
+        ),
+        // What Swift cannot express: the no-prompt SecretService subclass and GVariant building.
+        .target(name: "CSecretShim", dependencies: ["CLibSecret"]),
+        .target(
+            name: "SecureDictionary",
+            dependencies: [
+                "CLibSecret",
+                "CSecretShim",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "remember-token",
+            dependencies: ["SecureDictionary"],
+            path: "Examples/remember-token"
+        ),
+        // A second process for the cross-process integration tests.
+        .executableTarget(
+            name: "sd-test-writer",
+            dependencies: ["SecureDictionary"],
+            path: "Tests/Support/sd-test-writer"
+        ),
+        .testTarget(
+            name: "SecureDictionaryTests",
+            dependencies: ["SecureDictionary", .product(name: "InMemoryLogging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "KeyringIntegrationTests",
+            dependencies: ["SecureDictionary", "sd-test-writer"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

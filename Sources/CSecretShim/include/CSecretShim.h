@@ -1,0 +1,41 @@
+#ifndef CSECRETSHIM_H
+#define CSECRETSHIM_H
+/* What Swift cannot express on its own: a GObject subclass of SecretService, and
+   GVariant values built with variadic constructors. Everything else lives in Swift. */
+#include "../../CLibSecret/shim.h"
+
+/* Opens a new, unshared connection to the Secret Service with a negotiated transport
+   session. When allow_prompts is FALSE, the service is of a subclass whose prompt
+   functions fail at once with SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown
+   and nothing waits for one. The bus connection is set not to exit the process when it
+   closes (GLib's default for the shared session bus). */
+SecretService *sd_service_open(gboolean allow_prompts, GCancellable *cancellable, GError **error);
+
+/* A string-to-string attribute table; a NULL value leaves that attribute out. */
+GHashTable *sd_attributes_new(const char *service, const char *application,
+                              const char *dictionary, const char *schema);
+
+/* D-Bus properties for CreateItem: the label and the attributes. */
+GHashTable *sd_item_properties_new(const char *label, GHashTable *attributes);
+
+/* Reads org.freedesktop.Secret.Collection.Locked of the collection at path.
+   Returns 1 (locked), 0 (unlocked) or -1 with error set. */
+int sd_collection_is_locked(SecretService *service, const char *path,
+                            GCancellable *cancellable, GError **error);
+
+/* The item's attributes (as stored, from its D-Bus properties): a new table, or NULL with error set. */
+GHashTable *sd_item_attributes(SecretService *service, const char *path,
+                               GCancellable *cancellable, GError **error);
+
+/* The bytes inside a SecretValue, valid while the value lives (NULL when the value is NULL). */
+const unsigned char *sd_value_bytes(SecretValue *value, size_t *length);
+
+/* secret_value_new for binary content (content type application/octet-stream). */
+SecretValue *sd_value_new_binary(const unsigned char *bytes, size_t length);
+
+/* The error domains, which are macros that Swift does not import. */
+GQuark sd_secret_error_quark(void);
+GQuark sd_io_error_quark(void);
+GQuark sd_dbus_error_quark(void);
+
+#endif
