@@ -1,0 +1,157 @@
+import Foundation
+
+/// Scalar objects: booleans, integers, reals, dates, data and strings.
+///
+/// Every read is bounds-checked against the object area first (`requireBytes`,
+/// `countAndStart`); the loads themselves are then unchecked, and unaligned.
+extension BinaryPropertyListReader {
+    /// Decodes the scalar at `offset` whose marker byte is `marker`.
+    func scalar(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+        switch marker {
+        case 0x08:
+            return .bool(false)
+        case 0x09:
+            return .bool(true)
+        case 0x10...0x14:
+            return .integer(try integer(marker: marker, offset: offset))
+        case 0x22:
+            try requireBytes(4, at: offset + 1)
+            let bits = UInt32(truncatingIfNeeded: unsigned(at: offset + 1, size: 4))
+            return .real(Double(Float(bitPattern: bits)))
+        case 0x23:
+            try requireBytes(8, at: offset + 1)
+            return .real(Double(bitPattern: unsigned(at: offset + 1, size: 8)))
+        case 0x33:
+            try requireBytes(8, at: offset + 1)
+            let seconds = Double(bitPattern: unsigned(at: offset + 1, size: 8))
+            return .date(Date(timeIntervalSinceReferenceDate: seconds))
+        case 0x40...0x4F:
+            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
+            return .data(Data(bytes: base + start, count: count))
+        case 0x50...0x5F:
+            return .string(try asciiString(marker: marker, offset: offset))
+        case 0x60...0x6F:
+            return .string(try utf16String(marker: marker, offset: offset))
+        case 0x00:
+            throw .corrupt(reason: "null objects are not supported")
+        case 0x0F:
+            throw .corrupt(reason: "fill objects are not supported")
+        case 0x80...0x8F:
+            throw .corrupt(reason: "UIDs (keyed archives) are not supported")
+        case 0xB0...0xCF:
+            throw .corrupt(reason: "sets are not supported")
+        default:
+            throw .corrupt(reason: "unknown object type")
+        }
+    }
+
+    /// 1, 2 and 4-byte integers are unsigned, 8-byte ones signed; a 16-byte one (how Apple
+    /// writes values above `Int64.max`) is accepted only when its value fits `Int`.
+    private func integer(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> Int {
+        let width = 1 << Int(marker & 0x0F)
+        try requireBytes(width, at: offset + 1)
+        switch width {
+        case 1, 2, 4:
+            return Int(unsigned(at: offset + 1, size: width))
+        case 8:
+            return Int(truncatingIfNeeded: Int64(bitPattern: unsigned(at: offset + 1, size: 8)))
+        default:
+            let high = unsigned(at: offset + 1, size: 8)
+            let low = unsigned(at: offset + 9, size: 8)
+            let lowIsNegative = low >> 63 == 1
+            guard (high == 0 && !lowIsNegative) || (high == .max && lowIsNegative) else {
+                throw .corrupt(reason: "integer out of range")
+            }
+            return Int(truncatingIfNeeded: Int64(bitPattern: low))
+        }
+    }
+
+    /// A 0x5n string: one byte per character, each below 0x80.
+    func asciiString(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> String {
+        let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
+        guard count > 0 else { return "" }
+        let source = UnsafeRawBufferPointer(start: base + start, count: count)
+        guard Self.isASCII(source) else {
+            throw .corrupt(reason: "non-ASCII byte in an ASCII string")
+        }
+        return String(unsafeUninitializedCapacity: count) { destination in
+            UnsafeMutableRawBufferPointer(destination).copyMemory(from: source)
+            return count
+        }
+    }
+
+    /// A 0x6n string: UTF-16 big-endian code units, transcoded here to UTF-8. An unpaired
+    /// surrogate is corrupt (Foundation and `String(decoding:)` would replace it silently).
+    func utf16String(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> String {
+        let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 2)
+        guard count > 0 else { return "" }
+        let (capacity, overflow) = count.multipliedReportingOverflow(by: 3)
+        guard !overflow else { throw .corrupt(reason: "object extends past the object area") }
+        var valid = true
+        let string = String(unsafeUninitializedCapacity: capacity) { utf8 in
+            var written = 0
+            var unit = 0
+            while unit < count {
+                let first = UInt32(unsigned(at: start + 2 * unit, size: 2))
+                unit += 1
+                var scalar = first
+                if first & 0xF800 == 0xD800 {
+                    // A high surrogate followed by a low one; anything else is unpaired.
+                    guard first < 0xDC00, unit < count else { valid = false; return 0 }
+                    let second = UInt32(unsigned(at: start + 2 * unit, size: 2))
+                    guard second & 0xFC00 == 0xDC00 else { valid = false; return 0 }
+                    unit += 1
+                    scalar = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+                }
+                written += Self.writeUTF8(scalar, to: utf8, at: written)
+            }
+            return written
+        }
+        guard valid else { throw .corrupt(reason: "unpaired surrogate in a UTF-16 string") }
+        return string
+    }
+
+    /// Writes one Unicode scalar (not a surrogate) as UTF-8; returns the byte count (1 to 4).
+    /// A non-surrogate unit takes at most 3 bytes, a pair 4 for 2 units: `3 * units` suffices.
+    @inline(__always)
+    private static func writeUTF8(_ scalar: UInt32, to utf8: UnsafeMutableBufferPointer<UInt8>, at index: Int) -> Int {
+        switch scalar {
+        case 0..<0x80:
+            utf8[index] = UInt8(truncatingIfNeeded: scalar)
+            return 1
+        case 0x80..<0x800:
+            utf8[index] = UInt8(truncatingIfNeeded: 0xC0 | (scalar >> 6))
+            utf8[index + 1] = UInt8(truncatingIfNeeded: 0x80 | (scalar & 0x3F))
+            return 2
+        case 0x800..<0x10000:
+            utf8[index] = UInt8(truncatingIfNeeded: 0xE0 | (scalar >> 12))
+            utf8[index + 1] = UInt8(truncatingIfNeeded: 0x80 | ((scalar >> 6) & 0x3F))
+            utf8[index + 2] = UInt8(truncatingIfNeeded: 0x80 | (scalar & 0x3F))
+            return 3
+        default:
+            utf8[index] = UInt8(truncatingIfNeeded: 0xF0 | (scalar >> 18))
+            utf8[index + 1] = UInt8(truncatingIfNeeded: 0x80 | ((scalar >> 12) & 0x3F))
+            utf8[index + 2] = UInt8(truncatingIfNeeded: 0x80 | ((scalar >> 6) & 0x3F))
+            utf8[index + 3] = UInt8(truncatingIfNeeded: 0x80 | (scalar & 0x3F))
+            return 4
+        }
+    }
+
+    /// Whether every byte is below 0x80, eight bytes at a time.
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let start = bytes.baseAddress else { return true }
+        let count = bytes.count
+        var index = 0
+        while index + 8 <= count {
+            if start.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
+                return false
+            }
+            index += 8
+        }
+        while index < count {
+            if start.load(fromByteOffset: index, as: UInt8.self) >= 0x80 { return false }
+            index += 1
+        }
+        return true
+    }
+}

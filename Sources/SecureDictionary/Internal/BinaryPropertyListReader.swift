@@ -1,0 +1,314 @@
+import Foundation
+
+/// Our own codec for the stored secret: a binary property list (`bplist00`) whose root is a
+/// dictionary with `String` keys.
+///
+/// ```swift
+/// let blob = try BinaryPropertyList.encode(["apiToken": "s3cr3t"], limits: .default)
+/// let entries = try BinaryPropertyList.decode(blob, limits: .default)
+/// ```
+///
+/// Foundation's `PropertyListSerialization` must never see a stored blob: any process of the
+/// same user can rewrite it, and on Linux Foundation crashes on a plist holding a set and
+/// spends seconds on a tiny plist whose objects share each other. This reader treats its
+/// input as hostile (see ``BinaryPropertyListReader``); the writer emits a standard
+/// `bplist00` that Foundation, `plistlib` and `plutil` read back to the same values.
+enum BinaryPropertyList {
+    /// Decodes a stored blob. Checks the size limit before anything else.
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer,
+        limits: PropertyListLimits
+    ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
+        guard bytes.count <= limits.maximumSize else {
+            throw .tooLarge(size: bytes.count, limit: limits.maximumSize)
+        }
+        var reader = try BinaryPropertyListReader(bytes, maximumDepth: limits.maximumDepth)
+        return try reader.decodeRoot()
+    }
+
+    /// Decodes a stored blob held in an array.
+    static func decode(
+        _ bytes: [UInt8],
+        limits: PropertyListLimits
+    ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
+        let result: Result<[String: PropertyListValue], BinaryPropertyListError> =
+            bytes.withUnsafeBytes { buffer in
+                Result { () throws(BinaryPropertyListError) in try decode(buffer, limits: limits) }
+            }
+        return try result.get()
+    }
+}
+
+/// Decodes one binary property list that may have been written by an attacker.
+///
+/// Rules, each with its reason:
+/// 1. The trailer is validated with overflow-checked arithmetic before any object is read,
+///    and every later read is checked against the bounds it implies; no input can trap.
+///    Objects must lie in `[8, offsetTableOffset)`, as every writer lays them out.
+/// 2. A container (array or dictionary) may be referenced once in the whole tree; a second
+///    reference is corrupt. That rules out cycles and exponential expansion, so the work done
+///    is bounded by the size of the input. Scalars may be shared (Apple's and Python's writers
+///    unique them): one used twice is cached by object number, so each is decoded at most
+///    twice however often it is shared.
+/// 3. Containers deeper than the depth limit are rejected before their contents are read, so
+///    recursion never goes deeper than the limit.
+/// 4. Only the types a ``PropertyListValue`` can hold are accepted: null, fill, UIDs, sets,
+///    non-string keys, duplicate keys and keyed archives (`$archiver` with `$objects`) are
+///    corrupt. Error reasons are fixed texts: they never quote the input.
+struct BinaryPropertyListReader {
+    /// Start of the blob; valid for the reader's lifetime (the caller's buffer).
+    let base: UnsafeRawPointer
+    /// Offset of the offset table, which is also where the object area ends.
+    let objectsEnd: Int
+    let offsetIntSize: Int
+    let objectRefSize: Int
+    let objectCount: Int
+    let topObject: Int
+    let maximumDepth: Int
+    /// Per object: `unseen`, `containerSeen`, `scalarSeen`, or the index of its decoded value
+    /// in `scalars`. A scalar is cached on its second use only: most are used once.
+    private var states: [Int32]
+    private var scalars: [PropertyListValue] = []
+
+    private static let unseen: Int32 = -1
+    private static let containerSeen: Int32 = -2
+    private static let scalarSeen: Int32 = -3
+    private static let headerSize = 8
+    private static let trailerSize = 32
+    /// Initial capacity reserved for a container at most; larger ones grow as they are read.
+    private static let reservationLimit = 4096
+
+    /// Validates the header and the trailer.
+    init(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int) throws(BinaryPropertyListError) {
+        let size = bytes.count
+        guard size >= Self.headerSize, let base = bytes.baseAddress else {
+            throw .corrupt(reason: "shorter than a binary property list header")
+        }
+        guard bytes.prefix(6).elementsEqual("bplist".utf8) else {
+            throw .corrupt(reason: "not a binary property list")
+        }
+        guard bytes[6] == UInt8(ascii: "0"), bytes[7] == UInt8(ascii: "0") else {
+            let printable = [bytes[6], bytes[7]].map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }
+            throw .unsupportedVersion(String(decoding: printable, as: UTF8.self))
+        }
+        guard size >= Self.headerSize + Self.trailerSize + 1 else {
+            throw .corrupt(reason: "too short for a trailer and an object")
+        }
+        let trailer = size - Self.trailerSize
+        let offsetIntSize = Int(bytes[trailer + 6])
+        let objectRefSize = Int(bytes[trailer + 7])
+        guard [1, 2, 4, 8].contains(offsetIntSize) else {
+            throw .corrupt(reason: "invalid offset size in trailer")
+        }
+        guard [1, 2, 4, 8].contains(objectRefSize) else {
+            throw .corrupt(reason: "invalid object reference size in trailer")
+        }
+        let objectCount = UInt64(bigEndian: base.loadUnaligned(fromByteOffset: trailer + 8, as: UInt64.self))
+        let topObject = UInt64(bigEndian: base.loadUnaligned(fromByteOffset: trailer + 16, as: UInt64.self))
+        let tableOffset = UInt64(bigEndian: base.loadUnaligned(fromByteOffset: trailer + 24, as: UInt64.self))
+        guard objectCount >= 1, objectCount <= UInt64(size), objectCount < UInt64(Int32.max) else {
+            throw .corrupt(reason: "object count out of range")
+        }
+        guard topObject < objectCount else {
+            throw .corrupt(reason: "top object out of range")
+        }
+        let (tableLength, overflow) = objectCount.multipliedReportingOverflow(by: UInt64(offsetIntSize))
+        guard tableOffset > UInt64(Self.headerSize), tableOffset <= UInt64(trailer), !overflow,
+              tableLength <= UInt64(trailer) - tableOffset
+        else {
+            throw .corrupt(reason: "offset table out of range")
+        }
+        self.base = base
+        self.objectsEnd = Int(tableOffset)
+        self.offsetIntSize = offsetIntSize
+        self.objectRefSize = objectRefSize
+        self.objectCount = Int(objectCount)
+        self.topObject = Int(topObject)
+        self.maximumDepth = maximumDepth
+        self.states = [Int32](repeating: Self.unseen, count: Int(objectCount))
+    }
+
+    /// Decodes the whole tree; the top object must be a dictionary.
+    mutating func decodeRoot() throws(BinaryPropertyListError) -> [String: PropertyListValue] {
+        let offset = try objectOffset(topObject)
+        guard byte(at: offset) & 0xF0 == 0xD0 else {
+            throw .corrupt(reason: "root object is not a dictionary")
+        }
+        guard case .dictionary(let entries) = try value(at: topObject, depth: 1) else {
+            throw .corrupt(reason: "root object is not a dictionary")
+        }
+        return entries
+    }
+
+    // MARK: Objects
+
+    /// The value of object `index`, a container at nesting level `depth` if it is one.
+    private mutating func value(at index: Int, depth: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+        let state = states[index]
+        if state >= 0 { return scalars[Int(state)] }
+        guard state != Self.containerSeen else {
+            throw .corrupt(reason: "a container is referenced more than once")
+        }
+        let offset = try objectOffset(index)
+        let marker = byte(at: offset)
+        switch marker & 0xF0 {
+        case 0xA0:
+            states[index] = Self.containerSeen
+            return .array(try array(marker: marker, offset: offset, depth: depth))
+        case 0xD0:
+            states[index] = Self.containerSeen
+            return .dictionary(try dictionary(marker: marker, offset: offset, depth: depth))
+        default:
+            let scalar = try scalar(marker: marker, offset: offset)
+            remember(scalar, for: index, state: state)
+            return scalar
+        }
+    }
+
+    /// The string of object `index`, which must be a string: it is a dictionary key.
+    private mutating func key(at index: Int) throws(BinaryPropertyListError) -> String {
+        let state = states[index]
+        if state >= 0, case .string(let key) = scalars[Int(state)] { return key }
+        guard state == Self.unseen || state == Self.scalarSeen else {
+            throw .corrupt(reason: "dictionary key is not a string")
+        }
+        let offset = try objectOffset(index)
+        let marker = byte(at: offset)
+        let key: String
+        switch marker & 0xF0 {
+        case 0x50: key = try asciiString(marker: marker, offset: offset)
+        case 0x60: key = try utf16String(marker: marker, offset: offset)
+        default: throw .corrupt(reason: "dictionary key is not a string")
+        }
+        remember(.string(key), for: index, state: state)
+        return key
+    }
+
+    /// Marks a scalar as seen on its first use, and caches it on its second.
+    private mutating func remember(_ scalar: PropertyListValue, for index: Int, state: Int32) {
+        if state == Self.unseen {
+            states[index] = Self.scalarSeen
+        } else {
+            states[index] = Int32(truncatingIfNeeded: scalars.count)
+            scalars.append(scalar)
+        }
+    }
+
+    private mutating func array(
+        marker: UInt8, offset: Int, depth: Int
+    ) throws(BinaryPropertyListError) -> [PropertyListValue] {
+        guard depth <= maximumDepth else {
+            throw .corrupt(reason: "containers nest deeper than the depth limit")
+        }
+        let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
+        var elements: [PropertyListValue] = []
+        elements.reserveCapacity(Swift.min(count, Self.reservationLimit))
+        var position = start
+        for _ in 0..<count {
+            let element = try reference(at: position)
+            position += objectRefSize
+            elements.append(try value(at: element, depth: depth + 1))
+        }
+        return elements
+    }
+
+    private mutating func dictionary(
+        marker: UInt8, offset: Int, depth: Int
+    ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
+        guard depth <= maximumDepth else {
+            throw .corrupt(reason: "containers nest deeper than the depth limit")
+        }
+        let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 2 * objectRefSize)
+        var entries = [String: PropertyListValue](minimumCapacity: Swift.min(count, Self.reservationLimit))
+        let valuesStart = start + count * objectRefSize
+        var hasDollarKey = false
+        for entry in 0..<count {
+            let key = try key(at: reference(at: start + entry * objectRefSize))
+            hasDollarKey = hasDollarKey || key.utf8.first == UInt8(ascii: "$")
+            let value = try value(at: reference(at: valuesStart + entry * objectRefSize), depth: depth + 1)
+            guard entries.updateValue(value, forKey: key) == nil else {
+                throw .corrupt(reason: "duplicate key in a dictionary")
+            }
+        }
+        if hasDollarKey, entries["$archiver"] != nil, entries["$objects"] != nil {
+            throw .corrupt(reason: "keyed archives are not supported")
+        }
+        return entries
+    }
+
+    // MARK: Reading bytes
+
+    @inline(__always)
+    func byte(at offset: Int) -> UInt8 {
+        base.load(fromByteOffset: offset, as: UInt8.self)
+    }
+
+    /// A big-endian unsigned integer of `size` (1, 2, 4 or 8) bytes; the caller checked bounds.
+    @inline(__always)
+    func unsigned(at offset: Int, size: Int) -> UInt64 {
+        switch size {
+        case 1: UInt64(byte(at: offset))
+        case 2: UInt64(UInt16(bigEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+        case 4: UInt64(UInt32(bigEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        default: UInt64(bigEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+    }
+
+    /// Where object `index` starts; `index` is below `objectCount`.
+    @inline(__always)
+    func objectOffset(_ index: Int) throws(BinaryPropertyListError) -> Int {
+        let offset = unsigned(at: objectsEnd + index * offsetIntSize, size: offsetIntSize)
+        guard offset >= UInt64(Self.headerSize), offset < UInt64(objectsEnd) else {
+            throw .corrupt(reason: "object offset out of range")
+        }
+        return Int(offset)
+    }
+
+    /// The object reference stored at `offset`; the caller checked bounds.
+    @inline(__always)
+    func reference(at offset: Int) throws(BinaryPropertyListError) -> Int {
+        let index = unsigned(at: offset, size: objectRefSize)
+        guard index < UInt64(objectCount) else {
+            throw .corrupt(reason: "object reference out of range")
+        }
+        return Int(index)
+    }
+
+    /// Checks that `length` bytes from `start` lie inside the object area.
+    @inline(__always)
+    func requireBytes(_ length: Int, at start: Int) throws(BinaryPropertyListError) {
+        guard start <= objectsEnd, length <= objectsEnd - start else {
+            throw .corrupt(reason: "object extends past the object area")
+        }
+    }
+
+    /// The element count in the marker's low nibble (or the integer after it when the nibble is
+    /// 0xF) and where the contents start, after checking that `count * unitSize` bytes fit.
+    func countAndStart(
+        marker: UInt8, offset: Int, unitSize: Int
+    ) throws(BinaryPropertyListError) -> (count: Int, start: Int) {
+        var count = Int(marker & 0x0F)
+        var start = offset + 1
+        if count == 0x0F {
+            try requireBytes(1, at: start)
+            let lengthMarker = byte(at: start)
+            guard lengthMarker & 0xF0 == 0x10, lengthMarker & 0x0F <= 3 else {
+                throw .corrupt(reason: "invalid length of an object")
+            }
+            let width = 1 << Int(lengthMarker & 0x0F)
+            try requireBytes(width, at: start + 1)
+            let length = unsigned(at: start + 1, size: width)
+            guard length <= UInt64(objectsEnd) else {
+                throw .corrupt(reason: "object extends past the object area")
+            }
+            count = Int(length)
+            start += 1 + width
+        }
+        let (length, overflow) = count.multipliedReportingOverflow(by: unitSize)
+        guard !overflow else {
+            throw .corrupt(reason: "object extends past the object area")
+        }
+        try requireBytes(length, at: start)
+        return (count, start)
+    }
+}

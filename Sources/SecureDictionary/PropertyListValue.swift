@@ -1,0 +1,123 @@
+import Foundation
+
+/// One value of a ``SecureDictionary``: the property-list types, kept apart exactly as stored.
+///
+/// ```swift
+/// try settings.setValue("s3cr3t", forKey: "apiToken")        // .string
+/// try settings.setValue(3, forKey: "retries")                 // .integer
+/// try settings.setValue(.date(Date()), forKey: "expires")
+/// let token = settings["apiToken"]?.stringValue
+/// ```
+///
+/// Integers, reals and booleans never turn into one another: a value read back is the same
+/// case it was written as. A `Date` is stored as a `Double` of seconds since 2001-01-01, which
+/// is also `Date`'s own representation, so it reads back equal.
+///
+/// `description` and `debugDescription` never show the contents: a value may be a secret.
+public enum PropertyListValue: Sendable, Hashable {
+    case string(String)
+    case integer(Int)
+    case real(Double)
+    case bool(Bool)
+    case date(Date)
+    case data(Data)
+    case array([PropertyListValue])
+    case dictionary([String: PropertyListValue])
+}
+
+extension PropertyListValue {
+    /// The string, when this is `.string`; otherwise `nil`.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The integer, when this is `.integer`; otherwise `nil` (a real or bool is not converted).
+    public var integerValue: Int? {
+        if case .integer(let value) = self { return value }
+        return nil
+    }
+
+    /// The real, when this is `.real`; otherwise `nil` (an integer is not converted).
+    public var realValue: Double? {
+        if case .real(let value) = self { return value }
+        return nil
+    }
+
+    /// The boolean, when this is `.bool`; otherwise `nil`.
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// The date, when this is `.date`; otherwise `nil`.
+    public var dateValue: Date? {
+        if case .date(let value) = self { return value }
+        return nil
+    }
+
+    /// The bytes, when this is `.data`; otherwise `nil`.
+    public var dataValue: Data? {
+        if case .data(let value) = self { return value }
+        return nil
+    }
+
+    /// The elements, when this is `.array`; otherwise `nil`.
+    public var arrayValue: [PropertyListValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+
+    /// The entries, when this is `.dictionary`; otherwise `nil`.
+    public var dictionaryValue: [String: PropertyListValue]? {
+        if case .dictionary(let value) = self { return value }
+        return nil
+    }
+
+    /// The name of this value's type, for messages that must not show the value itself.
+    public var typeName: String {
+        switch self {
+        case .string: "string"
+        case .integer: "integer"
+        case .real: "real"
+        case .bool: "bool"
+        case .date: "date"
+        case .data: "data"
+        case .array: "array"
+        case .dictionary: "dictionary"
+        }
+    }
+}
+
+extension PropertyListValue: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+}
+
+extension PropertyListValue: ExpressibleByIntegerLiteral {
+    public init(integerLiteral value: Int) { self = .integer(value) }
+}
+
+extension PropertyListValue: ExpressibleByFloatLiteral {
+    public init(floatLiteral value: Double) { self = .real(value) }
+}
+
+extension PropertyListValue: ExpressibleByBooleanLiteral {
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+}
+
+extension PropertyListValue: ExpressibleByArrayLiteral {
+    public init(arrayLiteral elements: PropertyListValue...) { self = .array(elements) }
+}
+
+extension PropertyListValue: ExpressibleByDictionaryLiteral {
+    public init(dictionaryLiteral elements: (String, PropertyListValue)...) {
+        self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+extension PropertyListValue: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The type only, e.g. `<string>`: never the value, which may be a secret.
+    public var description: String { "<\(typeName)>" }
+    public var debugDescription: String { "PropertyListValue(<\(typeName)>, redacted)" }
+    public var customMirror: Mirror { Mirror(self, children: ["type": typeName], displayStyle: .enum) }
+}
