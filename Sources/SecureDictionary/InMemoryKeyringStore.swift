@@ -1,0 +1,126 @@
+import Synchronization
+
+/// A ``KeyringStore`` in memory, for your own unit tests: fast, private to the process, and
+/// able to fail on purpose.
+///
+/// ```swift
+/// let store = InMemoryKeyringStore()
+/// let settings = try SecureDictionary(name: "settings", options: .init(store: store))
+/// store.failNextCalls(with: .locked, count: 1)
+/// #expect(throws: SecureDictionaryError.locked) { try settings.setValue(1, forKey: "a") }
+/// #expect(settings["a"] == nil)                          // the cache followed the store
+/// ```
+///
+/// It is not a keyring: it is not shared with other processes and keeps bytes in ordinary
+/// memory. Use it for logic, use the real Secret Service for everything about the keyring.
+public final class InMemoryKeyringStore: KeyringStore {
+    /// One injected failure.
+    public struct Fault: Sendable, Equatable {
+        /// The error the call throws.
+        public var error: SecureDictionaryError
+        /// For a failing `store`: whether the bytes are written anyway before the error is
+        /// thrown, as when a reply is lost after the keyring applied the write.
+        public var writesAnyway: Bool
+
+        public init(_ error: SecureDictionaryError, writesAnyway: Bool = false) {
+            self.error = error
+            self.writesAnyway = writesAnyway
+        }
+    }
+
+    /// The kind of a call, as counted by ``calls``.
+    public enum Call: String, Sendable, Hashable { case load, store, delete, list }
+
+    private struct State {
+        var items: [KeyringItem: [UInt8]] = [:]
+        var lockedCollections: Set<KeyringCollection> = []
+        var faults: [Int: Fault] = [:]       // keyed by the 1-based number of the call to fail
+        var callCount = 0
+        var calls: [Call] = []
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public var isSharedBetweenProcesses: Bool { false }
+
+    // MARK: Fault injection and inspection
+
+    /// Makes the next `count` calls (of any kind) throw `fault.error`.
+    public func failNextCalls(with error: SecureDictionaryError, count: Int = 1, writesAnyway: Bool = false) {
+        state.withLock { state in
+            for offset in 1...max(1, count) {
+                state.faults[state.callCount + offset] = Fault(error, writesAnyway: writesAnyway)
+            }
+        }
+    }
+
+    /// Makes the call numbered `number` (counting from 1 from now on) throw.
+    public func failCall(number: Int, with fault: Fault) {
+        state.withLock { $0.faults[$0.callCount + number] = fault }
+    }
+
+    /// Removes every pending fault.
+    public func clearFaults() { state.withLock { $0.faults.removeAll() } }
+
+    /// Locks or unlocks a collection: while locked, every call on it throws ``SecureDictionaryError/locked``.
+    public func setLocked(_ locked: Bool, collection: KeyringCollection = .default) {
+        state.withLock { state in
+            if locked { state.lockedCollections.insert(collection) } else { state.lockedCollections.remove(collection) }
+        }
+    }
+
+    /// The calls made so far, in order.
+    public var calls: [Call] { state.withLock { $0.calls } }
+
+    /// The stored bytes of `item`, as a keyring reader would see them.
+    public func storedBytes(of item: KeyringItem) -> [UInt8]? { state.withLock { $0.items[item] } }
+
+    /// Plants raw bytes, e.g. a hostile blob, as if another process had written them.
+    public func plant(_ bytes: [UInt8]?, for item: KeyringItem) { state.withLock { $0.items[item] = bytes } }
+
+    // MARK: KeyringStore
+
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        try call(.load, collection: item.collection) { $0.items[item] }
+    }
+
+    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try call(.store, collection: item.collection, onFault: { state, fault in
+            if fault.writesAnyway { state.items[item] = secret }
+        }) { $0.items[item] = secret }
+    }
+
+    public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
+        try call(.delete, collection: item.collection) { $0.items.removeValue(forKey: item) != nil }
+    }
+
+    public func dictionaryNames(applicationID: String, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [String]
+    {
+        try call(.list, collection: collection) { state in
+            state.items.keys
+                .filter { $0.applicationID == applicationID && $0.collection == collection }
+                .map(\.dictionaryName).sorted()
+        }
+    }
+
+    private func call<T>(
+        _ kind: Call, collection: KeyringCollection,
+        onFault: (inout State, Fault) -> Void = { _, _ in },
+        _ body: (inout State) -> T
+    ) throws(SecureDictionaryError) -> T {
+        let outcome: Result<T, SecureDictionaryError> = state.withLock { state in
+            state.callCount += 1
+            state.calls.append(kind)
+            if let fault = state.faults.removeValue(forKey: state.callCount) {
+                onFault(&state, fault)
+                return .failure(fault.error)
+            }
+            if state.lockedCollections.contains(collection) { return .failure(.locked) }
+            return .success(body(&state))
+        }
+        return try outcome.get()
+    }
+}

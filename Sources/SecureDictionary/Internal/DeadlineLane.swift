@@ -1,0 +1,89 @@
+import Dispatch
+import Synchronization
+
+/// Runs blocking calls one at a time on a private serial queue and stops waiting for them
+/// at a deadline.
+///
+/// Why a lane and not the caller's thread: libsecret's `*_sync` calls have no deadline of
+/// their own (a frozen daemon blocks for 25–50 s, a prompt nobody answers can block forever,
+/// and cancelling does not always help). The caller waits on a semaphore instead, and at the
+/// deadline it interrupts the call, gives it a short grace period, and if it is still stuck
+/// abandons it: the lane gets a fresh queue and a fresh context (connection), so later calls
+/// neither queue behind the stuck one nor reuse its connection.
+///
+/// Why serial: concurrent first calls into libsecret each negotiate their own session.
+final class DeadlineLane<Context: AnyObject & Sendable>: Sendable {
+    private struct Generation: Sendable {
+        let queue: DispatchQueue
+        let context: Context
+    }
+
+    private let label: String
+    private let makeContext: @Sendable () -> Context
+    private let current: Mutex<Generation>
+    /// How long an interrupted call may take to notice before it is abandoned.
+    private let grace: Duration
+
+    init(label: String, grace: Duration = .milliseconds(250), makeContext: @escaping @Sendable () -> Context) {
+        self.label = label
+        self.grace = grace
+        self.makeContext = makeContext
+        self.current = Mutex(Generation(queue: DispatchQueue(label: label), context: makeContext()))
+    }
+
+    /// Runs `body` on the lane and returns its result, or `nil` when `timeout` passed first.
+    ///
+    /// On timeout, `interrupt` is called (from the waiting thread) so the call can cancel
+    /// itself, and the lane is renewed whether or not it does.
+    func run<T: Sendable>(
+        timeout: Duration,
+        interrupt: @escaping @Sendable () -> Void,
+        _ body: @escaping @Sendable (Context) -> T
+    ) -> T? {
+        let generation = current.withLock { $0 }
+        let outcome = Outcome<T>()
+        generation.queue.async {
+            outcome.finish(body(generation.context))
+        }
+        if outcome.wait(for: timeout) { return outcome.value }
+        interrupt()
+        _ = outcome.wait(for: grace)
+        renew(ifStill: generation)
+        return nil
+    }
+
+    /// Drops the context of the current generation: the next call starts a new one.
+    /// Call it after a failure that leaves the connection unusable.
+    private func renew(ifStill generation: Generation) {
+        current.withLock { now in
+            if now.queue === generation.queue {
+                now = Generation(queue: DispatchQueue(label: label), context: makeContext())
+            }
+        }
+    }
+}
+
+/// A one-shot result with a timed wait.
+private final class Outcome<T: Sendable>: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let storage = Mutex<T?>(nil)
+
+    var value: T? { storage.withLock { $0 } }
+
+    func finish(_ value: T) {
+        storage.withLock { $0 = value }
+        semaphore.signal()
+    }
+
+    /// Whether the result arrived within `duration`.
+    func wait(for duration: Duration) -> Bool {
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + attoseconds / 1_000_000_000
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
+        if semaphore.wait(timeout: deadline) == .success {
+            semaphore.signal()   // keep later waits (the grace wait) from blocking
+            return true
+        }
+        return false
+    }
+}

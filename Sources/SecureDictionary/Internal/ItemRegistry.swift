@@ -1,0 +1,36 @@
+import Synchronization
+
+/// Hands out one ``ItemState`` per (store, item) in the process, so that every
+/// ``SecureDictionary`` instance of the same item shares one cache and one lock.
+/// It holds states weakly: when the last instance goes, the state goes (and wipes itself).
+enum ItemRegistry {
+    private struct Key: Hashable {
+        let store: ObjectIdentifier
+        let item: KeyringItem
+    }
+
+    private struct WeakState {
+        weak var state: ItemState?
+    }
+
+    private static let states = Mutex<[Key: WeakState]>([:])
+
+    /// The live state of `item` in `store`, or a new one.
+    static func state(for item: KeyringItem, store: any KeyringStore, lockDirectory: String?)
+        throws(SecureDictionaryError) -> ItemState
+    {
+        let key = Key(store: ObjectIdentifier(store), item: item)
+        return try states.withLock { states throws(SecureDictionaryError) -> ItemState in
+            if let existing = states[key]?.state { return existing }
+            let created = try ItemState(item: item, store: store, lockDirectory: lockDirectory)
+            if states.count > 64 { states = states.filter { $0.value.state != nil } }
+            states[key] = WeakState(state: created)
+            return created
+        }
+    }
+
+    /// The live state of `item`, if some instance holds it.
+    static func existingState(for item: KeyringItem, store: any KeyringStore) -> ItemState? {
+        states.withLock { $0[Key(store: ObjectIdentifier(store), item: item)]?.state }
+    }
+}

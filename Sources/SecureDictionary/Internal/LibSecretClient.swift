@@ -1,0 +1,325 @@
+import CLibSecret
+import CSecretShim
+
+// The only file of the library that touches libsecret and GLib. One internal function per
+// kind of call, one place (`KeyringErrorMapping.map`) that turns a GError into a
+// SecureDictionaryError. Every call runs on a `DeadlineLane`, so none can outlive its deadline.
+
+/// A Secret Service connection, confined to the queue of one `DeadlineLane` generation.
+final class LibSecretConnection: @unchecked Sendable {   // touched only on its lane's serial queue
+    private var service: UnsafeMutablePointer<SecretService>?
+
+    deinit { close() }
+
+    /// The open service, opening it (with an encrypted transport session) when needed.
+    ///
+    /// Calls `sd_service_open` → `secret_service_open_sync` with the no-prompt subclass.
+    func openService(_ cancellable: Cancellable) throws(SecureDictionaryError) -> UnsafeMutablePointer<SecretService> {
+        if let service { return service }
+        var error: UnsafeMutablePointer<GError>?
+        guard let opened = sd_service_open(0, cancellable.pointer, &error) else {
+            let mapped = KeyringErrorMapping.map(error, connecting: true)
+            throw mapped
+        }
+        let algorithms = secret_service_get_session_algorithms(opened).map { String(cString: $0) } ?? "plain"
+        if algorithms == "plain" {
+            g_object_unref(opened)
+            throw .serviceUnavailable(reason: "the Secret Service offered no encrypted transport session")
+        }
+        service = opened
+        return opened
+    }
+
+    /// Forgets the service; the next call opens a new one (e.g. after the daemon restarted).
+    func close() {
+        if let service { g_object_unref(service) }
+        service = nil
+    }
+}
+
+/// A `GCancellable`, which GLib documents as safe to cancel from any thread.
+final class Cancellable: @unchecked Sendable {   // GCancellable is thread-safe
+    let pointer: UnsafeMutablePointer<GCancellable>
+
+    init() { pointer = g_cancellable_new() }
+    deinit { g_object_unref(pointer) }
+    func cancel() { g_cancellable_cancel(pointer) }
+}
+
+/// The libsecret calls SecureDictionary makes, each against the collection behind an alias.
+struct LibSecretClient: Sendable {
+    let lane = DeadlineLane(label: "SecureDictionary.keyring") { LibSecretConnection() }
+
+    /// Runs `operation` on the lane with a deadline, reconnecting once when the connection
+    /// turns out to be dead (the daemon restarted).
+    func perform<T: Sendable>(
+        timeout: Duration,
+        _ operation: @escaping @Sendable (UnsafeMutablePointer<SecretService>, Cancellable) throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> T {
+        let cancellable = Cancellable()
+        let result = lane.run(timeout: timeout, interrupt: { cancellable.cancel() }) { connection in
+            var attempt = 0
+            while true {
+                attempt += 1
+                do throws(SecureDictionaryError) {
+                    let service = try connection.openService(cancellable)
+                    return Result<T, SecureDictionaryError>.success(try operation(service, cancellable))
+                } catch {
+                    if error.keepsConnection == false { connection.close() }
+                    if error == .connectionLost && attempt == 1 { continue }
+                    return .failure(error)
+                }
+            }
+        }
+        guard let result else { throw .timedOut }
+        return try result.get()
+    }
+
+    // MARK: Operations
+
+    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        try perform(timeout: timeout) { service, cancellable throws(SecureDictionaryError) in
+            let collection = try Self.collectionPath(service, item.collection, cancellable)
+            let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
+            if !found.locked.isEmpty { throw .locked }
+            if found.unlocked.count > 1 { throw .ambiguous(count: found.unlocked.count) }
+            guard let path = found.unlocked.first else {
+                // Nothing found: that means "no such item" only if the collection is unlocked.
+                if try Self.isLocked(service, collection: collection, cancellable) { throw .locked }
+                return nil
+            }
+            return try Self.secret(service, path: path, collection: collection, cancellable)
+        }
+    }
+
+    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try perform(timeout: timeout) { service, cancellable throws(SecureDictionaryError) in
+            let collection = try Self.collectionPath(service, item.collection, cancellable)
+            try Self.createOrReplace(service, collection: collection, item: item, secret: secret, cancellable)
+        }
+    }
+
+    func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
+        try perform(timeout: timeout) { service, cancellable throws(SecureDictionaryError) in
+            let collection = try Self.collectionPath(service, item.collection, cancellable)
+            let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
+            if !found.locked.isEmpty { throw .locked }
+            for path in found.unlocked {
+                var error: UnsafeMutablePointer<GError>?
+                if secret_service_delete_item_dbus_path_sync(service, path, cancellable.pointer, &error) == 0 {
+                    throw KeyringErrorMapping.map(error)
+                }
+            }
+            if found.unlocked.isEmpty, try Self.isLocked(service, collection: collection, cancellable) {
+                throw .locked
+            }
+            return !found.unlocked.isEmpty
+        }
+    }
+
+    func dictionaryNames(applicationID: String, collection alias: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [String]
+    {
+        try perform(timeout: timeout) { service, cancellable throws(SecureDictionaryError) in
+            let collection = try Self.collectionPath(service, alias, cancellable)
+            let attributes = ["application": applicationID, "xdg:schema": KeyringItem.schemaName]
+            let found = try Self.search(service, attributes: attributes, in: collection, cancellable)
+            if found.unlocked.isEmpty, found.locked.isEmpty,
+               try Self.isLocked(service, collection: collection, cancellable) {
+                throw .locked
+            }
+            var names = Set<String>()
+            for path in found.unlocked + found.locked {
+                let stored = try Self.attributes(service, path: path, cancellable)
+                if stored["service"]?.contains(KeyringItem.marker) == true, let name = stored["dictionary"] {
+                    names.insert(name)
+                }
+            }
+            return names.sorted()
+        }
+    }
+
+    // MARK: One function per libsecret call
+
+    /// `secret_service_read_alias_dbus_path_sync`: the object path of the aliased collection.
+    private static func collectionPath(
+        _ service: UnsafeMutablePointer<SecretService>, _ collection: KeyringCollection, _ cancellable: Cancellable
+    ) throws(SecureDictionaryError) -> String {
+        var error: UnsafeMutablePointer<GError>?
+        guard let path = secret_service_read_alias_dbus_path_sync(service, collection.alias, cancellable.pointer, &error) else {
+            if error != nil { throw KeyringErrorMapping.map(error) }
+            throw .serviceUnavailable(reason: "no keyring collection has the alias '\(collection.alias)'")
+        }
+        defer { g_free(path) }
+        return String(cString: path)
+    }
+
+    /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection.
+    private static func search(
+        _ service: UnsafeMutablePointer<SecretService>, attributes: [String: String], in collection: String,
+        _ cancellable: Cancellable
+    ) throws(SecureDictionaryError) -> (unlocked: [String], locked: [String]) {
+        let table = sd_attributes_new(attributes["service"], attributes["application"],
+                                      attributes["dictionary"], attributes["xdg:schema"])
+        defer { g_hash_table_unref(table) }
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var error: UnsafeMutablePointer<GError>?
+        defer { g_strfreev(unlocked); g_strfreev(locked) }
+        if secret_service_search_for_dbus_paths_sync(service, nil, table, cancellable.pointer, &unlocked, &locked, &error) == 0 {
+            throw KeyringErrorMapping.map(error)
+        }
+        let prefix = collection + "/"
+        return (strings(unlocked).filter { $0.hasPrefix(prefix) }, strings(locked).filter { $0.hasPrefix(prefix) })
+    }
+
+    /// The `Locked` property of a collection (`org.freedesktop.DBus.Properties.Get`).
+    private static func isLocked(
+        _ service: UnsafeMutablePointer<SecretService>, collection: String, _ cancellable: Cancellable
+    ) throws(SecureDictionaryError) -> Bool {
+        var error: UnsafeMutablePointer<GError>?
+        let answer = sd_collection_is_locked(service, collection, cancellable.pointer, &error)
+        if answer < 0 { throw KeyringErrorMapping.map(error) }
+        return answer != 0
+    }
+
+    /// `secret_service_get_secret_for_dbus_path_sync`: a copy of the item's secret bytes.
+    private static func secret(
+        _ service: UnsafeMutablePointer<SecretService>, path: String, collection: String, _ cancellable: Cancellable
+    ) throws(SecureDictionaryError) -> [UInt8] {
+        var error: UnsafeMutablePointer<GError>?
+        guard let value = secret_service_get_secret_for_dbus_path_sync(service, path, cancellable.pointer, &error) else {
+            if error != nil { throw KeyringErrorMapping.map(error) }
+            // No secret and no error: the item was locked (or removed) since the search.
+            if try isLocked(service, collection: collection, cancellable) { throw .locked }
+            throw .connectionLost
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var length = 0
+        guard let bytes = sd_value_bytes(value, &length), length > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: bytes, count: length))
+    }
+
+    /// `secret_service_create_item_dbus_path_sync` with `SECRET_ITEM_CREATE_REPLACE`.
+    private static func createOrReplace(
+        _ service: UnsafeMutablePointer<SecretService>, collection: String, item: KeyringItem, secret: [UInt8],
+        _ cancellable: Cancellable
+    ) throws(SecureDictionaryError) {
+        let table = sd_attributes_new(item.name, item.applicationID, item.dictionaryName, KeyringItem.schemaName)
+        let properties = sd_item_properties_new(item.name, table)
+        g_hash_table_unref(table)
+        defer { g_hash_table_unref(properties) }
+        let value = secret.withUnsafeBufferPointer { sd_value_new_binary($0.baseAddress, $0.count) }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var error: UnsafeMutablePointer<GError>?
+        guard let path = secret_service_create_item_dbus_path_sync(
+            service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, cancellable.pointer, &error
+        ) else {
+            throw KeyringErrorMapping.map(error)
+        }
+        g_free(path)
+    }
+
+    /// The item's `Attributes` property.
+    private static func attributes(
+        _ service: UnsafeMutablePointer<SecretService>, path: String, _ cancellable: Cancellable
+    ) throws(SecureDictionaryError) -> [String: String] {
+        var error: UnsafeMutablePointer<GError>?
+        guard let table = sd_item_attributes(service, path, cancellable.pointer, &error) else {
+            throw KeyringErrorMapping.map(error)
+        }
+        defer { g_hash_table_unref(table) }
+        var result: [String: String] = [:]
+        var iterator = GHashTableIter()
+        g_hash_table_iter_init(&iterator, table)
+        var key: gpointer?
+        var value: gpointer?
+        while g_hash_table_iter_next(&iterator, &key, &value) != 0 {
+            if let key, let value {
+                result[String(cString: key.assumingMemoryBound(to: CChar.self))] =
+                    String(cString: value.assumingMemoryBound(to: CChar.self))
+            }
+        }
+        return result
+    }
+
+    private static func strings(_ list: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+        guard let list else { return [] }
+        var result: [String] = []
+        var index = 0
+        while let element = list[index] {
+            result.append(String(cString: element))
+            index += 1
+        }
+        return result
+    }
+}
+
+/// The one place that turns a GLib `GError` into a ``SecureDictionaryError`` (and frees it).
+enum KeyringErrorMapping {
+    static func map(_ error: UnsafeMutablePointer<GError>?, connecting: Bool = false) -> SecureDictionaryError {
+        guard let error else {
+            return .keyring(domain: "unknown", code: 0, message: "libsecret failed without an error")
+        }
+        defer { g_error_free(error) }
+        let domain = error.pointee.domain
+        let code = error.pointee.code
+        let message = error.pointee.message.map { String(cString: $0) } ?? ""
+        let remoteName = g_dbus_error_get_remote_error(error).map { name in
+            defer { g_free(name) }
+            return String(cString: name)
+        }
+
+        if domain == sd_secret_error_quark() {
+            switch code {
+            case Int32(SECRET_ERROR_IS_LOCKED.rawValue): return .locked
+            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue): return .connectionLost
+            default: break
+            }
+        } else if domain == sd_io_error_quark() {
+            switch code {
+            case Int32(G_IO_ERROR_CANCELLED.rawValue): return .timedOut   // only the deadline cancels
+            case Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
+            case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue):
+                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
+            default:
+                if connecting { return .serviceUnavailable(reason: message) }
+            }
+        } else if domain == sd_dbus_error_quark() {
+            switch code {
+            case Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue), Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue),
+                 Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue), Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue),
+                 Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue), Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue):
+                // On an open connection this means the daemon we talked to is gone (its
+                // unique bus name died): reconnect, which finds a restarted one.
+                return connecting ? .serviceUnavailable(reason: "no Secret Service on the session bus") : .connectionLost
+            case Int32(G_DBUS_ERROR_TIMEOUT.rawValue), Int32(G_DBUS_ERROR_TIMED_OUT.rawValue):
+                return .timedOut
+            case Int32(G_DBUS_ERROR_NO_REPLY.rawValue), Int32(G_DBUS_ERROR_DISCONNECTED.rawValue),
+                 Int32(G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue), Int32(G_DBUS_ERROR_UNKNOWN_METHOD.rawValue),
+                 Int32(G_DBUS_ERROR_NO_SERVER.rawValue):
+                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
+            default:
+                if connecting { return .serviceUnavailable(reason: message) }
+            }
+        }
+        switch remoteName {
+        case "org.freedesktop.Secret.Error.IsLocked": return .locked
+        case "org.freedesktop.Secret.Error.NoSession", "org.freedesktop.Secret.Error.NoSuchObject":
+            return .connectionLost
+        default: break
+        }
+        let domainName = g_quark_to_string(domain).map { String(cString: $0) } ?? "unknown"
+        return .keyring(domain: domainName, code: Int(code), message: message)
+    }
+}
+
+extension SecureDictionaryError {
+    /// Whether the connection that produced this error can still be used.
+    fileprivate var keepsConnection: Bool {
+        switch self {
+        case .locked, .ambiguous, .tooLarge, .itemNotFound, .invalidName, .invalidValue, .corrupt: true
+        default: false
+        }
+    }
+}

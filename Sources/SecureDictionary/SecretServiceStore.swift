@@ -1,0 +1,43 @@
+/// The default ``KeyringStore``: the freedesktop Secret Service (gnome-keyring, KWallet,
+/// KeePassXC…) over D-Bus, through libsecret.
+///
+/// ```swift
+/// let settings = try SecureDictionary(name: "settings")   // uses SecretServiceStore.shared
+/// ```
+///
+/// What it promises, whatever the provider does:
+/// - every call returns by its deadline (a frozen daemon gives ``SecureDictionaryError/timedOut``);
+/// - no unlock prompt is ever shown: a locked collection gives ``SecureDictionaryError/locked``;
+/// - secrets travel only through an encrypted transport session (a provider that offers only
+///   `plain` gives ``SecureDictionaryError/serviceUnavailable(reason:)``);
+/// - calls are serialised, and after the daemon restarts the next call reconnects by itself;
+/// - a lookup that finds nothing is "no such item" only if the collection is unlocked.
+public final class SecretServiceStore: KeyringStore {
+    /// The store every ``SecureDictionary`` uses unless its options name another.
+    public static let shared = SecretServiceStore()
+
+    private let client = LibSecretClient()
+
+    /// A store with its own connection and call lane. Most programs use ``shared``.
+    public init() {}
+
+    public var isSharedBetweenProcesses: Bool { true }
+
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        try client.load(item, timeout: timeout)
+    }
+
+    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try client.store(secret, for: item, timeout: timeout)
+    }
+
+    public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
+        try client.delete(item, timeout: timeout)
+    }
+
+    public func dictionaryNames(applicationID: String, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [String]
+    {
+        try client.dictionaryNames(applicationID: applicationID, collection: collection, timeout: timeout)
+    }
+}

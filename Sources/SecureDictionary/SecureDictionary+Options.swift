@@ -1,0 +1,63 @@
+import Logging
+
+extension SecureDictionary {
+    /// How a ``SecureDictionary`` reaches its item.
+    ///
+    /// ```swift
+    /// var options = SecureDictionary.Options()
+    /// options.timeout = .seconds(1)          // deadline of every keyring call
+    /// options.collection = .session          // gnome-keyring's in-memory collection
+    /// options.failureHandler = { error in showBanner("Not saved: \(error)") }
+    /// let cache = try SecureDictionary(name: "cache", options: options)
+    /// ```
+    public struct Options: Sendable {
+        /// The default cap on the encoded dictionary: 4 MiB.
+        public static let defaultMaximumSize = 4 * 1024 * 1024
+
+        /// The collection that holds the item. Default: the `default` alias.
+        public var collection: KeyringCollection
+        /// The deadline of each keyring call, and of waiting for another process's write.
+        /// Default: 3 seconds. A call past it throws ``SecureDictionaryError/timedOut``.
+        public var timeout: Duration
+        /// The largest encoded dictionary this instance writes or reads, in bytes.
+        /// Default: ``defaultMaximumSize``. Larger stored blobs are rejected by length before
+        /// parsing; larger writes throw ``SecureDictionaryError/tooLarge(size:limit:)`` with
+        /// no keyring call.
+        public var maximumSize: Int
+        /// Where the item lives. Default: ``SecretServiceStore/shared``.
+        public var store: any KeyringStore
+        /// The folder of the cross-process lock files. Default: `$XDG_RUNTIME_DIR/securedictionary`,
+        /// or `/tmp/securedictionary-<uid>` when `XDG_RUNTIME_DIR` is unset.
+        public var lockDirectory: String?
+        /// Called with every error that a non-throwing API cannot throw: a failed write through
+        /// the subscript setter, or a failed reload behind a read after ``SecureDictionary/forget()``.
+        /// An error-level log line (item name and error, never a key or value) is written too.
+        /// The cache is left equal to the store either way.
+        public var failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
+        /// Where diagnostics go: item names, entry counts, sizes and errors, never keys or
+        /// values. Default: a logger labelled `SecureDictionary`.
+        public var logger: Logger
+
+        public init(
+            collection: KeyringCollection = .default,
+            timeout: Duration = .seconds(3),
+            maximumSize: Int = Options.defaultMaximumSize,
+            store: any KeyringStore = SecretServiceStore.shared,
+            lockDirectory: String? = nil,
+            failureHandler: (@Sendable (SecureDictionaryError) -> Void)? = nil,
+            logger: Logger = Logger(label: "SecureDictionary")
+        ) {
+            self.collection = collection
+            self.timeout = timeout
+            self.maximumSize = maximumSize
+            self.store = store
+            self.lockDirectory = lockDirectory
+            self.failureHandler = failureHandler
+            self.logger = logger
+        }
+
+        var context: OperationContext {
+            OperationContext(timeout: timeout, limits: PropertyListLimits(maximumSize: maximumSize), logger: logger)
+        }
+    }
+}

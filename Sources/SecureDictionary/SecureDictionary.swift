@@ -1,0 +1,260 @@
+import Foundation
+import Logging
+
+/// A dictionary that lives in the user's keyring.
+///
+/// ```swift
+/// let settings = try SecureDictionary(name: "settings")
+/// try settings.setValue("s3cr3t", forKey: "apiToken")     // one synchronous keyring write
+/// let token = settings["apiToken"]?.stringValue            // from the cache, no D-Bus
+/// try settings.update { entries in                         // many changes, one write
+///     entries["refresh"] = "r-123"
+///     entries["old"] = nil
+/// }
+/// settings.forget()                                        // wipe the cache
+/// ```
+///
+/// The whole dictionary is one binary property list in one Secret Service item named
+/// `<applicationID>.__SecureDictionary__.<name>` (see ``KeyringItem``). It loads once on
+/// init, serves reads from memory, and writes back synchronously on every mutation.
+///
+/// - Reads (`subscript`, ``keys``, ``count``, ``snapshot``, iteration) come from the cache.
+///   After ``forget()`` or a write whose outcome was unknown, the next read loads again; if
+///   that load fails, the non-throwing reads return `nil` / empty and report the error like
+///   the subscript setter does. Use ``value(forKey:)`` or ``reload()`` to get the error thrown.
+/// - Writes throw and are all-or-nothing: the cache changes only after the keyring accepted
+///   the write.
+/// - Thread-safe: every instance of the same item in a process shares one cache and one lock,
+///   and writers in different processes serialise on a lock file and re-read what others
+///   wrote, so concurrent changes to different keys are all kept.
+/// - Values are value types: what you read cannot change under you without a write.
+public final class SecureDictionary: Sendable {
+    /// A value of the dictionary.
+    public typealias Value = PropertyListValue
+
+    /// The keyring item that holds this dictionary.
+    public let item: KeyringItem
+    /// The options this instance was opened with.
+    public let options: Options
+
+    private let state: ItemState
+
+    /// Opens (loads) the dictionary `name` of `applicationID`.
+    ///
+    /// ```swift
+    /// let defaults = try SecureDictionary()                          // the unnamed one
+    /// let tokens = try SecureDictionary(name: "tokens", applicationID: "com.example.app")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The dictionary's name; `nil` for the application's default dictionary.
+    ///     Non-empty, at most 255 UTF-8 bytes, no control characters.
+    ///   - applicationID: Defaults to ``defaultApplicationID``.
+    /// - Throws: ``SecureDictionaryError/invalidName(reason:)`` before any D-Bus call;
+    ///   ``SecureDictionaryError/locked``, ``SecureDictionaryError/serviceUnavailable(reason:)``,
+    ///   ``SecureDictionaryError/timedOut``, ``SecureDictionaryError/corrupt(reason:)``,
+    ///   ``SecureDictionaryError/ambiguous(count:)``… A dictionary starts empty only when the
+    ///   unlocked keyring positively has no such item.
+    public init(
+        name: String? = nil,
+        applicationID: String = SecureDictionary.defaultApplicationID,
+        options: Options = Options()
+    ) throws(SecureDictionaryError) {
+        let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: options.collection)
+        self.item = item
+        self.options = options
+        state = try ItemRegistry.state(for: item, store: options.store, lockDirectory: options.lockDirectory)
+        _ = try state.currentEntries(options.context)
+    }
+
+    /// The application ID used when none is given: the main bundle's identifier when there
+    /// is one, otherwise the executable's name. Give one explicitly when the executable may
+    /// be renamed.
+    public static var defaultApplicationID: String {
+        if let identifier = Bundle.main.bundleIdentifier, !identifier.isEmpty { return identifier }
+        let name = ProcessInfo.processInfo.processName
+        return name.isEmpty ? "SecureDictionary" : name
+    }
+
+    // MARK: Reading
+
+    /// The value for `key`, from the cache.
+    ///
+    /// Setting it writes to the keyring at once (`nil` removes the key). The setter cannot
+    /// throw: when the write fails, the cache stays equal to the store, an error is logged
+    /// (without key or value) and ``Options/failureHandler`` is called. Prefer
+    /// ``setValue(_:forKey:)`` wherever you can handle the error.
+    public subscript(key: String) -> Value? {
+        get { readEntries()?[key] }
+        set {
+            do throws(SecureDictionaryError) {
+                try setValue(newValue, forKey: key)
+            } catch {
+                report(error, during: "subscript write")
+            }
+        }
+    }
+
+    /// The value for `key`, loading first if the cache was dropped.
+    ///
+    /// - Throws: the load's error, when a load was needed and failed.
+    public func value(forKey key: String) throws(SecureDictionaryError) -> Value? {
+        try state.entries(options.context)[key]
+    }
+
+    /// All keys, in no particular order.
+    public var keys: [String] { readEntries().map { Array($0.keys) } ?? [] }
+
+    /// The number of entries.
+    public var count: Int { readEntries()?.count ?? 0 }
+
+    /// Whether there are no entries.
+    public var isEmpty: Bool { count == 0 }
+
+    /// An immutable copy of every entry.
+    public var snapshot: [String: Value] { readEntries() ?? [:] }
+
+    // MARK: Writing
+
+    /// Stores `value` under `key` (or removes the key when `value` is `nil`) with one keyring write.
+    ///
+    /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)`` with no keyring call when the
+    ///   result would exceed ``Options/maximumSize``; ``SecureDictionaryError/locked``,
+    ///   ``SecureDictionaryError/timedOut``… The cache changes only if the write succeeded.
+    public func setValue(_ value: Value?, forKey key: String) throws(SecureDictionaryError) {
+        try mutate { $0[key] = value }
+    }
+
+    /// Removes `key` with one keyring write and returns its old value.
+    @discardableResult
+    public func removeValue(forKey key: String) throws(SecureDictionaryError) -> Value? {
+        try mutate { $0.removeValue(forKey: key) }
+    }
+
+    /// Removes every entry with one keyring write (the item stays, holding an empty dictionary).
+    public func removeAll() throws(SecureDictionaryError) {
+        try mutate { $0.removeAll() }
+    }
+
+    /// Applies any number of changes with one keyring write: all of them or none.
+    ///
+    /// ```swift
+    /// try tokens.update { entries in
+    ///     entries["access"] = .string(newAccess)
+    ///     entries["expires"] = .date(Date().addingTimeInterval(3600))
+    /// }
+    /// ```
+    ///
+    /// `body` sees the current stored entries (re-read if another process wrote since). If
+    /// `body` throws, nothing is written and its error is rethrown. `body` must not use this
+    /// dictionary (or another instance of the same item): it runs under the item's lock.
+    ///
+    /// - Throws: what `body` throws, or a ``SecureDictionaryError``.
+    @discardableResult
+    public func update<R>(_ body: (inout [String: Value]) throws -> R) throws -> R {
+        do {
+            return try state.mutate(options.context, body)
+        } catch {
+            switch error {
+            case .store(let failure): throw failure
+            case .body(let failure): throw failure
+            }
+        }
+    }
+
+    /// Loads the item again, replacing the cache.
+    ///
+    /// - Throws: as ``init(name:applicationID:options:)``; the cache is unchanged then.
+    public func reload() throws(SecureDictionaryError) {
+        try state.reload(options.context)
+    }
+
+    /// Drops the cache and wipes the byte buffers the library owns; the next use loads again.
+    ///
+    /// Every instance of the same item in this process shares the cache, so all of them
+    /// forget. Strings you read, and copies you keep, are yours: Swift cannot wipe them.
+    public func forget() {
+        state.forget()
+    }
+
+    // MARK: Items
+
+    /// Removes the dictionary's item from the keyring; returns whether there was one.
+    ///
+    /// This is also the explicit way to discard an item that cannot be decoded
+    /// (``SecureDictionaryError/corrupt(reason:)``): nothing else ever writes over one.
+    ///
+    /// - Throws: ``SecureDictionaryError/locked``, ``SecureDictionaryError/timedOut``…
+    @discardableResult
+    public static func delete(
+        name: String? = nil,
+        applicationID: String = SecureDictionary.defaultApplicationID,
+        options: Options = Options()
+    ) throws(SecureDictionaryError) -> Bool {
+        let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: options.collection)
+        let state = try ItemRegistry.state(for: item, store: options.store, lockDirectory: options.lockDirectory)
+        return try state.deleteItem(options.context)
+    }
+
+    /// The names of `applicationID`'s dictionaries in the collection; `""` is the default one.
+    ///
+    /// - Throws: ``SecureDictionaryError/locked`` when the collection is locked and nothing
+    ///   can be listed, ``SecureDictionaryError/timedOut``…
+    public static func names(
+        applicationID: String = SecureDictionary.defaultApplicationID,
+        options: Options = Options()
+    ) throws(SecureDictionaryError) -> [String] {
+        try NameRules.validate(applicationID, what: "application ID")
+        return try options.store.dictionaryNames(
+            applicationID: applicationID, collection: options.collection, timeout: options.timeout)
+    }
+
+    // MARK: Helpers
+
+    private func mutate<R>(_ body: (inout [String: Value]) -> R) throws(SecureDictionaryError) -> R {
+        do {
+            return try state.mutate(options.context, body)
+        } catch {
+            switch error {
+            case .store(let failure): throw failure
+            }
+        }
+    }
+
+    /// The entries for a non-throwing read; a failed load is reported and reads as `nil`.
+    private func readEntries() -> [String: Value]? {
+        if let entries = state.cachedEntries { return entries }
+        do throws(SecureDictionaryError) {
+            return try state.entries(options.context)
+        } catch {
+            report(error, during: "load for a read")
+            return nil
+        }
+    }
+
+    private func report(_ error: SecureDictionaryError, during operation: String) {
+        options.logger.error("\(operation) failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
+        options.failureHandler?(error)
+    }
+}
+
+extension SecureDictionary: Sequence {
+    /// Iterates over a snapshot of the entries.
+    public func makeIterator() -> Dictionary<String, Value>.Iterator {
+        snapshot.makeIterator()
+    }
+}
+
+extension SecureDictionary: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The item name and the entry count: never keys or values.
+    public var description: String {
+        let count = state.cachedEntries.map { "\($0.count) entries" } ?? "not loaded"
+        return "SecureDictionary(\(item.name), \(count))"
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["item": item.name, "count": state.cachedEntries?.count as Any], displayStyle: .class)
+    }
+}

@@ -1,0 +1,98 @@
+/// Everything that can go wrong with a ``SecureDictionary``, matchable by case.
+///
+/// ```swift
+/// do {
+///     let settings = try SecureDictionary(name: "settings")
+///     try settings.setValue("s3cr3t", forKey: "apiToken")
+/// } catch SecureDictionaryError.locked {
+///     // ask the user to unlock their keyring, then try again
+/// } catch {
+///     logger.error("keyring: \(error)")   // safe: never contains keys or values
+/// }
+/// ```
+///
+/// No case ever carries a key, a value or secret bytes: every message is safe to log.
+public enum SecureDictionaryError: Error, Sendable, Equatable {
+    /// No Secret Service could be reached: no D-Bus session bus, no provider on it, no
+    /// collection behind the requested alias, or a provider that refused an encrypted session.
+    case serviceUnavailable(reason: String)
+    /// The collection or the item is locked. SecureDictionary never treats this as "empty"
+    /// and never shows an unlock prompt unless ``SecureDictionary/Options/allowsPrompts`` is set.
+    case locked
+    /// The keyring did not answer within the deadline
+    /// (``SecureDictionary/Options/timeout``). When this interrupted a write, its outcome is
+    /// unknown: the dictionary reloads before its next use.
+    case timedOut
+    /// The connection to the keyring broke during a call (the daemon died or restarted).
+    /// When this interrupted a write, its outcome is unknown: the dictionary reloads before
+    /// its next use. The next call reconnects by itself.
+    case connectionLost
+    /// The operation was cancelled before it finished.
+    case cancelled
+    /// An item that the operation requires does not exist.
+    case itemNotFound
+    /// The stored item is not a SecureDictionary blob that this version can read. Nothing is
+    /// written over it; remove it explicitly with ``SecureDictionary/delete(name:applicationID:options:)``.
+    case corrupt(reason: String)
+    /// The stored item is a binary property list of a version other than `bplist00`.
+    case unsupportedFormatVersion(String)
+    /// The encoded dictionary (or a stored blob) is larger than
+    /// ``SecureDictionary/Options/maximumSize``. Nothing was written.
+    case tooLarge(size: Int, limit: Int)
+    /// A value cannot be stored, e.g. because it is nested too deeply. Nothing was written.
+    case invalidValue(reason: String)
+    /// A dictionary name or application ID is empty, too long or holds control characters.
+    case invalidName(reason: String)
+    /// Several keyring items match this dictionary; SecureDictionary will not guess which
+    /// one is right. Remove the extra ones (e.g. with `secret-tool clear`).
+    case ambiguous(count: Int)
+    /// The cross-process writer lock under `$XDG_RUNTIME_DIR` could not be used.
+    case lockFileUnavailable(reason: String)
+    /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
+    case keyring(domain: String, code: Int, message: String)
+}
+
+extension SecureDictionaryError {
+    /// Whether a write that failed with this error may nonetheless have reached the keyring.
+    var leavesWriteOutcomeUnknown: Bool {
+        switch self {
+        case .timedOut, .connectionLost, .cancelled: true
+        default: false
+        }
+    }
+}
+
+extension SecureDictionaryError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .serviceUnavailable(let reason):
+            "no Secret Service is available (\(reason)): start a keyring such as gnome-keyring in this session"
+        case .locked:
+            "the keyring is locked: unlock it, e.g. by logging in to your desktop session"
+        case .timedOut:
+            "the keyring did not answer in time"
+        case .connectionLost:
+            "the connection to the keyring was lost during the call"
+        case .cancelled:
+            "the operation was cancelled"
+        case .itemNotFound:
+            "no such dictionary in the keyring"
+        case .corrupt(let reason):
+            "the stored dictionary is unreadable (\(reason)); nothing was written over it"
+        case .unsupportedFormatVersion(let version):
+            "the stored dictionary has an unsupported format version (\(version))"
+        case .tooLarge(let size, let limit):
+            "the dictionary would take \(size) bytes, more than the limit of \(limit)"
+        case .invalidValue(let reason):
+            "a value cannot be stored: \(reason)"
+        case .invalidName(let reason):
+            "invalid name: \(reason)"
+        case .ambiguous(let count):
+            "\(count) keyring items match this dictionary; remove the extra ones"
+        case .lockFileUnavailable(let reason):
+            "the cross-process lock file is unavailable: \(reason)"
+        case .keyring(let domain, let code, let message):
+            "keyring error \(domain) \(code): \(message)"
+        }
+    }
+}
