@@ -1,0 +1,307 @@
+#!/usr/bin/python3
+"""Test fixture: plant, read, list and delete Secret Service items directly.
+
+It talks to org.freedesktop.secrets over D-Bus (python3-dbus), not through
+libsecret or secret-tool, so tests can store blobs the library did not write:
+any bytes (NUL, non-UTF-8, megabytes). secret-tool truncates stdin at 8 KiB
+and needs UTF-8, which is why this exists. Test-only: it uses a "plain"
+(unencrypted) transport session.
+
+Run it inside scripts/with-private-keyring. Examples:
+
+  keyring-fixture.py plant --attr service=app.__SecureDictionary__ \\
+      --attr application=app --attr dictionary= --label app.__SecureDictionary__ \\
+      --file blob.bplist
+  keyring-fixture.py read --attr service=app.__SecureDictionary__ > out.bin
+  keyring-fixture.py list --attr application=app
+  keyring-fixture.py sha256 --attr service=app.__SecureDictionary__
+  keyring-fixture.py delete --attr application=app
+  keyring-fixture.py lock          # lock the default collection
+  keyring-fixture.py unlock        # unlock it with $SD_TEST_KEYRING_PASSWORD
+
+Attribute matching is exact (Service.SearchItems): every given attribute
+must be equal, other attributes of the item may be anything. Note that
+gnome-keyring adds xdg:schema=org.freedesktop.Secret.Generic to an item
+planted without an xdg:schema once it reloads the keyring (unlock, restart).
+
+Size: up to 2^26 bytes (64 MiB, D-Bus's array limit) per secret; read uses
+Item.GetSecret, which carries that much (Service.GetSecrets, which libsecret
+uses, stops about 112 bytes short of it: gnome-keyring then drops off the bus).
+
+Exit codes: 0 success, 1 D-Bus or other error, 2 usage, 3 no matching item,
+4 several matching items, 5 locked (item or collection), 6 no Secret Service
+on the bus.
+"""
+
+import os
+import sys
+
+# python3-dbus is a Debian package: it exists for /usr/bin/python3 only, not
+# for a pyenv or venv python3 that may come first on PATH.
+try:
+    import dbus
+except ImportError:
+    if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and os.path.exists(
+        "/usr/bin/python3"
+    ):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
+    sys.stderr.write("keyring-fixture: python3-dbus is missing; run scripts/install-system-deps\n")
+    sys.exit(1)
+
+import argparse
+import hashlib
+import json
+
+BUS_NAME = "org.freedesktop.secrets"
+SERVICE_PATH = "/org/freedesktop/secrets"
+SERVICE_IFACE = "org.freedesktop.Secret.Service"
+COLLECTION_IFACE = "org.freedesktop.Secret.Collection"
+ITEM_IFACE = "org.freedesktop.Secret.Item"
+INTERNAL_IFACE = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
+PROPS_IFACE = "org.freedesktop.DBus.Properties"
+NO_SERVICE_ERRORS = {
+    "org.freedesktop.DBus.Error.ServiceUnknown",
+    "org.freedesktop.DBus.Error.NameHasNoOwner",
+}
+# libdbus refuses any array longer than 64 MiB (DBUS_MAXIMUM_ARRAY_LENGTH),
+# so no secret above this size can cross D-Bus at all.
+DBUS_MAX_ARRAY = 64 * 1024 * 1024
+
+EXIT_ERROR, EXIT_USAGE, EXIT_NONE, EXIT_SEVERAL, EXIT_LOCKED, EXIT_NO_SERVICE = 1, 2, 3, 4, 5, 6
+
+
+class Failure(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class SecretService:
+    """One bus connection and one plain transport session for all calls."""
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        try:
+            self.bus = dbus.SessionBus()
+        except dbus.DBusException as error:
+            raise Failure(EXIT_NO_SERVICE, f"no D-Bus session bus: {error.get_dbus_message()}")
+        self.service = self.obj(SERVICE_PATH)
+        _, self.session = self.call(self.service, SERVICE_IFACE, "OpenSession", "plain", dbus.String("", variant_level=1))
+
+    def obj(self, path):
+        try:
+            return self.bus.get_object(BUS_NAME, path, introspect=False)
+        except dbus.DBusException as error:
+            raise self.failure("connecting to " + BUS_NAME, error)
+
+    def call(self, obj, iface, method, *args):
+        try:
+            return obj.get_dbus_method(method, iface)(*args, timeout=self.timeout, byte_arrays=True)
+        except dbus.DBusException as error:
+            raise self.failure(method, error)
+
+    @staticmethod
+    def failure(what, error):
+        name = error.get_dbus_name()
+        code = EXIT_NO_SERVICE if name in NO_SERVICE_ERRORS else EXIT_ERROR
+        if name == "org.freedesktop.Secret.Error.IsLocked":
+            code = EXIT_LOCKED
+        return Failure(code, f"{what} failed: {name}: {error.get_dbus_message()}")
+
+    def prop(self, path, iface, name):
+        return self.call(self.obj(path), PROPS_IFACE, "Get", iface, name)
+
+    def alias(self, name):
+        path = str(self.call(self.service, SERVICE_IFACE, "ReadAlias", name))
+        if path == "/":
+            raise Failure(EXIT_NONE, f"the alias '{name}' names no collection")
+        return path
+
+    def search(self, attributes):
+        unlocked, locked = self.call(
+            self.service, SERVICE_IFACE, "SearchItems", dbus.Dictionary(attributes, signature="ss")
+        )
+        return [str(p) for p in unlocked], [str(p) for p in locked]
+
+    def single(self, attributes):
+        unlocked, locked = self.search(attributes)
+        paths = unlocked + locked
+        if not paths:
+            raise Failure(EXIT_NONE, f"no item matches {json.dumps(attributes, sort_keys=True)}")
+        if len(paths) > 1:
+            raise Failure(EXIT_SEVERAL, f"{len(paths)} items match: {' '.join(sorted(paths))}")
+        if locked:
+            raise Failure(EXIT_LOCKED, f"{paths[0]} is locked")
+        return paths[0]
+
+    def secret(self, path):
+        # Item.GetSecret, not Service.GetSecrets: GetSecrets wraps the secret in
+        # one more array, so gnome-keyring cannot send one above 2^26 - ~112
+        # bytes (it drops off the bus); GetSecret carries up to 2^26 bytes.
+        value = self.call(self.obj(path), ITEM_IFACE, "GetSecret", self.session)
+        return bytes(value[2])
+
+
+def parse_attributes(pairs):
+    attributes = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise Failure(EXIT_USAGE, f"--attr wants KEY=VALUE, got '{pair}'")
+        attributes[key] = value
+    return attributes
+
+
+def cmd_plant(svc, args):
+    attributes = parse_attributes(args.attr)
+    if not attributes:
+        raise Failure(EXIT_USAGE, "plant needs at least one --attr")
+    if args.file == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with open(args.file, "rb") as handle:
+            data = handle.read()
+    if len(data) > DBUS_MAX_ARRAY:
+        raise Failure(
+            EXIT_ERROR,
+            f"{len(data)} bytes: D-Bus cannot carry a secret over {DBUS_MAX_ARRAY} bytes (64 MiB array limit)",
+        )
+    collection = args.collection or svc.alias(args.collection_alias)
+    if svc.prop(collection, COLLECTION_IFACE, "Locked"):
+        raise Failure(EXIT_LOCKED, f"collection {collection} is locked")
+    properties = {
+        ITEM_IFACE + ".Label": dbus.String(args.label),
+        ITEM_IFACE + ".Attributes": dbus.Dictionary(attributes, signature="ss"),
+    }
+    secret = dbus.Struct(
+        (svc.session, dbus.ByteArray(b""), dbus.ByteArray(data), dbus.String(args.content_type)),
+        signature="oayays",
+    )
+    item, prompt = svc.call(
+        svc.obj(collection),
+        COLLECTION_IFACE,
+        "CreateItem",
+        dbus.Dictionary(properties, signature="sv"),
+        secret,
+        dbus.Boolean(True),
+    )
+    if str(prompt) != "/":
+        raise Failure(EXIT_LOCKED, f"CreateItem wants a prompt ({prompt}): collection locked")
+    if args.print_path:
+        print(item)
+
+
+def cmd_read(svc, args):
+    data = svc.secret(svc.single(parse_attributes(args.attr)))
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def cmd_sha256(svc, args):
+    print(hashlib.sha256(svc.secret(svc.single(parse_attributes(args.attr)))).hexdigest())
+
+
+def cmd_list(svc, args):
+    unlocked, locked = svc.search(parse_attributes(args.attr))
+    for path in sorted(unlocked + locked):
+        props = svc.call(svc.obj(path), PROPS_IFACE, "GetAll", ITEM_IFACE)
+        attributes = {str(k): str(v) for k, v in props["Attributes"].items()}
+        print(
+            "\t".join(
+                [path, str(props["Label"]), "locked" if props["Locked"] else "unlocked", json.dumps(attributes, sort_keys=True)]
+            )
+        )
+
+
+def cmd_delete(svc, args):
+    attributes = parse_attributes(args.attr)
+    if not attributes:
+        raise Failure(EXIT_USAGE, "delete needs at least one --attr (it deletes every match)")
+    unlocked, locked = svc.search(attributes)
+    if not unlocked and not locked:
+        raise Failure(EXIT_NONE, f"no item matches {json.dumps(attributes, sort_keys=True)}")
+    for path in unlocked:
+        prompt = svc.call(svc.obj(path), ITEM_IFACE, "Delete")
+        if str(prompt) != "/":
+            raise Failure(EXIT_LOCKED, f"{path}: Delete wants a prompt ({prompt})")
+    if locked:
+        raise Failure(EXIT_LOCKED, f"locked, not deleted: {' '.join(locked)}")
+
+
+def cmd_lock(svc, args):
+    collection = args.collection or svc.alias(args.collection_alias)
+    svc.call(svc.service, SERVICE_IFACE, "Lock", dbus.Array([collection], signature="o"))
+    if not svc.prop(collection, COLLECTION_IFACE, "Locked"):
+        raise Failure(EXIT_ERROR, f"{collection} is still unlocked")
+
+
+def cmd_unlock(svc, args):
+    # gnome-keyring's private interface unlocks with the password and shows no
+    # prompt (Service.Unlock would need a prompter, which a headless bus lacks).
+    collection = args.collection or svc.alias(args.collection_alias)
+    password = args.password if args.password is not None else os.environ.get("SD_TEST_KEYRING_PASSWORD")
+    if password is None:
+        raise Failure(EXIT_USAGE, "unlock needs --password or SD_TEST_KEYRING_PASSWORD")
+    master = dbus.Struct(
+        (svc.session, dbus.ByteArray(b""), dbus.ByteArray(password.encode()), dbus.String("text/plain")),
+        signature="oayays",
+    )
+    svc.call(svc.service, INTERNAL_IFACE, "UnlockWithMasterPassword", dbus.ObjectPath(collection), master)
+    if svc.prop(collection, COLLECTION_IFACE, "Locked"):
+        raise Failure(EXIT_LOCKED, f"{collection} is still locked (wrong password?)")
+
+
+def cmd_alias(svc, args):
+    print(svc.alias(args.name))
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="keyring-fixture.py",
+        description=__doc__.split("\n\n")[0],
+        epilog="exit codes: 3 none match, 4 several match, 5 locked, 6 no Secret Service",
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, help="D-Bus call timeout in seconds (default 60)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_attrs(p, required=False):
+        p.add_argument("--attr", action="append", metavar="KEY=VALUE", required=required, help="attribute to match exactly (repeatable)")
+        return p
+
+    def with_collection(p):
+        p.add_argument("--collection-alias", default="default", help="collection alias (default: default; 'session' is in-memory)")
+        p.add_argument("--collection", help="collection object path (overrides --collection-alias)")
+        return p
+
+    p = with_collection(with_attrs(sub.add_parser("plant", help="create or replace an item whose secret is the raw bytes of FILE"), True))
+    p.add_argument("--label", required=True)
+    p.add_argument("--file", required=True, help="file holding the secret ('-' for stdin)")
+    p.add_argument("--content-type", default="application/octet-stream")
+    p.add_argument("--print-path", action="store_true", help="print the item's object path")
+    p.set_defaults(func=cmd_plant)
+    with_attrs(sub.add_parser("read", help="write the raw secret of the single match to stdout")).set_defaults(func=cmd_read)
+    with_attrs(sub.add_parser("sha256", help="print the SHA-256 (hex) of the single match's secret")).set_defaults(func=cmd_sha256)
+    with_attrs(sub.add_parser("list", help="print path, label, locked/unlocked, attributes (JSON), tab-separated")).set_defaults(func=cmd_list)
+    with_attrs(sub.add_parser("delete", help="delete every matching item"), True).set_defaults(func=cmd_delete)
+    with_collection(sub.add_parser("lock", help="lock a collection (Service.Lock)")).set_defaults(func=cmd_lock)
+    p = with_collection(sub.add_parser("unlock", help="unlock a collection with its password, no prompt"))
+    p.add_argument("--password", help="default: $SD_TEST_KEYRING_PASSWORD")
+    p.set_defaults(func=cmd_unlock)
+    p = sub.add_parser("alias", help="print the collection path an alias names")
+    p.add_argument("name", nargs="?", default="default")
+    p.set_defaults(func=cmd_alias)
+
+    args = parser.parse_args(argv)
+    try:
+        args.func(SecretService(args.timeout), args)
+    except Failure as failure:
+        sys.stderr.write(f"keyring-fixture: {failure}\n")
+        return failure.code
+    except OSError as error:
+        sys.stderr.write(f"keyring-fixture: {error}\n")
+        return EXIT_ERROR
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
