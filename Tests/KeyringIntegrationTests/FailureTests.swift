@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+@testable import SecureDictionary
+
+extension KeyringIntegration {
+    /// Invariants 1–4 against the real daemon: locked, frozen, restarted, corrupt, absent.
+    @Suite struct Failures {
+        @Test func lockedCollectionIsAnErrorNeverEmpty() throws {
+            let test = TestItem("locked")
+            let dictionary = try test.open()
+            try dictionary.setValue("before", forKey: "k")
+            let digest = try test.sha256()
+
+            try KeyringHarness.daemon("lock")
+            defer { try? KeyringHarness.daemon("unlock") }
+            // libsecret's plain lookup returns NULL without an error here; we must not.
+            #expect(throws: SecureDictionaryError.locked) { try test.openFresh() }
+            #expect(throws: SecureDictionaryError.locked) { try TestItem("never-written").openFresh() }
+            #expect(throws: SecureDictionaryError.locked) { try dictionary.setValue("after", forKey: "k") }
+            #expect(dictionary["k"] == "before")   // the cache followed the store
+            // Names are attributes, which gnome-keyring shows for locked items too.
+            #expect(try SecureDictionary.names(applicationID: test.appID) == ["locked"])
+
+            try KeyringHarness.daemon("unlock")
+            #expect(try test.sha256() == digest)   // untouched while locked
+            #expect(try test.openFresh()["k"] == "before")
+            try dictionary.setValue("after", forKey: "k")
+            #expect(try test.openFresh()["k"] == "after")
+        }
+
+        @Test func frozenDaemonTimesOutAtTheDeadline() throws {
+            let test = TestItem("frozen")
+            try test.open().setValue("kept", forKey: "k")
+            try KeyringHarness.daemon("freeze")
+            var thawed = false
+            defer { if !thawed { try? KeyringHarness.daemon("thaw") } }
+
+            let start = ContinuousClock.now
+            #expect(throws: SecureDictionaryError.timedOut) { try test.openFresh(timeout: .seconds(1)) }
+            let elapsed = ContinuousClock.now - start
+            // Not a performance goal: this only proves we did not wait for D-Bus's own 25 s.
+            #expect(elapsed < .seconds(5), "took \(elapsed)")
+
+            try KeyringHarness.daemon("thaw")
+            thawed = true
+            #expect(try test.openFresh()["k"] == "kept")
+        }
+
+        @Test func reconnectsAfterTheDaemonRestarts() throws {
+            let test = TestItem("restart")
+            let dictionary = try test.open()
+            try dictionary.setValue("one", forKey: "k")
+            try KeyringHarness.daemon("restart")   // kill -9, start again, unlock
+            try dictionary.setValue("two", forKey: "k")   // same store, same (dead) connection
+            #expect(try test.openFresh()["k"] == "two")
+            dictionary.forget()
+            #expect(try dictionary.value(forKey: "k") == "two")
+        }
+
+        @Test func corruptItemIsAnErrorAndIsNeverOverwritten() throws {
+            let test = TestItem("corrupt")
+            try test.plant(Data("bplist00 this is not a property list".utf8) + Data(count: 40))
+            let digest = try test.sha256()
+            #expect { try test.openFresh() } throws: { error in
+                if case SecureDictionaryError.corrupt = error { return true }
+                return false
+            }
+            #expect(try test.sha256() == digest)
+
+            // An instance that loaded before the item went bad must not write over it.
+            let other = TestItem("corrupt-later")
+            let dictionary = try other.open()
+            try dictionary.setValue("good", forKey: "k")
+            try other.plant(Data([0x62, 0x70, 0x6C, 0x69, 0x73, 0x74, 0x30, 0x30, 0xC1, 0x01]) + Data(count: 40))
+            let plantedDigest = try other.sha256()
+            dictionary.forget()
+            #expect(throws: SecureDictionaryError.self) { try dictionary.setValue("overwrite", forKey: "k") }
+            #expect(try other.sha256() == plantedDigest)
+
+            // The explicit, separately named way out.
+            #expect(try SecureDictionary.delete(name: "corrupt", applicationID: test.appID))
+            #expect(try test.openFresh().isEmpty)
+        }
+
+        @Test func unavailableBusIsATypedErrorQuickly() throws {
+            // A separate process: GLib caches the session bus, so the address is set at start.
+            let output = try KeyringHarness.run(KeyringHarness.writer, ["probe", "it.nobus", "nobus", "3000"],
+                                                environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+            #expect(output.text.hasPrefix("error serviceUnavailable"), "\(output.text) \(output.stderr)")
+        }
+    }
+}
+
+extension KeyringIntegration.Failures {
+    @Test func severalMatchingItemsAreAmbiguousNotGuessed() throws {
+        let test = TestItem("ambiguous")
+        try test.open().setValue("ours", forKey: "k")
+        // A second item whose attributes include ours (plus one more) matches the same search.
+        let extra = try KeyringHarness.fixture(
+            ["plant", "--label", try test.item.name, "--attr", "extra=1"] + test.fixtureAttributes,
+            input: Data("bplist00".utf8))
+        #expect(extra.status == 0, "\(extra.stderr)")
+        #expect(throws: SecureDictionaryError.ambiguous(count: 2)) { try test.openFresh() }
+        #expect(try SecureDictionary.delete(name: test.name, applicationID: test.appID))
+        #expect(try test.openFresh().isEmpty)
+    }
+
+    @Test func hostileBlobsFromTheDaemonAreTypedErrors() throws {
+        let test = TestItem("hostile")
+        // A binary plist whose root dictionary holds a set (crashes Foundation on Linux).
+        var set = Data("bplist00".utf8)
+        set += Data([0xD1, 0x01, 0x02, 0x51, 0x6B, 0xC1, 0x03, 0x10, 0x01])      // {"k": set([1])}
+        set += Data([0x08, 0x0B, 0x0D, 0x0F])                                    // offset table
+        set += Data(count: 6) + Data([1, 1]) + Data([0, 0, 0, 0, 0, 0, 0, 4])   // trailer
+        set += Data(count: 7) + Data([0]) + Data([0, 0, 0, 0, 0, 0, 0, 17])
+        for blob in [set, Data(), Data("<?xml version=\"1.0\"?><plist><dict/></plist>".utf8),
+                     Data((0..<512).map { _ in UInt8.random(in: 0...255) })] {
+            try test.plant(blob)
+            let digest = try test.sha256()
+            #expect(throws: SecureDictionaryError.self) { try test.openFresh() }
+            #expect(try test.sha256() == digest)
+        }
+    }
+}

@@ -1,0 +1,86 @@
+// A second process for the integration tests.
+//
+//   sd-test-writer write APP NAME PREFIX COUNT INCREMENTS
+//       sets PREFIX-0 … PREFIX-(COUNT-1), removes every key whose index ends in 9 right after
+//       setting it, increments the shared "counter" INCREMENTS times inside update { };
+//       prints "ok <increments done>"; exits 1 on the first error.
+//   sd-test-writer set APP NAME KEY VALUE      one setValue
+//   sd-test-writer probe APP NAME TIMEOUT_MS   opens the dictionary; prints "ok <count>" or
+//                                              "error <case>" and the elapsed milliseconds
+import Foundation
+import SecureDictionary
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("sd-test-writer: \(message)\n".utf8))
+    exit(1)
+}
+
+/// The case name alone, e.g. `timedOut`.
+func caseName(_ error: SecureDictionaryError) -> String {
+    switch error {
+    case .serviceUnavailable: "serviceUnavailable"
+    case .locked: "locked"
+    case .timedOut: "timedOut"
+    case .connectionLost: "connectionLost"
+    case .cancelled: "cancelled"
+    case .itemNotFound: "itemNotFound"
+    case .corrupt: "corrupt"
+    case .unsupportedFormatVersion: "unsupportedFormatVersion"
+    case .tooLarge: "tooLarge"
+    case .invalidValue: "invalidValue"
+    case .invalidName: "invalidName"
+    case .ambiguous: "ambiguous"
+    case .lockFileUnavailable: "lockFileUnavailable"
+    case .keyring: "keyring"
+    }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first else { fail("no command") }
+
+do {
+    switch command {
+    case "write" where arguments.count == 6:
+        let (app, name, prefix) = (arguments[1], arguments[2], arguments[3])
+        guard let count = Int(arguments[4]), let increments = Int(arguments[5]) else { fail("bad numbers") }
+        let options = SecureDictionary.Options(timeout: .seconds(20))
+        // Two instances of the same item, used alternately: they must share state.
+        let instances = try (0..<2).map { _ in try SecureDictionary(name: name, applicationID: app, options: options) }
+        var done = 0
+        for index in 0..<max(count, increments) {
+            let dictionary = instances[index % 2]
+            if index < count {
+                try dictionary.setValue(.integer(index), forKey: "\(prefix)-\(index)")
+                if index % 10 == 9 { try dictionary.removeValue(forKey: "\(prefix)-\(index)") }
+            }
+            if index < increments {
+                try dictionary.update { entries in
+                    entries["counter"] = .integer((entries["counter"]?.integerValue ?? 0) + 1)
+                }
+                done += 1
+            }
+            usleep(UInt32.random(in: 0...2_000))   // jitter
+        }
+        print("ok \(done)")
+    case "set" where arguments.count == 5:
+        let dictionary = try SecureDictionary(name: arguments[2], applicationID: arguments[1])
+        try dictionary.setValue(.string(arguments[4]), forKey: arguments[3])
+        print("ok")
+    case "probe" where arguments.count == 4:
+        let timeout = Duration.milliseconds(Int(arguments[3]) ?? 3_000)
+        let start = ContinuousClock.now
+        do {
+            let dictionary = try SecureDictionary(
+                name: arguments[2], applicationID: arguments[1], options: .init(timeout: timeout))
+            print("ok \(dictionary.count)")
+        } catch {
+            let elapsed = ContinuousClock.now - start
+            let milliseconds = elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+            print("error \(caseName(error)) \(milliseconds)")
+        }
+    default:
+        fail("usage: write APP NAME PREFIX COUNT INCREMENTS | set APP NAME KEY VALUE | probe APP NAME TIMEOUT_MS")
+    }
+} catch {
+    fail("\(error)")
+}
