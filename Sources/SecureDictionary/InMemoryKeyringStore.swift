@@ -96,13 +96,14 @@ public final class InMemoryKeyringStore: KeyringStore {
         try call(.delete, collection: item.collection) { $0.items.removeValue(forKey: item) != nil }
     }
 
-    public func dictionaryNames(applicationID: String, collection: KeyringCollection, timeout: Duration)
-        throws(SecureDictionaryError) -> [String]
+    public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [KeyringItemListing]
     {
         try call(.list, collection: collection) { state in
             state.items.keys
-                .filter { $0.applicationID == applicationID && $0.collection == collection }
-                .map(\.dictionaryName).sorted()
+                .filter { (applicationID == nil || $0.applicationID == applicationID) && $0.collection == collection }
+                .sorted { $0.name < $1.name }
+                .map { KeyringItemListing(item: $0, isLocked: false) }
         }
     }
 

@@ -30,14 +30,38 @@ public protocol KeyringStore: AnyObject, Sendable {
     /// Removes `item`; returns whether there was one.
     func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool
 
-    /// The `dictionary` attribute of every SecureDictionary item of `applicationID` in
-    /// `collection` (`""` is the default dictionary).
-    func dictionaryNames(applicationID: String, collection: KeyringCollection, timeout: Duration)
-        throws(SecureDictionaryError) -> [String]
+    /// The SecureDictionary items in `collection`, of one application or (`nil`) of all,
+    /// sorted by item name. Items whose attributes do not follow the contract are left out.
+    func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [KeyringItemListing]
 
     /// Whether other processes see the same items, so that writers must coordinate through
     /// the cross-process lock file. `true` for the Secret Service, `false` in memory.
     var isSharedBetweenProcesses: Bool { get }
+}
+
+/// One item found by ``KeyringStore/listItems(applicationID:collection:timeout:)``.
+public struct KeyringItemListing: Sendable, Hashable {
+    public let item: KeyringItem
+    /// Whether its secret cannot be read now (the collection is locked).
+    public let isLocked: Bool
+
+    public init(item: KeyringItem, isLocked: Bool) {
+        self.item = item
+        self.isLocked = isLocked
+    }
+
+    /// The listing described by stored attributes, or `nil` when they do not follow the
+    /// contract (a valid application ID and name, and `service` equal to the item name).
+    public init?(attributes: [String: String], collection: KeyringCollection, isLocked: Bool) {
+        guard attributes["xdg:schema"] == KeyringItem.schemaName,
+              let application = attributes["application"], let dictionary = attributes["dictionary"],
+              let item = try? KeyringItem(dictionaryName: dictionary.isEmpty ? nil : dictionary,
+                                          applicationID: application, collection: collection),
+              attributes["service"] == item.name
+        else { return nil }
+        self.init(item: item, isLocked: isLocked)
+    }
 }
 
 /// A Secret Service collection, named by alias.

@@ -35,9 +35,9 @@ public final class SecretServiceStore: KeyringStore {
         try client.delete(item, timeout: timeout)
     }
 
-    public func dictionaryNames(applicationID: String, collection: KeyringCollection, timeout: Duration)
-        throws(SecureDictionaryError) -> [String]
+    public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [KeyringItemListing]
     {
-        try client.dictionaryNames(applicationID: applicationID, collection: collection, timeout: timeout)
+        try client.listItems(applicationID: applicationID, collection: collection, timeout: timeout)
     }
 }

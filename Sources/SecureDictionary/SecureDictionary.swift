@@ -205,7 +205,27 @@ public final class SecureDictionary: Sendable {
         options: Options = Options()
     ) throws(SecureDictionaryError) -> [String] {
         try NameRules.validate(applicationID, what: "application ID")
-        return try options.store.dictionaryNames(
+        let listings = try options.store.listItems(
+            applicationID: applicationID, collection: options.collection, timeout: options.timeout)
+        return listings.map(\.item.dictionaryName)
+    }
+
+    /// Every SecureDictionary item in the collection, of one application or (`nil`) of all,
+    /// with whether each is locked. Reads attributes only, never secrets.
+    ///
+    /// ```swift
+    /// for listing in try SecureDictionary.items() {
+    ///     print(listing.item.name, listing.isLocked ? "locked" : "")
+    /// }
+    /// ```
+    ///
+    /// - Throws: ``SecureDictionaryError/locked`` when the collection is locked and nothing
+    ///   can be listed, ``SecureDictionaryError/timedOut``…
+    public static func items(applicationID: String? = nil, options: Options = Options())
+        throws(SecureDictionaryError) -> [KeyringItemListing]
+    {
+        if let applicationID { try NameRules.validate(applicationID, what: "application ID") }
+        return try options.store.listItems(
             applicationID: applicationID, collection: options.collection, timeout: options.timeout)
     }
 

@@ -20,6 +20,7 @@ extension KeyringIntegration {
             #expect(dictionary["k"] == "before")   // the cache followed the store
             // Names are attributes, which gnome-keyring shows for locked items too.
             #expect(try SecureDictionary.names(applicationID: test.appID) == ["locked"])
+            #expect(try SecureDictionary.items(applicationID: test.appID).map(\.isLocked) == [true])
 
             try KeyringHarness.daemon("unlock")
             #expect(try test.sha256() == digest)   // untouched while locked

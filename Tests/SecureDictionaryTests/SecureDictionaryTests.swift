@@ -231,6 +231,10 @@ import Testing
         try open("alpha").setValue(1, forKey: "a")
         try open("beta").setValue(1, forKey: "a")
         #expect(try SecureDictionary.names(applicationID: appID, options: options) == ["", "alpha", "beta"])
+        let listed = try SecureDictionary.items(applicationID: appID, options: options)
+        #expect(listed.map(\.item.name) == ["\(appID).__SecureDictionary__", "\(appID).__SecureDictionary__.alpha",
+                                             "\(appID).__SecureDictionary__.beta"])
+        #expect(try SecureDictionary.items(options: options).count == 3)
         #expect(try SecureDictionary.delete(name: "alpha", applicationID: appID, options: options))
         #expect(try !SecureDictionary.delete(name: "alpha", applicationID: appID, options: options))
         #expect(try SecureDictionary.names(applicationID: appID, options: options) == ["", "beta"])

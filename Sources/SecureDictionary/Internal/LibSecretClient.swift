@@ -117,25 +117,28 @@ struct LibSecretClient: Sendable {
         }
     }
 
-    func dictionaryNames(applicationID: String, collection alias: KeyringCollection, timeout: Duration)
-        throws(SecureDictionaryError) -> [String]
+    func listItems(applicationID: String?, collection alias: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [KeyringItemListing]
     {
         try perform(timeout: timeout) { service, cancellable throws(SecureDictionaryError) in
             let collection = try Self.collectionPath(service, alias, cancellable)
-            let attributes = ["application": applicationID, "xdg:schema": KeyringItem.schemaName]
+            var attributes = ["xdg:schema": KeyringItem.schemaName]
+            attributes["application"] = applicationID
             let found = try Self.search(service, attributes: attributes, in: collection, cancellable)
             if found.unlocked.isEmpty, found.locked.isEmpty,
                try Self.isLocked(service, collection: collection, cancellable) {
                 throw .locked
             }
-            var names = Set<String>()
-            for path in found.unlocked + found.locked {
-                let stored = try Self.attributes(service, path: path, cancellable)
-                if stored["service"]?.contains(KeyringItem.marker) == true, let name = stored["dictionary"] {
-                    names.insert(name)
+            var listings: [KeyringItemListing] = []
+            for (paths, isLocked) in [(found.unlocked, false), (found.locked, true)] {
+                for path in paths {
+                    let stored = try Self.attributes(service, path: path, cancellable)
+                    if let listing = KeyringItemListing(attributes: stored, collection: alias, isLocked: isLocked) {
+                        listings.append(listing)
+                    }
                 }
             }
-            return names.sorted()
+            return listings.sorted { $0.item.name < $1.item.name }
         }
     }
 

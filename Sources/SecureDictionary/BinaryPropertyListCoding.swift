@@ -1,0 +1,35 @@
+import Foundation
+
+/// The binary property-list format SecureDictionary stores, for tools that move
+/// dictionaries in and out of the keyring (export, import, backups).
+///
+/// ```swift
+/// let blob = try BinaryPropertyListCoding.encode(settings.snapshot)     // bplist00…
+/// let entries = try BinaryPropertyListCoding.decode(blob)               // hostile-input safe
+/// ```
+///
+/// Encoding is deterministic (keys sorted), and decoding applies the same limits as loading
+/// from the keyring: size cap first, bounded depth, no reference expansion, no sets, UIDs or
+/// keyed archives. Foundation's parser never sees the bytes.
+public enum BinaryPropertyListCoding {
+    /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)``,
+    ///   ``SecureDictionaryError/invalidValue(reason:)``.
+    public static func encode(
+        _ entries: [String: PropertyListValue],
+        maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
+    ) throws(SecureDictionaryError) -> Data {
+        var bytes = try ItemState.encode(entries, PropertyListLimits(maximumSize: maximumSize))
+        defer { Wipe.bytes(&bytes) }
+        return Data(bytes)
+    }
+
+    /// - Throws: ``SecureDictionaryError/corrupt(reason:)``,
+    ///   ``SecureDictionaryError/unsupportedFormatVersion(_:)``,
+    ///   ``SecureDictionaryError/tooLarge(size:limit:)``.
+    public static func decode(
+        _ data: Data,
+        maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
+    ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
+        try ItemState.decode(Array(data), PropertyListLimits(maximumSize: maximumSize))
+    }
+}
