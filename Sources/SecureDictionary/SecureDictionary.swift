@@ -242,7 +242,7 @@ public final class SecureDictionary: Sendable {
     }
 
     /// The entries for a non-throwing read; a failed load is reported and reads as `nil`.
-    private func readEntries() -> [String: Value]? {
+    func readEntries() -> [String: Value]? {
         if let entries = state.cachedEntries { return entries }
         do throws(SecureDictionaryError) {
             return try state.entries(options.context)
@@ -252,7 +252,7 @@ public final class SecureDictionary: Sendable {
         }
     }
 
-    private func report(_ error: SecureDictionaryError, during operation: String) {
+    func report(_ error: SecureDictionaryError, during operation: String) {
         options.logger.error("\(operation) failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
         options.failureHandler?(error)
     }

@@ -41,6 +41,9 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     case tooLarge(size: Int, limit: Int)
     /// A value cannot be stored, e.g. because it is nested too deeply. Nothing was written.
     case invalidValue(reason: String)
+    /// A stored value is not of the type a typed key (``SecureDictionary/Key``) or a
+    /// `Codable` type expects. Only type names are given, never the key or the value.
+    case typeMismatch(expected: String, found: String)
     /// A dictionary name or application ID is empty, too long or holds control characters.
     case invalidName(reason: String)
     /// Several keyring items match this dictionary; SecureDictionary will not guess which
@@ -85,6 +88,8 @@ extension SecureDictionaryError: CustomStringConvertible {
             "the dictionary would take \(size) bytes, more than the limit of \(limit)"
         case .invalidValue(let reason):
             "a value cannot be stored: \(reason)"
+        case .typeMismatch(let expected, let found):
+            "a stored value has the wrong type: expected \(expected), found \(found)"
         case .invalidName(let reason):
             "invalid name: \(reason)"
         case .ambiguous(let count):

@@ -29,6 +29,7 @@ func caseName(_ error: SecureDictionaryError) -> String {
     case .tooLarge: "tooLarge"
     case .invalidValue: "invalidValue"
     case .invalidName: "invalidName"
+    case .typeMismatch: "typeMismatch"
     case .ambiguous: "ambiguous"
     case .lockFileUnavailable: "lockFileUnavailable"
     case .keyring: "keyring"

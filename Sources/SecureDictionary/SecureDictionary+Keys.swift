@@ -1,0 +1,85 @@
+extension SecureDictionary {
+    /// The namespace for your typed keys: extend it with static constants.
+    ///
+    /// ```swift
+    /// extension SecureDictionary.Keys {
+    ///     static let apiToken = SecureDictionary.Key<String?>("apiToken")
+    ///     static let retries = SecureDictionary.Key<Int>("retries", default: 3)
+    /// }
+    /// let retries = settings[.retries]               // 3 until set
+    /// try settings.set(5, for: .retries)
+    /// ```
+    public typealias Keys = AnyKey
+
+    /// A typed key: its name in the dictionary, its value type and its default.
+    ///
+    /// Reading through the subscript never fails: a missing entry, or one of the wrong type,
+    /// reads as the default (a wrong type is also logged and reported to
+    /// ``Options/failureHandler``). ``value(for:)`` throws instead.
+    public final class Key<Value: PropertyListConvertible>: AnyKey, @unchecked Sendable {
+        // @unchecked: immutable after init (only `let`s), and Value is Sendable.
+        /// The value read when the entry is missing or unreadable.
+        public let defaultValue: Value
+
+        /// A key whose missing entry reads as `defaultValue`.
+        public init(_ name: String, default defaultValue: Value) {
+            self.defaultValue = defaultValue
+            super.init(name: name)
+        }
+    }
+
+    /// The base of every ``Key``; extend it (as ``Keys``) to declare keys.
+    public class AnyKey: @unchecked Sendable {
+        // @unchecked: a non-final class cannot be checked, but it holds only a `let` String.
+        /// The entry's key in the dictionary.
+        public let name: String
+
+        init(name: String) { self.name = name }
+    }
+}
+
+extension SecureDictionary.Key where Value: ExpressibleByNilLiteral {
+    /// A key of optional type: a missing entry reads as `nil`.
+    public convenience init(_ name: String) {
+        self.init(name, default: nil)
+    }
+}
+
+extension SecureDictionary {
+    /// The value for `key`, or its default when the entry is missing or of another type.
+    public subscript<Value>(key: Key<Value>) -> Value {
+        guard let stored = readEntries()?[key.name] else { return key.defaultValue }
+        do throws(SecureDictionaryError) {
+            return try Value(propertyListValue: stored)
+        } catch {
+            report(error, during: "typed read")
+            return key.defaultValue
+        }
+    }
+
+    /// The value for `key` (its default when missing), loading first if the cache was dropped.
+    ///
+    /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when the stored
+    ///   value is of another type; a load's error when a load was needed and failed.
+    public func value<Value>(for key: Key<Value>) throws(SecureDictionaryError) -> Value {
+        guard let stored = try value(forKey: key.name) else { return key.defaultValue }
+        return try Value(propertyListValue: stored)
+    }
+
+    /// Stores `value` for `key` with one keyring write; `nil` (for an optional key) removes it.
+    ///
+    /// - Throws: as ``setValue(_:forKey:)``, and ``SecureDictionaryError/invalidValue(reason:)``
+    ///   when a `Codable` value cannot be encoded.
+    public func set<Value>(_ value: Value, for key: Key<Value>) throws(SecureDictionaryError) {
+        if let optional = value as? any OptionalProtocol, optional.isNone {
+            try setValue(nil, forKey: key.name)
+        } else {
+            try setValue(try value.propertyListValue(), forKey: key.name)
+        }
+    }
+
+    /// Removes the entry for `key` with one keyring write.
+    public func remove<Value>(_ key: Key<Value>) throws(SecureDictionaryError) {
+        try setValue(nil, forKey: key.name)
+    }
+}
