@@ -1,0 +1,183 @@
+import Dispatch
+import Synchronization
+
+extension SecureDictionary {
+    /// The async forms of every call that touches the keyring.
+    ///
+    /// ```swift
+    /// let settings = try await SecureDictionary.Async.open(name: "settings")
+    /// try await settings.async.setValue("s3cr3t", forKey: "apiToken")
+    /// try await settings.async.update { entries in entries["n"] = 1 }
+    /// ```
+    ///
+    /// The keyring call runs on a private dispatch queue, never on a thread of Swift's
+    /// cooperative pool, so awaiting it blocks nothing. Cancelling the task ends the wait at
+    /// once with ``SecureDictionaryError/cancelled``; the call itself still finishes (or times
+    /// out) on its queue, keeping cache and keyring equal. For a write, `cancelled` therefore
+    /// means "outcome unknown", like ``SecureDictionaryError/timedOut``.
+    ///
+    /// These live in their own namespace because a sync and an async function of the same
+    /// name would make every existing sync call inside async code a compile error.
+    public struct Async: Sendable {
+        /// The dictionary these calls act on.
+        public let dictionary: SecureDictionary
+
+        /// Opens (loads) a dictionary; see ``SecureDictionary/init(name:applicationID:options:)``.
+        public static func open(
+            name: String? = nil,
+            applicationID: String = SecureDictionary.defaultApplicationID,
+            options: Options = Options()
+        ) async throws(SecureDictionaryError) -> SecureDictionary {
+            try await Offload.run { () throws(SecureDictionaryError) in
+                try SecureDictionary(name: name, applicationID: applicationID, options: options)
+            }
+        }
+
+        /// See ``SecureDictionary/delete(name:applicationID:options:)``.
+        @discardableResult
+        public static func delete(
+            name: String? = nil,
+            applicationID: String = SecureDictionary.defaultApplicationID,
+            options: Options = Options()
+        ) async throws(SecureDictionaryError) -> Bool {
+            try await Offload.run { () throws(SecureDictionaryError) in
+                try SecureDictionary.delete(name: name, applicationID: applicationID, options: options)
+            }
+        }
+
+        /// See ``SecureDictionary/names(applicationID:options:)``.
+        public static func names(
+            applicationID: String = SecureDictionary.defaultApplicationID,
+            options: Options = Options()
+        ) async throws(SecureDictionaryError) -> [String] {
+            try await Offload.run { () throws(SecureDictionaryError) in
+                try SecureDictionary.names(applicationID: applicationID, options: options)
+            }
+        }
+
+        /// See ``SecureDictionary/items(applicationID:options:)``.
+        public static func items(applicationID: String? = nil, options: Options = Options())
+            async throws(SecureDictionaryError) -> [KeyringItemListing]
+        {
+            try await Offload.run { () throws(SecureDictionaryError) in
+                try SecureDictionary.items(applicationID: applicationID, options: options)
+            }
+        }
+
+        /// See ``SecureDictionary/value(forKey:)``.
+        public func value(forKey key: String) async throws(SecureDictionaryError) -> Value? {
+            let dictionary = dictionary
+            return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.value(forKey: key) }
+        }
+
+        /// See ``SecureDictionary/value(for:)``.
+        public func value<V>(for key: Key<V>) async throws(SecureDictionaryError) -> V {
+            let dictionary = dictionary
+            return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.value(for: key) }
+        }
+
+        /// See ``SecureDictionary/setValue(_:forKey:)``.
+        public func setValue(_ value: Value?, forKey key: String) async throws(SecureDictionaryError) {
+            let dictionary = dictionary
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
+        }
+
+        /// See ``SecureDictionary/set(_:for:)``.
+        public func set<V>(_ value: V, for key: Key<V>) async throws(SecureDictionaryError) {
+            let dictionary = dictionary
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.set(value, for: key) }
+        }
+
+        /// See ``SecureDictionary/removeValue(forKey:)``.
+        @discardableResult
+        public func removeValue(forKey key: String) async throws(SecureDictionaryError) -> Value? {
+            let dictionary = dictionary
+            return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.removeValue(forKey: key) }
+        }
+
+        /// See ``SecureDictionary/removeAll()``.
+        public func removeAll() async throws(SecureDictionaryError) {
+            let dictionary = dictionary
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.removeAll() }
+        }
+
+        /// See ``SecureDictionary/reload()``.
+        public func reload() async throws(SecureDictionaryError) {
+            let dictionary = dictionary
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.reload() }
+        }
+
+        /// See ``SecureDictionary/update(_:)``; `body` runs on the keyring queue.
+        @discardableResult
+        public func update<R: Sendable>(_ body: @escaping @Sendable (inout [String: Value]) throws -> R) async throws -> R {
+            let dictionary = dictionary
+            let outcome = try await Offload.run { () throws(SecureDictionaryError) -> Result<R, any Error> in
+                do { return .success(try dictionary.update(body)) } catch let error as SecureDictionaryError {
+                    throw error
+                } catch {
+                    return .failure(error)   // the body's own error
+                }
+            }
+            return try outcome.get()
+        }
+    }
+
+    /// The async forms of this dictionary's keyring calls.
+    public var async: Async { Async(dictionary: self) }
+}
+
+/// Runs blocking work on a private concurrent queue and awaits it, giving up at cancellation.
+enum Offload {
+    private static let queue = DispatchQueue(label: "SecureDictionary.async", attributes: .concurrent)
+
+    static func run<T: Sendable>(
+        _ work: @escaping @Sendable () throws(SecureDictionaryError) -> T
+    ) async throws(SecureDictionaryError) -> T {
+        let waiter = Waiter<T>()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiter.attach(continuation)
+                queue.async {
+                    waiter.finish(Result { () throws(SecureDictionaryError) in try work() })
+                }
+            }
+        } onCancel: {
+            waiter.finish(.failure(.cancelled))
+        }
+        return try result.get()
+    }
+
+    /// Resumes its continuation exactly once, with whichever outcome comes first.
+    private final class Waiter<T: Sendable>: Sendable {
+        private struct State {
+            var continuation: CheckedContinuation<Result<T, SecureDictionaryError>, Never>?
+            var early: Result<T, SecureDictionaryError>?
+            var done = false
+        }
+
+        private let state = Mutex(State())
+
+        func attach(_ continuation: CheckedContinuation<Result<T, SecureDictionaryError>, Never>) {
+            let early: Result<T, SecureDictionaryError>? = state.withLock { state in
+                if let early = state.early { state.done = true; return early }
+                state.continuation = continuation
+                return nil
+            }
+            if let early { continuation.resume(returning: early) }
+        }
+
+        func finish(_ result: Result<T, SecureDictionaryError>) {
+            let continuation: CheckedContinuation<Result<T, SecureDictionaryError>, Never>? = state.withLock { state in
+                guard !state.done else { return nil }
+                guard let continuation = state.continuation else {
+                    if state.early == nil { state.early = result }   // cancelled before attach
+                    return nil
+                }
+                state.done = true
+                state.continuation = nil
+                return continuation
+            }
+            continuation?.resume(returning: result)
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Synchronization
+import Testing
+import SecureDictionary
+
+/// A store whose writes take a while, to cancel a task in the middle of one.
+final class SlowStore: KeyringStore {
+    let inner = InMemoryKeyringStore()
+    let delay: Duration
+    init(delay: Duration) { self.delay = delay }
+    var isSharedBetweenProcesses: Bool { false }
+    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        try inner.load(item, timeout: timeout)
+    }
+    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        try inner.store(secret, for: item, timeout: timeout)
+    }
+    func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
+        try inner.delete(item, timeout: timeout)
+    }
+    func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [KeyringItemListing]
+    {
+        try inner.listItems(applicationID: applicationID, collection: collection, timeout: timeout)
+    }
+}
+
+@Suite struct AsyncTests {
+    @Test func asyncFormsDoWhatTheSyncOnesDo() async throws {
+        let options = SecureDictionary.Options(store: InMemoryKeyringStore())
+        let app = "test.async.\(UUID().uuidString)"
+        let settings = try await SecureDictionary.Async.open(name: "a", applicationID: app, options: options)
+        try await settings.async.setValue("v", forKey: "k")
+        try await settings.async.set(7, for: .retries)
+        let counted = try await settings.async.update { entries in
+            entries["n"] = 1
+            return entries.count
+        }
+        #expect(counted == 3)
+        #expect(try await settings.async.value(forKey: "k") == "v")
+        #expect(try await settings.async.value(for: .retries) == 7)
+        #expect(try await settings.async.removeValue(forKey: "k") == "v")
+        try await settings.async.reload()
+        #expect(try await SecureDictionary.Async.names(applicationID: app, options: options) == ["a"])
+        #expect(try await SecureDictionary.Async.items(applicationID: app, options: options).count == 1)
+        try await settings.async.removeAll()
+        #expect(settings.isEmpty)
+        #expect(try await SecureDictionary.Async.delete(name: "a", applicationID: app, options: options))
+        try settings.setValue(1, forKey: "sync")   // sync calls still compile inside async code
+    }
+
+    @Test func bodyErrorsComeBackUnchanged() async throws {
+        struct Abort: Error {}
+        let settings = try SecureDictionary(name: "a", applicationID: "test.async", options: .init(store: InMemoryKeyringStore()))
+        await #expect(throws: Abort.self) { try await settings.async.update { _ in throw Abort() } }
+    }
+
+    @Test func cancellationEndsTheWaitAndKeepsCacheEqualToStore() async throws {
+        let store = SlowStore(delay: .seconds(1))
+        let settings = try SecureDictionary(name: "slow", applicationID: "test.async.\(UUID().uuidString)",
+                                            options: .init(store: store))
+        let task = Task { try await settings.async.setValue("new", forKey: "k") }
+        try await Task.sleep(for: .milliseconds(100))
+        let start = ContinuousClock.now
+        task.cancel()
+        let result = await task.result
+        #expect(ContinuousClock.now - start < .milliseconds(500))   // not the 1 s write
+        #expect(throws: SecureDictionaryError.cancelled) { try result.get() }
+        // The write itself went on; once it lands, cache and store agree.
+        try await Task.sleep(for: .milliseconds(1_200))
+        #expect(settings["k"] == "new")
+        #expect(try store.inner.storedBytes(of: settings.item).map { try BinaryPropertyListCoding.decode(Data($0)) } == ["k": "new"])
+    }
+
+    @Test func alreadyCancelledTaskDoesNotWait() async throws {
+        let settings = try SecureDictionary(name: "a", applicationID: "test.async", options: .init(store: SlowStore(delay: .seconds(1))))
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await settings.async.setValue("x", forKey: "k")
+        }
+        await #expect(throws: SecureDictionaryError.cancelled) { try await task.value }
+    }
+}
