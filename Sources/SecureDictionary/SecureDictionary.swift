@@ -37,7 +37,7 @@ public final class SecureDictionary: Sendable {
     /// The options this instance was opened with.
     public let options: Options
 
-    private let state: ItemState
+    let state: ItemState
 
     /// Opens (loads) the dictionary `name` of `applicationID`.
     ///

@@ -38,6 +38,19 @@ final class ItemState: Sendable {
     private let writerLock: ProcessWriterLock?
     private let serial = Mutex(())
     private let cache = Mutex(Cache.needsLoad)
+    private let observers = Mutex(Observers())
+
+    /// Who listens to ``SecureDictionary/changes()``, and what they were last told.
+    private struct Observers {
+        var nextID: UInt64 = 0
+        var continuations: [UInt64: AsyncStream<SecureDictionary.Change>.Continuation] = [:]
+        /// The entries observers last saw: changes are computed against these. Kept only
+        /// while someone observes, and dropped by forget() (it holds secrets).
+        var published: [String: PropertyListValue]?
+        var watcher: LockFileWatcher?
+        var context: OperationContext?
+        var failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
+    }
 
     init(item: KeyringItem, store: any KeyringStore, lockDirectory: String?) throws(SecureDictionaryError) {
         self.item = item
@@ -83,7 +96,15 @@ final class ItemState: Sendable {
 
     /// Drops the cache and wipes the `Data` bytes it owns; the next use loads again.
     func forget() {
-        serial.withLock { _ in cache.withLock { Self.drop(&$0) } }
+        serial.withLock { _ in
+            cache.withLock { Self.drop(&$0) }
+            observers.withLock { observers in
+                if var published = observers.published {
+                    observers.published = nil
+                    Wipe.entries(&published)
+                }
+            }
+        }
     }
 
     // MARK: Writes
@@ -115,7 +136,7 @@ final class ItemState: Sendable {
                 throw .store(error)
             }
             let stamp = writerLock?.writeNewStamp() ?? .none
-            cache.withLock { $0 = .loaded(entries: entries, stamp: stamp) }
+            setLoaded(entries, stamp: stamp)
             context.logger.trace("stored", metadata: ["item": "\(item.name)", "entries": "\(entries.count)", "bytes": "\(bytes.count)"])
             return result
         }
@@ -137,8 +158,67 @@ final class ItemState: Sendable {
                 throw error
             }
             let stamp = writerLock?.writeNewStamp() ?? .none
-            cache.withLock { Self.drop(&$0); $0 = .loaded(entries: [:], stamp: stamp) }
+            cache.withLock { Self.drop(&$0) }
+            setLoaded([:], stamp: stamp)
             return existed
+        }
+    }
+
+    // MARK: Observation
+
+    /// A stream of changes; the first observer starts the cross-process watcher.
+    func observeChanges(
+        _ context: OperationContext, failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
+    ) -> AsyncStream<SecureDictionary.Change> {
+        let (stream, continuation) = AsyncStream<SecureDictionary.Change>.makeStream()
+        let id: UInt64 = observers.withLock { observers in
+            let id = observers.nextID
+            observers.nextID += 1
+            if observers.continuations.isEmpty {
+                observers.published = cachedEntries
+                observers.context = context
+                observers.failureHandler = failureHandler
+                if let path = writerLock?.path {
+                    observers.watcher = LockFileWatcher(path: path) { [weak self] in self?.refreshAfterForeignWrite() }
+                }
+            }
+            observers.continuations[id] = continuation
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in self?.stopObserving(id) }
+        return stream
+    }
+
+    private func stopObserving(_ id: UInt64) {
+        observers.withLock { observers in
+            observers.continuations[id] = nil
+            if observers.continuations.isEmpty {
+                observers.watcher?.stop()
+                observers.watcher = nil
+                observers.published = nil
+                observers.failureHandler = nil
+            }
+        }
+    }
+
+    /// Called by the watcher: reloads once if the stamp shows that someone else wrote.
+    private func refreshAfterForeignWrite() {
+        guard let (context, failureHandler) = observers.withLock({ observers in
+            observers.context.map { ($0, observers.failureHandler) }
+        }) else { return }
+        do throws(SecureDictionaryError) {
+            try serial.withLock { _ throws(SecureDictionaryError) in
+                let observed = writerLock?.readStamp() ?? .none
+                let current: Bool = cache.withLock { cache in
+                    if case .loaded(_, let stamp) = cache { return stamp == observed }
+                    return false
+                }
+                if !current { _ = try loadLocked(context) }
+            }
+        } catch {
+            context.logger.error("reload after another process wrote failed",
+                                 metadata: ["item": "\(item.name)", "error": "\(error)"])
+            failureHandler?(error)
         }
     }
 
@@ -158,14 +238,30 @@ final class ItemState: Sendable {
     private func loadLocked(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
         let stamp = writerLock?.readStamp() ?? .none   // before the item: see ProcessWriterLock
         guard var bytes = try store.load(item, timeout: context.timeout) else {
-            cache.withLock { $0 = .loaded(entries: [:], stamp: stamp) }
+            setLoaded([:], stamp: stamp)
             return [:]
         }
         defer { Wipe.bytes(&bytes) }
         let entries = try Self.decode(bytes, context.limits)
-        cache.withLock { $0 = .loaded(entries: entries, stamp: stamp) }
+        setLoaded(entries, stamp: stamp)
         context.logger.trace("loaded", metadata: ["item": "\(item.name)", "entries": "\(entries.count)"])
         return entries
+    }
+
+    /// The one place the cache becomes loaded: also tells observers what changed.
+    private func setLoaded(_ entries: [String: PropertyListValue], stamp: WriteStamp) {
+        cache.withLock { $0 = .loaded(entries: entries, stamp: stamp) }
+        let (previous, listeners) = observers.withLock { observers in
+            guard !observers.continuations.isEmpty else {
+                return ([String: PropertyListValue]?.none, [AsyncStream<SecureDictionary.Change>.Continuation]())
+            }
+            defer { observers.published = entries }
+            return (observers.published, Array(observers.continuations.values))
+        }
+        guard let previous, !listeners.isEmpty else { return }
+        for change in SecureDictionary.Change.differences(from: previous, to: entries) {
+            for listener in listeners { listener.yield(change) }
+        }
     }
 
     private static func drop(_ cache: inout Cache) {

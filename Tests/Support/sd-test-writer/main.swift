@@ -4,7 +4,7 @@
 //       sets PREFIX-0 … PREFIX-(COUNT-1), removes every key whose index ends in 9 right after
 //       setting it, increments the shared "counter" INCREMENTS times inside update { };
 //       prints "ok <increments done>"; exits 1 on the first error.
-//   sd-test-writer set APP NAME KEY VALUE      one setValue
+//   sd-test-writer set APP NAME KEY VALUE      one setValue; prints "ok <unix time after it>"
 //   sd-test-writer probe APP NAME TIMEOUT_MS   opens the dictionary; prints "ok <count>" or
 //                                              "error <case>" and the elapsed milliseconds
 import Foundation
@@ -66,7 +66,7 @@ do {
     case "set" where arguments.count == 5:
         let dictionary = try SecureDictionary(name: arguments[2], applicationID: arguments[1])
         try dictionary.setValue(.string(arguments[4]), forKey: arguments[3])
-        print("ok")
+        print("ok \(Date().timeIntervalSince1970)")   // when the write returned, for delay figures
     case "probe" where arguments.count == 4:
         let timeout = Duration.milliseconds(Int(arguments[3]) ?? 3_000)
         let start = ContinuousClock.now

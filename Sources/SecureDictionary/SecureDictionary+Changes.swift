@@ -1,0 +1,93 @@
+extension SecureDictionary {
+    /// One changed entry, as delivered by ``changes()``.
+    ///
+    /// Its `description` names the kind of change only: keys and values may be secrets.
+    public struct Change: Sendable, Equatable, CustomStringConvertible {
+        public enum Kind: String, Sendable { case inserted, updated, removed }
+
+        public let key: String
+        public let kind: Kind
+        /// The value before the change (`nil` for an insertion).
+        public let oldValue: Value?
+        /// The value after the change (`nil` for a removal).
+        public let newValue: Value?
+
+        public init(key: String, kind: Kind, oldValue: Value?, newValue: Value?) {
+            self.key = key
+            self.kind = kind
+            self.oldValue = oldValue
+            self.newValue = newValue
+        }
+
+        public var description: String { "Change(\(kind.rawValue), redacted)" }
+    }
+
+    /// Every change to this dictionary's entries, whoever made it.
+    ///
+    /// ```swift
+    /// for await change in settings.changes() {
+    ///     if change.key == "apiToken" { reconnect() }
+    /// }
+    /// ```
+    ///
+    /// Changes arrive from writes through any instance in this process, from reloads that
+    /// find the stored item changed, and from writes by SecureDictionary in **other
+    /// processes**, without polling: every writer rewrites a stamp in the item's lock file
+    /// (see ``Options/lockDirectory``), which this process watches with inotify and then
+    /// reloads once. Writes by other tools (`secret-tool`) leave no stamp and show up only at
+    /// the next reload. A reload that fails (e.g. locked) is reported to
+    /// ``Options/failureHandler`` and delivers nothing. The stream ends when the task
+    /// iterating it is cancelled.
+    public func changes() -> AsyncStream<Change> {
+        state.observeChanges(options.context, failureHandler: options.failureHandler)
+    }
+
+    /// The value of `key` after each change to its entry (its default after a removal).
+    ///
+    /// ```swift
+    /// for await retries in settings.updates(for: .retries) { client.maxRetries = retries }
+    /// ```
+    ///
+    /// Entries of the wrong type are skipped (and reported like the typed subscript does).
+    public func updates<V>(for key: Key<V>) -> AsyncStream<V> {
+        let changes = changes()
+        return AsyncStream { continuation in
+            let task = Task {
+                for await change in changes where change.key == key.name {
+                    guard let value = change.newValue else {
+                        continuation.yield(key.defaultValue)
+                        continue
+                    }
+                    do throws(SecureDictionaryError) {
+                        continuation.yield(try V(propertyListValue: value))
+                    } catch {
+                        report(error, during: "typed update")
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
+
+extension SecureDictionary.Change {
+    /// The per-key differences from `old` to `new`, sorted by key.
+    static func differences(
+        from old: [String: PropertyListValue], to new: [String: PropertyListValue]
+    ) -> [SecureDictionary.Change] {
+        var changes: [SecureDictionary.Change] = []
+        for (key, value) in new {
+            switch old[key] {
+            case nil: changes.append(.init(key: key, kind: .inserted, oldValue: nil, newValue: value))
+            case let previous? where previous != value:
+                changes.append(.init(key: key, kind: .updated, oldValue: previous, newValue: value))
+            default: break
+            }
+        }
+        for (key, value) in old where new[key] == nil {
+            changes.append(.init(key: key, kind: .removed, oldValue: value, newValue: nil))
+        }
+        return changes.sorted { $0.key < $1.key }
+    }
+}
