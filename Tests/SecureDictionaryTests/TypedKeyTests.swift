@@ -95,3 +95,25 @@ enum Session: Codable, Equatable, PropertyListConvertible {
         #expect(settings[.profile] == nil)
     }
 }
+
+@Suite struct SecureStoredTests {
+    @Test func wrapperReadsWritesAndReportsFailures() throws {
+        let store = InMemoryKeyringStore()
+        let reported = Failures()
+        let settings = try SecureDictionary(
+            name: "wrapped", applicationID: "test.wrapper.\(UUID().uuidString)",
+            options: .init(store: store, failureHandler: { reported.append($0) }))
+        @SecureStored(.retries, in: settings) var retries
+        #expect(retries == 3)
+        retries += 1
+        #expect(settings["retries"] == .integer(4))
+        store.failNextCalls(with: .locked)
+        retries = 10
+        #expect(retries == 4)                        // the cache followed the store
+        #expect(reported.all == [.locked])
+        store.failNextCalls(with: .locked)
+        #expect(throws: SecureDictionaryError.locked) { try $retries.set(11) }
+        try $retries.set(12)
+        #expect(try $retries.get() == 12)
+    }
+}

@@ -1,0 +1,48 @@
+/// A property backed by one typed key of a ``SecureDictionary``.
+///
+/// ```swift
+/// let settings = try SecureDictionary(name: "settings")
+/// @SecureStored(.retries, in: settings) var retries      // Int, 3 until set
+/// retries += 1                                            // one keyring write
+/// try $retries.set(10)                                    // the same, but throwing
+/// ```
+///
+/// Honest about errors: reading never fails (a missing or mistyped entry reads as the key's
+/// default), and assignment cannot throw, so a failed write is logged (without key or value)
+/// and passed to ``SecureDictionary/Options/failureHandler`` while the cache stays equal to
+/// the keyring, exactly like the dictionary's subscript setter. Where a caller must know,
+/// use the projected value: `try $retries.get()` and `try $retries.set(_:)` throw.
+@propertyWrapper
+public struct SecureStored<Value: PropertyListConvertible>: Sendable {
+    public let key: SecureDictionary.Key<Value>
+    public let dictionary: SecureDictionary
+
+    public init(_ key: SecureDictionary.Key<Value>, in dictionary: SecureDictionary) {
+        self.key = key
+        self.dictionary = dictionary
+    }
+
+    public var wrappedValue: Value {
+        get { dictionary[key] }
+        nonmutating set {
+            do throws(SecureDictionaryError) {
+                try dictionary.set(newValue, for: key)
+            } catch {
+                dictionary.report(error, during: "property write")
+            }
+        }
+    }
+
+    /// The throwing forms: `try $property.get()`, `try $property.set(value)`.
+    public var projectedValue: SecureStored<Value> { self }
+
+    /// - Throws: as ``SecureDictionary/value(for:)``.
+    public func get() throws(SecureDictionaryError) -> Value {
+        try dictionary.value(for: key)
+    }
+
+    /// - Throws: as ``SecureDictionary/set(_:for:)``.
+    public func set(_ value: Value) throws(SecureDictionaryError) {
+        try dictionary.set(value, for: key)
+    }
+}
