@@ -3,6 +3,11 @@
 import Foundation
 import SecureDictionary
 
+extension SecureDictionary.Keys {
+    static let apiToken = SecureDictionary.Key<String?>("apiToken")
+    static let savedAt = SecureDictionary.Key<Date?>("savedAt")
+}
+
 let applicationID = "io.github.securedictionary.example"
 
 do {
@@ -15,15 +20,15 @@ do {
     let tokens = try SecureDictionary(name: "tokens", applicationID: applicationID)
     print("Keyring item: \(tokens.item.name)")
 
-    if let token = tokens["apiToken"]?.stringValue, let saved = tokens["savedAt"]?.dateValue {
+    if let token = try tokens.value(for: .apiToken), let saved = try tokens.value(for: .savedAt) {
         print("Found the token stored on \(saved.formatted()) (\(token.count) characters, not shown).")
         print("Run with --reset to remove it.")
     } else {
         // A fresh random token stands in for one your app would get from a server.
         let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        try tokens.update { entries in
-            entries["apiToken"] = .string(token)
-            entries["savedAt"] = .date(Date())
+        try tokens.update { entries in                 // both entries, one keyring write
+            try entries.set(token, for: .apiToken)
+            try entries.set(Date(), for: .savedAt)
         }
         print("Stored a new token (\(token.count) characters, not shown). Run me again to find it.")
     }

@@ -83,3 +83,32 @@ extension SecureDictionary {
         try setValue(nil, forKey: key.name)
     }
 }
+
+extension Dictionary where Key == String, Value == PropertyListValue {
+    /// Typed access inside ``SecureDictionary/SecureDictionary/update(_:)``:
+    ///
+    /// ```swift
+    /// try tokens.update { entries in
+    ///     try entries.set(newToken, for: .apiToken)
+    ///     let retries = entries[.retries]
+    /// }
+    /// ```
+    ///
+    /// Reads the entry for `key`, or its default when it is missing or of another type.
+    public subscript<V>(key: SecureDictionary.Key<V>) -> V {
+        guard let stored = self[key.name], let value = try? V(propertyListValue: stored) else { return key.defaultValue }
+        return value
+    }
+
+    /// Sets the entry for `key`; `nil` (for an optional key) removes it.
+    ///
+    /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when a `Codable` value
+    ///   cannot be encoded.
+    public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
+        if let optional = value as? any OptionalProtocol, optional.isNone {
+            self[key.name] = nil
+        } else {
+            self[key.name] = try value.propertyListValue()
+        }
+    }
+}

@@ -50,6 +50,7 @@ public final class SecureDictionary: Sendable {
     ///   - name: The dictionary's name; `nil` for the application's default dictionary.
     ///     Non-empty, at most 255 UTF-8 bytes, no control characters.
     ///   - applicationID: Defaults to ``defaultApplicationID``.
+    ///   - options: Collection, deadline, size cap, store and diagnostics; see ``Options``.
     /// - Throws: ``SecureDictionaryError/invalidName(reason:)`` before any D-Bus call;
     ///   ``SecureDictionaryError/locked``, ``SecureDictionaryError/serviceUnavailable(reason:)``,
     ///   ``SecureDictionaryError/timedOut``, ``SecureDictionaryError/corrupt(reason:)``,

@@ -17,7 +17,7 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// collection behind the requested alias, or a provider that refused an encrypted session.
     case serviceUnavailable(reason: String)
     /// The collection or the item is locked. SecureDictionary never treats this as "empty"
-    /// and never shows an unlock prompt unless ``SecureDictionary/Options/allowsPrompts`` is set.
+    /// and never shows an unlock prompt.
     case locked
     /// The keyring did not answer within the deadline
     /// (``SecureDictionary/Options/timeout``). When this interrupted a write, its outcome is

@@ -47,6 +47,18 @@ enum Session: Codable, Equatable, PropertyListConvertible {
         #expect(settings[.retries] == 3)
     }
 
+    @Test func typedAccessInsideUpdate() throws {
+        let settings = try open()
+        try settings.update { entries in
+            #expect(entries[.retries] == 3)
+            try entries.set(4, for: .retries)
+            try entries.set("t", for: .apiToken)
+        }
+        #expect(settings[.retries] == 4)
+        try settings.update { entries in try entries.set(nil, for: .apiToken) }
+        #expect(settings["apiToken"] == nil)
+    }
+
     @Test func wrongStoredTypeThrowsOrReadsAsTheDefault() throws {
         let reported = Failures()
         let settings = try SecureDictionary(
