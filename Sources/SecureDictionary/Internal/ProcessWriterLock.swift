@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import Foundation
+import Synchronization
 
 /// A random stamp that every writer puts in the lock file after each write.
 ///
@@ -34,9 +35,15 @@ struct WriteStamp: Sendable, Equatable {
 ///    up as a changed stamp at the next write, never as a missed change.
 /// 2. Writers write the stamp *after* the item, under the lock, also after a write whose
 ///    outcome is unknown: others must re-read in both cases.
+/// 3. After taking the lock, a writer checks that the path still names the file it locked,
+///    and reopens it if not: should the runtime folder be cleaned (at logout, say), two
+///    processes must not lock two different files.
+///
+/// Used under the item's in-process lock only; the descriptor sits in a `Mutex` so that
+/// reopening it is safe all the same.
 final class ProcessWriterLock: Sendable {
     let path: String
-    private let descriptor: Int32
+    private let descriptor: Mutex<Int32>
 
     /// Opens (creating when needed) the lock file of `item`.
     ///
@@ -45,13 +52,25 @@ final class ProcessWriterLock: Sendable {
         let folder = if let directory { directory } else { try Self.defaultDirectory() }
         let key = "\(item.collection.alias)\u{0}\(item.name)"
         path = "\(folder)/\(String(Self.fnv1a(key), radix: 16)).lock"
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if descriptor < 0 {
-            throw .lockFileUnavailable(reason: "cannot open \(path): \(String(cString: strerror(errno)))")
-        }
+        descriptor = Mutex(try Self.open(path))
     }
 
-    deinit { close(descriptor) }
+    deinit { descriptor.withLock { _ = close($0) } }
+
+    private static func open(_ path: String) throws(SecureDictionaryError) -> Int32 {
+        let opened = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if opened < 0 {
+            throw .lockFileUnavailable(reason: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        return opened
+    }
+
+    /// Whether `path` still names the file open as `descriptor`.
+    private func pathNamesOpenFile(_ descriptor: Int32) -> Bool {
+        var open = stat(), named = stat()
+        guard fstat(descriptor, &open) == 0, stat(path, &named) == 0 else { return false }
+        return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+    }
 
     /// Takes the exclusive lock, waiting for it at most `timeout`. Pair with ``unlock()``.
     ///
@@ -60,27 +79,38 @@ final class ProcessWriterLock: Sendable {
     func lock(timeout: Duration) throws(SecureDictionaryError) {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
-        var pauseMicroseconds: UInt32 = 100
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            let failure = errno
-            if failure == EINTR { continue }
-            guard failure == EWOULDBLOCK else {
-                throw .lockFileUnavailable(reason: "flock failed: \(String(cString: strerror(failure)))")
+        try descriptor.withLock { descriptor throws(SecureDictionaryError) in
+            var pauseMicroseconds: UInt32 = 100
+            while true {
+                if flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
+                    if pathNamesOpenFile(descriptor) { return }
+                    // The file we locked was removed or replaced: lock the one at the path.
+                    close(descriptor)
+                    descriptor = try Self.open(path)
+                    continue
+                }
+                let failure = errno
+                if failure == EINTR { continue }
+                guard failure == EWOULDBLOCK else {
+                    throw .lockFileUnavailable(reason: "flock failed: \(String(cString: strerror(failure)))")
+                }
+                if clock.now >= deadline { throw .timedOut }
+                usleep(pauseMicroseconds)
+                pauseMicroseconds = min(pauseMicroseconds * 2, 5_000)
             }
-            if clock.now >= deadline { throw .timedOut }
-            usleep(pauseMicroseconds)
-            pauseMicroseconds = min(pauseMicroseconds * 2, 5_000)
         }
     }
 
     func unlock() {
-        flock(descriptor, LOCK_UN)
+        descriptor.withLock { _ = flock($0, LOCK_UN) }
     }
 
     /// The stamp of the last write (``WriteStamp/none`` before the first one).
     func readStamp() -> WriteStamp {
         var bytes = [UInt8](repeating: 0, count: 16)
-        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, 16, 0) }
+        let count = descriptor.withLock { descriptor in
+            bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, 16, 0) }
+        }
         guard count == 16 else { return .none }
         return bytes.withUnsafeBytes {
             WriteStamp(high: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
@@ -98,7 +128,9 @@ final class ProcessWriterLock: Sendable {
             $0.storeBytes(of: stamp.low, toByteOffset: 8, as: UInt64.self)
         }
         // A short write leaves a stamp nobody has seen: others re-read, which is safe.
-        _ = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, 16, 0) }
+        descriptor.withLock { descriptor in
+            _ = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, 16, 0) }
+        }
         return stamp
     }
 
@@ -108,6 +140,10 @@ final class ProcessWriterLock: Sendable {
             return try privateDirectory("\(runtime)/securedictionary")
         }
         return try privateDirectory("/tmp/securedictionary-\(getuid())")
+    }
+
+    static func privateDirectoryForTesting(_ path: String) throws(SecureDictionaryError) -> String {
+        try privateDirectory(path)
     }
 
     /// Creates `path` with mode 0700 if needed, and checks that it is a directory of this
