@@ -8,6 +8,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // `swift package generate-documentation` for the DocC catalog.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         // libsecret, found through pkg-config; Debian/Ubuntu: apt-get install libsecret-1-dev.
@@ -43,7 +45,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeyringIntegrationTests",
-            dependencies: ["SecureDictionary", "sd-test-writer"]
+            dependencies: ["SecureDictionary", "sd-test-writer", "CLibSecret", "CSecretShim"]
         ),
     ],
     swiftLanguageModes: [.v6]
