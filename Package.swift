@@ -5,9 +5,11 @@ let package = Package(
     name: "SecureDictionary",
     products: [
         .library(name: "SecureDictionary", targets: ["SecureDictionary"]),
+        .executable(name: "secure-dict", targets: ["secure-dict"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         // `swift package generate-documentation` for the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
@@ -46,6 +48,24 @@ let package = Package(
         .testTarget(
             name: "KeyringIntegrationTests",
             dependencies: ["SecureDictionary", "sd-test-writer", "CLibSecret", "CSecretShim"]
+        ),
+        // The command-line tool: read, write, list, export and import dictionaries.
+        .executableTarget(
+            name: "secure-dict",
+            dependencies: [
+                "SecureDictionary",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(name: "settings-store", dependencies: ["SecureDictionary"], path: "Examples/settings-store"),
+        .executableTarget(name: "token-cache", dependencies: ["SecureDictionary"], path: "Examples/token-cache"),
+        .executableTarget(
+            name: "feature-dictionaries", dependencies: ["SecureDictionary"], path: "Examples/feature-dictionaries"),
+        // Runs the built secure-dict against the private keyring (the dependency gets it built).
+        .testTarget(
+            name: "SecureDictCLITests",
+            dependencies: ["secure-dict"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,113 @@
+import ArgumentParser
+import Foundation
+import SecureDictionary
+
+/// The exit codes of `secure-dict`, documented in the root command's help.
+///
+/// Usage errors keep argument-parser's own code, `ExitCode.validationFailure` (64, `EX_USAGE`).
+enum ExitStatus {
+    /// No such key, or no such dictionary.
+    static let notFound = ExitCode(1)
+    /// The keyring failed: locked, unavailable, timed out, corrupt item…
+    static let keyringError = ExitCode(3)
+    /// A file or standard input could not be read or written, or holds no valid dictionary.
+    static let inputOutputError = ExitCode(4)
+}
+
+/// A failure that ends a command with one line on standard error and a documented exit code.
+///
+/// Messages never hold a key or a value: only application IDs, dictionary names, file paths
+/// and the library's own (safe) error descriptions.
+enum CommandFailure: Error {
+    /// Exit 1.
+    case notFound(String)
+    /// Exit 3.
+    case keyring(SecureDictionaryError, hint: String? = nil)
+    /// Exit 4.
+    case inputOutput(String)
+    /// Exit 64, argument-parser's code for usage errors: for those found only while running
+    /// (argument-parser would print the root command's usage after them, which misleads).
+    case usage(String)
+}
+
+/// Runs a command's body, turning every failure into one line on stderr and its exit code.
+///
+/// A `ValidationError` thrown while running is a usage error too (exit 64), printed without
+/// the usage line, which argument-parser would take from the root command.
+func reportingFailures(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let failure as CommandFailure {
+        switch failure {
+        case .notFound(let message):
+            printError(message)
+            throw ExitStatus.notFound
+        case .keyring(let error, let hint):
+            try report(error, hint: hint)
+        case .inputOutput(let message):
+            printError(message)
+            throw ExitStatus.inputOutputError
+        case .usage(let message):
+            printError(message)
+            throw ExitCode.validationFailure
+        }
+    } catch let error as ValidationError {
+        printError(error.message)
+        throw ExitCode.validationFailure
+    } catch let error as SecureDictionaryError {
+        try report(error, hint: nil)
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        // Not expected (e.g. Foundation failing to encode the output); never exit 1, which
+        // means "not found".
+        printError("cannot produce the output: \(error.localizedDescription)")
+        throw ExitStatus.inputOutputError
+    }
+}
+
+private func report(_ error: SecureDictionaryError, hint: String?) throws -> Never {
+    switch error {
+    case .invalidName(let reason):
+        // Names are checked before any keyring call; this is a usage error.
+        printError("invalid name: \(reason)")
+        throw ExitCode.validationFailure
+    case .itemNotFound:
+        printError(error.description)
+        throw ExitStatus.notFound
+    default:
+        printError(message(for: error, hint: hint))
+        throw ExitStatus.keyringError
+    }
+}
+
+/// The library's description, which names the cause and usually what to do, completed with
+/// advice for the cases whose description stops at the cause (`hint` replaces that advice).
+func message(for error: SecureDictionaryError, hint: String?) -> String {
+    let advice: String? = switch error {
+    case .timedOut:
+        "check that the keyring daemon is running and responsive, then try again (or allow more time with --timeout SECONDS)"
+    case .connectionLost, .cancelled:
+        "try again"
+    case .unsupportedFormatVersion:
+        "it was written by another tool; remove it with 'secure-dict delete --force' if you do not need it"
+    case .tooLarge:
+        "nothing was written; store less"
+    case .lockFileUnavailable:
+        "check that $XDG_RUNTIME_DIR is a private directory of yours"
+    default:
+        nil
+    }
+    return [error.description, hint ?? advice].compactMap { $0 }.joined(separator: ": ")
+}
+
+/// Writes `Error: <message>` as one line to standard error, as argument-parser does.
+func printError(_ message: String) {
+    let line = message.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : String($0) }.joined()
+    FileHandle.standardError.write(Data("Error: \(line)\n".utf8))
+}
+
+/// Writes a note (not an error) to standard error.
+func printNote(_ message: String) {
+    FileHandle.standardError.write(Data("\(message)\n".utf8))
+}

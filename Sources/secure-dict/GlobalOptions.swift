@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SecureDictionary
+
+/// The environment variable that `--app` falls back to.
+let applicationEnvironmentVariable = "SECURE_DICT_APP"
+
+/// Where the keyring is and how long to wait for it: every subcommand takes these.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "The keyring collection, by alias: 'default' (your login keyring) or 'session' (kept in memory until the keyring daemon stops).",
+        valueName: "ALIAS"))
+    var collection = "default"
+
+    @Option(help: ArgumentHelp("How long to wait for each keyring call before failing.", valueName: "SECONDS"))
+    var timeout: Double = 3
+
+    func validate() throws {
+        guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
+            throw ValidationError("--timeout must be a number of seconds above 0 and at most 3600")
+        }
+        do {
+            _ = try KeyringItem(dictionaryName: nil, applicationID: "probe", collection: KeyringCollection(alias: collection))
+        } catch {
+            throw ValidationError("invalid --collection: \(error)")
+        }
+    }
+
+    /// The library's options: this collection and timeout, and no log output (the tool
+    /// reports every failure itself, as one line).
+    var options: SecureDictionary.Options {
+        SecureDictionary.Options(
+            collection: KeyringCollection(alias: collection),
+            timeout: .milliseconds(Int((timeout * 1000).rounded(.up))),
+            logger: Logger(label: "secure-dict", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+}
+
+/// `--app` and `--name`: which dictionary a command works on.
+struct DictionaryOptions: ParsableArguments {
+    @Option(name: .customLong("app"), help: ArgumentHelp(
+        "The application ID that owns the dictionary, e.g. com.example.app. Default: $\(applicationEnvironmentVariable).",
+        valueName: "ID"))
+    var app: String?
+
+    @Option(name: [.customShort("n"), .customLong("name")], help: ArgumentHelp(
+        "The dictionary's name. Without it (or with an empty NAME), the application's default, unnamed dictionary.",
+        valueName: "NAME"))
+    var name: String?
+
+    /// `--app`, or else `$SECURE_DICT_APP`.
+    var applicationID: String? {
+        app ?? ProcessInfo.processInfo.environment[applicationEnvironmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The dictionary name for the library: `nil` for the default dictionary.
+    var dictionaryName: String? { name.flatMap { $0.isEmpty ? nil : $0 } }
+
+    func validate() throws {
+        guard let applicationID else {
+            throw ValidationError("Missing '--app <ID>' (or set \(applicationEnvironmentVariable))")
+        }
+        do {
+            _ = try KeyringItem(dictionaryName: dictionaryName, applicationID: applicationID)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    func location(_ global: GlobalOptions) -> DictionaryLocation {
+        DictionaryLocation(applicationID: applicationID!, name: dictionaryName, options: global.options)
+    }
+}

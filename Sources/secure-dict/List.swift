@@ -1,0 +1,127 @@
+import ArgumentParser
+import Foundation
+import SecureDictionary
+
+extension SecureDict {
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the SecureDictionary dictionaries in the keyring.",
+            discussion: """
+                Shows each dictionary's application, name ('(default)' for the unnamed one), \
+                number of entries, and state: 'unlocked', 'locked' (its collection must be \
+                unlocked before it can be read: no count then), or 'unreadable' (the stored \
+                item is corrupt or of an unknown format; 'delete --force' removes it). \
+                Listing never prints a key or a value.
+
+                Examples:
+                  secure-dict list
+                  secure-dict list --app com.example.app
+                  secure-dict list --json --collection session
+                """)
+
+        @Option(name: .customLong("app"), help: ArgumentHelp(
+            "Only the dictionaries of this application ID. Default: $\(applicationEnvironmentVariable), or else every application.",
+            valueName: "ID"))
+        var app: String?
+
+        @Flag(help: """
+            Print a JSON array instead: [{"application": ID, "name": NAME ("" for the default \
+            dictionary), "item": ITEM NAME, "state": "unlocked"|"locked"|"unreadable", \
+            "entries": COUNT or null}].
+            """)
+        var json = false
+
+        @OptionGroup var global: GlobalOptions
+
+        var applicationID: String? {
+            app ?? ProcessInfo.processInfo.environment[applicationEnvironmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+        }
+
+        func validate() throws {
+            if let applicationID {
+                do { _ = try KeyringItem(dictionaryName: nil, applicationID: applicationID) } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
+        }
+
+        func run() throws {
+            try reportingFailures {
+                let options = global.options
+                let rows = try SecureDictionary.items(applicationID: applicationID, options: options)
+                    .map { listing throws(SecureDictionaryError) in try Row(listing, options: options) }
+                if json {
+                    Terminal.write(try Row.json(rows))
+                } else if rows.isEmpty {
+                    Terminal.noteForHumans("No SecureDictionary dictionaries in collection '\(global.collection)'.")
+                } else {
+                    Terminal.write(Row.table(rows))
+                }
+            }
+        }
+    }
+}
+
+/// One line of `list`.
+private struct Row: Encodable {
+    let application: String
+    let name: String
+    let item: String
+    let state: String
+    let entries: Int?
+
+    /// Opens the item to count its entries, unless it is locked.
+    init(_ listing: KeyringItemListing, options: SecureDictionary.Options) throws(SecureDictionaryError) {
+        application = listing.item.applicationID
+        name = listing.item.dictionaryName
+        item = listing.item.name
+        var state = listing.isLocked ? "locked" : "unlocked"
+        var entries: Int?
+        if !listing.isLocked {
+            do {
+                let dictionary = try SecureDictionary(
+                    name: name.isEmpty ? nil : name, applicationID: application, options: options)
+                entries = dictionary.count
+                dictionary.forget()
+            } catch {
+                switch error {
+                case .locked: state = "locked"
+                case .corrupt, .unsupportedFormatVersion, .tooLarge: state = "unreadable"
+                default: throw error
+                }
+            }
+        }
+        self.state = state
+        self.entries = entries
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(application, forKey: .application)
+        try container.encode(name, forKey: .name)
+        try container.encode(item, forKey: .item)
+        try container.encode(state, forKey: .state)
+        try container.encode(entries, forKey: .entries)   // null when unknown, not left out
+    }
+
+    private enum CodingKeys: String, CodingKey { case application, name, item, state, entries }
+
+    static func json(_ rows: [Row]) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(rows) + Data("\n".utf8)
+    }
+
+    static func table(_ rows: [Row]) -> String {
+        let header = ["APPLICATION", "NAME", "ENTRIES", "STATE"]
+        let cells = rows.map { row in
+            [row.application, row.name.isEmpty ? "(default)" : row.name, row.entries.map(String.init) ?? "-", row.state]
+        }
+        let widths = header.indices.map { column in ([header] + cells).map { $0[column].count }.max()! }
+        return ([header] + cells).map { line in
+            line.enumerated().map { column, cell in
+                column == line.count - 1 ? cell : cell.padding(toLength: widths[column] + 2, withPad: " ", startingAt: 0)
+            }.joined()
+        }.joined(separator: "\n") + "\n"
+    }
+}

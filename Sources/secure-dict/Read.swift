@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import SecureDictionary
+
+extension SecureDict {
+    struct Read: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a whole dictionary, or the value of one key.",
+            discussion: """
+                Without KEY, prints every entry as 'key (type): value', keys sorted, strings \
+                quoted, nested arrays and dictionaries indented below their key. With KEY, \
+                prints the value alone: a string as it is, data as base64, a date in ISO 8601 \
+                (UTC), so that scripts can capture it. --json prints the typed JSON form \
+                described in 'secure-dict --help' (the same as 'export --format json').
+
+                This prints secrets: mind who can see your terminal or the file you redirect \
+                it to. Exits with 1 when the dictionary or the key does not exist.
+
+                Examples:
+                  secure-dict read --app com.example.app --name settings
+                  secure-dict read --app com.example.app --name settings theme
+                  TOKEN=$(secure-dict read --app com.example.app apiToken)
+                  secure-dict read --app com.example.app --json
+                """)
+
+        @Argument(help: ArgumentHelp("The key to read. Without it, the whole dictionary.", valueName: "KEY"))
+        var key: String?
+
+        @OptionGroup var dictionary: DictionaryOptions
+
+        @Flag(help: "Print typed JSON ({\"type\": …, \"value\": …}) instead of text.")
+        var json = false
+
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            try reportingFailures {
+                let location = dictionary.location(global)
+                let opened = try location.openExisting()
+                defer { opened.forget() }
+                let entries = opened.snapshot
+                if let key {
+                    guard let value = entries[key] else { throw location.noSuchKey() }
+                    Terminal.write(json ? try TypedJSON.encode(value) : Data((HumanFormat.bare(value) + "\n").utf8))
+                } else if json {
+                    Terminal.write(try TypedJSON.encode(entries))
+                } else if entries.isEmpty {
+                    Terminal.noteForHumans("No entries in \(location.description).")
+                } else {
+                    Terminal.write(HumanFormat.lines(entries).joined(separator: "\n") + "\n")
+                }
+            }
+        }
+    }
+}

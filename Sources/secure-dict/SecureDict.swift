@@ -1,0 +1,43 @@
+import ArgumentParser
+
+@main
+struct SecureDict: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "secure-dict",
+        abstract: "Read and edit the SecureDictionary dictionaries kept in your keyring.",
+        discussion: """
+            An application that uses SecureDictionary keeps each of its dictionaries as one \
+            item of your keyring (the Secret Service: gnome-keyring, KWallet, KeePassXC…). \
+            A dictionary belongs to an application ID (--app, or $SECURE_DICT_APP) and has \
+            a name (--name), or none for the application's default dictionary. Values are \
+            typed: string, integer, real, bool, date, data, array, dictionary.
+
+            Examples:
+              secure-dict list
+              secure-dict write --app com.example.app --name settings theme dark
+              secure-dict write --app com.example.app --name settings retries 3 --type int
+              printf %s "$TOKEN" | secure-dict write --app com.example.app apiToken -
+              secure-dict read --app com.example.app --name settings
+              secure-dict read --app com.example.app apiToken
+              secure-dict export --app com.example.app -o backup.json
+              secure-dict import --app com.example.app backup.json --replace
+              secure-dict delete --app com.example.app --name settings theme
+
+            \(TypedJSON.helpSummary)
+
+            Secrets: only 'read' and 'export' print values. Give secret values to 'write' \
+            as '-' (standard input) so they stay out of the process list and shell history. \
+            Errors never show a key's value.
+
+            Exit codes:
+              0   success
+              1   no such key, or no such dictionary
+              3   the keyring failed: locked, unavailable, timed out, unreadable item…
+                  (one line on standard error says why and what to do)
+              4   a file or standard input could not be read or written, or holds no
+                  valid dictionary
+              64  usage error: a missing or invalid argument or option
+            """,
+        subcommands: [List.self, Read.self, Write.self, Delete.self, Export.self, Import.self]
+    )
+}

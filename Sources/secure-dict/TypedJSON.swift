@@ -1,0 +1,170 @@
+import Foundation
+import SecureDictionary
+
+/// The typed JSON form of `read --json` and `export --format json`, read back by `import`.
+///
+/// Every value is an object `{"type": T, "value": V}`, so that integer, real and bool stay
+/// apart and dates and data keep every bit:
+///
+/// | type | value |
+/// | --- | --- |
+/// | `string` | a JSON string |
+/// | `integer` | a JSON number without fraction (64-bit) |
+/// | `real` | a JSON number, or `"inf"`, `"-inf"`, `"nan"` |
+/// | `bool` | `true` or `false` |
+/// | `date` | ISO 8601 in UTC with as many fraction digits as it takes to read back exactly; a number of seconds since 2001-01-01T00:00:00Z for dates outside the years 1–9999 |
+/// | `data` | base64 |
+/// | `array` | a JSON array of typed values |
+/// | `dictionary` | a JSON object of typed values |
+///
+/// A whole dictionary is a JSON object of typed values, keys sorted.
+enum TypedJSON {
+    /// The short description of the form shown in `--help`.
+    static let helpSummary = """
+        JSON form (read --json, export, import): every value is {"type": T, "value": V} with \
+        T one of string, integer, real, bool, date, data, array, dictionary. Integers are \
+        whole JSON numbers; reals are numbers or "inf", "-inf", "nan"; dates are ISO 8601 in \
+        UTC with the fraction digits needed to read back exactly (e.g. \
+        "2026-11-22T03:57:00.123456Z"); data is base64; an array holds typed values and a \
+        dictionary maps keys to typed values. A whole dictionary is an object of typed values:
+          {"apiToken": {"type": "string", "value": "s3cr3t"},
+           "retries":  {"type": "integer", "value": 3}}
+        """
+
+    /// A whole dictionary, pretty-printed with sorted keys and a final newline.
+    static func encode(_ entries: [String: PropertyListValue]) throws -> Data {
+        try finish(encoder.encode(entries.mapValues(TypedValue.init)))
+    }
+
+    /// One value, as its typed object.
+    static func encode(_ value: PropertyListValue) throws -> Data {
+        try finish(encoder.encode(TypedValue(value)))
+    }
+
+    /// A whole dictionary.
+    ///
+    /// - Throws: a ``CommandFailure/inputOutput(_:)`` whose message names the problem, never
+    ///   a key or a value.
+    static func decode(_ data: Data, source: String) throws(CommandFailure) -> [String: PropertyListValue] {
+        do {
+            return try JSONDecoder().decode([String: TypedValue].self, from: data).mapValues(\.value)
+        } catch let error as TypedValue.FormError {
+            throw .inputOutput("\(source) is not a secure-dict JSON dictionary: \(error.reason)")
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            throw .inputOutput("\(source) is not valid JSON")
+        } catch {
+            throw .inputOutput(
+                "\(source) is not a secure-dict JSON dictionary: every entry must be "
+                    + "{\"type\": …, \"value\": …} (see secure-dict --help)")
+        }
+    }
+
+    private static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    private static func finish(_ data: Data) -> Data { data + Data("\n".utf8) }
+}
+
+/// One value in the typed JSON form.
+struct TypedValue: Codable {
+    let value: PropertyListValue
+
+    init(_ value: PropertyListValue) { self.value = value }
+
+    /// A problem with the form, safe to show: it never holds a key or a value.
+    struct FormError: Error { let reason: String }
+
+    private enum CodingKeys: String, CodingKey { case type, value }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(value.typeName, forKey: .type)
+        switch value {
+        case .string(let string): try container.encode(string, forKey: .value)
+        case .integer(let integer): try container.encode(integer, forKey: .value)
+        case .real(let real): try Self.encode(real, into: &container)
+        case .bool(let bool): try container.encode(bool, forKey: .value)
+        case .date(let date):
+            if let text = ExactDate.format(date) {
+                try container.encode(text, forKey: .value)
+            } else {
+                try Self.encode(date.timeIntervalSinceReferenceDate, into: &container)
+            }
+        case .data(let data): try container.encode(data.base64EncodedString(), forKey: .value)
+        case .array(let array): try container.encode(array.map(TypedValue.init), forKey: .value)
+        case .dictionary(let dictionary): try container.encode(dictionary.mapValues(TypedValue.init), forKey: .value)
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let type = try container.decode(String.self, forKey: .type)
+        func wrong(_ expected: String) -> FormError {
+            FormError(reason: "a value of type \(type) must be \(expected)")
+        }
+        switch type {
+        case "string":
+            guard let string = try? container.decode(String.self, forKey: .value) else { throw wrong("a string") }
+            value = .string(string)
+        case "integer":
+            guard let integer = try? container.decode(Int.self, forKey: .value) else {
+                throw wrong("a whole number between \(Int.min) and \(Int.max)")
+            }
+            value = .integer(integer)
+        case "real":
+            guard let real = Self.decodeReal(container) else { throw wrong("a number, \"inf\", \"-inf\" or \"nan\"") }
+            value = .real(real)
+        case "bool":
+            guard let bool = try? container.decode(Bool.self, forKey: .value) else { throw wrong("true or false") }
+            value = .bool(bool)
+        case "date":
+            if let text = try? container.decode(String.self, forKey: .value), let date = ExactDate.parse(text) {
+                value = .date(date)
+            } else if let seconds = Self.decodeReal(container) {
+                value = .date(Date(timeIntervalSinceReferenceDate: seconds))
+            } else {
+                throw wrong("an ISO 8601 date with a zone (e.g. 2026-11-22T03:57:00Z) or seconds since 2001-01-01")
+            }
+        case "data":
+            guard let text = try? container.decode(String.self, forKey: .value),
+                  let data = Data(base64Encoded: text.filter { !$0.isWhitespace })
+            else { throw wrong("base64") }
+            value = .data(data)
+        case "array":
+            do {
+                value = .array(try container.decode([TypedValue].self, forKey: .value).map(\.value))
+            } catch is DecodingError {
+                throw wrong("an array of typed values")
+            }
+        case "dictionary":
+            do {
+                value = .dictionary(try container.decode([String: TypedValue].self, forKey: .value).mapValues(\.value))
+            } catch is DecodingError {
+                throw wrong("an object of typed values")
+            }
+        default:
+            throw FormError(reason: "unknown type (expected string, integer, real, bool, date, data, array or dictionary)")
+        }
+    }
+
+    private static func encode(_ real: Double, into container: inout KeyedEncodingContainer<CodingKeys>) throws {
+        if real.isFinite {
+            try container.encode(real, forKey: .value)
+        } else {
+            try container.encode(real.isNaN ? "nan" : real > 0 ? "inf" : "-inf", forKey: .value)
+        }
+    }
+
+    private static func decodeReal(_ container: KeyedDecodingContainer<CodingKeys>) -> Double? {
+        if let real = try? container.decode(Double.self, forKey: .value) { return real }
+        switch try? container.decode(String.self, forKey: .value) {
+        case "inf": return .infinity
+        case "-inf": return -.infinity
+        case "nan": return .nan
+        default: return nil
+        }
+    }
+}

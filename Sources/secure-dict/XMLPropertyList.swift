@@ -1,0 +1,57 @@
+import Foundation
+import SecureDictionary
+
+/// XML property lists, for other tools. Written by Foundation from our own values (which are
+/// trusted); never read: Foundation's parsers must not see untrusted bytes, and the format
+/// cannot hold what SecureDictionary stores exactly.
+enum XMLPropertyList {
+    static func encode(_ entries: [String: PropertyListValue]) throws -> Data {
+        try PropertyListSerialization.data(fromPropertyList: entries.mapValues(foundation), format: .xml, options: 0)
+    }
+
+    /// What the XML form loses of `entries`, or `nil` when it keeps everything.
+    static func loss(in entries: [String: PropertyListValue]) -> String? {
+        var fractionalDates = false, controlCharacters = false, negativeZero = false
+        func visit(_ value: PropertyListValue) {
+            switch value {
+            case .date(let date):
+                let seconds = date.timeIntervalSinceReferenceDate
+                if seconds.rounded(.down) != seconds { fractionalDates = true }
+            case .string(let string): if hasControlCharacters(string) { controlCharacters = true }
+            case .real(let real): if real == 0, real.sign == .minus { negativeZero = true }
+            case .array(let array): array.forEach(visit)
+            case .dictionary(let dictionary):
+                dictionary.forEach { key, value in
+                    if hasControlCharacters(key) { controlCharacters = true }
+                    visit(value)
+                }
+            case .integer, .bool, .data: break
+            }
+        }
+        visit(.dictionary(entries))
+        let losses = [
+            fractionalDates ? "rounds dates down to the whole second" : nil,
+            controlCharacters ? "drops control characters from strings" : nil,
+            negativeZero ? "writes -0.0 as 0.0" : nil,
+        ].compactMap { $0 }
+        return losses.isEmpty ? nil : losses.joined(separator: ", ")
+    }
+
+    private static func hasControlCharacters(_ string: String) -> Bool {
+        string.unicodeScalars.contains { $0.properties.generalCategory == .control && !"\t\n\r".unicodeScalars.contains($0) }
+    }
+
+    /// Foundation's property-list object for a value; each type maps to its own XML element.
+    private static func foundation(_ value: PropertyListValue) -> Any {
+        switch value {
+        case .string(let string): string
+        case .integer(let integer): integer
+        case .real(let real): real
+        case .bool(let bool): bool
+        case .date(let date): date
+        case .data(let data): data
+        case .array(let array): array.map(foundation)
+        case .dictionary(let dictionary): dictionary.mapValues(foundation)
+        }
+    }
+}

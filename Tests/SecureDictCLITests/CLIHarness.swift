@@ -1,0 +1,184 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `secure-dict` against the private gnome-keyring of `scripts/with-private-keyring`.
+enum CLIHarness {
+    static let environment = ProcessInfo.processInfo.environment
+    /// A private keyring is running (never the user's own: these tests lock and freeze it).
+    static let available = environment["SD_PRIVATE_KEYRING"] == "1"
+    /// Set by scripts/test in CI: a missing keyring fails the tests instead of skipping them.
+    static let required = environment["SD_REQUIRE_KEYRING"] == "1"
+    static let enabled = available || required
+
+    static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+            url.deleteLastPathComponent()
+        }
+        return url
+    }()
+
+    /// The built `secure-dict`, next to the test bundle (the test target depends on it).
+    static let binary: String = {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for folder in [here, here.deletingLastPathComponent(), packageRoot.appendingPathComponent(".build/debug")] {
+            let candidate = folder.appendingPathComponent("secure-dict").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return "secure-dict"
+    }()
+
+    struct Output: CustomStringConvertible {
+        var status: Int32
+        var stdout: Data
+        var stderr: String
+        var text: String { String(decoding: stdout, as: UTF8.self) }
+        var description: String { "exit \(status), stdout \(text.debugDescription), stderr \(stderr.debugDescription)" }
+    }
+
+    /// Runs `secure-dict ARGUMENTS`; standard input is `input`, or empty (never a terminal).
+    @discardableResult
+    static func cli(_ arguments: [String], input: Data? = nil, environment extra: [String: String] = [:]) throws -> Output {
+        var environment = environment.merging(extra) { _, new in new }
+        environment.removeValue(forKey: "SECURE_DICT_APP")
+        if let app = extra["SECURE_DICT_APP"] { environment["SECURE_DICT_APP"] = app }
+        return try run(binary, arguments, input: input ?? Data(), environment: environment)
+    }
+
+    /// Runs a program to completion, feeding it `input` and collecting its output.
+    static func run(_ program: String, _ arguments: [String], input: Data = Data(), environment: [String: String]? = nil) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        process.environment = environment ?? self.environment
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        // stderr on its own thread, so that neither pipe can fill up and stall the child.
+        let errors = LockedBox(Data())
+        let reader = Thread { errors.withLock { $0 = stderr.fileHandleForReading.readDataToEndOfFile() } }
+        reader.start()
+        try? stdin.fileHandleForWriting.write(contentsOf: input)   // the child may not read it all
+        try? stdin.fileHandleForWriting.close()
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while !reader.isFinished { usleep(1000) }
+        return Output(status: process.terminationStatus, stdout: out,
+                      stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+    }
+
+    /// `scripts/keyring-daemon COMMAND` (lock, unlock, freeze, thaw…); records a failure.
+    static func daemon(_ command: String) throws {
+        let output = try run(packageRoot.appendingPathComponent("scripts/keyring-daemon").path, [command])
+        #expect(output.status == 0, "keyring-daemon \(command): \(output.stderr)")
+    }
+
+    /// `scripts/keyring-fixture.py …`: raw access to items, bypassing SecureDictionary.
+    static func fixture(_ arguments: [String], input: Data? = nil) throws -> Output {
+        var arguments = arguments
+        var file: URL?
+        if let input {
+            file = FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-fixture-\(UUID().uuidString)")
+            try input.write(to: file!)
+            arguments += ["--file", file!.path]
+        }
+        defer { if let file { try? FileManager.default.removeItem(at: file) } }
+        return try run("/usr/bin/python3", [packageRoot.appendingPathComponent("scripts/keyring-fixture.py").path] + arguments)
+    }
+}
+
+/// A small lock, for the stderr reader thread.
+final class LockedBox<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
+
+/// A fresh application ID per test, so tests never see each other's items.
+struct TestApp {
+    let id = "cli.\(UUID().uuidString)"
+
+    /// Runs `secure-dict COMMAND --app ID ARGUMENTS`.
+    @discardableResult
+    func cli(_ command: String, _ arguments: String..., input: Data? = nil) throws -> CLIHarness.Output {
+        try CLIHarness.cli([command, "--app", id] + arguments, input: input)
+    }
+
+    /// The attributes of one of this app's items, as the stored-item contract defines them.
+    func attributes(name: String?) -> [String] {
+        let item = "\(id).__SecureDictionary__" + (name.map { ".\($0)" } ?? "")
+        return ["--attr", "service=\(item)", "--attr", "application=\(id)",
+                "--attr", "dictionary=\(name ?? "")", "--attr", "xdg:schema=io.github.securedictionary.Dictionary"]
+    }
+
+    /// The raw secret of one of this app's items, read over D-Bus without SecureDictionary.
+    func storedBytes(name: String?) throws -> Data {
+        let output = try CLIHarness.fixture(["read"] + attributes(name: name))
+        #expect(output.status == 0, "fixture read: \(output.stderr)")
+        return output.stdout
+    }
+
+    /// Plants raw bytes as the secret of one of this app's items.
+    func plant(_ bytes: Data, name: String?) throws {
+        let item = "\(id).__SecureDictionary__" + (name.map { ".\($0)" } ?? "")
+        let output = try CLIHarness.fixture(["plant", "--label", item] + attributes(name: name), input: bytes)
+        #expect(output.status == 0, "fixture plant: \(output.stderr)")
+    }
+}
+
+/// `dbus-monitor` on the private session bus, watching the Secret Service's `CreateItem`
+/// calls (every SecureDictionary write is one), to count keyring writes.
+final class BusMonitor {
+    private let process = Process()
+    private let log: URL
+
+    init() throws {
+        log = FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-monitor-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        process.arguments = ["--session", "type='method_call',member='CreateItem'"]
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Monitoring has begun once the bus took the monitor's name away again.
+        try wait(for: "member=NameLost")
+    }
+
+    deinit {
+        // SIGKILL: a child of a test thread inherits its blocked signals, SIGTERM among them.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        try? FileManager.default.removeItem(at: log)
+    }
+
+    var text: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Waits (up to 10 s) until `needle` appears in the output.
+    func wait(for needle: String) throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !text.contains(needle) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("dbus-monitor never showed \(needle)")
+                return
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// The `CreateItem` calls seen so far whose attributes hold this exact item name.
+    func writes(ofItem item: String) -> Int {
+        text.components(separatedBy: "\nmethod call ").filter { call in
+            call.contains("member=CreateItem") && call.contains("\"\(item)\"")
+        }.count
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+
+extension SecureDictCLI {
+    static let lockedLine = "Error: the keyring is locked: unlock it, e.g. by logging in to your desktop session\n"
+
+    @Test(.disruptsKeyringDaemon) func lockedKeyringExitsWith3AndOneLine() throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "--name", "n", "k", "before").status == 0)
+        let stored = try app.storedBytes(name: "n")
+        let json = Data(#"{"k": {"type": "string", "value": "after"}}"#.utf8)
+
+        try CLIHarness.daemon("lock")
+        var unlocked = false
+        defer { if !unlocked { try? CLIHarness.daemon("unlock") } }
+
+        let failing: [(String, [String], Data?)] = [
+            ("read", ["--name", "n"], nil), ("read", ["--name", "n", "k"], nil), ("read", ["--name", "n", "--json"], nil),
+            ("write", ["--name", "n", "k", "after"], nil), ("write", ["--name", "n", "k", "-"], Data("after".utf8)),
+            ("delete", ["--name", "n", "k"], nil), ("export", ["--name", "n"], nil),
+            ("import", ["--name", "n", "-", "--replace"], json),
+            // A dictionary that was never written: locked, not "empty" or "no such dictionary".
+            ("read", ["--name", "never-written"], nil), ("write", ["--name", "never-written", "k", "v"], nil),
+        ]
+        for (command, arguments, input) in failing {
+            let output = try CLIHarness.cli([command, "--app", app.id] + arguments, input: input)
+            #expect(output.status == 3, "\(command) \(arguments): \(output)")
+            #expect(output.stderr == Self.lockedLine, "\(command) \(arguments): \(output)")
+            #expect(output.stdout.isEmpty)
+        }
+        // Names are attributes, which the keyring lists while locked: list works and says so.
+        let list = try app.cli("list")
+        #expect(list.status == 0, "\(list)")
+        #expect(list.text.split(separator: "\n").last?.split(separator: " ", omittingEmptySubsequences: true)
+            == [Substring(app.id), "n", "-", "locked"], "\(list)")
+
+        try CLIHarness.daemon("unlock")
+        unlocked = true
+        #expect(try app.storedBytes(name: "n") == stored)   // untouched while locked
+        #expect(try app.cli("read", "--name", "n", "k").text == "before\n")
+        #expect(try app.cli("read", "--name", "never-written").status == 1)
+    }
+
+    @Test(.disruptsKeyringDaemon) func frozenKeyringTimesOutWithAdvice() throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "k", "v").status == 0)
+        try CLIHarness.daemon("freeze")
+        var thawed = false
+        defer { if !thawed { try? CLIHarness.daemon("thaw") } }
+
+        let start = ContinuousClock.now
+        let output = try app.cli("read", "k", "--timeout", "1")
+        let elapsed = ContinuousClock.now - start
+        #expect(output.status == 3, "\(output)")
+        #expect(output.stderr.hasPrefix("Error: the keyring did not answer in time: "), "\(output)")
+        #expect(output.stderr.contains("--timeout") && output.stderr.split(separator: "\n").count == 1)
+        #expect(elapsed < .seconds(10), "took \(elapsed)")   // not D-Bus's own 25 s
+
+        try CLIHarness.daemon("thaw")
+        thawed = true
+        #expect(try app.cli("read", "k").text == "v\n")
+    }
+
+    @Test(.usesKeyringDaemon) func corruptItemIsReportedAndCanBeDeleted() throws {
+        let app = TestApp()
+        let garbage = Data("bplist00 not a property list".utf8) + Data(count: 40)
+        try app.plant(garbage, name: "broken")
+
+        for arguments in [["read", "--name", "broken"], ["write", "--name", "broken", "k", "v"],
+                          ["export", "--name", "broken"], ["import", "--name", "broken", "-", "--merge"]]
+        {
+            let output = try CLIHarness.cli([arguments[0], "--app", app.id] + arguments.dropFirst(), input: Data("{}".utf8))
+            #expect(output.status == 3, "\(arguments): \(output)")
+            #expect(output.stderr.hasPrefix("Error: the stored dictionary is unreadable ("), "\(output)")
+            #expect(output.stderr.hasSuffix(
+                "nothing was written over it: remove it with 'secure-dict delete --app \(app.id) --name broken --force' if you do not need it\n"),
+                "\(output)")
+        }
+        #expect(try app.storedBytes(name: "broken") == garbage)   // never written over
+        let list = try app.cli("list")
+        #expect(list.status == 0 && list.text.contains("unreadable"), "\(list)")
+
+        #expect(try app.cli("delete", "--name", "broken", "--force").status == 0)
+        #expect(try app.cli("read", "--name", "broken").status == 1)
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+/// Help and usage errors: argument parsing only, no keyring call, so no keyring needed.
+@Suite struct SecureDictUsage {
+    static let subcommands = ["list", "read", "write", "delete", "export", "import"]
+
+    @Test func rootHelpExplainsTheToolTheJSONFormAndTheExitCodes() throws {
+        let help = try CLIHarness.cli(["--help"])
+        #expect(help.status == 0, "\(help)")
+        for needle in ["USAGE: secure-dict <subcommand>", "--app", "SECURE_DICT_APP", "Examples:",
+                       "{\"type\": T, \"value\": V}", "Exit codes:", "64  usage error"]
+        {
+            #expect(help.text.contains(needle), "root help lacks \(needle)")
+        }
+        for subcommand in Self.subcommands {
+            #expect(help.text.contains("  \(subcommand) "), "root help lacks \(subcommand)")
+        }
+    }
+
+    @Test(arguments: subcommands)
+    func everySubcommandHasHelpWithExamples(_ subcommand: String) throws {
+        for arguments in [[subcommand, "--help"], ["help", subcommand]] {
+            let help = try CLIHarness.cli(arguments)
+            #expect(help.status == 0, "\(arguments): \(help)")
+            #expect(help.text.contains("Examples:"), "\(arguments) has no examples")
+            #expect(help.text.contains("--collection <ALIAS>") && help.text.contains("--timeout <SECONDS>"))
+            // Every option and argument has a help text: no line lists an option alone.
+            let reference = help.text.components(separatedBy: "\nUSAGE: ").last ?? ""
+            let bare = reference.split(separator: "\n").dropFirst().filter { line in
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                return (trimmed.hasPrefix("--") || trimmed.hasPrefix("<")) && !trimmed.contains("  ")
+            }
+            #expect(bare.isEmpty, "options without help in \(subcommand): \(bare)")
+            // Help wraps at 80 columns: no example may be cut in two.
+            #expect(!help.text.split(separator: "\n").contains { $0.count > 80 && !$0.hasPrefix("USAGE:") })
+        }
+        let write = try CLIHarness.cli(["write", "--help"])
+        #expect(write.text.contains("process list"))   // why '-' exists
+    }
+
+    @Test func usageErrorsExitWith64() throws {
+        let cases: [[String]] = [
+            ["read"],                                             // no --app, no $SECURE_DICT_APP
+            ["frobnicate"],                                       // no such subcommand
+            ["write", "--app", "cli.usage", "key"],               // no VALUE
+            ["write", "--app", "cli.usage", "key", "v", "--type", "integr"],
+            ["read", "--app", "cli.usage", "--timeout", "0"],
+            ["read", "--app", "cli.usage", "--timeout", "soon"],
+            ["read", "--app", "", "k"],                           // invalid application ID
+            ["read", "--app", "cli.usage", "--name", "bad\u{7}name"],
+            ["export", "--app", "cli.usage", "--format", "yaml"],
+            ["import", "--app", "cli.usage", "f.json", "--merge", "--replace"],
+            ["delete", "--app", "cli.usage"],                     // whole item, no --force, stdin a pipe
+        ]
+        for arguments in cases {
+            let output = try CLIHarness.cli(arguments)
+            #expect(output.status == 64, "\(arguments): \(output)")
+            #expect(output.stderr.hasPrefix("Error: "), "\(arguments): \(output)")
+            #expect(output.stdout.isEmpty, "\(arguments): \(output)")
+        }
+    }
+
+    @Test func anInvalidValueIsAUsageErrorThatDoesNotRepeatTheValue() throws {
+        let secret = "hunter2-not-a-number"
+        for type in ["int", "real", "bool", "date", "data"] {
+            let output = try CLIHarness.cli(["write", "--app", "cli.usage", "k", secret, "--type", type])
+            #expect(output.status == 64, "\(type): \(output)")
+            #expect(output.stderr.contains("--type \(type)"), "\(output)")
+            #expect(!output.stderr.contains(secret) && !output.text.contains(secret))
+        }
+    }
+}
