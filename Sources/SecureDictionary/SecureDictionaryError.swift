@@ -73,9 +73,9 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .locked:
             "the keyring is locked: unlock it, e.g. by logging in to your desktop session"
         case .timedOut:
-            "the keyring did not answer in time"
+            "the keyring did not answer in time: check that the keyring daemon is running and responsive"
         case .connectionLost:
-            "the connection to the keyring was lost during the call"
+            "the connection to the keyring was lost during the call (the next call reconnects)"
         case .cancelled:
             "the operation was cancelled"
         case .itemNotFound:

@@ -86,7 +86,7 @@ private func report(_ error: SecureDictionaryError, hint: String?) throws -> Nev
 func message(for error: SecureDictionaryError, hint: String?) -> String {
     let advice: String? = switch error {
     case .timedOut:
-        "check that the keyring daemon is running and responsive, then try again (or allow more time with --timeout SECONDS)"
+        "or allow more time with --timeout SECONDS"
     case .connectionLost, .cancelled:
         "try again"
     case .unsupportedFormatVersion:
