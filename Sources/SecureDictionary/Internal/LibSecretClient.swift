@@ -8,6 +8,11 @@ import CSecretShim
 /// A Secret Service connection, confined to the queue of one `DeadlineLane` generation.
 final class LibSecretConnection: @unchecked Sendable {   // touched only on its lane's serial queue
     private var service: UnsafeMutablePointer<SecretService>?
+    /// Collection paths by alias, each with when it was read: `ReadAlias` costs a round trip
+    /// per call otherwise. Kept briefly (``aliasLifetime``), so a re-pointed alias is seen
+    /// within seconds, and dropped with the connection.
+    private var aliases: [String: (path: String, readAt: ContinuousClock.Instant)] = [:]
+    static let aliasLifetime = Duration.seconds(2)
 
     deinit { close() }
 
@@ -34,6 +39,17 @@ final class LibSecretConnection: @unchecked Sendable {   // touched only on its 
     func close() {
         if let service { g_object_unref(service) }
         service = nil
+        aliases.removeAll()
+    }
+
+    /// The cached path of `alias`, if read less than ``aliasLifetime`` ago.
+    func cachedPath(of alias: String) -> String? {
+        guard let entry = aliases[alias], ContinuousClock.now - entry.readAt < Self.aliasLifetime else { return nil }
+        return entry.path
+    }
+
+    func remember(_ path: String, for alias: String) {
+        aliases[alias] = (path, ContinuousClock.now)
     }
 }
 
@@ -46,6 +62,13 @@ final class Cancellable: @unchecked Sendable {   // GCancellable is thread-safe
     func cancel() { g_cancellable_cancel(pointer) }
 }
 
+/// What one operation works with, on the lane's queue.
+struct Call {
+    let connection: LibSecretConnection
+    let service: UnsafeMutablePointer<SecretService>
+    let cancellable: Cancellable
+}
+
 /// The libsecret calls SecureDictionary makes, each against the collection behind an alias.
 struct LibSecretClient: Sendable {
     let lane = DeadlineLane(label: "SecureDictionary.keyring") { LibSecretConnection() }
@@ -54,7 +77,7 @@ struct LibSecretClient: Sendable {
     /// turns out to be dead (the daemon restarted).
     func perform<T: Sendable>(
         timeout: Duration,
-        _ operation: @escaping @Sendable (UnsafeMutablePointer<SecretService>, Cancellable) throws(SecureDictionaryError) -> T
+        _ operation: @escaping @Sendable (Call) throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
         let cancellable = Cancellable()
         let result = lane.run(timeout: timeout, interrupt: { cancellable.cancel() }) { connection in
@@ -63,10 +86,11 @@ struct LibSecretClient: Sendable {
                 attempt += 1
                 do throws(SecureDictionaryError) {
                     let service = try connection.openService(cancellable)
-                    return Result<T, SecureDictionaryError>.success(try operation(service, cancellable))
+                    let call = Call(connection: connection, service: service, cancellable: cancellable)
+                    return Result<T, SecureDictionaryError>.success(try operation(call))
                 } catch {
                     if error.keepsConnection == false { connection.close() }
-                    if error == .connectionLost && attempt == 1 { continue }
+                    if error.deservesFreshConnection && attempt == 1 { continue }
                     return .failure(error)
                 }
             }
@@ -78,8 +102,9 @@ struct LibSecretClient: Sendable {
     // MARK: Operations
 
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
-        try perform(timeout: timeout) { service, cancellable throws(SecureDictionaryError) in
-            let collection = try Self.collectionPath(service, item.collection, cancellable)
+        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+            let (service, cancellable) = (call.service, call.cancellable)
+            let collection = try Self.collectionPath(call, item.collection)
             let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
             if !found.locked.isEmpty { throw .locked }
             if found.unlocked.count > 1 { throw .ambiguous(count: found.unlocked.count) }
@@ -93,15 +118,17 @@ struct LibSecretClient: Sendable {
     }
 
     func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try perform(timeout: timeout) { service, cancellable throws(SecureDictionaryError) in
-            let collection = try Self.collectionPath(service, item.collection, cancellable)
+        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+            let (service, cancellable) = (call.service, call.cancellable)
+            let collection = try Self.collectionPath(call, item.collection)
             try Self.createOrReplace(service, collection: collection, item: item, secret: secret, cancellable)
         }
     }
 
     func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try perform(timeout: timeout) { service, cancellable throws(SecureDictionaryError) in
-            let collection = try Self.collectionPath(service, item.collection, cancellable)
+        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+            let (service, cancellable) = (call.service, call.cancellable)
+            let collection = try Self.collectionPath(call, item.collection)
             let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
             if !found.locked.isEmpty { throw .locked }
             for path in found.unlocked {
@@ -120,8 +147,9 @@ struct LibSecretClient: Sendable {
     func listItems(applicationID: String?, collection alias: KeyringCollection, timeout: Duration)
         throws(SecureDictionaryError) -> [KeyringItemListing]
     {
-        try perform(timeout: timeout) { service, cancellable throws(SecureDictionaryError) in
-            let collection = try Self.collectionPath(service, alias, cancellable)
+        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+            let (service, cancellable) = (call.service, call.cancellable)
+            let collection = try Self.collectionPath(call, alias)
             var attributes = ["xdg:schema": KeyringItem.schemaName]
             attributes["application"] = applicationID
             let found = try Self.search(service, attributes: attributes, in: collection, cancellable)
@@ -144,17 +172,21 @@ struct LibSecretClient: Sendable {
 
     // MARK: One function per libsecret call
 
-    /// `secret_service_read_alias_dbus_path_sync`: the object path of the aliased collection.
-    private static func collectionPath(
-        _ service: UnsafeMutablePointer<SecretService>, _ collection: KeyringCollection, _ cancellable: Cancellable
-    ) throws(SecureDictionaryError) -> String {
+    /// `secret_service_read_alias_dbus_path_sync`: the object path of the aliased collection
+    /// (cached by the connection for a moment).
+    private static func collectionPath(_ call: Call, _ collection: KeyringCollection) throws(SecureDictionaryError) -> String {
+        if let cached = call.connection.cachedPath(of: collection.alias) { return cached }
         var error: UnsafeMutablePointer<GError>?
-        guard let path = secret_service_read_alias_dbus_path_sync(service, collection.alias, cancellable.pointer, &error) else {
+        guard let path = secret_service_read_alias_dbus_path_sync(
+            call.service, collection.alias, call.cancellable.pointer, &error
+        ) else {
             if error != nil { throw KeyringErrorMapping.map(error) }
             throw .serviceUnavailable(reason: "no keyring collection has the alias '\(collection.alias)'")
         }
         defer { g_free(path) }
-        return String(cString: path)
+        let resolved = String(cString: path)
+        call.connection.remember(resolved, for: collection.alias)
+        return resolved
     }
 
     /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection.
@@ -318,6 +350,18 @@ enum KeyringErrorMapping {
 }
 
 extension SecureDictionaryError {
+    /// Whether one retry on a new connection may succeed: the connection died, or the service
+    /// answered with a D-Bus error libsecret did not name (e.g. a session the restarted
+    /// daemon no longer knows). Every operation is idempotent, so retrying once is safe.
+    fileprivate var deservesFreshConnection: Bool {
+        switch self {
+        case .connectionLost: true
+        case .keyring(let domain, let code, _):
+            domain == "g-io-error-quark" && code == Int(G_IO_ERROR_DBUS_ERROR.rawValue)
+        default: false
+        }
+    }
+
     /// Whether the connection that produced this error can still be used.
     fileprivate var keepsConnection: Bool {
         switch self {
