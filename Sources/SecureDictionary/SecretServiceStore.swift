@@ -24,11 +24,15 @@ public final class SecretServiceStore: KeyringStore {
     public var isSharedBetweenProcesses: Bool { true }
 
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
-        try client.load(item, timeout: timeout)
+        // The returned array is the only copy outside the wiped SecretBytes, so the caller's
+        // wipe happens in place.
+        try client.load(item, timeout: timeout)?.array
     }
 
     public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try client.store(secret, for: item, timeout: timeout)
+        // A private copy crosses to the keyring lane, so the caller's array stays unshared
+        // and its wipe happens in place.
+        try client.store(SecretBytes.copying(secret), for: item, timeout: timeout)
     }
 
     public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {

@@ -82,6 +82,7 @@ struct LibSecretClient: Sendable {
         let cancellable = Cancellable()
         let result = lane.run(timeout: timeout, interrupt: { cancellable.cancel() }) { connection in
             var attempt = 0
+            var outcomeUnknown = false
             while true {
                 attempt += 1
                 do throws(SecureDictionaryError) {
@@ -90,7 +91,11 @@ struct LibSecretClient: Sendable {
                     return Result<T, SecureDictionaryError>.success(try operation(call))
                 } catch {
                     if error.keepsConnection == false { connection.close() }
+                    outcomeUnknown = outcomeUnknown || error.leavesWriteOutcomeUnknown
                     if error.deservesFreshConnection && attempt == 1 { continue }
+                    // A write whose first attempt died with the connection may have landed,
+                    // whatever the retry says: keep the outcome "unknown".
+                    if outcomeUnknown && !error.leavesWriteOutcomeUnknown { return .failure(.connectionLost) }
                     return .failure(error)
                 }
             }
@@ -101,27 +106,30 @@ struct LibSecretClient: Sendable {
 
     // MARK: Operations
 
-    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
             let (service, cancellable) = (call.service, call.cancellable)
             let collection = try Self.collectionPath(call, item.collection)
-            let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
-            if !found.locked.isEmpty { throw .locked }
-            if found.unlocked.count > 1 { throw .ambiguous(count: found.unlocked.count) }
-            guard let path = found.unlocked.first else {
-                // Nothing found: that means "no such item" only if the collection is unlocked.
-                if try Self.isLocked(service, collection: collection, cancellable) { throw .locked }
-                return nil
+            return try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
+                let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
+                if !found.locked.isEmpty { throw .locked }
+                if found.unlocked.count > 1 { throw .ambiguous(count: found.unlocked.count) }
+                guard let path = found.unlocked.first else {
+                    // Nothing found: that means "no such item" only if the collection is unlocked.
+                    if try Self.isLocked(service, collection: collection, cancellable) { throw .locked }
+                    return nil
+                }
+                return try Self.secret(service, path: path, collection: collection, cancellable)
             }
-            return try Self.secret(service, path: path, collection: collection, cancellable)
         }
     }
 
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
-            let (service, cancellable) = (call.service, call.cancellable)
             let collection = try Self.collectionPath(call, item.collection)
-            try Self.createOrReplace(service, collection: collection, item: item, secret: secret, cancellable)
+            try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
+                try Self.createOrReplace(call.service, collection: collection, item: item, secret: secret, call.cancellable)
+            }
         }
     }
 
@@ -129,18 +137,20 @@ struct LibSecretClient: Sendable {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
             let (service, cancellable) = (call.service, call.cancellable)
             let collection = try Self.collectionPath(call, item.collection)
-            let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
-            if !found.locked.isEmpty { throw .locked }
-            for path in found.unlocked {
-                var error: UnsafeMutablePointer<GError>?
-                if secret_service_delete_item_dbus_path_sync(service, path, cancellable.pointer, &error) == 0 {
-                    throw KeyringErrorMapping.map(error)
+            return try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
+                let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
+                if !found.locked.isEmpty { throw .locked }
+                for path in found.unlocked {
+                    var error: UnsafeMutablePointer<GError>?
+                    if secret_service_delete_item_dbus_path_sync(service, path, cancellable.pointer, &error) == 0 {
+                        throw KeyringErrorMapping.map(error)
+                    }
                 }
+                if found.unlocked.isEmpty, try Self.isLocked(service, collection: collection, cancellable) {
+                    throw .locked
+                }
+                return !found.unlocked.isEmpty
             }
-            if found.unlocked.isEmpty, try Self.isLocked(service, collection: collection, cancellable) {
-                throw .locked
-            }
-            return !found.unlocked.isEmpty
         }
     }
 
@@ -170,7 +180,42 @@ struct LibSecretClient: Sendable {
         }
     }
 
+    /// Runs `body`; if it finds the collection locked, asks the service to unlock it through
+    /// the no-prompt connection and runs `body` once more. That unlocks only collections that
+    /// need no prompt (gnome-keyring reloads password-less ones locked after a restart);
+    /// anything that would prompt fails at once, and `body`'s `locked` stands.
+    private static func unlockingWithoutPrompt<T>(
+        _ call: Call, _ collection: String, _ body: () throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> T {
+        do {
+            return try body()
+        } catch .locked {
+            guard try unlockWithoutPrompt(call, collection: collection) else { throw .locked }
+            return try body()
+        }
+    }
+
     // MARK: One function per libsecret call
+
+    /// `secret_service_unlock_dbus_paths_sync` on the no-prompt service: whether the
+    /// collection is unlocked now (`false` when unlocking would need a prompt).
+    private static func unlockWithoutPrompt(_ call: Call, collection: String) throws(SecureDictionaryError) -> Bool {
+        var error: UnsafeMutablePointer<GError>?
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        let count = collection.withCString { path in
+            var paths: [UnsafePointer<gchar>?] = [path, nil]
+            return paths.withUnsafeMutableBufferPointer { buffer in
+                secret_service_unlock_dbus_paths_sync(call.service, buffer.baseAddress, call.cancellable.pointer, &unlocked, &error)
+            }
+        }
+        g_strfreev(unlocked)
+        if count < 0 {
+            let mapped = KeyringErrorMapping.map(error)
+            if mapped == .locked { return false }   // a prompt would have been needed
+            throw mapped
+        }
+        return count > 0
+    }
 
     /// `secret_service_read_alias_dbus_path_sync`: the object path of the aliased collection
     /// (cached by the connection for a moment).
@@ -221,7 +266,7 @@ struct LibSecretClient: Sendable {
     /// `secret_service_get_secret_for_dbus_path_sync`: a copy of the item's secret bytes.
     private static func secret(
         _ service: UnsafeMutablePointer<SecretService>, path: String, collection: String, _ cancellable: Cancellable
-    ) throws(SecureDictionaryError) -> [UInt8] {
+    ) throws(SecureDictionaryError) -> SecretBytes {
         var error: UnsafeMutablePointer<GError>?
         guard let value = secret_service_get_secret_for_dbus_path_sync(service, path, cancellable.pointer, &error) else {
             if error != nil { throw KeyringErrorMapping.map(error) }
@@ -231,20 +276,24 @@ struct LibSecretClient: Sendable {
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var length = 0
-        guard let bytes = sd_value_bytes(value, &length), length > 0 else { return [] }
-        return Array(UnsafeBufferPointer(start: bytes, count: length))
+        guard let bytes = sd_value_bytes(value, &length), length > 0 else {
+            return SecretBytes(copying: UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        return SecretBytes(copying: UnsafeRawBufferPointer(start: bytes, count: length))
     }
 
     /// `secret_service_create_item_dbus_path_sync` with `SECRET_ITEM_CREATE_REPLACE`.
     private static func createOrReplace(
-        _ service: UnsafeMutablePointer<SecretService>, collection: String, item: KeyringItem, secret: [UInt8],
+        _ service: UnsafeMutablePointer<SecretService>, collection: String, item: KeyringItem, secret: SecretBytes,
         _ cancellable: Cancellable
     ) throws(SecureDictionaryError) {
         let table = sd_attributes_new(item.name, item.applicationID, item.dictionaryName, KeyringItem.schemaName)
         let properties = sd_item_properties_new(item.name, table)
         g_hash_table_unref(table)
         defer { g_hash_table_unref(properties) }
-        let value = secret.withUnsafeBufferPointer { sd_value_new_binary($0.baseAddress, $0.count) }
+        let value = secret.withUnsafeBytes {
+            sd_value_new_binary($0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count)
+        }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var error: UnsafeMutablePointer<GError>?
         guard let path = secret_service_create_item_dbus_path_sync(

@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Secret bytes in memory the library allocated itself, wiped when the last reference goes.
+///
+/// Why not `[UInt8]`: an array handed to a closure on another thread (the keyring lane, a
+/// result box) shares its storage, so wiping "our" copy wipes a copy-on-write duplicate
+/// while the shared original is freed later, unwiped. A class has one storage, wiped once,
+/// whoever releases it last.
+final class SecretBytes: @unchecked Sendable {   // immutable after init; freed and wiped in deinit only
+    private let base: UnsafeMutableRawBufferPointer
+
+    init(copying bytes: UnsafeRawBufferPointer) {
+        base = .allocate(byteCount: max(bytes.count, 1), alignment: 1)
+        if let source = bytes.baseAddress, bytes.count > 0 {
+            base.baseAddress!.copyMemory(from: source, byteCount: bytes.count)
+        }
+        count = bytes.count
+    }
+
+    static func copying(_ bytes: [UInt8]) -> SecretBytes {
+        bytes.withUnsafeBytes { SecretBytes(copying: $0) }
+    }
+
+    let count: Int
+
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(rebasing: base[0..<count]))
+    }
+
+    /// A new array with the bytes; the caller owns (and should wipe) it.
+    var array: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    deinit {
+        explicit_bzero(base.baseAddress!, base.count)
+        base.deallocate()
+    }
+}
