@@ -30,6 +30,10 @@ public enum BinaryPropertyListCoding {
         _ data: Data,
         maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        try ItemState.decode(Array(data), PropertyListLimits(maximumSize: maximumSize))
+        // By length first, before anything is copied.
+        if data.count > maximumSize { throw .tooLarge(size: data.count, limit: maximumSize) }
+        var bytes = Array(data)
+        defer { Wipe.bytes(&bytes) }
+        return try ItemState.decode(bytes, PropertyListLimits(maximumSize: maximumSize))
     }
 }

@@ -2,7 +2,7 @@ extension SecureDictionary {
     /// One changed entry, as delivered by ``changes()``.
     ///
     /// Its `description` names the kind of change only: keys and values may be secrets.
-    public struct Change: Sendable, Equatable, CustomStringConvertible {
+    public struct Change: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
         public enum Kind: String, Sendable { case inserted, updated, removed }
 
         public let key: String
@@ -20,6 +20,7 @@ extension SecureDictionary {
         }
 
         public var description: String { "Change(\(kind.rawValue), redacted)" }
+        public var customMirror: Mirror { Mirror(self, children: ["kind": kind.rawValue], displayStyle: .struct) }
     }
 
     /// Every change to this dictionary's entries, whoever made it.

@@ -29,12 +29,16 @@ extension SecureDictionary {
     }
 
     /// The base of every ``Key``; extend it (as ``Keys``) to declare keys.
-    public class AnyKey: @unchecked Sendable {
+    public class AnyKey: @unchecked Sendable, CustomStringConvertible, CustomReflectable {
         // @unchecked: a non-final class cannot be checked, but it holds only a `let` String.
         /// The entry's key in the dictionary.
         public let name: String
 
         init(name: String) { self.name = name }
+
+        /// The value type only: key names may be secret too.
+        public var description: String { "Key(redacted)" }
+        public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .class) }
     }
 }
 

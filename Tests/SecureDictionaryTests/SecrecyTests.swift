@@ -39,6 +39,13 @@ import Testing
         store.failNextCalls(with: .keyring(domain: "d", code: 1, message: "rejected"))
         #expect(throws: SecureDictionaryError.self) { try settings.setValue(.string(self.canaryValue), forKey: "x") }
 
+        let canaryKeyConstant = SecureDictionary.Key<String?>(canaryKey)
+        let change = SecureDictionary.Change(key: canaryKey, kind: .updated, oldValue: .string(canaryValue), newValue: nil)
+        var dumpedKeyAndChange = ""
+        dump(canaryKeyConstant, to: &dumpedKeyAndChange)
+        dump(change, to: &dumpedKeyAndChange)
+        expectNoCanary(in: dumpedKeyAndChange + "\(canaryKeyConstant) \(change) \(String(reflecting: change))", "Key and Change")
+
         var dumped = ""
         dump(settings, to: &dumped)
         var dumpedValue = ""
