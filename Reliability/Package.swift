@@ -1,0 +1,23 @@
+// swift-tools-version:6.1
+// The reliability suite of SecureDictionary (issue 3): `scripts/reliability [--full]`.
+// A package of its own, so its build (and its dependency on the library, by path) never
+// slows down or changes the library's own `swift build` / `swift test`.
+import PackageDescription
+
+let package = Package(
+    name: "SecureDictionaryReliability",
+    dependencies: [
+        .package(name: "SecureDictionary", path: ".."),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "sd-reliability",
+            dependencies: [
+                .product(name: "SecureDictionary", package: "SecureDictionary"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import SecureDictionary
+
+/// The case name of an error alone, e.g. `timedOut`: never its payload.
+func caseName(_ error: any Error) -> String {
+    guard let error = error as? SecureDictionaryError else { return "untyped(\(type(of: error)))" }
+    switch error {
+    case .serviceUnavailable: return "serviceUnavailable"
+    case .locked: return "locked"
+    case .timedOut: return "timedOut"
+    case .connectionLost: return "connectionLost"
+    case .cancelled: return "cancelled"
+    case .itemNotFound: return "itemNotFound"
+    case .corrupt: return "corrupt"
+    case .unsupportedFormatVersion: return "unsupportedFormatVersion"
+    case .tooLarge: return "tooLarge"
+    case .invalidValue: return "invalidValue"
+    case .invalidName: return "invalidName"
+    case .typeMismatch: return "typeMismatch"
+    case .ambiguous: return "ambiguous"
+    case .lockFileUnavailable: return "lockFileUnavailable"
+    case .keyring: return "keyring"
+    default: return "other"
+    }
+}
+
+/// What a worker prints as its last stdout line.
+struct WorkerReply: Codable, Sendable {
+    var outcome: String            // "ok" or "error"
+    var error: String?             // the case name
+    var milliseconds: Double?
+    var count: Int?
+    var detail: String?
+
+    static func parse(_ result: ProcessResult) -> WorkerReply? {
+        try? JSONDecoder().decode(WorkerReply.self, from: Data(result.lastLine.utf8))
+    }
+
+    func print() {
+        let data = (try? JSONEncoder().encode(self)) ?? Data("{}".utf8)
+        Swift.print(String(decoding: data, as: UTF8.self))
+        fflush(nil)
+    }
+}
+
+func elapsedMilliseconds(since start: ContinuousClock.Instant) -> Double {
+    (ContinuousClock.now - start).milliseconds
+}
+
+/// A small seeded generator, so every run produces the same inputs.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var mixed = state
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
+    }
+}
+
+func randomBytes(_ count: Int, using generator: inout some RandomNumberGenerator) -> [UInt8] {
+    (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+}
+
+func hex(_ bytes: some Sequence<UInt8>) -> String {
+    bytes.map { String(format: "%02x", $0) }.joined()
+}
+
+/// Where `needle` starts in `haystack` (every start position counts).
+func positions(of needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> [Int] {
+    guard let first = needle.first, haystack.count >= needle.count, let base = haystack.baseAddress else { return [] }
+    var found: [Int] = []
+    var offset = 0
+    let last = haystack.count - needle.count
+    needle.withUnsafeBytes { pattern in
+        while offset <= last {
+            // memchr for the first byte (fast), then compare the rest.
+            guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { break }
+            let position = base.distance(to: UnsafeRawPointer(hit))
+            if memcmp(base + position, pattern.baseAddress!, needle.count) == 0 { found.append(position) }
+            offset = position + 1
+        }
+    }
+    return found
+}
+
+func occurrences(of needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> Int {
+    positions(of: needle, in: haystack).count
+}
+
+func occurrences(of needle: [UInt8], in data: Data) -> Int {
+    data.withUnsafeBytes { occurrences(of: needle, in: $0) }
+}
+
+func occurrences(of needle: String, in data: Data) -> Int { occurrences(of: Array(needle.utf8), in: data) }
+
+/// The SHA-256 hex digest, through the system's sha256sum (no crypto dependency needed).
+func sha256Hex(_ bytes: [UInt8]) -> String {
+    let result = Subprocess.run("/usr/bin/sha256sum", ["-b", "-"], stdin: Data(bytes), timeout: .seconds(60))
+    return String(result.text.prefix(64))
+}
