@@ -172,3 +172,267 @@ sd_value_new_binary (const unsigned char *bytes, size_t length)
 GQuark sd_secret_error_quark (void) { return SECRET_ERROR; }
 GQuark sd_io_error_quark (void) { return G_IO_ERROR; }
 GQuark sd_dbus_error_quark (void) { return G_DBUS_ERROR; }
+
+/* ---- the cross-process writer lock: a well-known name on the session bus ------ */
+
+static GDBusConnection *
+session_bus (GError **error)
+{
+    GDBusConnection *bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, error);
+    if (bus != NULL)
+        g_dbus_connection_set_exit_on_close (bus, FALSE);
+    return bus;
+}
+
+static GVariant *
+bus_call (GDBusConnection *bus, const char *method, GVariant *parameters, const char *reply_type,
+          int timeout_ms, GError **error)
+{
+    return g_dbus_connection_call_sync (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                        "org.freedesktop.DBus", method, parameters,
+                                        G_VARIANT_TYPE (reply_type), G_DBUS_CALL_FLAGS_NONE,
+                                        timeout_ms, NULL, error);
+}
+
+static void
+on_name_acquired (GDBusConnection *bus, const char *sender, const char *path,
+                  const char *interface, const char *signal, GVariant *parameters, gpointer flag)
+{
+    *(gboolean *) flag = TRUE;
+}
+
+static gboolean
+on_deadline (gpointer flag)
+{
+    *(gboolean *) flag = TRUE;
+    return G_SOURCE_REMOVE;
+}
+
+/* Whether this connection is the primary owner of name now. */
+static gboolean
+owns_name (GDBusConnection *bus, const char *name, int timeout_ms)
+{
+    GVariant *reply = bus_call (bus, "GetNameOwner", g_variant_new ("(s)", name), "(s)", timeout_ms, NULL);
+    if (reply == NULL)
+        return FALSE;
+    const char *owner = NULL;
+    g_variant_get (reply, "(&s)", &owner);
+    gboolean ours = g_strcmp0 (owner, g_dbus_connection_get_unique_name (bus)) == 0;
+    g_variant_unref (reply);
+    return ours;
+}
+
+static int
+remaining_ms (gint64 deadline_us)
+{
+    gint64 left = deadline_us - g_get_monotonic_time ();
+    return left <= 0 ? 0 : (int) MIN (left / 1000 + 1, G_MAXINT);
+}
+
+int
+sd_bus_name_lock (const char *name, gint64 deadline_us, GError **error)
+{
+    GDBusConnection *bus = session_bus (error);
+    if (bus == NULL)
+        return -1;
+    GMainContext *context = g_main_context_new ();
+    g_main_context_push_thread_default (context);
+    gboolean acquired = FALSE, expired = FALSE;
+    /* Subscribed before asking, so the NameAcquired of a queued request cannot be missed. */
+    guint subscription = g_dbus_connection_signal_subscribe (
+        bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameAcquired", "/org/freedesktop/DBus",
+        name, G_DBUS_SIGNAL_FLAGS_NONE, on_name_acquired, &acquired, NULL);
+    int result = -1;
+    int timeout = remaining_ms (deadline_us);
+    /* Flags 0: no replacing, and queue behind the owner (dbus-daemon serves the queue in order). */
+    GVariant *reply = timeout > 0
+        ? bus_call (bus, "RequestName", g_variant_new ("(su)", name, 0u), "(u)", timeout, error)
+        : NULL;
+    if (reply != NULL) {
+        guint32 code = 0;
+        g_variant_get (reply, "(u)", &code);
+        g_variant_unref (reply);
+        if (code == 1 || code == 4) {            /* PRIMARY_OWNER, ALREADY_OWNER */
+            result = 1;
+        } else if (code == 2) {                  /* IN_QUEUE: wait for NameAcquired */
+            GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
+            g_source_set_callback (timer, on_deadline, &expired, NULL);
+            g_source_attach (timer, context);
+            for (;;) {
+                while (!acquired && !expired)
+                    g_main_context_iteration (context, TRUE);
+                if (expired)
+                    break;
+                /* A late NameAcquired of an earlier turn cannot fool us: ask who owns it. */
+                if (owns_name (bus, name, MAX (remaining_ms (deadline_us), 100))) {
+                    result = 1;
+                    break;
+                }
+                acquired = FALSE;
+            }
+            g_source_destroy (timer);
+            g_source_unref (timer);
+            if (result != 1) {
+                /* Leave the queue (or give back a name granted at the last moment). */
+                GVariant *released = bus_call (bus, "ReleaseName", g_variant_new ("(s)", name), "(u)", 1000, NULL);
+                if (released != NULL)
+                    g_variant_unref (released);
+                result = 0;
+            }
+        } else {
+            g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", code);
+        }
+    } else if (timeout == 0 && (error == NULL || *error == NULL)) {
+        result = 0;
+    }
+    g_dbus_connection_signal_unsubscribe (bus, subscription);
+    g_main_context_pop_thread_default (context);
+    /* Run what the unsubscription left queued before the context goes. */
+    while (g_main_context_iteration (context, FALSE))
+        ;
+    g_main_context_unref (context);
+    g_object_unref (bus);
+    return result;
+}
+
+void
+sd_bus_name_unlock (const char *name)
+{
+    GDBusConnection *bus = session_bus (NULL);
+    if (bus == NULL)
+        return;
+    GVariant *reply = bus_call (bus, "ReleaseName", g_variant_new ("(s)", name), "(u)", 1000, NULL);
+    if (reply != NULL)
+        g_variant_unref (reply);
+    g_object_unref (bus);
+}
+
+gint64
+sd_bus_name_owner_pid (const char *name)
+{
+    GDBusConnection *bus = session_bus (NULL);
+    if (bus == NULL)
+        return -1;
+    gint64 pid = -1;
+    GVariant *owner = bus_call (bus, "GetNameOwner", g_variant_new ("(s)", name), "(s)", 1000, NULL);
+    if (owner != NULL) {
+        const char *unique = NULL;
+        g_variant_get (owner, "(&s)", &unique);
+        GVariant *reply = bus_call (bus, "GetConnectionUnixProcessID", g_variant_new ("(s)", unique),
+                                    "(u)", 1000, NULL);
+        if (reply != NULL) {
+            guint32 value = 0;
+            g_variant_get (reply, "(u)", &value);
+            pid = value;
+            g_variant_unref (reply);
+        }
+        g_variant_unref (owner);
+    }
+    g_object_unref (bus);
+    return pid;
+}
+
+/* ---- watching collections for item changes -------------------------------------- */
+
+struct SdWatcher {
+    GThread *thread;
+    GMainContext *context;
+    GMainLoop *loop;
+    GDBusConnection *bus;
+    SdChangeCallback callback;
+    void *user_data;
+    GMutex started_lock;
+    GCond started;
+    gboolean ready;
+    gboolean detached;   /* stopped from its own thread: the thread frees the watcher */
+};
+
+static void
+watcher_free (SdWatcher *watcher)
+{
+    g_main_loop_unref (watcher->loop);
+    g_main_context_unref (watcher->context);
+    g_object_unref (watcher->bus);
+    g_mutex_clear (&watcher->started_lock);
+    g_cond_clear (&watcher->started);
+    g_free (watcher);
+}
+
+static void
+on_collection_signal (GDBusConnection *bus, const char *sender, const char *path, const char *interface,
+                      const char *signal, GVariant *parameters, gpointer data)
+{
+    SdWatcher *watcher = data;
+    if (g_strcmp0 (signal, "ItemCreated") == 0 || g_strcmp0 (signal, "ItemChanged") == 0 ||
+        g_strcmp0 (signal, "ItemDeleted") == 0)
+        watcher->callback (watcher->user_data);
+}
+
+static gpointer
+watcher_main (gpointer data)
+{
+    SdWatcher *watcher = data;
+    g_main_context_push_thread_default (watcher->context);
+    guint subscription = g_dbus_connection_signal_subscribe (
+        watcher->bus, NULL, "org.freedesktop.Secret.Collection", NULL, NULL, NULL,
+        G_DBUS_SIGNAL_FLAGS_NONE, on_collection_signal, watcher, NULL);
+    g_mutex_lock (&watcher->started_lock);
+    watcher->ready = TRUE;
+    g_cond_signal (&watcher->started);
+    g_mutex_unlock (&watcher->started_lock);
+    g_main_loop_run (watcher->loop);
+    g_dbus_connection_signal_unsubscribe (watcher->bus, subscription);
+    while (g_main_context_iteration (watcher->context, FALSE))
+        ;
+    g_main_context_pop_thread_default (watcher->context);
+    if (watcher->detached) {
+        g_thread_unref (watcher->thread);
+        watcher_free (watcher);
+    }
+    return NULL;
+}
+
+SdWatcher *
+sd_watcher_start (SdChangeCallback callback, void *user_data, GError **error)
+{
+    GDBusConnection *bus = session_bus (error);
+    if (bus == NULL)
+        return NULL;
+    SdWatcher *watcher = g_new0 (SdWatcher, 1);
+    watcher->bus = bus;
+    watcher->callback = callback;
+    watcher->user_data = user_data;
+    watcher->context = g_main_context_new ();
+    watcher->loop = g_main_loop_new (watcher->context, FALSE);
+    g_mutex_init (&watcher->started_lock);
+    g_cond_init (&watcher->started);
+    watcher->thread = g_thread_new ("SecureDictionary.watcher", watcher_main, watcher);
+    /* Return once the subscription exists: a change made after this call is seen. */
+    g_mutex_lock (&watcher->started_lock);
+    while (!watcher->ready)
+        g_cond_wait (&watcher->started, &watcher->started_lock);
+    g_mutex_unlock (&watcher->started_lock);
+    return watcher;
+}
+
+static gboolean
+quit_loop (gpointer loop)
+{
+    g_main_loop_quit (loop);
+    return G_SOURCE_REMOVE;
+}
+
+void
+sd_watcher_stop (SdWatcher *watcher)
+{
+    if (g_thread_self () == watcher->thread) {
+        /* Stopped from its own callback: it cannot wait for itself. The loop ends when the
+           callback returns, and the thread then frees the watcher. */
+        watcher->detached = TRUE;
+        g_main_loop_quit (watcher->loop);
+        return;
+    }
+    g_main_context_invoke (watcher->context, quit_loop, watcher->loop);
+    g_thread_join (watcher->thread);
+    watcher_free (watcher);
+}

@@ -35,8 +35,9 @@ public protocol KeyringStore: AnyObject, Sendable {
     func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
         throws(SecureDictionaryError) -> [KeyringItemListing]
 
-    /// Whether other processes see the same items, so that writers must coordinate through
-    /// the cross-process lock file. `true` for the Secret Service, `false` in memory.
+    /// Whether other processes see the same items. `true` for the Secret Service, `false` in
+    /// memory. Either way, every write first checks the stored item, so a change made by
+    /// someone else is merged, never overwritten.
     var isSharedBetweenProcesses: Bool { get }
 }
 

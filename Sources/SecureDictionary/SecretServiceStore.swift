@@ -1,3 +1,5 @@
+import Logging
+
 /// The default ``KeyringStore``: the freedesktop Secret Service (gnome-keyring, KWallet,
 /// KeePassXC…) over D-Bus, through libsecret.
 ///
@@ -11,8 +13,10 @@
 /// - secrets travel only through an encrypted transport session (a provider that offers only
 ///   `plain` gives ``SecureDictionaryError/serviceUnavailable(reason:)``);
 /// - calls are serialised, and after the daemon restarts the next call reconnects by itself;
-/// - a lookup that finds nothing is "no such item" only if the collection is unlocked.
-public final class SecretServiceStore: KeyringStore {
+/// - a lookup that finds nothing is "no such item" only if the collection is unlocked;
+/// - writers of one item queue for a lock on the D-Bus session bus, in every process that
+///   reaches this keyring, and changes are watched through the service's own signals.
+public final class SecretServiceStore: KeyringStore, CoordinatedStore {
     /// The store every ``SecureDictionary`` uses unless its options name another.
     public static let shared = SecretServiceStore()
 
@@ -43,5 +47,13 @@ public final class SecretServiceStore: KeyringStore {
         throws(SecureDictionaryError) -> [KeyringItemListing]
     {
         try client.listItems(applicationID: applicationID, collection: collection, timeout: timeout)
+    }
+
+    func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
+        BusNameWriterLock(item: item, logger: logger)
+    }
+
+    func watchChanges(_ onChange: @escaping @Sendable () -> Void) -> (any ChangeWatch)? {
+        CollectionWatcher(onChange)
     }
 }

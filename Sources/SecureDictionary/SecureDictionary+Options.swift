@@ -16,8 +16,11 @@ extension SecureDictionary {
 
         /// The collection that holds the item. Default: the `default` alias.
         public var collection: KeyringCollection
-        /// The deadline of each keyring call, and of waiting for another process's write.
-        /// Default: 3 seconds. A call past it throws ``SecureDictionaryError/timedOut``.
+        /// The deadline of each public call, whatever it waits for: other threads of this
+        /// process, other processes' writes, and the keyring calls it makes. Default: 3 seconds.
+        /// A call past it throws ``SecureDictionaryError/timedOut`` (or
+        /// ``SecureDictionaryError/lockHeld(pid:command:)`` when another process held the
+        /// writer lock all along).
         public var timeout: Duration
         /// The largest encoded dictionary this instance writes or reads, in bytes.
         /// Default: ``defaultMaximumSize``. Larger stored blobs are rejected by length before
@@ -26,9 +29,6 @@ extension SecureDictionary {
         public var maximumSize: Int
         /// Where the item lives. Default: ``SecretServiceStore/shared``.
         public var store: any KeyringStore
-        /// The folder of the cross-process lock files. Default: `$XDG_RUNTIME_DIR/securedictionary`,
-        /// or `/tmp/securedictionary-<uid>` when `XDG_RUNTIME_DIR` is unset.
-        public var lockDirectory: String?
         /// Called with every error that a non-throwing API cannot throw: a failed write through
         /// the subscript setter, or a failed reload behind a read after ``SecureDictionary/forget()``.
         /// An error-level log line (item name and error, never a key or value) is written too.
@@ -43,7 +43,6 @@ extension SecureDictionary {
             timeout: Duration = .seconds(3),
             maximumSize: Int = Options.defaultMaximumSize,
             store: any KeyringStore = SecretServiceStore.shared,
-            lockDirectory: String? = nil,
             failureHandler: (@Sendable (SecureDictionaryError) -> Void)? = nil,
             logger: Logger = Logger(label: "SecureDictionary")
         ) {
@@ -51,7 +50,6 @@ extension SecureDictionary {
             self.timeout = timeout
             self.maximumSize = maximumSize
             self.store = store
-            self.lockDirectory = lockDirectory
             self.failureHandler = failureHandler
             self.logger = logger
         }

@@ -64,8 +64,8 @@ public final class SecureDictionary: Sendable {
         let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: options.collection)
         self.item = item
         self.options = options
-        state = try ItemRegistry.state(for: item, store: options.store, lockDirectory: options.lockDirectory)
-        _ = try state.currentEntries(options.context)
+        state = ItemRegistry.state(for: item, store: options.store, logger: options.logger)
+        try state.reload(options.context)
     }
 
     /// The application ID used when none is given: the main bundle's identifier when there
@@ -175,7 +175,7 @@ public final class SecureDictionary: Sendable {
     /// Every instance of the same item in this process shares the cache, so all of them
     /// forget. Strings you read, and copies you keep, are yours: Swift cannot wipe them.
     public func forget() {
-        state.forget()
+        state.forget(options.context)
     }
 
     // MARK: Items
@@ -193,7 +193,7 @@ public final class SecureDictionary: Sendable {
         options: Options = Options()
     ) throws(SecureDictionaryError) -> Bool {
         let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: options.collection)
-        let state = try ItemRegistry.state(for: item, store: options.store, lockDirectory: options.lockDirectory)
+        let state = ItemRegistry.state(for: item, store: options.store, logger: options.logger)
         return try state.deleteItem(options.context)
     }
 

@@ -49,8 +49,11 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// Several keyring items match this dictionary; SecureDictionary will not guess which
     /// one is right. Remove the extra ones (e.g. with `secret-tool clear`).
     case ambiguous(count: Int)
-    /// The cross-process writer lock under `$XDG_RUNTIME_DIR` could not be used.
-    case lockFileUnavailable(reason: String)
+    /// Another process held this dictionary's writer lock until the deadline
+    /// (``SecureDictionary/Options/timeout``): it is writing very slowly, or it is stopped or
+    /// hung while writing. `pid` and `command` name it when the bus tells (`nil` otherwise).
+    /// Nothing was written.
+    case lockHeld(pid: Int?, command: String?)
     /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
     case keyring(domain: String, code: Int, message: String)
 }
@@ -66,6 +69,14 @@ extension SecureDictionaryError {
 }
 
 extension SecureDictionaryError: CustomStringConvertible {
+    private static func name(pid: Int?, command: String?) -> String {
+        switch (pid, command) {
+        case let (pid?, command?): "pid \(pid), \(command)"
+        case let (pid?, nil): "pid \(pid)"
+        default: "unknown"
+        }
+    }
+
     public var description: String {
         switch self {
         case .serviceUnavailable(let reason):
@@ -94,8 +105,9 @@ extension SecureDictionaryError: CustomStringConvertible {
             "invalid name: \(reason)"
         case .ambiguous(let count):
             "\(count) keyring items match this dictionary; remove the extra ones"
-        case .lockFileUnavailable(let reason):
-            "the cross-process lock file is unavailable: \(reason)"
+        case .lockHeld(let pid, let command):
+            "another process (\(Self.name(pid: pid, command: command))) held this dictionary's writer lock until the deadline: "
+                + "check that process, which may be stopped or hung while writing; the keyring itself was not the problem"
         case .keyring(let domain, let code, let message):
             "keyring error \(domain) \(code): \(message)"
         }

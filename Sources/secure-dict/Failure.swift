@@ -93,8 +93,8 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
         "it was written by another tool; remove it with 'secure-dict delete --force' if you do not need it"
     case .tooLarge:
         "nothing was written; store less"
-    case .lockFileUnavailable:
-        "check that $XDG_RUNTIME_DIR is a private directory of yours"
+    case .lockHeld:
+        "or allow it more time with --timeout SECONDS"
     default:
         nil
     }

@@ -42,11 +42,12 @@ import Testing
         try settings.setValue("s3cr3t", forKey: "token")
         try settings.setValue(3, forKey: "retries")
         settings["ratio"] = 0.5
-        #expect(store.calls == [.load, .store, .store, .store])
+        // Each write checks the stored item first, then writes.
+        #expect(store.calls == [.load, .load, .store, .load, .store, .load, .store])
         #expect(settings["token"]?.stringValue == "s3cr3t")
         #expect(settings["retries"] == .integer(3))
         #expect(settings.count == 3)
-        #expect(store.calls.count == 4)   // reads made no call
+        #expect(store.calls.count == 7)   // reads made no call
         #expect(try stored() == settings.snapshot)
 
         #expect(try settings.removeValue(forKey: "token") == .string("s3cr3t"))
@@ -78,7 +79,7 @@ import Testing
         try settings.update { entries in
             for index in 0..<100 { entries["k\(index)"] = .integer(index) }
         }
-        #expect(store.calls == [.load, .store])
+        #expect(store.calls == [.load, .load, .store])   // open; check, one write
         #expect(settings.count == 100)
 
         struct Abort: Error {}
@@ -89,7 +90,7 @@ import Testing
             }
         }
         #expect(settings["k0"] == .integer(0))
-        #expect(store.calls == [.load, .store])   // the aborted update wrote nothing
+        #expect(store.calls == [.load, .load, .store, .load])   // the aborted update wrote nothing
     }
 
     @Test func lockedIsNeverEmpty() throws {
@@ -145,14 +146,14 @@ import Testing
     func unknownOutcomeMakesTheInstanceReload(error: SecureDictionaryError, writesAnyway: Bool) throws {
         let settings = try open()
         try settings.setValue("old", forKey: "k")
-        store.failNextCalls(with: error, writesAnyway: writesAnyway)
+        store.failCall(number: 2, with: .init(error, writesAnyway: writesAnyway))   // the write, after its check
         #expect(throws: error) { try settings.setValue("new", forKey: "k") }
         let callsBefore = store.calls.count
         #expect(settings["k"] == (writesAnyway ? "new" : "old"))   // what the store really holds
         #expect(store.calls.count == callsBefore + 1)               // found by reloading
     }
 
-    @Test func tooLargeIsRejectedWithoutAKeyringCall() throws {
+    @Test func tooLargeIsRejectedWithoutAWrite() throws {
         var options = options
         options.maximumSize = 1_000
         let settings = try SecureDictionary(name: "settings", applicationID: appID, options: options)
@@ -162,7 +163,7 @@ import Testing
             if case SecureDictionaryError.tooLarge(_, 1_000) = error { return true }
             return false
         }
-        #expect(store.calls == calls)
+        #expect(store.calls == calls + [.load])   // the check of the stored item, and no write
         #expect(settings["big"] == nil)
         #expect(settings.count == 1)
     }
@@ -194,10 +195,11 @@ import Testing
         let second = try open()
         try first.setValue("shared", forKey: "k")
         #expect(second["k"] == "shared")
-        #expect(store.calls == [.load, .store])   // the second instance did not load again
+        // The second instance checked the stored item and shares the first one's state.
+        #expect(store.calls == [.load, .load, .load, .store])
         second.forget()
         #expect(first["k"] == "shared")           // both forgot; the next read reloaded
-        #expect(store.calls == [.load, .store, .load])
+        #expect(store.calls == [.load, .load, .load, .store, .load])
     }
 
     @Test func subscriptSetterFailureIsReportedNotSwallowed() throws {

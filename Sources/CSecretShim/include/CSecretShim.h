@@ -38,4 +38,27 @@ GQuark sd_secret_error_quark(void);
 GQuark sd_io_error_quark(void);
 GQuark sd_dbus_error_quark(void);
 
+/* The cross-process writer lock of one item: the well-known bus name `name` on the
+   session bus. dbus-daemon queues requesters in order and releases the name when its owner
+   exits or dies. Waits until deadline_us (g_get_monotonic_time() clock).
+   Returns 1 (owned), 0 (deadline passed; out of the queue again) or -1 with error set
+   (no session bus, or the bus refused, as a sandbox's proxy does for foreign names). */
+int sd_bus_name_lock(const char *name, gint64 deadline_us, GError **error);
+
+/* Gives the name back (ReleaseName). */
+void sd_bus_name_unlock(const char *name);
+
+/* The process id of the name's current owner, or -1. */
+gint64 sd_bus_name_owner_pid(const char *name);
+
+/* Calls callback(user_data) on a thread of its own after every ItemCreated, ItemChanged or
+   ItemDeleted signal of any Secret Service collection on the session bus, until stopped.
+   Returns once the subscription is in place, or NULL with error set. */
+typedef void (*SdChangeCallback)(void *user_data);
+typedef struct SdWatcher SdWatcher;
+SdWatcher *sd_watcher_start(SdChangeCallback callback, void *user_data, GError **error);
+
+/* Stops the watcher and frees it (waits for its thread, unless called from it). */
+void sd_watcher_stop(SdWatcher *watcher);
+
 #endif

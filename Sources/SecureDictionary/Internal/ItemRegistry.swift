@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// Hands out one ``ItemState`` per (store, item) in the process, so that every
@@ -16,21 +17,15 @@ enum ItemRegistry {
     private static let states = Mutex<[Key: WeakState]>([:])
 
     /// The live state of `item` in `store`, or a new one.
-    static func state(for item: KeyringItem, store: any KeyringStore, lockDirectory: String?)
-        throws(SecureDictionaryError) -> ItemState
-    {
+    /// `logger` is the first instance's: it gets the state's own warnings.
+    static func state(for item: KeyringItem, store: any KeyringStore, logger: Logger) -> ItemState {
         let key = Key(store: ObjectIdentifier(store), item: item)
-        return try states.withLock { states throws(SecureDictionaryError) -> ItemState in
+        return states.withLock { states -> ItemState in
             if let existing = states[key]?.state { return existing }
-            let created = try ItemState(item: item, store: store, lockDirectory: lockDirectory)
+            let created = ItemState(item: item, store: store, logger: logger)
             if states.count > 64 { states = states.filter { $0.value.state != nil } }
             states[key] = WeakState(state: created)
             return created
         }
-    }
-
-    /// The live state of `item`, if some instance holds it.
-    static func existingState(for item: KeyringItem, store: any KeyringStore) -> ItemState? {
-        states.withLock { $0[Key(store: ObjectIdentifier(store), item: item)]?.state }
     }
 }

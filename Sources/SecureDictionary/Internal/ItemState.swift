@@ -1,8 +1,9 @@
 import Logging
 import Synchronization
 
-/// How one call is to be made: the deadline of each keyring call and the size limits.
+/// How one call is to be made: its deadline and the size limits.
 struct OperationContext: Sendable {
+    /// The time one public call may take in all, waits included.
     var timeout: Duration
     var limits: PropertyListLimits
     var logger: Logger
@@ -12,31 +13,45 @@ struct OperationContext: Sendable {
 enum MutationFailure<BodyError: Error>: Error {
     case store(SecureDictionaryError)
     case body(BodyError)
+
+    /// Runs keyring-side work, reporting its error as `.store`.
+    static func store<T>(_ work: () throws(SecureDictionaryError) -> T) throws(MutationFailure) -> T {
+        do { return try work() } catch { throw .store(error) }
+    }
 }
 
 /// One keyring item as this process knows it, shared by every ``SecureDictionary`` instance
 /// of that item (see ``ItemRegistry``).
 ///
 /// Rules, and why:
-/// 1. One load or mutation at a time in the process (`serial`), and one writer at a time
-///    across processes (``ProcessWriterLock``): a read-modify-write never interleaves.
-/// 2. A mutation works on the stored state: it re-reads the item under the lock unless the
-///    write stamp proves nobody wrote since this process last read it.
-/// 3. Encode and size-check first, write second, update the cache last: a failed write
+/// 1. The keyring is the truth. Before every write, under the locks, the writer reads the
+///    stored item and compares its ``StoredDigest`` with that of the blob this process last
+///    loaded or wrote: equal means the cache is current (no decode); different means someone
+///    wrote (another process, another tool), so the blob is decoded and the change is applied
+///    onto it. No local file or stamp is trusted to prove that nobody wrote.
+/// 2. Locks are for fairness and efficiency: one load or mutation at a time in the process
+///    (`serial`), one writer at a time across the processes that take part (an
+///    ``ItemWriterLock``). What they cannot cover, a writer that does not take part, can
+///    only slip in between the check and the write: one keyring round trip.
+/// 3. One deadline bounds the whole call: waiting for `serial`, for the writer lock, and
+///    each keyring call get what is left of it.
+/// 4. Encode and size-check first, write second, update the cache last: a failed write
 ///    leaves the cache equal to the store. A write with an unknown outcome leaves the cache
 ///    `needsLoad`, so the next use reloads instead of trusting either version.
-/// 4. Nothing is written unless the current stored blob was loaded and decoded.
-/// 5. Reads take only the short `cache` lock, never the keyring.
+/// 5. Nothing is written unless the current stored blob was loaded and decoded, and nothing
+///    is written when the new blob equals the stored one.
+/// 6. Reads of a loaded cache take only the short `cache` lock, never a keyring call or
+///    `serial`.
 final class ItemState: Sendable {
     enum Cache {
         case needsLoad
-        case loaded(entries: [String: PropertyListValue], stamp: WriteStamp)
+        case loaded(entries: [String: PropertyListValue], digest: StoredDigest)
     }
 
     let item: KeyringItem
     let store: any KeyringStore
-    private let writerLock: ProcessWriterLock?
-    private let serial = Mutex(())
+    private let writerLock: (any ItemWriterLock)?
+    private let serial = FairLock()
     private let cache = Mutex(Cache.needsLoad)
     private let observers = Mutex(Observers())
 
@@ -47,20 +62,20 @@ final class ItemState: Sendable {
         /// The entries observers last saw: changes are computed against these. Kept only
         /// while someone observes, and dropped by forget() (it holds secrets).
         var published: [String: PropertyListValue]?
-        var watcher: LockFileWatcher?
+        var watcher: (any ChangeWatch)?
         var context: OperationContext?
         var failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
     }
 
-    init(item: KeyringItem, store: any KeyringStore, lockDirectory: String?) throws(SecureDictionaryError) {
+    init(item: KeyringItem, store: any KeyringStore, logger: Logger) {
         self.item = item
         self.store = store
-        writerLock = store.isSharedBetweenProcesses
-            ? try ProcessWriterLock(item: item, directory: lockDirectory) : nil
+        writerLock = (store as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
     }
 
     deinit {
         cache.withLock { Self.drop(&$0) }
+        observers.withLock { $0.watcher?.stop() }
     }
 
     // MARK: Reads
@@ -76,97 +91,90 @@ final class ItemState: Sendable {
     /// The entries, loading them first when the cache is empty or stale.
     func entries(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
         if let entries = cachedEntries { return entries }
-        return try serial.withLock { _ throws(SecureDictionaryError) in
+        return try exclusively(context) { deadline throws(SecureDictionaryError) in
             if let entries = cachedEntries { return entries }   // another thread loaded meanwhile
-            return try loadLocked(context)
+            return try checkedEntries(context.limits, deadline).entries
         }
     }
 
-    /// The entries for a new instance: the cache when the write stamp proves it current
-    /// (no SecureDictionary writer in any process wrote since it was read), else a load.
-    func currentEntries(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        try serial.withLock { _ throws(SecureDictionaryError) in try currentEntriesLocked(context) }
-    }
-
-    /// Loads the item from the store, replacing the cache on success only.
+    /// The stored entries, read from the keyring (decoded only when they changed).
     @discardableResult
     func reload(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        try serial.withLock { _ throws(SecureDictionaryError) in try loadLocked(context) }
+        try exclusively(context) { deadline throws(SecureDictionaryError) in
+            try checkedEntries(context.limits, deadline).entries
+        }
     }
 
     /// Drops the cache and wipes the `Data` bytes it owns; the next use loads again.
-    func forget() {
-        serial.withLock { _ in
-            cache.withLock { Self.drop(&$0) }
-            observers.withLock { observers in
-                if var published = observers.published {
-                    observers.published = nil
-                    Wipe.entries(&published)
-                }
+    ///
+    /// Waits for a load or write in progress up to the deadline, and drops the cache then
+    /// whatever happens.
+    func forget(_ context: OperationContext) {
+        let locked = serial.lock(until: Deadline(after: context.timeout))
+        defer { if locked { serial.unlock() } }
+        cache.withLock { Self.drop(&$0) }
+        observers.withLock { observers in
+            if var published = observers.published {
+                observers.published = nil
+                Wipe.entries(&published)
             }
         }
     }
 
     // MARK: Writes
 
-    /// Applies `body` to the current stored entries and writes the result, all or nothing.
+    /// Applies `body` to the stored entries and writes the result, all or nothing.
     func mutate<R, E: Error>(
         _ context: OperationContext, _ body: (inout [String: PropertyListValue]) throws(E) -> R
     ) throws(MutationFailure<E>) -> R {
-        try serial.withLock { _ throws(MutationFailure<E>) -> R in
-            do throws(SecureDictionaryError) { try writerLock?.lock(timeout: context.timeout) } catch { throw .store(error) }
-            defer { writerLock?.unlock() }
+        let deadline = Deadline(after: context.timeout)
+        guard serial.lock(until: deadline) else { throw .store(.timedOut) }
+        defer { serial.unlock() }
+        let locked = try MutationFailure<E>.store { () throws(SecureDictionaryError) in try writerLock?.acquire(until: deadline) ?? false }
+        defer { if locked { writerLock?.release() } }
 
-            var entries: [String: PropertyListValue]
-            do throws(SecureDictionaryError) { entries = try currentEntriesLocked(context) } catch { throw .store(error) }
-            let result: R
-            do throws(E) { result = try body(&entries) } catch { throw .body(error) }
-
-            var bytes: [UInt8]
-            do throws(SecureDictionaryError) { bytes = try Self.encode(entries, context.limits) } catch { throw .store(error) }
-            defer { Wipe.bytes(&bytes) }
-            do throws(SecureDictionaryError) {
-                try store.store(bytes, for: item, timeout: context.timeout)
-            } catch {
-                if error.leavesWriteOutcomeUnknown {
-                    writerLock?.writeNewStamp()
-                    cache.withLock { $0 = .needsLoad }
-                }
-                context.logger.debug("write failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
-                throw .store(error)
-            }
-            let stamp = writerLock?.writeNewStamp() ?? .none
-            setLoaded(entries, stamp: stamp)
-            context.logger.trace("stored", metadata: ["item": "\(item.name)", "entries": "\(entries.count)", "bytes": "\(bytes.count)"])
-            return result
+        var (entries, stored) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
+            try checkedEntries(context.limits, deadline)
         }
+        let result: R
+        do throws(E) { result = try body(&entries) } catch { throw .body(error) }
+        var bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in try Self.encode(entries, context.limits) }
+        defer { Wipe.bytes(&bytes) }
+        let written = StoredDigest(of: bytes)
+        if written == stored { return result }   // the keyring already holds exactly this
+        do throws(SecureDictionaryError) {
+            try store.store(bytes, for: item, timeout: try deadline.remainingForCall())
+        } catch {
+            if error.leavesWriteOutcomeUnknown { cache.withLock { Self.drop(&$0) } }
+            context.logger.debug("write failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
+            throw .store(error)
+        }
+        setLoaded(entries, digest: written)
+        context.logger.trace("stored", metadata: ["item": "\(item.name)", "entries": "\(entries.count)", "bytes": "\(bytes.count)"])
+        return result
     }
 
     /// Deletes the item from the store (under both locks), leaving an empty, loaded cache.
     func deleteItem(_ context: OperationContext) throws(SecureDictionaryError) -> Bool {
-        try serial.withLock { _ throws(SecureDictionaryError) -> Bool in
-            try writerLock?.lock(timeout: context.timeout)
-            defer { writerLock?.unlock() }
+        try exclusively(context) { deadline throws(SecureDictionaryError) -> Bool in
+            let locked = try writerLock?.acquire(until: deadline) ?? false
+            defer { if locked { writerLock?.release() } }
             let existed: Bool
             do throws(SecureDictionaryError) {
-                existed = try store.delete(item, timeout: context.timeout)
+                existed = try store.delete(item, timeout: try deadline.remainingForCall())
             } catch {
-                if error.leavesWriteOutcomeUnknown {
-                    writerLock?.writeNewStamp()
-                    cache.withLock { $0 = .needsLoad }
-                }
+                if error.leavesWriteOutcomeUnknown { cache.withLock { Self.drop(&$0) } }
                 throw error
             }
-            let stamp = writerLock?.writeNewStamp() ?? .none
             cache.withLock { Self.drop(&$0) }
-            setLoaded([:], stamp: stamp)
+            setLoaded([:], digest: .absent)
             return existed
         }
     }
 
     // MARK: Observation
 
-    /// A stream of changes; the first observer starts the cross-process watcher.
+    /// A stream of changes; the first observer starts watching the keyring.
     func observeChanges(
         _ context: OperationContext, failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
     ) -> AsyncStream<SecureDictionary.Change> {
@@ -178,8 +186,8 @@ final class ItemState: Sendable {
                 observers.published = cachedEntries
                 observers.context = context
                 observers.failureHandler = failureHandler
-                if let path = writerLock?.path {
-                    observers.watcher = LockFileWatcher(path: path) { [weak self] in self?.refreshAfterForeignWrite() }
+                observers.watcher = (store as? any CoordinatedStore)?.watchChanges { [weak self] in
+                    self?.refreshAfterChange()
                 }
             }
             observers.continuations[id] = continuation
@@ -190,67 +198,71 @@ final class ItemState: Sendable {
     }
 
     private func stopObserving(_ id: UInt64) {
-        observers.withLock { observers in
+        let watcher: (any ChangeWatch)? = observers.withLock { observers in
             observers.continuations[id] = nil
-            if observers.continuations.isEmpty {
-                observers.watcher?.stop()
+            guard observers.continuations.isEmpty else { return nil }
+            defer {
                 observers.watcher = nil
                 observers.published = nil
                 observers.failureHandler = nil
             }
+            return observers.watcher
         }
+        watcher?.stop()
     }
 
-    /// Called by the watcher: reloads once if the stamp shows that someone else wrote.
-    private func refreshAfterForeignWrite() {
+    /// Called by the watcher after some item changed: reads the item, and reloads (telling
+    /// observers) only if its blob differs from the one cached.
+    private func refreshAfterChange() {
         guard let (context, failureHandler) = observers.withLock({ observers in
             observers.context.map { ($0, observers.failureHandler) }
         }) else { return }
         do throws(SecureDictionaryError) {
-            try serial.withLock { _ throws(SecureDictionaryError) in
-                let observed = writerLock?.readStamp() ?? .none
-                let current: Bool = cache.withLock { cache in
-                    if case .loaded(_, let stamp) = cache { return stamp == observed }
-                    return false
-                }
-                if !current { _ = try loadLocked(context) }
-            }
+            try reload(context)
         } catch {
-            context.logger.error("reload after another process wrote failed",
+            context.logger.error("reload after a change in the keyring failed",
                                  metadata: ["item": "\(item.name)", "error": "\(error)"])
             failureHandler?(error)
         }
     }
 
-    // MARK: Under `serial`
+    // MARK: Helpers
 
-    /// The cached entries when the write stamp proves them current, else a fresh load.
-    private func currentEntriesLocked(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        let observed = writerLock?.readStamp() ?? .none
-        let current: [String: PropertyListValue]? = cache.withLock { cache in
-            if case .loaded(let entries, let stamp) = cache, stamp == observed { return entries }
-            return nil
-        }
-        if let current { return current }
-        return try loadLocked(context)
+    /// Runs `body` holding `serial`, with the call's deadline.
+    private func exclusively<T>(
+        _ context: OperationContext, _ body: (Deadline) throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> T {
+        let deadline = Deadline(after: context.timeout)
+        guard serial.lock(until: deadline) else { throw .timedOut }
+        defer { serial.unlock() }
+        return try body(deadline)
     }
 
-    private func loadLocked(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        let stamp = writerLock?.readStamp() ?? .none   // before the item: see ProcessWriterLock
-        guard var bytes = try store.load(item, timeout: context.timeout) else {
-            setLoaded([:], stamp: stamp)
-            return [:]
+    /// Reads the stored item and returns its entries with its digest: the cached entries when
+    /// the digest matches the cache's, else the decoded blob, which then becomes the cache.
+    /// Call it holding `serial`.
+    private func checkedEntries(
+        _ limits: PropertyListLimits, _ deadline: Deadline
+    ) throws(SecureDictionaryError) -> (entries: [String: PropertyListValue], digest: StoredDigest) {
+        guard var bytes = try store.load(item, timeout: try deadline.remainingForCall()) else {
+            setLoaded([:], digest: .absent)
+            return ([:], .absent)
         }
         defer { Wipe.bytes(&bytes) }
-        let entries = try Self.decode(bytes, context.limits)
-        setLoaded(entries, stamp: stamp)
-        context.logger.trace("loaded", metadata: ["item": "\(item.name)", "entries": "\(entries.count)"])
-        return entries
+        let digest = StoredDigest(of: bytes)
+        let current: [String: PropertyListValue]? = cache.withLock { cache in
+            if case .loaded(let entries, let cached) = cache, cached == digest { return entries }
+            return nil
+        }
+        if let current { return (current, digest) }
+        let entries = try Self.decode(bytes, limits)
+        setLoaded(entries, digest: digest)
+        return (entries, digest)
     }
 
     /// The one place the cache becomes loaded: also tells observers what changed.
-    private func setLoaded(_ entries: [String: PropertyListValue], stamp: WriteStamp) {
-        cache.withLock { $0 = .loaded(entries: entries, stamp: stamp) }
+    private func setLoaded(_ entries: [String: PropertyListValue], digest: StoredDigest) {
+        cache.withLock { $0 = .loaded(entries: entries, digest: digest) }
         let (previous, listeners) = observers.withLock { observers in
             guard !observers.continuations.isEmpty else {
                 return ([String: PropertyListValue]?.none, [AsyncStream<SecureDictionary.Change>.Continuation]())

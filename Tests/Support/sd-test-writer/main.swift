@@ -31,7 +31,7 @@ func caseName(_ error: SecureDictionaryError) -> String {
     case .invalidName: "invalidName"
     case .typeMismatch: "typeMismatch"
     case .ambiguous: "ambiguous"
-    case .lockFileUnavailable: "lockFileUnavailable"
+    case .lockHeld: "lockHeld"
     case .keyring: "keyring"
     }
 }

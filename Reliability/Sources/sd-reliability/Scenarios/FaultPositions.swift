@@ -140,12 +140,17 @@ enum FaultPositions {
                 // Nothing reached the store.
                 if after != before { problem("the store changed after a failed write") }
             }
+            // The call that failed: a check of the stored item (a load) or the write itself.
+            let failedCall = store.calls[callsBefore + position - 1]
             let callsBeforeRead = store.calls.count
             let cache = dictionary.snapshot
             let reloaded = store.calls.count > callsBeforeRead
             if cache != stored { problem("cache != store after the failure") }
-            // Unknown outcome: the instance must not trust its cache, the next read reloads.
-            if failure.outcomeUnknown && !reloaded { problem("the next read did not reload after an unknown outcome") }
+            // A write with an unknown outcome: the instance must not trust its cache, the next
+            // read reloads. (A failed load leaves nothing unknown: nothing was written.)
+            if failure.outcomeUnknown && failedCall == .store && !reloaded {
+                problem("the next read did not reload after an unknown outcome")
+            }
             // And the instance works again.
             do {
                 try dictionary.setValue("after", forKey: "resume")

@@ -21,7 +21,7 @@ func caseName(_ error: any Error) -> String {
     case .invalidName: return "invalidName"
     case .typeMismatch: return "typeMismatch"
     case .ambiguous: return "ambiguous"
-    case .lockFileUnavailable: return "lockFileUnavailable"
+    case .lockHeld: return "lockHeld"
     case .keyring: return "keyring"
     default: return "other"
     }

@@ -1,0 +1,35 @@
+import Logging
+
+/// Serialises the writers of one item across processes.
+///
+/// An aid to fairness and efficiency, never to correctness: every writer checks the stored
+/// item itself before it writes (see ``ItemState``), so a writer that does not take part
+/// (another tool, a process that cannot use the lock) loses nothing except within the one
+/// round trip between that check and the write.
+protocol ItemWriterLock: Sendable {
+    /// Waits for the lock until `deadline`.
+    ///
+    /// - Returns: `true` when the lock is held (pair with ``release()``), `false` when it cannot
+    ///   be used at all; the caller then writes without it.
+    /// - Throws: ``SecureDictionaryError/lockHeld(pid:command:)`` when another process still
+    ///   holds the lock at the deadline.
+    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool
+
+    func release()
+}
+
+/// Reports, on a thread of its own, that some keyring item changed, until stopped.
+protocol ChangeWatch: Sendable {
+    func stop()
+}
+
+/// A store that processes share, whose writers coordinate and whose changes can be watched.
+protocol CoordinatedStore: KeyringStore {
+    /// The cross-process writer lock of `item`. `logger` gets one warning if the lock
+    /// turns out to be unusable.
+    func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock
+
+    /// Calls `onChange` after any item of the store changed, whoever changed it; `nil` when
+    /// changes cannot be watched.
+    func watchChanges(_ onChange: @escaping @Sendable () -> Void) -> (any ChangeWatch)?
+}

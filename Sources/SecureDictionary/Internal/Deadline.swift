@@ -1,0 +1,31 @@
+/// The moment by which one public call must return, whatever it waits for: other threads
+/// of this process, other processes, and each keyring call.
+///
+/// ```swift
+/// let deadline = Deadline(after: options.timeout)
+/// guard serial.lock(until: deadline) else { throw .timedOut }
+/// let bytes = try store.load(item, timeout: try deadline.remainingForCall())
+/// ```
+struct Deadline: Sendable {
+    let instant: ContinuousClock.Instant
+
+    init(after timeout: Duration) {
+        instant = ContinuousClock.now.advanced(by: timeout)
+    }
+
+    /// The time left (zero once passed).
+    var remaining: Duration {
+        let left = instant - ContinuousClock.now
+        return left > .zero ? left : .zero
+    }
+
+    /// The time left for one more keyring call.
+    ///
+    /// - Throws: ``SecureDictionaryError/timedOut`` when none is left: the call is not made,
+    ///   so a write that stops here has certainly not happened.
+    func remainingForCall() throws(SecureDictionaryError) -> Duration {
+        let left = remaining
+        if left <= .zero { throw .timedOut }
+        return left
+    }
+}

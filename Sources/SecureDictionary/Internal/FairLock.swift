@@ -1,0 +1,24 @@
+import Dispatch
+
+/// A mutual-exclusion lock whose waiters give up at a deadline and are served roughly in
+/// arrival order.
+///
+/// Why a semaphore and not `Mutex`: `Mutex` can neither time out nor hand over. A
+/// `DispatchSemaphore` of value 1 hands a release to one waiting thread, so a thread that
+/// writes back to back cannot starve the others, and `wait(timeout:)` bounds the wait, so a
+/// call stuck behind a frozen keyring never makes the threads queued behind it wait longer
+/// than their own deadline.
+final class FairLock: Sendable {
+    private let semaphore = DispatchSemaphore(value: 1)
+
+    /// Takes the lock, waiting until `deadline` at most. Returns whether it was taken.
+    func lock(until deadline: Deadline) -> Bool {
+        let (seconds, attoseconds) = deadline.remaining.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + attoseconds / 1_000_000_000
+        return semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds))) == .success
+    }
+
+    func unlock() {
+        semaphore.signal()
+    }
+}
