@@ -79,8 +79,17 @@ do {
             let milliseconds = elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000
             print("error \(caseName(error)) \(milliseconds)")
         }
+    case "hold" where arguments.count == 3:
+        // Takes the item's writer lock and keeps it: prints "holding PID", then sleeps inside
+        // update { } until killed. For the test that stops a lock holder.
+        let dictionary = try SecureDictionary(name: arguments[2], applicationID: arguments[1], options: .init(timeout: .seconds(30)))
+        try dictionary.update { _ in
+            print("holding \(getpid())")
+            fflush(nil)
+            sleep(600)
+        }
     default:
-        fail("usage: write APP NAME PREFIX COUNT INCREMENTS | set APP NAME KEY VALUE | probe APP NAME TIMEOUT_MS")
+        fail("usage: write APP NAME PREFIX COUNT INCREMENTS | set APP NAME KEY VALUE | probe APP NAME TIMEOUT_MS | hold APP NAME")
     }
 } catch {
     fail("\(error)")
