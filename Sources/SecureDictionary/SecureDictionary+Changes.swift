@@ -33,12 +33,11 @@ extension SecureDictionary {
     ///
     /// Changes arrive from writes through any instance in this process, from reloads that
     /// find the stored item changed, and from writes by SecureDictionary in **other
-    /// processes**, without polling: every writer rewrites a stamp in the item's lock file
-    /// (see ``Options/lockDirectory``), which this process watches with inotify and then
-    /// reloads once. Writes by other tools (`secret-tool`) leave no stamp and show up only at
-    /// the next reload. A reload that fails (e.g. locked) is reported to
-    /// ``Options/failureHandler`` and delivers nothing. The stream ends when the task
-    /// iterating it is cancelled.
+    /// processes and tools** (`secret-tool`, scripts), without polling: this process listens
+    /// to the Secret Service's own `ItemCreated`, `ItemChanged` and `ItemDeleted` signals and
+    /// then reads the item once, decoding and reporting it only if it changed. A reload that
+    /// fails (e.g. locked) is reported to ``Options/failureHandler`` and delivers nothing. The
+    /// stream ends when the task iterating it is cancelled.
     public func changes() -> AsyncStream<Change> {
         state.observeChanges(options.context, failureHandler: options.failureHandler)
     }

@@ -25,7 +25,7 @@ extension SecureDictionary {
         /// The largest encoded dictionary this instance writes or reads, in bytes.
         /// Default: ``defaultMaximumSize``. Larger stored blobs are rejected by length before
         /// parsing; larger writes throw ``SecureDictionaryError/tooLarge(size:limit:)`` with
-        /// no keyring call.
+        /// nothing written.
         public var maximumSize: Int
         /// Where the item lives. Default: ``SecretServiceStore/shared``.
         public var store: any KeyringStore

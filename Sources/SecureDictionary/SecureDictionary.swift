@@ -24,9 +24,10 @@ import Logging
 ///   the subscript setter does. Use ``value(forKey:)`` or ``reload()`` to get the error thrown.
 /// - Writes throw and are all-or-nothing: the cache changes only after the keyring accepted
 ///   the write.
-/// - Thread-safe: every instance of the same item in a process shares one cache and one lock,
-///   and writers in different processes serialise on a lock file and re-read what others
-///   wrote, so concurrent changes to different keys are all kept.
+/// - Thread-safe: every instance of the same item in a process shares one cache and one lock.
+///   Every write first reads the stored item and applies its change onto it, so changes by
+///   other processes and tools (`secret-tool`, scripts) are kept; writers queue fairly for a
+///   lock on the D-Bus session bus. See <doc:ThreadSafetyAndProcesses>.
 /// - Values are value types: what you read cannot change under you without a write.
 public final class SecureDictionary: Sendable {
     /// A value of the dictionary.
@@ -119,7 +120,7 @@ public final class SecureDictionary: Sendable {
 
     /// Stores `value` under `key` (or removes the key when `value` is `nil`) with one keyring write.
     ///
-    /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)`` with no keyring call when the
+    /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)`` with nothing written when the
     ///   result would exceed ``Options/maximumSize``; ``SecureDictionaryError/locked``,
     ///   ``SecureDictionaryError/timedOut``… The cache changes only if the write succeeded.
     public func setValue(_ value: Value?, forKey key: String) throws(SecureDictionaryError) {
