@@ -49,7 +49,7 @@ do {
     // the bytes the library owns. Her dictionary stays in the keyring for her next sign-in.
     let alice = try signIn("alice", preferences: preferences)
     alice.forget()
-    print("alice signs out: \(alice)")   // the description shows the item and "not loaded", never values
+    print("alice signs out: \(alice)")   // the description shows the item and "unloaded", never values
 
     // bob signs in, then removes his account: deleting his dictionary removes all of his
     // secrets from the keyring in one call, and leaves alice's and the preferences alone.

@@ -52,7 +52,7 @@ extension SecureDictionary.Key where Value: ExpressibleByNilLiteral {
 extension SecureDictionary {
     /// The value for `key`, or its default when the entry is missing or of another type.
     public subscript<Value>(key: Key<Value>) -> Value {
-        guard let stored = readEntries()?[key.name] else { return key.defaultValue }
+        guard let stored = loadedEntries()[key.name] else { return key.defaultValue }
         do throws(SecureDictionaryError) {
             return try Value(propertyListValue: stored)
         } catch {

@@ -18,10 +18,14 @@ import Logging
 /// `<applicationID>.__SecureDictionary__.<name>` (see ``KeyringItem``). It loads once on
 /// init, serves reads from memory, and writes back synchronously on every mutation.
 ///
-/// - Reads (`subscript`, ``keys``, ``count``, ``snapshot``, iteration) come from the cache.
-///   After ``forget()`` or a write whose outcome was unknown, the next read loads again; if
-///   that load fails, the non-throwing reads return `nil` / empty and report the error like
-///   the subscript setter does. Use ``value(forKey:)`` or ``reload()`` to get the error thrown.
+/// - **The read rule: non-throwing reads answer from the loaded cache only; they never load,
+///   never wait and never fail, so they can never present a failed load as an empty
+///   dictionary.** `subscript`, ``keys``, ``count``, ``isEmpty``, ``snapshot``, iteration and
+///   the typed subscript are such reads. After ``forget()`` the dictionary is unloaded
+///   (``isLoaded`` is `false`) until ``reload()``, a throwing read (``value(forKey:)``,
+///   ``entries()``, ``value(for:)``) or a write loads it again; a non-throwing read of an
+///   unloaded dictionary is a programming error and stops the program, like an array index
+///   out of range, because no answer it could give would be true.
 /// - Writes throw and are all-or-nothing: the cache changes only after the keyring accepted
 ///   the write.
 /// - Thread-safe: every instance of the same item in a process shares one cache and one lock.
@@ -80,14 +84,17 @@ public final class SecureDictionary: Sendable {
 
     // MARK: Reading
 
-    /// The value for `key`, from the cache.
+    /// The value for `key`, from the loaded cache (never a keyring call).
+    ///
+    /// - Precondition: the dictionary is loaded (``isLoaded``): after ``forget()``, call
+    ///   `try reload()` first.
     ///
     /// Setting it writes to the keyring at once (`nil` removes the key). The setter cannot
     /// throw: when the write fails, the cache stays equal to the store, an error is logged
     /// (without key or value) and ``Options/failureHandler`` is called. Prefer
     /// ``setValue(_:forKey:)`` wherever you can handle the error.
     public subscript(key: String) -> Value? {
-        get { readEntries()?[key] }
+        get { loadedEntries()[key] }
         set {
             do throws(SecureDictionaryError) {
                 try setValue(newValue, forKey: key)
@@ -97,24 +104,50 @@ public final class SecureDictionary: Sendable {
         }
     }
 
-    /// The value for `key`, loading first if the cache was dropped.
+    /// The value for `key`, loading first when the dictionary is unloaded (after
+    /// ``forget()``) or a write's outcome was unknown.
     ///
-    /// - Throws: the load's error, when a load was needed and failed.
+    /// ```swift
+    /// settings.forget()
+    /// let token = try settings.value(forKey: "apiToken")   // loads, or throws (e.g. locked)
+    /// ```
+    ///
+    /// - Throws: the load's error, when a load was needed and failed: never `nil` for "could
+    ///   not tell".
     public func value(forKey key: String) throws(SecureDictionaryError) -> Value? {
         try state.entries(options.context)[key]
     }
 
-    /// All keys, in no particular order.
-    public var keys: [String] { readEntries().map { Array($0.keys) } ?? [] }
+    /// Every entry, loading first when needed (as ``value(forKey:)``).
+    ///
+    /// - Throws: the load's error, when a load was needed and failed.
+    public func entries() throws(SecureDictionaryError) -> [String: Value] {
+        try state.entries(options.context)
+    }
 
-    /// The number of entries.
-    public var count: Int { readEntries()?.count ?? 0 }
+    /// Whether the entries are in memory, so that non-throwing reads may be used: `true`
+    /// from init on, `false` after ``forget()`` until a load succeeds.
+    public var isLoaded: Bool { state.cachedEntries != nil }
 
-    /// Whether there are no entries.
-    public var isEmpty: Bool { count == 0 }
+    /// All keys, in no particular order, from the loaded cache.
+    ///
+    /// - Precondition: ``isLoaded`` (see the read rule above).
+    public var keys: [String] { Array(loadedEntries().keys) }
 
-    /// An immutable copy of every entry.
-    public var snapshot: [String: Value] { readEntries() ?? [:] }
+    /// The number of entries, from the loaded cache.
+    ///
+    /// - Precondition: ``isLoaded``.
+    public var count: Int { loadedEntries().count }
+
+    /// Whether there are no entries, from the loaded cache.
+    ///
+    /// - Precondition: ``isLoaded``.
+    public var isEmpty: Bool { loadedEntries().isEmpty }
+
+    /// An immutable copy of every entry, from the loaded cache.
+    ///
+    /// - Precondition: ``isLoaded``.
+    public var snapshot: [String: Value] { loadedEntries() }
 
     // MARK: Writing
 
@@ -164,17 +197,27 @@ public final class SecureDictionary: Sendable {
         }
     }
 
-    /// Loads the item again, replacing the cache.
+    /// Loads the item again, replacing the cache (decoding only when the stored item changed).
     ///
-    /// - Throws: as ``init(name:applicationID:options:)``; the cache is unchanged then.
+    /// - Throws: as ``init(name:applicationID:options:)``; the cache is unchanged then (and
+    ///   stays unloaded after ``forget()``).
     public func reload() throws(SecureDictionaryError) {
         try state.reload(options.context)
     }
 
-    /// Drops the cache and wipes the byte buffers the library owns; the next use loads again.
+    /// Drops the cache and wipes the byte buffers the library owns; the dictionary is unloaded
+    /// until ``reload()``, a throwing read or a write loads it again.
+    ///
+    /// ```swift
+    /// settings.forget()                        // at sign-out, or when the app goes to the background
+    /// // …later:
+    /// try settings.reload()                    // or: try settings.value(forKey: "apiToken")
+    /// let token = settings["apiToken"]         // non-throwing reads work again
+    /// ```
     ///
     /// Every instance of the same item in this process shares the cache, so all of them
-    /// forget. Strings you read, and copies you keep, are yours: Swift cannot wipe them.
+    /// forget: call it where no other part of the program still reads the dictionary without
+    /// reloading. Strings you read, and copies you keep, are yours: Swift cannot wipe them.
     public func forget() {
         state.forget(options.context)
     }
@@ -243,15 +286,13 @@ public final class SecureDictionary: Sendable {
         }
     }
 
-    /// The entries for a non-throwing read; a failed load is reported and reads as `nil`.
-    func readEntries() -> [String: Value]? {
-        if let entries = state.cachedEntries { return entries }
-        do throws(SecureDictionaryError) {
-            return try state.entries(options.context)
-        } catch {
-            report(error, during: "load for a read")
-            return nil
+    /// The entries for a non-throwing read: the loaded cache, never a load (the read rule).
+    func loadedEntries() -> [String: Value] {
+        guard let entries = state.cachedEntries else {
+            preconditionFailure("SecureDictionary(\(item.name)): a non-throwing read of a dictionary unloaded by forget(); "
+                                + "call try reload() or a throwing read (value(forKey:), entries()) first")
         }
+        return entries
     }
 
     func report(_ error: SecureDictionaryError, during operation: String) {
@@ -270,7 +311,7 @@ extension SecureDictionary: Sequence {
 extension SecureDictionary: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The item name and the entry count: never keys or values.
     public var description: String {
-        let count = state.cachedEntries.map { "\($0.count) entries" } ?? "not loaded"
+        let count = state.cachedEntries.map { "\($0.count) entries" } ?? "unloaded"
         return "SecureDictionary(\(item.name), \(count))"
     }
 

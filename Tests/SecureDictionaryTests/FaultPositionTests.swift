@@ -167,15 +167,21 @@ enum FaultPositionCheck {
             }
             // The call that failed: a check of the stored item (a load) or the write itself.
             let failedCall = store.calls[callsBefore + position - 1]
+            let unknownWrite = failure.outcomeUnknown && failedCall == .store
+            // Non-throwing reads answer from the cache, never load: equal to the store, except
+            // after a write with an unknown outcome, where they keep what was known before it.
+            if dictionary.isLoaded && !unknownWrite && dictionary.snapshot != stored { problem("cache != store after the failure") }
+            // A throwing read loads when needed, and then equals the store.
             let callsBeforeRead = store.calls.count
-            let cache = dictionary.snapshot
-            let reloaded = store.calls.count > callsBeforeRead
-            if cache != stored { problem("cache != store after the failure") }
-            // A write with an unknown outcome: the instance must not trust its cache, the next
-            // read reloads. (A failed load leaves nothing unknown: nothing was written.)
-            if failure.outcomeUnknown && failedCall == .store && !reloaded {
-                problem("the next read did not reload after an unknown outcome")
+            do {
+                if try dictionary.entries() != stored { problem("entries() != store after the failure") }
+            } catch {
+                problem("entries() failed after the failure: \(error)")
             }
+            let reloaded = store.calls.count > callsBeforeRead
+            // A write with an unknown outcome: the instance must not trust its cache, the next
+            // throwing read reloads. (A failed load leaves nothing unknown: nothing was written.)
+            if unknownWrite && !reloaded { problem("the next throwing read did not reload after an unknown outcome") }
             // And the instance works again.
             do {
                 try dictionary.setValue("after", forKey: "resume")

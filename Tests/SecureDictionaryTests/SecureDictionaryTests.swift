@@ -69,7 +69,7 @@ import Testing
         let fresh = try SecureDictionary(name: "settings", applicationID: appID, options: .init(store: InMemoryKeyringStore()))
         #expect(fresh.isEmpty)   // a different store is a different keyring
         settings.forget()
-        #expect(settings.snapshot == values)   // reloaded from the store
+        #expect(try settings.entries() == values)   // reloaded from the store
         #expect(settings["date"]?.dateValue == date)
         #expect(settings["real"]?.integerValue == nil)
     }
@@ -149,8 +149,11 @@ import Testing
         store.failCall(number: 2, with: .init(error, writesAnyway: writesAnyway))   // the write, after its check
         #expect(throws: error) { try settings.setValue("new", forKey: "k") }
         let callsBefore = store.calls.count
-        #expect(settings["k"] == (writesAnyway ? "new" : "old"))   // what the store really holds
-        #expect(store.calls.count == callsBefore + 1)               // found by reloading
+        #expect(settings["k"] == "old")               // non-throwing reads: the last known state, no call
+        #expect(store.calls.count == callsBefore)
+        #expect(try settings.value(forKey: "k") == (writesAnyway ? "new" : "old"))   // what the store really holds
+        #expect(store.calls.count == callsBefore + 1)                                 // found by reloading
+        #expect(settings["k"] == (writesAnyway ? "new" : "old"))
     }
 
     @Test func tooLargeIsRejectedWithoutAWrite() throws {
@@ -198,7 +201,8 @@ import Testing
         // The second instance checked the stored item and shares the first one's state.
         #expect(store.calls == [.load, .load, .load, .store])
         second.forget()
-        #expect(first["k"] == "shared")           // both forgot; the next read reloaded
+        #expect(!first.isLoaded)                                  // both forgot
+        #expect(try first.value(forKey: "k") == "shared")        // the throwing read reloaded
         #expect(store.calls == [.load, .load, .load, .store, .load])
     }
 
@@ -213,7 +217,8 @@ import Testing
         #expect(settings["k"] == nil)
     }
 
-    @Test func readAfterForgetReportsAFailedLoad() throws {
+    /// Issue 10, finding 1: after forget() with the keyring locked, nothing reads as empty.
+    @Test func aFailedLoadAfterForgetIsAnErrorNeverEmpty() throws {
         let failures = Failures()
         var options = options
         options.failureHandler = { failures.append($0) }
@@ -221,11 +226,16 @@ import Testing
         try settings.setValue("v", forKey: "k")
         settings.forget()
         store.setLocked(true)
-        #expect(settings["k"] == nil)
-        #expect(failures.all == [.locked])
+        #expect(!settings.isLoaded)
         #expect(throws: SecureDictionaryError.locked) { try settings.value(forKey: "k") }
+        #expect(throws: SecureDictionaryError.locked) { try settings.entries() }
+        #expect(throws: SecureDictionaryError.locked) { try settings.reload() }
+        #expect(!settings.isLoaded)          // still unloaded: nothing pretends to know
+        #expect(failures.all.isEmpty)        // nothing was swallowed on the way
         store.setLocked(false)
         #expect(try settings.value(forKey: "k") == "v")
+        #expect(settings.isLoaded)
+        #expect(settings["k"] == "v")        // non-throwing reads work again
     }
 
     @Test func namesAndDelete() throws {
@@ -246,6 +256,7 @@ import Testing
         let settings = try open()
         try settings.setValue(.data(Data(repeating: 0xAB, count: 64)), forKey: "key")
         settings.forget()   // the cache held the only reference: wiped in place, then freed
+        try settings.reload()
         #expect(settings["key"]?.dataValue == Data(repeating: 0xAB, count: 64))   // reloaded from the store
         var copy = settings.snapshot
         settings.forget()

@@ -36,15 +36,17 @@ enum MutationFailure<BodyError: Error>: Error {
 /// 3. One deadline bounds the whole call: waiting for `serial`, for the writer lock, and
 ///    each keyring call get what is left of it.
 /// 4. Encode and size-check first, write second, update the cache last: a failed write
-///    leaves the cache equal to the store. A write with an unknown outcome leaves the cache
-///    `needsLoad`, so the next use reloads instead of trusting either version.
+///    leaves the cache equal to the store. A write with an unknown outcome keeps the last
+///    known entries for non-throwing reads but marks them ``StoredDigest/unknown``, so the
+///    next throwing read or write reloads instead of trusting either version.
 /// 5. Nothing is written unless the current stored blob was loaded and decoded, and nothing
 ///    is written when the new blob equals the stored one.
-/// 6. Reads of a loaded cache take only the short `cache` lock, never a keyring call or
-///    `serial`.
+/// 6. Non-throwing reads take only the short `cache` lock and never load: they answer from
+///    a loaded cache or not at all (`nil` from ``cachedEntries``). Only ``forget(_:)``
+///    unloads.
 final class ItemState: Sendable {
     enum Cache {
-        case needsLoad
+        case unloaded
         case loaded(entries: [String: PropertyListValue], digest: StoredDigest)
     }
 
@@ -52,7 +54,7 @@ final class ItemState: Sendable {
     let store: any KeyringStore
     private let writerLock: (any ItemWriterLock)?
     private let serial = FairLock()
-    private let cache = Mutex(Cache.needsLoad)
+    private let cache = Mutex(Cache.unloaded)
     private let observers = Mutex(Observers())
 
     /// Who listens to ``SecureDictionary/changes()``, and what they were last told.
@@ -80,7 +82,8 @@ final class ItemState: Sendable {
 
     // MARK: Reads
 
-    /// The cached entries, or `nil` when they must be loaded first.
+    /// The cached entries (also after a write whose outcome is unknown), or `nil` when
+    /// unloaded. Never loads, never waits for a keyring call.
     var cachedEntries: [String: PropertyListValue]? {
         cache.withLock { cache in
             if case .loaded(let entries, _) = cache { return entries }
@@ -88,11 +91,19 @@ final class ItemState: Sendable {
         }
     }
 
-    /// The entries, loading them first when the cache is empty or stale.
+    /// The cached entries when they are known to be what this process last loaded or wrote.
+    private var currentEntries: [String: PropertyListValue]? {
+        cache.withLock { cache in
+            if case .loaded(let entries, let digest) = cache, digest != .unknown { return entries }
+            return nil
+        }
+    }
+
+    /// The entries, loading them first when unloaded or after a write whose outcome is unknown.
     func entries(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        if let entries = cachedEntries { return entries }
+        if let entries = currentEntries { return entries }
         return try exclusively(context) { deadline throws(SecureDictionaryError) in
-            if let entries = cachedEntries { return entries }   // another thread loaded meanwhile
+            if let entries = currentEntries { return entries }   // another thread loaded meanwhile
             return try checkedEntries(context.limits, deadline).entries
         }
     }
@@ -105,7 +116,8 @@ final class ItemState: Sendable {
         }
     }
 
-    /// Drops the cache and wipes the `Data` bytes it owns; the next use loads again.
+    /// Drops the cache and wipes the `Data` bytes it owns: the state is unloaded until a
+    /// throwing read, a write or ``reload(_:)`` loads it again.
     ///
     /// Waits for a load or write in progress up to the deadline, and drops the cache then
     /// whatever happens.
@@ -146,7 +158,7 @@ final class ItemState: Sendable {
         do throws(SecureDictionaryError) {
             try store.store(bytes, for: item, timeout: try deadline.remainingForCall())
         } catch {
-            if error.leavesWriteOutcomeUnknown { cache.withLock { Self.drop(&$0) } }
+            if error.leavesWriteOutcomeUnknown { markOutcomeUnknown() }
             context.logger.debug("write failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
             throw .store(error)
         }
@@ -170,7 +182,7 @@ final class ItemState: Sendable {
             do throws(SecureDictionaryError) {
                 existed = try store.delete(item, timeout: try deadline.remainingForCall())
             } catch {
-                if error.leavesWriteOutcomeUnknown { cache.withLock { Self.drop(&$0) } }
+                if error.leavesWriteOutcomeUnknown { markOutcomeUnknown() }
                 throw error
             }
             cache.withLock { Self.drop(&$0) }
@@ -283,12 +295,20 @@ final class ItemState: Sendable {
         }
     }
 
+    /// After a write that may or may not have landed: keep what non-throwing reads see, but
+    /// trust it no more (the next throwing read or write reloads).
+    private func markOutcomeUnknown() {
+        cache.withLock { cache in
+            if case .loaded(let entries, _) = cache { cache = .loaded(entries: entries, digest: .unknown) }
+        }
+    }
+
     private static func drop(_ cache: inout Cache) {
         if case .loaded(var entries, _) = cache {
-            cache = .needsLoad
+            cache = .unloaded
             Wipe.entries(&entries)
         }
-        cache = .needsLoad
+        cache = .unloaded
     }
 
     // MARK: Codec

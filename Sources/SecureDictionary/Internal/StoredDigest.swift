@@ -11,6 +11,9 @@ struct StoredDigest: Sendable, Equatable {
 
     /// The digest of "no item".
     static let absent = StoredDigest(count: -1, hash: 0)
+    /// After a write whose outcome is unknown: equal to no stored blob, so the next check
+    /// decodes whatever it finds.
+    static let unknown = StoredDigest(count: -2, hash: 0)
 
     private init(count: Int, hash: Int) {
         self.count = count
