@@ -37,7 +37,7 @@ do {
     if CommandLine.arguments.dropFirst().first == "--reset" {
         for name in try SecureDictionary.names(applicationID: applicationID)
         where name == "preferences" || name.hasPrefix("account.") {
-            try SecureDictionary.delete(name: name, applicationID: applicationID)
+            _ = try SecureDictionary.delete(name: name, applicationID: applicationID)   // listed just now
         }
         print("Removed the example's dictionaries.")
         exit(0)
@@ -53,8 +53,8 @@ do {
 
     // bob signs in, then removes his account: deleting his dictionary removes all of his
     // secrets from the keyring in one call, and leaves alice's and the preferences alone.
-    _ = try signIn("bob", preferences: preferences)
-    try SecureDictionary.delete(name: "account.bob", applicationID: applicationID)
+    let bob = try signIn("bob", preferences: preferences)
+    try bob.delete()
     print("bob removes his account: his dictionary is deleted.")
 
     let names = try SecureDictionary.names(applicationID: applicationID).filter { $0 == "preferences" || $0.hasPrefix("account.") }

@@ -28,8 +28,8 @@ let argument = CommandLine.arguments.dropFirst().first
 
 do {
     if argument == "--sign-out" {
-        try SecureDictionary.delete(name: "oauth", applicationID: applicationID)
-        print("Signed out: the tokens are gone from the keyring.")
+        let removed = try SecureDictionary.delete(name: "oauth", applicationID: applicationID)
+        print(removed ? "Signed out: the tokens are gone from the keyring." : "Already signed out: no tokens were stored.")
         exit(0)
     }
     let tokens = try SecureDictionary(name: "oauth", applicationID: applicationID)

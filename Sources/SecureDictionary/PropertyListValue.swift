@@ -17,6 +17,11 @@ import Foundation
 public enum PropertyListValue: Sendable, Hashable {
     case string(String)
     case integer(Int)
+    /// An integer above `Int.max` (up to `UInt64.max`), as Python's `plistlib` and Apple's
+    /// writers store them (a 16-byte integer). Smaller values are always ``integer(_:)``:
+    /// writing `.unsignedInteger(n)` with `n <= Int.max` throws
+    /// ``SecureDictionaryError/invalidValue(reason:)``, so a value reads back as written.
+    case unsignedInteger(UInt64)
     case real(Double)
     case bool(Bool)
     case date(Date)
@@ -39,6 +44,15 @@ extension PropertyListValue {
     }
 
     /// The real, when this is `.real`; otherwise `nil` (an integer is not converted).
+    /// The value of ``integer(_:)`` (when not negative) or ``unsignedInteger(_:)`` as a `UInt64`.
+    public var unsignedIntegerValue: UInt64? {
+        switch self {
+        case .integer(let value): value >= 0 ? UInt64(value) : nil
+        case .unsignedInteger(let value): value
+        default: nil
+        }
+    }
+
     public var realValue: Double? {
         if case .real(let value) = self { return value }
         return nil
@@ -78,7 +92,7 @@ extension PropertyListValue {
     public var typeName: String {
         switch self {
         case .string: "string"
-        case .integer: "integer"
+        case .integer, .unsignedInteger: "integer"
         case .real: "real"
         case .bool: "bool"
         case .date: "date"

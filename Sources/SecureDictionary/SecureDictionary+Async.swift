@@ -34,10 +34,9 @@ extension SecureDictionary {
         }
 
         /// See ``SecureDictionary/delete(name:applicationID:options:)``.
-        @discardableResult
         public static func delete(
-            name: String? = nil,
-            applicationID: String = SecureDictionary.defaultApplicationID,
+            name: String?,
+            applicationID: String,
             options: Options = Options()
         ) async throws(SecureDictionaryError) -> Bool {
             try await Offload.run { () throws(SecureDictionaryError) in
@@ -102,6 +101,13 @@ extension SecureDictionary {
         }
 
         /// See ``SecureDictionary/reload()``.
+        /// See ``SecureDictionary/delete()``.
+        @discardableResult
+        public func delete() async throws(SecureDictionaryError) -> Bool {
+            let dictionary = dictionary
+            return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.delete() }
+        }
+
         public func reload() async throws(SecureDictionaryError) {
             let dictionary = dictionary
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.reload() }

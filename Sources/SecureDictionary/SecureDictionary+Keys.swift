@@ -3,11 +3,12 @@ extension SecureDictionary {
     ///
     /// ```swift
     /// extension SecureDictionary.Keys {
-    ///     static let apiToken = SecureDictionary.Key<String?>("apiToken")
-    ///     static let retries = SecureDictionary.Key<Int>("retries", default: 3)
+    ///     static let apiToken = Key<String?>("apiToken")
+    ///     static let retries = Key<Int>("retries", default: 3)
     /// }
     /// let retries = settings[.retries]               // 3 until set
-    /// try settings.set(5, for: .retries)
+    /// settings[.retries] = 5                         // one write; failures are reported
+    /// try settings.set(5, for: .retries)             // the same, throwing
     /// ```
     public typealias Keys = AnyKey
 
@@ -36,6 +37,10 @@ extension SecureDictionary {
 
         init(name: String) { self.name = name }
 
+        /// Lets `Key<Int>(…)` be written without the `SecureDictionary.` prefix inside
+        /// `extension SecureDictionary.Keys { … }`.
+        public typealias Key<Value: PropertyListConvertible> = SecureDictionary.Key<Value>
+
         /// The value type only: key names may be secret too.
         public var description: String { "Key(redacted)" }
         public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .class) }
@@ -50,14 +55,31 @@ extension SecureDictionary.Key where Value: ExpressibleByNilLiteral {
 }
 
 extension SecureDictionary {
-    /// The value for `key`, or its default when the entry is missing or of another type.
+    /// The value for `key` from the loaded cache, or its default when the entry is missing or
+    /// of another type (which is also logged and passed to ``Options/failureHandler``).
+    ///
+    /// Setting it writes at once (`nil` removes an optional key's entry). It cannot throw: a
+    /// failed write is logged (without key or value) and passed to ``Options/failureHandler``,
+    /// and the cache stays equal to the keyring, like the string subscript. Use
+    /// ``set(_:for:)`` where you can handle the error.
+    ///
+    /// - Precondition: the dictionary is loaded (the read rule).
     public subscript<Value>(key: Key<Value>) -> Value {
-        guard let stored = loadedEntries()[key.name] else { return key.defaultValue }
-        do throws(SecureDictionaryError) {
-            return try Value(propertyListValue: stored)
-        } catch {
-            report(error, during: "typed read")
-            return key.defaultValue
+        get {
+            guard let stored = loadedEntries()[key.name] else { return key.defaultValue }
+            do throws(SecureDictionaryError) {
+                return try Value(propertyListValue: stored)
+            } catch {
+                report(error, during: "typed read")
+                return key.defaultValue
+            }
+        }
+        set {
+            do throws(SecureDictionaryError) {
+                try set(newValue, for: key)
+            } catch {
+                report(error, during: "typed subscript write")
+            }
         }
     }
 

@@ -184,7 +184,9 @@ public final class SecureDictionary: Sendable {
     /// `body` throws, nothing is written and its error is rethrown. `body` must not use this
     /// dictionary (or another instance of the same item): it runs under the item's lock.
     ///
-    /// - Throws: what `body` throws, or a ``SecureDictionaryError``.
+    /// - Throws: what `body` throws, or a ``SecureDictionaryError``. When `body` cannot throw,
+    ///   the overload ``update(_:)-(([String:Value])->R)`` throws ``SecureDictionaryError``
+    ///   only, so `catch .locked` works.
     @discardableResult
     public func update<R>(_ body: (inout [String: Value]) throws -> R) throws -> R {
         do {
@@ -195,6 +197,25 @@ public final class SecureDictionary: Sendable {
             case .body(let failure): throw failure
             }
         }
+    }
+
+    /// Applies any number of changes with one keyring write, for a `body` that cannot throw:
+    /// the same as the throwing-body form, with a typed error.
+    ///
+    /// ```swift
+    /// do {
+    ///     try settings.update { entries in entries["launches"] = .integer(launches + 1) }
+    /// } catch .locked {
+    ///     showUnlockHint()
+    /// } catch {
+    ///     logger.error("not saved: \(error)")
+    /// }
+    /// ```
+    ///
+    /// - Throws: ``SecureDictionaryError``, as ``setValue(_:forKey:)-(PropertyListValue?,_)``.
+    @discardableResult
+    public func update<R>(_ body: (inout [String: Value]) -> R) throws(SecureDictionaryError) -> R {
+        try mutate(body)
     }
 
     /// Loads the item again, replacing the cache (decoding only when the stored item changed).
@@ -224,16 +245,36 @@ public final class SecureDictionary: Sendable {
 
     // MARK: Items
 
-    /// Removes the dictionary's item from the keyring; returns whether there was one.
+    /// Removes this dictionary's item from the keyring, at sign-out or account removal for
+    /// instance; returns whether there was one. The dictionary stays usable, loaded and empty:
+    /// a later write creates the item again.
     ///
-    /// This is also the explicit way to discard an item that cannot be decoded
-    /// (``SecureDictionaryError/corrupt(reason:)``): nothing else ever writes over one.
+    /// ```swift
+    /// try session.delete()
+    /// ```
     ///
     /// - Throws: ``SecureDictionaryError/locked``, ``SecureDictionaryError/timedOut``…
     @discardableResult
+    public func delete() throws(SecureDictionaryError) -> Bool {
+        try state.deleteItem(options.context)
+    }
+
+    /// Removes a dictionary's item from the keyring without opening it; returns whether there
+    /// was one.
+    ///
+    /// ```swift
+    /// let removed = try SecureDictionary.delete(name: "auth", applicationID: "com.example.app")
+    /// ```
+    ///
+    /// This is also the explicit way to discard an item that cannot be decoded
+    /// (``SecureDictionaryError/corrupt(reason:)``): nothing else ever writes over one. The
+    /// application ID has no default here, and the result must be used, so that a sign-out
+    /// cannot silently delete nothing because it named another application.
+    ///
+    /// - Throws: ``SecureDictionaryError/locked``, ``SecureDictionaryError/timedOut``…
     public static func delete(
-        name: String? = nil,
-        applicationID: String = SecureDictionary.defaultApplicationID,
+        name: String?,
+        applicationID: String,
         options: Options = Options()
     ) throws(SecureDictionaryError) -> Bool {
         let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: options.collection)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Everything that can go wrong with a ``SecureDictionary``, matchable by case.
 ///
 /// ```swift
@@ -11,7 +13,13 @@
 /// }
 /// ```
 ///
-/// No case ever carries a key, a value or secret bytes: every message is safe to log.
+/// No case ever carries a key, a value or secret bytes: every message is safe to log, and
+/// `localizedDescription` says what happened and what to do.
+///
+/// **Adding cases.** New cases may come in any release before 1.0, and in minor releases
+/// after it, as new failures become known; each is listed in the CHANGELOG. Always end a
+/// `catch` list or a `switch` over this type with a general case. Cases are removed or
+/// renamed only in a major release (before 1.0: in any release, listed in the CHANGELOG).
 public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// No Secret Service could be reached: no D-Bus session bus, no provider on it, no
     /// collection behind the requested alias, or a provider that refused an encrypted session.
@@ -29,8 +37,6 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     case connectionLost
     /// The operation was cancelled before it finished.
     case cancelled
-    /// An item that the operation requires does not exist.
-    case itemNotFound
     /// The stored item is not a SecureDictionary blob that this version can read. Nothing is
     /// written over it; remove it explicitly with ``SecureDictionary/delete(name:applicationID:options:)``.
     case corrupt(reason: String)
@@ -68,6 +74,11 @@ extension SecureDictionaryError {
     }
 }
 
+extension SecureDictionaryError: LocalizedError {
+    /// The same text as ``description``: what happened and what to do, never a key or value.
+    public var errorDescription: String? { description }
+}
+
 extension SecureDictionaryError: CustomStringConvertible {
     private static func name(pid: Int?, command: String?) -> String {
         switch (pid, command) {
@@ -82,15 +93,17 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .serviceUnavailable(let reason):
             "no Secret Service is available (\(reason)): start a keyring such as gnome-keyring in this session"
         case .locked:
-            "the keyring is locked: unlock it, e.g. by logging in to your desktop session"
+            "the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. "
+                + "Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) "
+                + "or sign out and in; KDE: open the wallet in KWalletManager; SSH or headless: start or re-unlock "
+                + "gnome-keyring with 'gnome-keyring-daemon --replace --unlock --components=secrets', "
+                + "which reads the password on standard input"
         case .timedOut:
             "the keyring did not answer in time: check that the keyring daemon is running and responsive"
         case .connectionLost:
             "the connection to the keyring was lost during the call (the next call reconnects)"
         case .cancelled:
             "the operation was cancelled"
-        case .itemNotFound:
-            "no such dictionary in the keyring"
         case .corrupt(let reason):
             "the stored dictionary is unreadable (\(reason)); nothing was written over it"
         case .unsupportedFormatVersion(let version):

@@ -72,9 +72,6 @@ private func report(_ error: SecureDictionaryError, hint: String?) throws -> Nev
         // Names are checked before any keyring call; this is a usage error.
         printError("invalid name: \(reason)")
         throw ExitCode.validationFailure
-    case .itemNotFound:
-        printError(error.description)
-        throw ExitStatus.notFound
     default:
         printError(message(for: error, hint: hint))
         throw ExitStatus.keyringError

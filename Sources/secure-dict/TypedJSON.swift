@@ -85,6 +85,7 @@ struct TypedValue: Codable {
         switch value {
         case .string(let string): try container.encode(string, forKey: .value)
         case .integer(let integer): try container.encode(integer, forKey: .value)
+        case .unsignedInteger(let integer): try container.encode(integer, forKey: .value)
         case .real(let real): try Self.encode(real, into: &container)
         case .bool(let bool): try container.encode(bool, forKey: .value)
         case .date(let date):
@@ -110,10 +111,13 @@ struct TypedValue: Codable {
             guard let string = try? container.decode(String.self, forKey: .value) else { throw wrong("a string") }
             value = .string(string)
         case "integer":
-            guard let integer = try? container.decode(Int.self, forKey: .value) else {
-                throw wrong("a whole number between \(Int.min) and \(Int.max)")
+            if let integer = try? container.decode(Int.self, forKey: .value) {
+                value = .integer(integer)
+            } else if let integer = try? container.decode(UInt64.self, forKey: .value) {
+                value = .unsignedInteger(integer)
+            } else {
+                throw wrong("a whole number between \(Int.min) and \(UInt64.max)")
             }
-            value = .integer(integer)
         case "real":
             guard let real = Self.decodeReal(container) else { throw wrong("a number, \"inf\", \"-inf\" or \"nan\"") }
             value = .real(real)

@@ -95,6 +95,7 @@ enum HumanFormat {
         switch value {
         case .string(let string): quoted(string)
         case .integer(let integer): String(integer)
+        case .unsignedInteger(let integer): String(integer)
         case .real(let real): real.isNaN ? "nan" : real.description
         case .bool(let bool): bool ? "true" : "false"
         case .date(let date):

@@ -25,7 +25,7 @@ enum XMLPropertyList {
                     if hasControlCharacters(key) { controlCharacters = true }
                     visit(value)
                 }
-            case .integer, .bool, .data: break
+            case .integer, .unsignedInteger, .bool, .data: break
             }
         }
         visit(.dictionary(entries))
@@ -46,6 +46,7 @@ enum XMLPropertyList {
         switch value {
         case .string(let string): string
         case .integer(let integer): integer
+        case .unsignedInteger(let integer): integer
         case .real(let real): real
         case .bool(let bool): bool
         case .date(let date): date

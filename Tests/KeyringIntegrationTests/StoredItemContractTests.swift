@@ -65,7 +65,7 @@ extension KeyringIntegration {
             try SecureDictionary(name: "other", applicationID: test.appID).setValue(1, forKey: "k")
             #expect(try SecureDictionary.names(applicationID: test.appID) == ["", "other"])
             #expect(try SecureDictionary.items().contains { $0.item.applicationID == test.appID && !$0.isLocked })
-            #expect(try SecureDictionary.delete(applicationID: test.appID))
+            #expect(try SecureDictionary.delete(name: nil, applicationID: test.appID))
             #expect(try SecureDictionary.names(applicationID: test.appID) == ["other"])
         }
 

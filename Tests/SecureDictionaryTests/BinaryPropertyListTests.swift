@@ -202,11 +202,11 @@ struct BinaryPropertyListFoundationTests {
         #expect(identical(decoded, Self.sample))
     }
 
-    @Test("Foundation's 16-byte integer above Int.max is corrupt, not truncated")
+    @Test("Foundation's 16-byte integer above Int.max opens exactly (issue 10, finding 6)")
     func foundationHugeInteger() throws {
         let blob = try PropertyListSerialization.data(
             fromPropertyList: ["k": NSNumber(value: UInt64.max)], format: .binary, options: 0)
-        #expect(decodeError([UInt8](blob)) == .corrupt(reason: "integer out of range"))
+        #expect(try BinaryPropertyList.decode([UInt8](blob), limits: .default) == ["k": .unsignedInteger(.max)])
     }
 
     @Test("a real NSKeyedArchiver archive is rejected")
@@ -691,6 +691,7 @@ private func toFoundation(_ value: PropertyListValue) -> Any {
     switch value {
     case .string(let string): string
     case .integer(let integer): integer
+    case .unsignedInteger(let integer): integer
     case .real(let real): real
     case .bool(let bool): bool
     case .date(let date): date

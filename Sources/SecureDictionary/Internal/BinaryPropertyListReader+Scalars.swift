@@ -13,7 +13,7 @@ extension BinaryPropertyListReader {
         case 0x09:
             return .bool(true)
         case 0x10...0x14:
-            return .integer(try integer(marker: marker, offset: offset))
+            return try integer(marker: marker, offset: offset)
         case 0x22:
             try requireBytes(4, at: offset + 1)
             let bits = UInt32(truncatingIfNeeded: unsigned(at: offset + 1, size: 4))
@@ -45,24 +45,26 @@ extension BinaryPropertyListReader {
         }
     }
 
-    /// 1, 2 and 4-byte integers are unsigned, 8-byte ones signed; a 16-byte one (how Apple
-    /// writes values above `Int64.max`) is accepted only when its value fits `Int`.
-    private func integer(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> Int {
+    /// 1, 2 and 4-byte integers are unsigned, 8-byte ones signed. A 16-byte one is how Apple
+    /// and Python write values above `Int64.max`: it is accepted across the whole range that
+    /// binary plists carry, `Int64.min…UInt64.max`, and only there.
+    private func integer(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
         let width = 1 << Int(marker & 0x0F)
         try requireBytes(width, at: offset + 1)
         switch width {
         case 1, 2, 4:
-            return Int(unsigned(at: offset + 1, size: width))
+            return .integer(Int(unsigned(at: offset + 1, size: width)))
         case 8:
-            return Int(truncatingIfNeeded: Int64(bitPattern: unsigned(at: offset + 1, size: 8)))
+            return .integer(Int(truncatingIfNeeded: Int64(bitPattern: unsigned(at: offset + 1, size: 8))))
         default:
             let high = unsigned(at: offset + 1, size: 8)
             let low = unsigned(at: offset + 9, size: 8)
             let lowIsNegative = low >> 63 == 1
-            guard (high == 0 && !lowIsNegative) || (high == .max && lowIsNegative) else {
-                throw .corrupt(reason: "integer out of range")
+            if high == 0 {
+                return lowIsNegative ? .unsignedInteger(low) : .integer(Int(low))
             }
-            return Int(truncatingIfNeeded: Int64(bitPattern: low))
+            guard high == .max && lowIsNegative else { throw .corrupt(reason: "integer out of range") }
+            return .integer(Int(truncatingIfNeeded: Int64(bitPattern: low)))
         }
     }
 

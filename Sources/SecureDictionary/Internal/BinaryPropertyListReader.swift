@@ -227,7 +227,15 @@ struct BinaryPropertyListReader {
             hasDollarKey = hasDollarKey || key.utf8.first == UInt8(ascii: "$")
             let value = try value(at: reference(at: valuesStart + entry * objectRefSize), depth: depth + 1)
             guard entries.updateValue(value, forKey: key) == nil else {
-                throw .corrupt(reason: "duplicate key in a dictionary")
+                // Two keys Swift holds equal: the same bytes, or canonically equivalent
+                // (é as U+00E9 and as e + U+0301). Keeping one would drop the other's value.
+                var earlier = 0
+                for index in 0..<entry where try self.key(at: reference(at: start + index * objectRefSize)) == key {
+                    earlier = index
+                    break
+                }
+                throw .corrupt(reason: "duplicate key: entries \(earlier + 1) and \(entry + 1) of a dictionary at depth \(depth) "
+                    + "have keys that Swift treats as equal (the same text, or canonically equivalent Unicode)")
             }
         }
         if hasDollarKey, entries["$archiver"] != nil, entries["$objects"] != nil {

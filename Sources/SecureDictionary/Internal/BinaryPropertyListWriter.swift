@@ -114,6 +114,12 @@ struct BinaryPropertyListWriter {
             case .integer, .real, .date:
                 objectCount += 1
                 byteBound += 9
+            case .unsignedInteger(let value):
+                guard value > UInt64(Int.max) else {
+                    throw .invalidValue(reason: "an unsigned integer up to Int.max must be stored as .integer")
+                }
+                objectCount += 1
+                byteBound += 17
             case .bool:
                 objectCount += 1
                 byteBound += 1
@@ -196,6 +202,12 @@ struct BinaryPropertyListWriter {
         case .integer(let integer):
             offsets[index] = bytes.count
             appendInteger(integer)
+        case .unsignedInteger(let integer):
+            // Above Int64.max: the 16-byte form, high half zero (as Apple and Python write it).
+            offsets[index] = bytes.count
+            bytes.append(0x14)
+            appendBigEndian(0, width: 8)
+            appendBigEndian(integer, width: 8)
         case .real(let real):
             offsets[index] = bytes.count
             bytes.append(0x23)

@@ -23,7 +23,6 @@ func caseName(_ error: SecureDictionaryError) -> String {
     case .timedOut: "timedOut"
     case .connectionLost: "connectionLost"
     case .cancelled: "cancelled"
-    case .itemNotFound: "itemNotFound"
     case .corrupt: "corrupt"
     case .unsupportedFormatVersion: "unsupportedFormatVersion"
     case .tooLarge: "tooLarge"

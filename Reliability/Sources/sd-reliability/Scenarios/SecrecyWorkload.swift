@@ -249,7 +249,7 @@ final class SecrecyWorkload: @unchecked Sendable {   // used from one thread (an
         if let memory {
             step("in-memory write") { try memory.setValue(.string(value), forKey: key) }
             let injected: [SecureDictionaryError] = [
-                .locked, .serviceUnavailable(reason: "injected"), .timedOut, .connectionLost, .cancelled, .itemNotFound,
+                .locked, .serviceUnavailable(reason: "injected"), .timedOut, .connectionLost, .cancelled,
                 .keyring(domain: "org.freedesktop.Secret.Error", code: 1, message: "rejected"),
             ]
             for error in injected {

@@ -13,7 +13,6 @@ func caseName(_ error: any Error) -> String {
     case .timedOut: return "timedOut"
     case .connectionLost: return "connectionLost"
     case .cancelled: return "cancelled"
-    case .itemNotFound: return "itemNotFound"
     case .corrupt: return "corrupt"
     case .unsupportedFormatVersion: return "unsupportedFormatVersion"
     case .tooLarge: return "tooLarge"

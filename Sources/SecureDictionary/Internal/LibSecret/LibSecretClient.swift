@@ -414,7 +414,7 @@ extension SecureDictionaryError {
     /// Whether the connection that produced this error can still be used.
     fileprivate var keepsConnection: Bool {
         switch self {
-        case .locked, .ambiguous, .tooLarge, .itemNotFound, .invalidName, .invalidValue, .corrupt: true
+        case .locked, .ambiguous, .tooLarge, .invalidName, .invalidValue, .corrupt: true
         default: false
         }
     }

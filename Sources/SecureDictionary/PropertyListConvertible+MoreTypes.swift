@@ -1,0 +1,67 @@
+import Foundation
+
+// The other types people reach for. Integers of every width store as ``PropertyListValue/integer(_:)``
+// (``PropertyListValue/unsignedInteger(_:)`` above `Int.max`) and read back only when the
+// stored number fits; `Float` stores as a real; `UUID` and `URL` as their string forms, so
+// other tools read them as text.
+
+/// The integer types other than `Int`. Refining `Codable` too makes these conversions more
+/// specific than the `Codable` default, which must not apply to integers.
+public protocol PropertyListInteger: FixedWidthInteger, PropertyListConvertible, Codable {}
+
+extension PropertyListInteger {
+    public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
+        let converted: Self? = switch value {
+        case .integer(let integer): Self(exactly: integer)
+        case .unsignedInteger(let integer): Self(exactly: integer)
+        default: nil
+        }
+        guard let converted else { throw value.mismatch(Self.self) }
+        self = converted
+    }
+
+    public func propertyListValue() -> PropertyListValue {
+        if let fits = Int(exactly: self) { return .integer(fits) }
+        return .unsignedInteger(UInt64(self))   // above Int.max: only UInt and UInt64 get here
+    }
+}
+
+extension Int8: PropertyListInteger {}
+extension Int16: PropertyListInteger {}
+extension Int32: PropertyListInteger {}
+extension Int64: PropertyListInteger {}
+extension UInt: PropertyListInteger {}
+extension UInt8: PropertyListInteger {}
+extension UInt16: PropertyListInteger {}
+extension UInt32: PropertyListInteger {}
+extension UInt64: PropertyListInteger {}
+
+extension Float: PropertyListConvertible {
+    /// Reads any stored real, rounded to the nearest `Float`.
+    public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
+        guard let real = value.realValue else { throw value.mismatch(Self.self) }
+        self = Float(real)
+    }
+
+    public func propertyListValue() -> PropertyListValue { .real(Double(self)) }
+}
+
+extension UUID: PropertyListConvertible {
+    /// Stored as its string form (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`).
+    public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
+        guard let text = value.stringValue, let uuid = UUID(uuidString: text) else { throw value.mismatch(Self.self) }
+        self = uuid
+    }
+
+    public func propertyListValue() -> PropertyListValue { .string(uuidString) }
+}
+
+extension URL: PropertyListConvertible {
+    /// Stored as its absolute string.
+    public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
+        guard let text = value.stringValue, let url = URL(string: text) else { throw value.mismatch(Self.self) }
+        self = url
+    }
+
+    public func propertyListValue() -> PropertyListValue { .string(absoluteString) }
+}

@@ -1,0 +1,113 @@
+/// Plain Swift values under string keys: `String`, `Int`, `Double`, `Bool`, `Date`, `Data`,
+/// `UUID`, `URL`, integers of every width, `Float`, arrays and dictionaries of them,
+/// optionals, and your `Codable` types (declared `PropertyListConvertible`).
+extension SecureDictionary {
+    /// Stores `value` under `key` with one keyring write; `nil` removes the key.
+    ///
+    /// ```swift
+    /// let token: String = try await signIn()
+    /// try settings.setValue(token, forKey: "apiToken")
+    /// try settings.setValue(Profile(name: "Ada"), forKey: "profile")   // a Codable type
+    /// ```
+    ///
+    /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when a `Codable` value cannot
+    ///   be encoded, and what ``setValue(_:forKey:)-(PropertyListValue?,_)`` throws.
+    public func setValue<V: PropertyListConvertible>(_ value: V?, forKey key: String) throws(SecureDictionaryError) {
+        try setValue(try Self.storedForm(of: value), forKey: key)
+    }
+
+    /// The value for `key` as a `V`, loading first when needed (as ``value(forKey:)``).
+    ///
+    /// ```swift
+    /// let retries = try settings.value(forKey: "retries", as: Int.self) ?? 3
+    /// ```
+    ///
+    /// - Returns: `nil` when there is no such entry.
+    /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when the entry holds
+    ///   another type; the load's error when a load was needed and failed.
+    public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) throws(SecureDictionaryError) -> V? {
+        guard let stored = try value(forKey: key) else { return nil }
+        return try V(propertyListValue: stored)
+    }
+
+    /// The value for `key` as a `V`, from the loaded cache; setting it writes at once.
+    ///
+    /// ```swift
+    /// settings["apiToken"] = token                    // token: String
+    /// let token: String? = settings["apiToken"]
+    /// ```
+    ///
+    /// Reading gives `nil` for a missing entry, and for an entry of another type (which is
+    /// also logged and passed to ``Options/failureHandler``; ``value(forKey:as:)`` throws
+    /// instead). Setting cannot throw: a failed write is reported the same way, and the cache
+    /// stays equal to the keyring. Prefer ``setValue(_:forKey:)-(V?,_)`` where you can
+    /// handle the error.
+    ///
+    /// - Precondition: the dictionary is loaded (the read rule).
+    public subscript<V: PropertyListConvertible>(key: String) -> V? {
+        get {
+            guard let stored = loadedEntries()[key] else { return nil }
+            do throws(SecureDictionaryError) {
+                return try V(propertyListValue: stored)
+            } catch {
+                report(error, during: "typed read")
+                return nil
+            }
+        }
+        set {
+            do throws(SecureDictionaryError) {
+                try setValue(newValue, forKey: key)
+            } catch {
+                report(error, during: "subscript write")
+            }
+        }
+    }
+
+    /// `value`'s stored form; `nil` (also a wrapped `Optional.none`) means "no entry".
+    static func storedForm<V: PropertyListConvertible>(of value: V?) throws(SecureDictionaryError) -> Value? {
+        guard let value else { return nil }
+        if let optional = value as? any OptionalProtocol, optional.isNone { return nil }
+        return try value.propertyListValue()
+    }
+}
+
+extension Dictionary where Key == String, Value == PropertyListValue {
+    /// Plain values inside ``SecureDictionary/SecureDictionary/update(_:)``:
+    ///
+    /// ```swift
+    /// try tokens.update { entries in
+    ///     entries["access"] = newAccess                  // a String
+    ///     let retries: Int? = entries["retries"]
+    /// }
+    /// ```
+    ///
+    /// Reading gives `nil` for a missing entry or one of another type. Setting a value whose
+    /// stored form cannot be made (a `Codable` type that fails to encode) stops the program:
+    /// use the throwing ``set(_:forKey:)`` for such types.
+    public subscript<V: PropertyListConvertible>(key: String) -> V? {
+        get { self[key].flatMap { try? V(propertyListValue: $0) } }
+        set {
+            do throws(SecureDictionaryError) {
+                self[key] = try SecureDictionary.storedForm(of: newValue)
+            } catch {
+                preconditionFailure("SecureDictionary: a value cannot be stored (\(error)); use try entries.set(_:forKey:)")
+            }
+        }
+    }
+
+    /// Sets the entry for `key` to `value`'s stored form; `nil` removes it.
+    ///
+    /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when a `Codable` value
+    ///   cannot be encoded.
+    public mutating func set<V: PropertyListConvertible>(_ value: V?, forKey key: String) throws(SecureDictionaryError) {
+        self[key] = try SecureDictionary.storedForm(of: value)
+    }
+
+    /// The entry for `key` as a `V`; `nil` when there is none.
+    ///
+    /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when it holds another type.
+    public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) throws(SecureDictionaryError) -> V? {
+        guard let stored = self[key] else { return nil }
+        return try V(propertyListValue: stored)
+    }
+}

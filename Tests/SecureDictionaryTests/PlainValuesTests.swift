@@ -1,0 +1,206 @@
+import Foundation
+import Testing
+@testable import SecureDictionary
+
+extension SecureDictionary.Keys {
+    // Issue 10, finding 3: the short spelling compiles inside `extension SecureDictionary.Keys`.
+    fileprivate static let attempts = Key<Int>("attempts", default: 3)
+    fileprivate static let nickname = Key<String?>("nickname")
+}
+
+private struct Member: Codable, PropertyListConvertible, Equatable {
+    var name: String
+    var joined: Date
+}
+
+/// Issue 10, findings 2–6: plain Swift values, typed keys like Defaults, errors a newcomer can
+/// print and match, an instance delete, and property lists other tools write.
+@Suite struct PlainValuesTests {
+    let store = InMemoryKeyringStore()
+    let failures = Failures()
+
+    func open(_ name: String = "plain") throws -> SecureDictionary {
+        let failures = failures
+        let options = SecureDictionary.Options(store: store, failureHandler: { failures.append($0) })
+        return try SecureDictionary(name: name, applicationID: "test.plain", options: options)
+    }
+
+    // MARK: Finding 2
+
+    @Test func variablesOfEveryCommonTypeAreAccepted() throws {
+        let settings = try open()
+        let token = "t-123"
+        let id = UUID()
+        let url = URL(string: "https://example.com/a?b=c")!
+        let big = UInt64.max
+        let profile = Member(name: "Ada", joined: Date(timeIntervalSinceReferenceDate: 1.5))
+        try settings.setValue(token, forKey: "token")
+        try settings.setValue(Int64.min, forKey: "int64")
+        try settings.setValue(big, forKey: "uint64")
+        try settings.setValue(Int32(-7), forKey: "int32")
+        try settings.setValue(Float(0.5), forKey: "float")
+        try settings.setValue(id, forKey: "uuid")
+        try settings.setValue(url, forKey: "url")
+        try settings.setValue(profile, forKey: "profile")
+        try settings.setValue([1, 2, 3], forKey: "array")
+        try settings.setValue(["a": true], forKey: "dictionary")
+
+        let fresh = try open()   // what a fresh load returns equals what was written
+        #expect(try fresh.value(forKey: "token", as: String.self) == token)
+        #expect(try fresh.value(forKey: "int64", as: Int64.self) == Int64.min)
+        #expect(try fresh.value(forKey: "uint64", as: UInt64.self) == big)
+        #expect(try fresh.value(forKey: "int32", as: Int32.self) == -7)
+        #expect(try fresh.value(forKey: "float", as: Float.self) == 0.5)
+        #expect(try fresh.value(forKey: "uuid", as: UUID.self) == id)
+        #expect(try fresh.value(forKey: "url", as: URL.self) == url)
+        #expect(try fresh.value(forKey: "profile", as: Member.self) == profile)
+        #expect(try fresh.value(forKey: "array", as: [Int].self) == [1, 2, 3])
+        #expect(try fresh.value(forKey: "dictionary", as: [String: Bool].self) == ["a": true])
+        #expect(try fresh.value(forKey: "missing", as: String.self) == nil)
+        #expect(fresh["uuid"] == .string(id.uuidString))   // other tools see text
+    }
+
+    @Test func anOptionalVariableRemovesWhenNil() throws {
+        let settings = try open()
+        var nickname: String? = "ada"
+        try settings.setValue(nickname, forKey: "nickname")
+        #expect(settings["nickname"] == "ada")
+        nickname = nil
+        try settings.setValue(nickname, forKey: "nickname")
+        #expect(settings["nickname"] == nil)
+    }
+
+    @Test func theGenericSubscriptReadsAndWritesPlainValues() throws {
+        let settings = try open()
+        let token = "t-456"
+        settings["token"] = token
+        let read: String? = settings["token"]
+        #expect(read == token)
+        let wrongType: Int? = settings["token"]
+        #expect(wrongType == nil)
+        #expect(failures.all == [.typeMismatch(expected: "Int", found: "string")])   // reported, not swallowed
+    }
+
+    @Test func typedReadsThrowOnAnotherType() throws {
+        let settings = try open()
+        try settings.setValue("text", forKey: "k")
+        #expect(throws: SecureDictionaryError.typeMismatch(expected: "Int", found: "string")) {
+            try settings.value(forKey: "k", as: Int.self)
+        }
+        #expect(throws: SecureDictionaryError.typeMismatch(expected: "UInt8", found: "integer")) {
+            try settings.setValue(300, forKey: "n")
+            return try settings.value(forKey: "n", as: UInt8.self)
+        }
+    }
+
+    @Test func plainValuesInsideUpdate() throws {
+        let settings = try open()
+        let access = "a-1"
+        try settings.update { entries in
+            try entries.set(access, forKey: "access")
+            try entries.set(Date(timeIntervalSinceReferenceDate: 10), forKey: "expires")
+        }
+        #expect(try settings.value(forKey: "access", as: String.self) == access)
+        #expect(try settings.value(forKey: "expires", as: Date.self) == Date(timeIntervalSinceReferenceDate: 10))
+    }
+
+    // MARK: Finding 3
+
+    @Test func theTypedSubscriptIsSettable() throws {
+        let settings = try open()
+        #expect(settings[.attempts] == 3)
+        settings[.attempts] = 5
+        settings[.nickname] = "ada"
+        #expect(try open()[.attempts] == 5)
+        settings[.nickname] = nil
+        #expect(try open()[.nickname] == nil)
+    }
+
+    @Test func aFailedTypedSubscriptWriteIsReported() throws {
+        let settings = try open()
+        store.setLocked(true)
+        settings[.attempts] = 9
+        store.setLocked(false)
+        #expect(failures.all == [.locked])
+        #expect(settings[.attempts] == 3)   // the cache followed the store
+    }
+
+    // MARK: Finding 4
+
+    @Test func errorsPrintTheirMessage() {
+        let error: any Error = SecureDictionaryError.locked
+        #expect(error.localizedDescription == SecureDictionaryError.locked.description)
+        #expect(!error.localizedDescription.contains("could not be completed"))
+        #expect(SecureDictionaryError.locked.description.contains("SSH"))
+        #expect(SecureDictionaryError.locked.description.contains("KDE"))
+    }
+
+    @Test func catchDotLockedWorksAfterUpdate() throws {
+        let settings = try open()
+        store.setLocked(true)
+        var caught = false
+        do {
+            try settings.update { entries in entries["k"] = 1 }
+        } catch .locked {
+            caught = true
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+        #expect(caught)
+    }
+
+    // MARK: Finding 5
+
+    @Test func anInstanceDeletesItsOwnItem() throws {
+        let settings = try open("to-delete")
+        try settings.setValue(1, forKey: "k")
+        #expect(try settings.delete())
+        #expect(store.storedBytes(of: settings.item) == nil)
+        #expect(settings.isEmpty)
+        #expect(try !settings.delete())   // nothing left: said so
+    }
+
+    // MARK: Finding 6
+
+    /// `plistlib.dumps({'n': 2**64-1, 'm': 2**63}, fmt=plistlib.FMT_BINARY)` (Python 3.11).
+    static let pythonUnsignedIntegers = hex("""
+        62706c6973743030d201020304516d516e140000000000000000800000000000000014000000000000\
+        0000ffffffffffffffff080d0f11220000000000000101000000000000000500000000000000000000\
+        000000000033
+        """)
+
+    @Test func integersAboveInt64MaxFromPythonOpen() throws {
+        let entries = try BinaryPropertyList.decode(Self.pythonUnsignedIntegers, limits: .default)
+        #expect(entries == ["n": .unsignedInteger(.max), "m": .unsignedInteger(1 << 63)])
+        #expect(entries["n"]?.unsignedIntegerValue == .max)
+        // And they are written back the same way, so other tools read them back too.
+        let again = try BinaryPropertyList.encode(entries, limits: .default)
+        #expect(try BinaryPropertyList.decode(again, limits: .default) == entries)
+    }
+
+    @Test func aNonCanonicalUnsignedIntegerIsRefused() {
+        #expect(throws: BinaryPropertyListError.self) {
+            try BinaryPropertyList.encode(["n": .unsignedInteger(5)], limits: .default)
+        }
+    }
+
+    /// `plistlib.dumps({'café': 1, 'cafe\u0301': 2}, ...)`: two keys Swift holds equal.
+    static let pythonCanonicallyEqualKeys = hex("""
+        62706c6973743030d2010203046400630061006600e9650063006100660065030110011002080d16\
+        21230000000000000101000000000000000500000000000000000000000000000025
+        """)
+
+    @Test func canonicallyEqualKeysAreAnErrorNamingTheirPositions() {
+        #expect {
+            try BinaryPropertyList.decode(Self.pythonCanonicallyEqualKeys, limits: .default)
+        } throws: { error in
+            guard case BinaryPropertyListError.corrupt(let reason) = error else { return false }
+            return reason.contains("entries 1 and 2") && !reason.contains("caf")   // positions, never the text
+        }
+    }
+
+    static func hex(_ text: String) -> [UInt8] {
+        let digits = Array(text.filter(\.isHexDigit))
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! }
+    }
+}
