@@ -113,18 +113,20 @@ extension SecureDictionary {
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.reload() }
         }
 
+        /// See ``SecureDictionary/update(ifUnchanged:_:)``; `body` runs on the keyring queue.
+        @discardableResult
+        public func update(
+            ifUnchanged expected: [String: Value?], _ body: @escaping @Sendable (inout [String: Value]) throws -> Void
+        ) async throws -> Bool {
+            let dictionary = dictionary
+            return try await Offload.runRethrowing { try dictionary.update(ifUnchanged: expected, body) }
+        }
+
         /// See ``SecureDictionary/update(_:)``; `body` runs on the keyring queue.
         @discardableResult
         public func update<R: Sendable>(_ body: @escaping @Sendable (inout [String: Value]) throws -> R) async throws -> R {
             let dictionary = dictionary
-            let outcome = try await Offload.run { () throws(SecureDictionaryError) -> Result<R, any Error> in
-                do { return .success(try dictionary.update(body)) } catch let error as SecureDictionaryError {
-                    throw error
-                } catch {
-                    return .failure(error)   // the body's own error
-                }
-            }
-            return try outcome.get()
+            return try await Offload.runRethrowing { try dictionary.update(body) }
         }
     }
 
@@ -135,6 +137,19 @@ extension SecureDictionary {
 /// Runs blocking work on a private concurrent queue and awaits it, giving up at cancellation.
 enum Offload {
     private static let queue = DispatchQueue(label: "SecureDictionary.async", attributes: .concurrent)
+
+    /// Like ``run(_:)`` for work that may also throw a caller's own error (the body of
+    /// `update`), which is rethrown as it is.
+    static func runRethrowing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        let outcome = try await run { () throws(SecureDictionaryError) -> Result<T, any Error> in
+            do { return .success(try work()) } catch let error as SecureDictionaryError {
+                throw error
+            } catch {
+                return .failure(error)   // the body's own error
+            }
+        }
+        return try outcome.get()
+    }
 
     static func run<T: Sendable>(
         _ work: @escaping @Sendable () throws(SecureDictionaryError) -> T

@@ -218,6 +218,42 @@ public final class SecureDictionary: Sendable {
         try mutate(body)
     }
 
+    /// Applies `body` with one keyring write only if the entries named in `expected` still
+    /// hold exactly those values in the keyring (`nil`: no such entry); otherwise writes
+    /// nothing and returns `false`. The optimistic form of ``update(_:)-(([String:Value])throws->R)``
+    /// for work that must await between reading and writing, such as a token refresh:
+    ///
+    /// ```swift
+    /// let refresh = try tokens.value(forKey: "refresh")              // read
+    /// let pair = try await server.refresh(refresh)                   // await: no lock held
+    /// let saved = try tokens.update(ifUnchanged: ["refresh": refresh]) { entries in
+    ///     entries["access"] = .string(pair.access)
+    ///     entries["refresh"] = .string(pair.refresh)
+    /// }
+    /// if !saved { /* another process refreshed first: use its tokens (now in the cache) */ }
+    /// ```
+    ///
+    /// The comparison is made under the item's locks against the stored item itself, as every
+    /// write is, so another process's change in between is seen whoever made it. To keep two
+    /// processes from spending one single-use token at all, claim it first with the same call
+    /// (see the `token-cache` example).
+    ///
+    /// - Returns: `true` when `body` ran and its changes were written.
+    /// - Throws: what `body` throws, or a ``SecureDictionaryError``.
+    @discardableResult
+    public func update(ifUnchanged expected: [String: Value?], _ body: (inout [String: Value]) throws -> Void) throws -> Bool {
+        struct Changed: Error {}
+        do {
+            try update { entries in
+                for (key, value) in expected where entries[key] != value { throw Changed() }
+                try body(&entries)
+            }
+            return true
+        } catch is Changed {
+            return false
+        }
+    }
+
     /// Loads the item again, replacing the cache (decoding only when the stored item changed).
     ///
     /// - Throws: as ``init(name:applicationID:options:)``; the cache is unchanged then (and
