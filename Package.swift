@@ -1,6 +1,13 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// The strict settings swift-log builds with, for the library.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),            // SE-0335: `any` on every existential
+    .enableUpcomingFeature("MemberImportVisibility"),    // SE-0444: members only from imported modules
+    .enableUpcomingFeature("InternalImportsByDefault"),  // SE-0409: imports are internal by default
+]
+
 let package = Package(
     name: "SecureDictionary",
     products: [
@@ -28,7 +35,10 @@ let package = Package(
                 "CLibSecret",
                 "CSecretShim",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Imports are internal unless marked `public import`: libsecret and GLib (CLibSecret,
+            // CSecretShim) can then never appear in the public API, which the compiler checks.
+            swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "remember-token",

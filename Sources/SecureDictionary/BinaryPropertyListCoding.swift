@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The binary property-list format SecureDictionary stores, for tools that move
 /// dictionaries in and out of the keyring (export, import, backups).
@@ -18,7 +18,7 @@ public enum BinaryPropertyListCoding {
         _ entries: [String: PropertyListValue],
         maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> Data {
-        var bytes = try ItemState.encode(entries, PropertyListLimits(maximumSize: maximumSize))
+        var bytes = try BinaryPropertyList.blob(of: entries, limits: PropertyListLimits(maximumSize: maximumSize))
         defer { Wipe.bytes(&bytes) }
         return Data(bytes)
     }
@@ -34,6 +34,6 @@ public enum BinaryPropertyListCoding {
         if data.count > maximumSize { throw .tooLarge(size: data.count, limit: maximumSize) }
         var bytes = Array(data)
         defer { Wipe.bytes(&bytes) }
-        return try ItemState.decode(bytes, PropertyListLimits(maximumSize: maximumSize))
+        return try BinaryPropertyList.entries(of: bytes, limits: PropertyListLimits(maximumSize: maximumSize))
     }
 }

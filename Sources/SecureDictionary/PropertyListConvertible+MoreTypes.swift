@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // The other types people reach for. Integers of every width store as ``PropertyListValue/integer(_:)``
 // (``PropertyListValue/unsignedInteger(_:)`` above `Int.max`) and read back only when the

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A Swift type that a typed key (``SecureDictionary/Key``) can store.
 ///

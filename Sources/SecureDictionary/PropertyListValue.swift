@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One value of a ``SecureDictionary``: the property-list types, kept apart exactly as stored.
 ///

@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 extension SecureDictionary {
     /// How a ``SecureDictionary`` reaches its item.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Everything that can go wrong with a ``SecureDictionary``, matchable by case.
 ///

@@ -55,19 +55,8 @@ final class ItemState: Sendable {
     private let writerLock: (any ItemWriterLock)?
     private let serial = FairLock()
     private let cache = Mutex(Cache.unloaded)
-    private let observers = Mutex(Observers())
-
-    /// Who listens to ``SecureDictionary/changes()``, and what they were last told.
-    private struct Observers {
-        var nextID: UInt64 = 0
-        var continuations: [UInt64: AsyncStream<SecureDictionary.Change>.Continuation] = [:]
-        /// The entries observers last saw: changes are computed against these. Kept only
-        /// while someone observes, and dropped by forget() (it holds secrets).
-        var published: [String: PropertyListValue]?
-        var watcher: (any ChangeWatch)?
-        var context: OperationContext?
-        var failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
-    }
+    /// Observation state (see ItemState+Observation.swift).
+    let observers = Mutex(Observers())
 
     init(item: KeyringItem, store: any KeyringStore, logger: Logger) {
         self.item = item
@@ -151,7 +140,7 @@ final class ItemState: Sendable {
         let checked = ContinuousClock.now
         let result: R
         do throws(E) { result = try body(&entries) } catch { throw .body(error) }
-        var bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in try Self.encode(entries, context.limits) }
+        var bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in try BinaryPropertyList.blob(of: entries, limits: context.limits) }
         defer { Wipe.bytes(&bytes) }
         let written = StoredDigest(of: bytes)
         if written == stored { return result }   // the keyring already holds exactly this
@@ -191,60 +180,6 @@ final class ItemState: Sendable {
         }
     }
 
-    // MARK: Observation
-
-    /// A stream of changes; the first observer starts watching the keyring.
-    func observeChanges(
-        _ context: OperationContext, failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
-    ) -> AsyncStream<SecureDictionary.Change> {
-        let (stream, continuation) = AsyncStream<SecureDictionary.Change>.makeStream()
-        let id: UInt64 = observers.withLock { observers in
-            let id = observers.nextID
-            observers.nextID += 1
-            if observers.continuations.isEmpty {
-                observers.published = cachedEntries
-                observers.context = context
-                observers.failureHandler = failureHandler
-                observers.watcher = (store as? any CoordinatedStore)?.watchChanges { [weak self] in
-                    self?.refreshAfterChange()
-                }
-            }
-            observers.continuations[id] = continuation
-            return id
-        }
-        continuation.onTermination = { [weak self] _ in self?.stopObserving(id) }
-        return stream
-    }
-
-    private func stopObserving(_ id: UInt64) {
-        let watcher: (any ChangeWatch)? = observers.withLock { observers in
-            observers.continuations[id] = nil
-            guard observers.continuations.isEmpty else { return nil }
-            defer {
-                observers.watcher = nil
-                observers.published = nil
-                observers.failureHandler = nil
-            }
-            return observers.watcher
-        }
-        watcher?.stop()
-    }
-
-    /// Called by the watcher after some item changed: reads the item, and reloads (telling
-    /// observers) only if its blob differs from the one cached.
-    private func refreshAfterChange() {
-        guard let (context, failureHandler) = observers.withLock({ observers in
-            observers.context.map { ($0, observers.failureHandler) }
-        }) else { return }
-        do throws(SecureDictionaryError) {
-            try reload(context)
-        } catch {
-            context.logger.error("reload after a change in the keyring failed",
-                                 metadata: ["item": "\(item.name)", "error": "\(error)"])
-            failureHandler?(error)
-        }
-    }
-
     // MARK: Helpers
 
     /// Runs `body` holding `serial`, with the call's deadline.
@@ -274,7 +209,7 @@ final class ItemState: Sendable {
             return nil
         }
         if let current { return (current, digest) }
-        let entries = try Self.decode(bytes, limits)
+        let entries = try BinaryPropertyList.entries(of: bytes, limits: limits)
         setLoaded(entries, digest: digest)
         return (entries, digest)
     }
@@ -309,34 +244,5 @@ final class ItemState: Sendable {
             Wipe.entries(&entries)
         }
         cache = .unloaded
-    }
-
-    // MARK: Codec
-
-    static func decode(_ bytes: [UInt8], _ limits: PropertyListLimits) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        do throws(BinaryPropertyListError) {
-            return try BinaryPropertyList.decode(bytes, limits: limits)
-        } catch {
-            throw SecureDictionaryError(error)
-        }
-    }
-
-    static func encode(_ entries: [String: PropertyListValue], _ limits: PropertyListLimits) throws(SecureDictionaryError) -> [UInt8] {
-        do throws(BinaryPropertyListError) {
-            return try BinaryPropertyList.encode(entries, limits: limits)
-        } catch {
-            throw SecureDictionaryError(error)
-        }
-    }
-}
-
-extension SecureDictionaryError {
-    init(_ error: BinaryPropertyListError) {
-        switch error {
-        case .corrupt(let reason): self = .corrupt(reason: reason)
-        case .unsupportedVersion(let version): self = .unsupportedFormatVersion(version)
-        case .tooLarge(let size, let limit): self = .tooLarge(size: size, limit: limit)
-        case .invalidValue(let reason): self = .invalidValue(reason: reason)
-        }
     }
 }

@@ -1,44 +1,5 @@
 import Foundation
 
-/// Our own codec for the stored secret: a binary property list (`bplist00`) whose root is a
-/// dictionary with `String` keys.
-///
-/// ```swift
-/// let blob = try BinaryPropertyList.encode(["apiToken": "s3cr3t"], limits: .default)
-/// let entries = try BinaryPropertyList.decode(blob, limits: .default)
-/// ```
-///
-/// Foundation's `PropertyListSerialization` must never see a stored blob: any process of the
-/// same user can rewrite it, and on Linux Foundation crashes on a plist holding a set and
-/// spends seconds on a tiny plist whose objects share each other. This reader treats its
-/// input as hostile (see ``BinaryPropertyListReader``); the writer emits a standard
-/// `bplist00` that Foundation, `plistlib` and `plutil` read back to the same values.
-enum BinaryPropertyList {
-    /// Decodes a stored blob. Checks the size limit before anything else.
-    static func decode(
-        _ bytes: UnsafeRawBufferPointer,
-        limits: PropertyListLimits
-    ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
-        guard bytes.count <= limits.maximumSize else {
-            throw .tooLarge(size: bytes.count, limit: limits.maximumSize)
-        }
-        var reader = try BinaryPropertyListReader(bytes, maximumDepth: limits.maximumDepth)
-        return try reader.decodeRoot()
-    }
-
-    /// Decodes a stored blob held in an array.
-    static func decode(
-        _ bytes: [UInt8],
-        limits: PropertyListLimits
-    ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
-        let result: Result<[String: PropertyListValue], BinaryPropertyListError> =
-            bytes.withUnsafeBytes { buffer in
-                Result { () throws(BinaryPropertyListError) in try decode(buffer, limits: limits) }
-            }
-        return try result.get()
-    }
-}
-
 /// Decodes one binary property list that may have been written by an attacker.
 ///
 /// Rules, each with its reason:

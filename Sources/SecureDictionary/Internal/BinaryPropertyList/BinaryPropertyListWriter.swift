@@ -5,33 +5,6 @@ import Musl
 #endif
 import Foundation
 
-extension BinaryPropertyList {
-    /// Encodes `entries` as a standard `bplist00` whose root is that dictionary.
-    ///
-    /// The same dictionary always gives the same bytes: keys are written sorted by their UTF-8
-    /// bytes (the order of `String`'s `<` for keys in NFC; see ``BinaryPropertyListWriter/SortedKeys``).
-    /// Throws ``BinaryPropertyListError/invalidValue(reason:)`` for what the reader would
-    /// reject (nesting deeper than `limits.maximumDepth`, a dictionary that reads as a keyed
-    /// archive) and ``BinaryPropertyListError/tooLarge(size:limit:)`` when the result exceeds
-    /// `limits.maximumSize`.
-    static func encode(
-        _ entries: [String: PropertyListValue],
-        limits: PropertyListLimits
-    ) throws(BinaryPropertyListError) -> [UInt8] {
-        var census = BinaryPropertyListWriter.Census(maximumDepth: limits.maximumDepth)
-        try census.countDictionary(entries, depth: 1)
-        var writer = BinaryPropertyListWriter(census: census)
-        writer.writeDictionary(entries, index: 0)
-        var bytes = writer.finish()
-        guard bytes.count <= limits.maximumSize else {
-            let size = bytes.count
-            BinaryPropertyListWriter.wipe(&bytes)
-            throw .tooLarge(size: size, limit: limits.maximumSize)
-        }
-        return bytes
-    }
-}
-
 /// Writes a binary property list in two passes.
 ///
 /// 1. ``Census`` walks the tree once: it checks the depth limit (before descending, so it
@@ -172,7 +145,7 @@ struct BinaryPropertyListWriter {
         for entry in 0..<count { appendReference(firstKey + entry) }
         for entry in 0..<count { appendReference(firstValue + entry) }
         var keys = SortedKeys(entries)
-        defer { Self.wipe(&keys.utf8) }
+        defer { Wipe.bytes(&keys.utf8) }
         keys.utf8.withUnsafeBufferPointer { utf8 in
             for (entry, key) in keys.order.enumerated() {
                 offsets[firstKey + entry] = bytes.count
@@ -342,14 +315,6 @@ struct BinaryPropertyListWriter {
             bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
             shift -= 8
         }
-    }
-
-    /// Overwrites `buffer` with zeros in a way the compiler may not drop, and empties it.
-    static func wipe(_ buffer: inout [UInt8]) {
-        buffer.withUnsafeMutableBytes { raw in
-            if let base = raw.baseAddress { explicit_bzero(base, raw.count) }
-        }
-        buffer.removeAll()
     }
 
     /// The smallest of 1, 2, 4 or 8 bytes that holds `value`.

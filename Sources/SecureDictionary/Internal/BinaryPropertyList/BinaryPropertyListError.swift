@@ -1,25 +1,3 @@
-/// Limits applied to every binary property list decode and encode.
-///
-/// ```swift
-/// let limits = PropertyListLimits(maximumSize: 64 * 1024)
-/// let entries = try BinaryPropertyList.decode(blob, limits: limits)
-/// ```
-///
-/// The size limit is checked before a stored blob is parsed at all, and after an encode
-/// (the blob is never written when it is too large). The depth limit bounds how deeply
-/// containers may nest: the root dictionary is depth 1, a container inside it depth 2, and so
-/// on. Both the reader and the writer recurse once per nesting level, so keep `maximumDepth`
-/// modest (the default, 64, is far beyond what a settings dictionary needs).
-struct PropertyListLimits: Sendable, Equatable {
-    /// The largest accepted blob, in bytes.
-    var maximumSize: Int
-    /// The deepest accepted container nesting; the root dictionary is depth 1.
-    var maximumDepth: Int = 64
-
-    /// 4 MiB and a depth of 64.
-    static let `default` = PropertyListLimits(maximumSize: 4 * 1024 * 1024)
-}
-
 /// Why a binary property list could not be decoded or encoded.
 ///
 /// Reasons are fixed texts written here: they never contain bytes, keys or values taken
@@ -47,6 +25,18 @@ extension BinaryPropertyListError: CustomStringConvertible {
             "property list too large: \(size) bytes, limit \(limit)"
         case .invalidValue(let reason):
             "value cannot be stored as a property list: \(reason)"
+        }
+    }
+}
+
+extension SecureDictionaryError {
+    /// The library's error for a codec error (same reasons: never input bytes).
+    init(_ error: BinaryPropertyListError) {
+        switch error {
+        case .corrupt(let reason): self = .corrupt(reason: reason)
+        case .unsupportedVersion(let version): self = .unsupportedFormatVersion(version)
+        case .tooLarge(let size, let limit): self = .tooLarge(size: size, limit: limit)
+        case .invalidValue(let reason): self = .invalidValue(reason: reason)
         }
     }
 }

@@ -1,0 +1,43 @@
+/// One SecureDictionary item in the keyring: what `secret-tool search` sees.
+///
+/// The contract (also in the README): label and `service` attribute are ``name``;
+/// attributes `application` = ``applicationID``, `dictionary` = ``dictionaryName``
+/// (empty for the default dictionary) and `xdg:schema` = ``schemaName``.
+public struct KeyringItem: Sendable, Hashable, CustomStringConvertible {
+    /// The value of the `xdg:schema` attribute of every SecureDictionary item.
+    public static let schemaName = "io.github.securedictionary.Dictionary"
+    /// The separator between application ID and dictionary name in an item name.
+    public static let marker = "__SecureDictionary__"
+
+    /// `<applicationID>.__SecureDictionary__.<dictionaryName>`, or without the last part
+    /// for the default dictionary.
+    public let name: String
+    public let applicationID: String
+    /// The dictionary's name; empty for the default dictionary.
+    public let dictionaryName: String
+    public let collection: KeyringCollection
+
+    /// Validates the names (see ``SecureDictionary/init(name:applicationID:options:)``).
+    ///
+    /// - Throws: ``SecureDictionaryError/invalidName(reason:)``.
+    public init(dictionaryName: String?, applicationID: String, collection: KeyringCollection = .default)
+        throws(SecureDictionaryError)
+    {
+        try NameRules.validate(applicationID, what: "application ID")
+        if let dictionaryName { try NameRules.validate(dictionaryName, what: "dictionary name") }
+        try NameRules.validate(collection.alias, what: "collection alias")
+        self.applicationID = applicationID
+        self.dictionaryName = dictionaryName ?? ""
+        self.collection = collection
+        let base = "\(applicationID).\(Self.marker)"
+        self.name = dictionaryName.map { "\(base).\($0)" } ?? base
+    }
+
+    /// The attributes stored with the item, as `secret-tool` shows them.
+    public var attributes: [String: String] {
+        ["service": name, "application": applicationID, "dictionary": dictionaryName,
+         "xdg:schema": Self.schemaName]
+    }
+
+    public var description: String { "\(name) in collection '\(collection.alias)'" }
+}
