@@ -116,7 +116,7 @@ extension SecureDictionary {
         /// See ``SecureDictionary/update(ifUnchanged:_:)``; `body` runs on the keyring queue.
         @discardableResult
         public func update(
-            ifUnchanged expected: [String: Value?], _ body: @escaping @Sendable (inout [String: Value]) throws -> Void
+            ifUnchanged expected: [String: Value?], _ body: @escaping @Sendable (inout Entries) throws -> Void
         ) async throws -> Bool {
             let dictionary = dictionary
             return try await Offload.runRethrowing { try dictionary.update(ifUnchanged: expected, body) }
@@ -124,7 +124,7 @@ extension SecureDictionary {
 
         /// See ``SecureDictionary/update(_:)``; `body` runs on the keyring queue.
         @discardableResult
-        public func update<R: Sendable>(_ body: @escaping @Sendable (inout [String: Value]) throws -> R) async throws -> R {
+        public func update<R: Sendable>(_ body: @escaping @Sendable (inout Entries) throws -> R) async throws -> R {
             let dictionary = dictionary
             return try await Offload.runRethrowing { try dictionary.update(body) }
         }

@@ -175,8 +175,8 @@ public final class SecureDictionary: Sendable {
     ///
     /// ```swift
     /// try tokens.update { entries in
-    ///     entries["access"] = .string(newAccess)
-    ///     entries["expires"] = .date(Date().addingTimeInterval(3600))
+    ///     entries["access"] = newAccess                               // plain values, or
+    ///     entries["expires"] = .date(Date().addingTimeInterval(3600))  // Values; see Entries
     /// }
     /// ```
     ///
@@ -185,12 +185,14 @@ public final class SecureDictionary: Sendable {
     /// dictionary (or another instance of the same item): it runs under the item's lock.
     ///
     /// - Throws: what `body` throws, or a ``SecureDictionaryError``. When `body` cannot throw,
-    ///   the overload ``update(_:)-(([String:Value])->R)`` throws ``SecureDictionaryError``
+    ///   the overload ``update(_:)-((Entries)->R)`` throws ``SecureDictionaryError``
     ///   only, so `catch .locked` works.
     @discardableResult
-    public func update<R>(_ body: (inout [String: Value]) throws -> R) throws -> R {
+    public func update<R>(_ body: (inout Entries) throws -> R) throws -> R {
         do {
-            return try state.mutate(options.context, body)
+            return try state.mutate(options.context) { (dictionary: inout [String: Value]) throws -> R in
+                try Entries.editing(&dictionary, body)
+            }
         } catch {
             switch error {
             case .store(let failure): throw failure
@@ -214,13 +216,13 @@ public final class SecureDictionary: Sendable {
     ///
     /// - Throws: ``SecureDictionaryError``, as ``setValue(_:forKey:)-(PropertyListValue?,_)``.
     @discardableResult
-    public func update<R>(_ body: (inout [String: Value]) -> R) throws(SecureDictionaryError) -> R {
-        try mutate(body)
+    public func update<R>(_ body: (inout Entries) -> R) throws(SecureDictionaryError) -> R {
+        try mutate { dictionary in Entries.editing(&dictionary, body) }
     }
 
     /// Applies `body` with one keyring write only if the entries named in `expected` still
     /// hold exactly those values in the keyring (`nil`: no such entry); otherwise writes
-    /// nothing and returns `false`. The optimistic form of ``update(_:)-(([String:Value])throws->R)``
+    /// nothing and returns `false`. The optimistic form of ``update(_:)-((Entries)throws->R)``
     /// for work that must await between reading and writing, such as a token refresh:
     ///
     /// ```swift
@@ -241,7 +243,7 @@ public final class SecureDictionary: Sendable {
     /// - Returns: `true` when `body` ran and its changes were written.
     /// - Throws: what `body` throws, or a ``SecureDictionaryError``.
     @discardableResult
-    public func update(ifUnchanged expected: [String: Value?], _ body: (inout [String: Value]) throws -> Void) throws -> Bool {
+    public func update(ifUnchanged expected: [String: Value?], _ body: (inout Entries) throws -> Void) throws -> Bool {
         struct Changed: Error {}
         do {
             try update { entries in

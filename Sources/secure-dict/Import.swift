@@ -46,11 +46,11 @@ extension SecureDict {
                 do {
                     try opened.update { entries in
                         switch mode {
-                        case .replace: entries = imported
-                        case .merge: entries.merge(imported) { _, new in new }
+                        case .replace: entries.dictionary = imported
+                        case .merge: entries.dictionary.merge(imported) { _, new in new }
                         case nil:
                             guard entries.isEmpty else { throw NeedsMode(count: entries.count) }
-                            entries = imported
+                            entries.dictionary = imported
                         }
                     }
                 } catch let error as NeedsMode {

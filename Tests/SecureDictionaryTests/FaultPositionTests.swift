@@ -96,7 +96,7 @@ enum FaultPositionCheck {
         case .overwrite: try dictionary.setValue("overwritten", forKey: "b")
         case .remove: try dictionary.removeValue(forKey: "a")
         case .removeAll: try dictionary.removeAll()
-        case .update: try dictionary.update { apply(.update, to: &$0) }
+        case .update: try dictionary.update { apply(.update, to: &$0.dictionary) }
         }
     }
 
@@ -121,7 +121,7 @@ enum FaultPositionCheck {
             do {
                 dictionary = try SecureDictionary(name: "faults", applicationID: "reliability.faults", options: options)
                 item = dictionary.item
-                try dictionary.update { $0 = initial }
+                try dictionary.update { $0.dictionary = initial }
             } catch {
                 problem("setup failed: \(error)")
                 return outcome

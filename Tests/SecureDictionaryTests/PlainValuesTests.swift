@@ -96,12 +96,24 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
     @Test func plainValuesInsideUpdate() throws {
         let settings = try open()
         let access = "a-1"
+        let expiry = Date(timeIntervalSinceReferenceDate: 10)
         try settings.update { entries in
-            try entries.set(access, forKey: "access")
-            try entries.set(Date(timeIntervalSinceReferenceDate: 10), forKey: "expires")
+            entries["access"] = access                 // a String variable, as the issue asked
+            entries["expires"] = expiry
+            entries[.attempts] = entries[.attempts] + 1
+            try entries.set(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"), forKey: "id")
+            entries["literal"] = "still a Value"
         }
         #expect(try settings.value(forKey: "access", as: String.self) == access)
-        #expect(try settings.value(forKey: "expires", as: Date.self) == Date(timeIntervalSinceReferenceDate: 10))
+        #expect(try settings.value(forKey: "expires", as: Date.self) == expiry)
+        #expect(settings[.attempts] == 4)
+        #expect(settings["id"] == "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")
+        try settings.update { entries in
+            let read: String? = entries["access"]
+            #expect(read == access)
+            entries["access"] = nil
+        }
+        #expect(settings["access"] == nil)
     }
 
     // MARK: Finding 3

@@ -65,7 +65,7 @@ import Testing
             "empty": "", "emoji": "🔑 ключ", "negative": -42, "zero": .real(-0.0),
         ]
         let settings = try open()
-        try settings.update { $0 = values }
+        try settings.update { $0.dictionary = values }
         let fresh = try SecureDictionary(name: "settings", applicationID: appID, options: .init(store: InMemoryKeyringStore()))
         #expect(fresh.isEmpty)   // a different store is a different keyring
         settings.forget()

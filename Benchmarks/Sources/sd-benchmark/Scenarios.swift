@@ -126,7 +126,7 @@ final class Benchmark {
         let name = "cached-read"
         let entries = Fixtures.mixedEntries(count: 1000)
         let dictionary = try open(name)
-        try dictionary.update { $0 = entries }
+        try dictionary.update { $0.dictionary = entries }
         let guarded = GuardedDictionary(entries)
         var generator = SplitMix64(seed: 7)
         let keys = (0..<plan.readBatch).map { _ in Fixtures.key(Int(generator.next() % 1000)) }
@@ -149,7 +149,7 @@ final class Benchmark {
         var entries = Fixtures.mixedEntries(count: count - 1)
         entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(1)
         let dictionary = try open(name)
-        try dictionary.update { $0 = entries }
+        try dictionary.update { $0.dictionary = entries }
         let blobs = try (0..<2).map { sample -> [UInt8] in
             entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(sample)
             return try Fixtures.blob(entries)
@@ -185,7 +185,7 @@ final class Benchmark {
         var entries = Fixtures.mixedEntries(count: 9)
         entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(1)
         let dictionary = try open(name)
-        try dictionary.update { $0 = entries }
+        try dictionary.update { $0.dictionary = entries }
         let blobs = try (0..<2).map { sample -> [UInt8] in
             entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(sample)
             return try Fixtures.blob(entries)
@@ -221,7 +221,7 @@ final class Benchmark {
         let name = "init-cold"
         let entries = Fixtures.mixedEntries(count: 1000)
         let blob = try Fixtures.blob(entries)
-        try open(name).update { $0 = entries }
+        try open(name).update { $0.dictionary = entries }
         try raw.store(blob, service: Self.rawService(name))
         func firstCall(_ mode: String) throws -> Double {
             let output = try worker.launch(["cold", mode, name]).finish()
@@ -254,7 +254,7 @@ final class Benchmark {
         let entries = Fixtures.mixedEntries(count: 1000)
         let blob = try Fixtures.blob(entries)
         let rawService = Self.rawService(name)
-        try open(name).update { $0 = entries }   // the writing instance is gone after this line
+        try open(name).update { $0.dictionary = entries }   // the writing instance is gone after this line
         try verifyStored(name, blob)
         try raw.store(blob, service: rawService)
         var holder: SecureDictionary?
@@ -279,7 +279,7 @@ final class Benchmark {
         let entries = Fixtures.mixedEntries(count: 100)
         let keys = entries.keys.sorted()
         let dictionary = try open(name)
-        try dictionary.update { $0 = entries }
+        try dictionary.update { $0.dictionary = entries }
         var round = 0
         let (library, baseline) = try Timer.compare(
             plan.batches,
@@ -307,7 +307,7 @@ final class Benchmark {
         var entries: [String: PropertyListValue] = [:]
         for index in 0..<100 { entries["token-\(index)"] = .string(Fixtures.token(32, &generator)) }
         let keys = entries.keys.sorted()
-        try open(name).update { $0 = entries }
+        try open(name).update { $0.dictionary = entries }
         for key in keys {
             try raw.store(Array(entries[key]!.stringValue!.utf8), service: Self.rawService("\(name).\(key)"))
         }
@@ -352,7 +352,7 @@ final class Benchmark {
         let processes = plan.contentionProcesses
         let mutations = plan.contentionMutations
         for index in 0..<processes { entries[Worker.contendedKey(index)] = Fixtures.alternatingValues(1) }
-        try open(name).update { $0 = entries }
+        try open(name).update { $0.dictionary = entries }
         // The baseline: raw lookup + raw store of the same blob, half before the workers run
         // and half after, so both sides see the machine in the same state.
         let rawService = Self.rawService(name)
@@ -507,7 +507,7 @@ final class Benchmark {
         }
         let rawService = Self.rawService(name)
         var dictionary: SecureDictionary? = try open(name)
-        try dictionary!.update { $0 = entries }
+        try dictionary!.update { $0.dictionary = entries }
         try raw.store(blobs[1], service: rawService)
         var librarySample = 0
         var rawSample = 0
@@ -589,7 +589,7 @@ final class Benchmark {
                 done.wait()
             }), note: "the library runs every keyring call on its deadline lane"))
 
-        try open(name).update { $0 = Fixtures.mixedEntries(count: 1000) }
+        try open(name).update { $0.dictionary = Fixtures.mixedEntries(count: 1000) }
         var holder: SecureDictionary?
         var reloaded: SecureDictionary?
         let (initial, reload) = try Timer.compare(

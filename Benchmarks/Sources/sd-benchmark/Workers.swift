@@ -184,7 +184,7 @@ enum Worker {
             entries = built
             idle = try ProcessMemory.residentBytes()
             try ProcessMemory.resetPeak()
-            try dictionary.update { $0 = entries }
+            try dictionary.update { $0.dictionary = entries }
             peak = try ProcessMemory.peakBytes()
         case "raw":
             let raw = RawLibSecret()

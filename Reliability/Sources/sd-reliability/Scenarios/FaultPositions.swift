@@ -71,7 +71,7 @@ enum FaultPositions {
         case .overwrite: try dictionary.setValue("overwritten", forKey: "b")
         case .remove: try dictionary.removeValue(forKey: "a")
         case .removeAll: try dictionary.removeAll()
-        case .update: try dictionary.update { apply(.update, to: &$0) }
+        case .update: try dictionary.update { apply(.update, to: &$0.dictionary) }
         }
     }
 
@@ -96,7 +96,7 @@ enum FaultPositions {
             do {
                 dictionary = try SecureDictionary(name: "faults", applicationID: "reliability.faults", options: options)
                 item = dictionary.item
-                try dictionary.update { $0 = initial }
+                try dictionary.update { $0.dictionary = initial }
             } catch {
                 problem("setup failed: \(error)")
                 return outcome

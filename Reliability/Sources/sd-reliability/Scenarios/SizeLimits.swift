@@ -87,7 +87,7 @@ enum SizeLimits {
     static func roundTrip(_ entries: [String: PropertyListValue], through dictionary: SecureDictionary,
                           item: KeyringItem, fixture: FixtureServer) -> Bool {
         do {
-            try dictionary.update { $0 = entries }
+            try dictionary.update { $0.dictionary = entries }
             let fresh = try SecureDictionary(name: item.dictionaryName, applicationID: item.applicationID,
                                              options: .init(store: SecretServiceStore()))
             let raw = try fixture.read(item.attributes)
