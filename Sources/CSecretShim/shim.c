@@ -365,7 +365,19 @@ on_collection_signal (GDBusConnection *bus, const char *sender, const char *path
     SdWatcher *watcher = data;
     if (g_strcmp0 (signal, "ItemCreated") == 0 || g_strcmp0 (signal, "ItemChanged") == 0 ||
         g_strcmp0 (signal, "ItemDeleted") == 0)
-        watcher->callback (watcher->user_data);
+        watcher->callback (SD_CHANGE_ITEMS, watcher->user_data);
+}
+
+static void
+on_service_signal (GDBusConnection *bus, const char *sender, const char *path, const char *interface,
+                   const char *signal, GVariant *parameters, gpointer data)
+{
+    SdWatcher *watcher = data;
+    /* Locking and unlocking a collection changes its properties: gnome-keyring says so with
+       CollectionChanged, other providers may only with PropertiesChanged. */
+    if (g_strcmp0 (signal, "CollectionChanged") == 0 || g_strcmp0 (signal, "CollectionCreated") == 0 ||
+        g_strcmp0 (signal, "CollectionDeleted") == 0 || g_strcmp0 (signal, "PropertiesChanged") == 0)
+        watcher->callback (SD_CHANGE_COLLECTIONS, watcher->user_data);
 }
 
 static gpointer
@@ -376,12 +388,20 @@ watcher_main (gpointer data)
     guint subscription = g_dbus_connection_signal_subscribe (
         watcher->bus, NULL, "org.freedesktop.Secret.Collection", NULL, NULL, NULL,
         G_DBUS_SIGNAL_FLAGS_NONE, on_collection_signal, watcher, NULL);
+    guint service_subscription = g_dbus_connection_signal_subscribe (
+        watcher->bus, NULL, "org.freedesktop.Secret.Service", NULL, NULL, NULL,
+        G_DBUS_SIGNAL_FLAGS_NONE, on_service_signal, watcher, NULL);
+    guint properties_subscription = g_dbus_connection_signal_subscribe (
+        watcher->bus, NULL, "org.freedesktop.DBus.Properties", "PropertiesChanged", NULL,
+        "org.freedesktop.Secret.Collection", G_DBUS_SIGNAL_FLAGS_NONE, on_service_signal, watcher, NULL);
     g_mutex_lock (&watcher->started_lock);
     watcher->ready = TRUE;
     g_cond_signal (&watcher->started);
     g_mutex_unlock (&watcher->started_lock);
     g_main_loop_run (watcher->loop);
     g_dbus_connection_signal_unsubscribe (watcher->bus, subscription);
+    g_dbus_connection_signal_unsubscribe (watcher->bus, service_subscription);
+    g_dbus_connection_signal_unsubscribe (watcher->bus, properties_subscription);
     while (g_main_context_iteration (watcher->context, FALSE))
         ;
     g_main_context_pop_thread_default (watcher->context);

@@ -53,7 +53,7 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore {
         BusNameWriterLock(item: item, logger: logger)
     }
 
-    func watchChanges(_ onChange: @escaping @Sendable () -> Void) -> (any ChangeWatch)? {
+    func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
         CollectionWatcher(onChange)
     }
 }

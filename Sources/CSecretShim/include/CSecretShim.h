@@ -51,10 +51,13 @@ void sd_bus_name_unlock(const char *name);
 /* The process id of the name's current owner, or -1. */
 gint64 sd_bus_name_owner_pid(const char *name);
 
-/* Calls callback(user_data) on a thread of its own after every ItemCreated, ItemChanged or
-   ItemDeleted signal of any Secret Service collection on the session bus, until stopped.
-   Returns once the subscription is in place, or NULL with error set. */
-typedef void (*SdChangeCallback)(void *user_data);
+/* Calls callback(SD_CHANGE_ITEMS, user_data) on a thread of its own after every ItemCreated,
+   ItemChanged or ItemDeleted signal of any Secret Service collection on the session bus, and
+   callback(SD_CHANGE_COLLECTIONS, user_data) after a collection was created, deleted or
+   changed (locked or unlocked), until stopped. Returns once the subscriptions are in place,
+   or NULL with error set. */
+enum { SD_CHANGE_ITEMS = 1, SD_CHANGE_COLLECTIONS = 2 };
+typedef void (*SdChangeCallback)(int kind, void *user_data);
 typedef struct SdWatcher SdWatcher;
 SdWatcher *sd_watcher_start(SdChangeCallback callback, void *user_data, GError **error);
 

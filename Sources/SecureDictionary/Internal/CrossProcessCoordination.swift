@@ -18,7 +18,15 @@ protocol ItemWriterLock: Sendable {
     func release()
 }
 
-/// Reports, on a thread of its own, that some keyring item changed, until stopped.
+/// What the keyring announced.
+enum KeyringChange: Sendable, Equatable {
+    /// Some item was created, changed or deleted.
+    case items
+    /// Some collection was created, deleted or changed: locked or unlocked, for instance.
+    case collections
+}
+
+/// Reports, on a thread of its own, what changed in the keyring, until stopped.
 protocol ChangeWatch: Sendable {
     func stop()
 }
@@ -29,7 +37,7 @@ protocol CoordinatedStore: KeyringStore {
     /// turns out to be unusable.
     func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock
 
-    /// Calls `onChange` after any item of the store changed, whoever changed it; `nil` when
-    /// changes cannot be watched.
-    func watchChanges(_ onChange: @escaping @Sendable () -> Void) -> (any ChangeWatch)?
+    /// Calls `onChange` after any item or collection of the store changed, whoever changed
+    /// it; `nil` when changes cannot be watched.
+    func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)?
 }

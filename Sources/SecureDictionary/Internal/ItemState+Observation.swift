@@ -28,8 +28,8 @@ extension ItemState {
                 observers.published = cachedEntries
                 observers.context = context
                 observers.failureHandler = failureHandler
-                observers.watcher = (store as? any CoordinatedStore)?.watchChanges { [weak self] in
-                    self?.refreshAfterChange()
+                observers.watcher = (store as? any CoordinatedStore)?.watchChanges { [weak self] change in
+                    if change == .items { self?.refreshAfterChange() }
                 }
             }
             observers.continuations[id] = continuation

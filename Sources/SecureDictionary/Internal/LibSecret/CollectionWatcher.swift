@@ -4,7 +4,9 @@ import Dispatch
 import Synchronization
 
 /// Watches the Secret Service for changed items (the `ItemCreated`, `ItemChanged` and
-/// `ItemDeleted` signals of every collection) and calls `onChange` once per burst.
+/// `ItemDeleted` signals of every collection) and changed collections (`CollectionChanged`
+/// and friends, which locking and unlocking send), and calls `onChange` once per burst of
+/// each kind.
 ///
 /// Why signals: the keyring itself announces every change, whoever made it (another
 /// SecureDictionary process, `secret-tool`, a python script), so nothing needs polling and
@@ -14,17 +16,19 @@ import Synchronization
 final class CollectionWatcher: ChangeWatch, @unchecked Sendable {   // `watcher` is set in init and stopped once under `stopped`
     private final class Callback: Sendable {
         let queue = DispatchQueue(label: "SecureDictionary.changes")
-        let scheduled = Atomic<Bool>(false)
-        let onChange: @Sendable () -> Void
+        /// Bit 0: a run for items is waiting to start; bit 1: one for collections.
+        let scheduled = Atomic<UInt8>(0)
+        let onChange: @Sendable (KeyringChange) -> Void
 
-        init(_ onChange: @escaping @Sendable () -> Void) { self.onChange = onChange }
+        init(_ onChange: @escaping @Sendable (KeyringChange) -> Void) { self.onChange = onChange }
 
-        /// Runs `onChange` soon, unless a run is already waiting to start.
-        func signal() {
-            guard !scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        /// Runs `onChange(change)` soon, unless a run for that kind is already waiting to start.
+        func signal(_ change: KeyringChange) {
+            let bit: UInt8 = change == .items ? 1 : 2
+            guard scheduled.bitwiseOr(bit, ordering: .acquiringAndReleasing).oldValue & bit == 0 else { return }
             queue.async { [self] in
-                scheduled.store(false, ordering: .releasing)
-                onChange()
+                scheduled.bitwiseAnd(~bit, ordering: .acquiringAndReleasing)
+                onChange(change)
             }
         }
     }
@@ -34,12 +38,13 @@ final class CollectionWatcher: ChangeWatch, @unchecked Sendable {   // `watcher`
     private let stopped = Mutex(false)
 
     /// Starts watching; `nil` when there is no session bus.
-    init?(_ onChange: @escaping @Sendable () -> Void) {
+    init?(_ onChange: @escaping @Sendable (KeyringChange) -> Void) {
         let callback = Unmanaged.passRetained(Callback(onChange))
         var error: UnsafeMutablePointer<GError>?
-        guard let watcher = sd_watcher_start({ context in
+        guard let watcher = sd_watcher_start({ kind, context in
             guard let context else { return }
-            Unmanaged<Callback>.fromOpaque(context).takeUnretainedValue().signal()
+            let change: KeyringChange = kind == Int32(SD_CHANGE_ITEMS) ? .items : .collections
+            Unmanaged<Callback>.fromOpaque(context).takeUnretainedValue().signal(change)
         }, callback.toOpaque(), &error) else {
             g_clear_error(&error)
             callback.release()

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+@testable import SecureDictionary
+
+/// Issue 12, part 2: waiting for the keyring to be unlocked, without a prompt.
+@Suite struct UnlockWaitTests {
+    @Test func waitsUntilTheStoreIsUnlockedThenLoads() async throws {
+        let store = InMemoryKeyringStore()
+        let options = SecureDictionary.Options(store: store)
+        let settings = try SecureDictionary(name: "wait", applicationID: "test.unlock", options: options)
+        try settings.setValue("v", forKey: "k")
+        settings.forget()
+        store.setLocked(true)
+        let waiter = Task { try await settings.waitUntilUnlocked(checkingEvery: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!settings.isLoaded)   // still waiting: the keyring is locked
+        store.setLocked(false)
+        try await waiter.value
+        #expect(settings["k"] == "v")
+    }
+
+    @Test func opensWhenUnlocked() async throws {
+        let store = InMemoryKeyringStore()
+        store.setLocked(true)
+        let options = SecureDictionary.Options(store: store)
+        let opening = Task {
+            try await SecureDictionary.Async.openWhenUnlocked(name: "wait", applicationID: "test.unlock.open",
+                                                               options: options, checkingEvery: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(60))
+        store.setLocked(false)
+        #expect(try await opening.value.isEmpty)
+    }
+
+    @Test func cancellingEndsTheWait() async throws {
+        let store = InMemoryKeyringStore()
+        store.setLocked(true)
+        let options = SecureDictionary.Options(store: store)
+        let opening = Task {
+            try await SecureDictionary.Async.openWhenUnlocked(name: "wait", applicationID: "test.unlock.cancel", options: options)
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        opening.cancel()
+        await #expect(throws: SecureDictionaryError.cancelled) { try await opening.value }
+    }
+
+    @Test func otherErrorsEndTheWait() async throws {
+        let store = InMemoryKeyringStore()
+        store.setLocked(true)
+        store.failCall(number: 2, with: .init(.serviceUnavailable(reason: "gone")))
+        let options = SecureDictionary.Options(store: store)
+        await #expect(throws: SecureDictionaryError.serviceUnavailable(reason: "gone")) {
+            try await SecureDictionary.Async.openWhenUnlocked(name: "wait", applicationID: "test.unlock.error",
+                                                               options: options, checkingEvery: .milliseconds(10))
+        }
+    }
+}
