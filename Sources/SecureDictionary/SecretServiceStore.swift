@@ -30,23 +30,38 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore {
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         // The returned array is the only copy outside the wiped SecretBytes, so the caller's
         // wipe happens in place.
-        try client.load(item, timeout: timeout)?.array
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.load(item, timeout: timeout)?.array }
     }
 
     public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         // A private copy crosses to the keyring lane, so the caller's array stays unshared
         // and its wipe happens in place.
-        try client.store(SecretBytes.copying(secret), for: item, timeout: timeout)
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in
+            try client.store(SecretBytes.copying(secret), for: item, timeout: timeout)
+        }
     }
 
     public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try client.delete(item, timeout: timeout)
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.delete(item, timeout: timeout) }
     }
 
     public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
         throws(SecureDictionaryError) -> [KeyringItemListing]
     {
-        try client.listItems(applicationID: applicationID, collection: collection, timeout: timeout)
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in
+            try client.listItems(applicationID: applicationID, collection: collection, timeout: timeout)
+        }
+    }
+
+    /// `serviceUnavailable` inside a sandbox is the sandbox's doing: say which permission
+    /// is missing instead of suggesting to start a keyring.
+    private static func explainingSandbox<T>(_ call: () throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T {
+        do {
+            return try call()
+        } catch .serviceUnavailable(let reason) {
+            guard let sandbox = Sandbox.current else { throw .serviceUnavailable(reason: reason) }
+            throw .sandboxed(advice: sandbox.advice)
+        }
     }
 
     func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {

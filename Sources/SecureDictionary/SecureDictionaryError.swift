@@ -24,6 +24,9 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// No Secret Service could be reached: no D-Bus session bus, no provider on it, no
     /// collection behind the requested alias, or a provider that refused an encrypted session.
     case serviceUnavailable(reason: String)
+    /// The process runs in an application sandbox (Flatpak, snap) from which no Secret
+    /// Service can be reached; `advice` says which permission to grant.
+    case sandboxed(advice: String)
     /// The collection or the item is locked. SecureDictionary never treats this as "empty"
     /// and never shows an unlock prompt.
     case locked
@@ -92,6 +95,8 @@ extension SecureDictionaryError: CustomStringConvertible {
         switch self {
         case .serviceUnavailable(let reason):
             "no Secret Service is available (\(reason)): start a keyring such as gnome-keyring in this session"
+        case .sandboxed(let advice):
+            "no Secret Service can be reached from this sandbox: \(advice)"
         case .locked:
             "the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. "
                 + "Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) "

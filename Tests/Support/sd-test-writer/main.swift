@@ -19,6 +19,7 @@ func fail(_ message: String) -> Never {
 func caseName(_ error: SecureDictionaryError) -> String {
     switch error {
     case .serviceUnavailable: "serviceUnavailable"
+    case .sandboxed: "sandboxed"
     case .locked: "locked"
     case .timedOut: "timedOut"
     case .connectionLost: "connectionLost"

@@ -9,6 +9,7 @@ func caseName(_ error: any Error) -> String {
     guard let error = error as? SecureDictionaryError else { return "untyped(\(type(of: error)))" }
     switch error {
     case .serviceUnavailable: return "serviceUnavailable"
+    case .sandboxed: return "sandboxed"
     case .locked: return "locked"
     case .timedOut: return "timedOut"
     case .connectionLost: return "connectionLost"

@@ -1,0 +1,46 @@
+import Foundation
+
+/// The application sandbox this process runs in, if any, and what to do when the Secret
+/// Service cannot be reached from it.
+///
+/// Why: inside a Flatpak without `--talk-name=org.freedesktop.secrets` (the Adwaita for Swift
+/// template grants none) the keyring is simply not on the bus, and "start a keyring such as
+/// gnome-keyring" would be the wrong advice.
+enum Sandbox: Sendable, Equatable {
+    case flatpak(appID: String?)
+    case snap(name: String)
+
+    /// This process's sandbox (read once).
+    static let current: Sandbox? = detect(
+        flatpakInfo: (try? String(contentsOfFile: "/.flatpak-info", encoding: .utf8)),
+        environment: ProcessInfo.processInfo.environment)
+
+    /// Flatpak puts `/.flatpak-info` in every sandbox; snapd sets `SNAP_NAME`.
+    static func detect(flatpakInfo: String?, environment: [String: String]) -> Sandbox? {
+        if let flatpakInfo {
+            // The `name=` line of the `[Application]` group.
+            var inApplication = false
+            for line in flatpakInfo.split(whereSeparator: \.isNewline) {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                if text.hasPrefix("[") { inApplication = text == "[Application]"; continue }
+                if inApplication, text.hasPrefix("name=") { return .flatpak(appID: String(text.dropFirst(5))) }
+            }
+            return .flatpak(appID: nil)
+        }
+        if let snap = environment["SNAP_NAME"], !snap.isEmpty { return .snap(name: snap) }
+        return nil
+    }
+
+    /// What the user or the packager must do. Application IDs are not secrets.
+    var advice: String {
+        switch self {
+        case .flatpak(let appID):
+            "this Flatpak app\(appID.map { " (\($0))" } ?? "") may not talk to org.freedesktop.secrets: add "
+                + "'--talk-name=org.freedesktop.secrets' to finish-args in its manifest (or, to try it, run "
+                + "'flatpak override --user --talk-name=org.freedesktop.secrets \(appID ?? "APP-ID")'); the Secret portal is not supported yet"
+        case .snap(let name):
+            "this snap (\(name)) needs the password-manager-service interface: declare the plug and run "
+                + "'snap connect \(name):password-manager-service'"
+        }
+    }
+}

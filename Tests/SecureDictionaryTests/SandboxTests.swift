@@ -1,0 +1,32 @@
+import Testing
+@testable import SecureDictionary
+
+/// Issue 12, part 4: which sandbox this is, and what to tell the user.
+@Suite struct SandboxTests {
+    @Test func aFlatpakIsNamedFromItsInfoFile() {
+        let info = "[Application]\nname=org.example.Notes\nruntime=runtime/org.gnome.Platform/x86_64/47\n\n[Instance]\ninstance-id=1\n"
+        let sandbox = Sandbox.detect(flatpakInfo: info, environment: [:])
+        #expect(sandbox == .flatpak(appID: "org.example.Notes"))
+        #expect(sandbox?.advice.contains("--talk-name=org.freedesktop.secrets") == true)
+        #expect(sandbox?.advice.contains("org.example.Notes") == true)
+    }
+
+    @Test func aFlatpakWithoutANameIsStillAFlatpak() {
+        #expect(Sandbox.detect(flatpakInfo: "[Instance]\nname=not-the-app\n", environment: [:]) == .flatpak(appID: nil))
+    }
+
+    @Test func aSnapIsNamedFromItsEnvironment() {
+        let sandbox = Sandbox.detect(flatpakInfo: nil, environment: ["SNAP_NAME": "notes"])
+        #expect(sandbox == .snap(name: "notes"))
+        #expect(sandbox?.advice.contains("password-manager-service") == true)
+    }
+
+    @Test func noSandbox() {
+        #expect(Sandbox.detect(flatpakInfo: nil, environment: ["HOME": "/root"]) == nil)
+    }
+
+    @Test func theErrorSaysWhatToDo() {
+        let error = SecureDictionaryError.sandboxed(advice: Sandbox.flatpak(appID: "org.example.Notes").advice)
+        #expect(error.localizedDescription.hasPrefix("no Secret Service can be reached from this sandbox"))
+    }
+}
