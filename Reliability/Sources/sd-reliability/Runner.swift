@@ -12,6 +12,8 @@ var scenarios: [(number: Int, title: String, run: (Harness, Report) -> Void)] { 
     (8, "8 no leaks", Secrecy.run),
     (9, "9 memory hygiene", MemoryHygiene.run),
     (10, "10 threads", Threads.run),
+    (11, "11 writers not seen", OutsideWriters.run),
+    (12, "12 fair waiting", FairWaiting.run),
 ] }
 
 enum Runner {
@@ -20,7 +22,7 @@ enum Runner {
 
           --full       full size (the issue's numbers); default: the small CI size
           --json FILE  also write the rows, the size and the machine as JSON
-          --only N,…   run only these scenarios (1–10)
+          --only N,…   run only these scenarios (1–12)
           --sanitize L which sanitizers scenario 10 runs the unit tests under: thread,address,
                        or none (default: thread; --full: thread,address)
           --root DIR   the SecureDictionary repository (default: found from the current folder)

@@ -15,6 +15,8 @@ enum Worker {
         case "fuzz": fuzz(rest)
         case "secrecy": secrecy(rest)
         case "hygiene": hygiene(rest)
+        case "burst": burst(rest)
+        case "hold": hold(rest)
         default: usage()
         }
         exit(0)

@@ -30,44 +30,60 @@ enum LostUpdates {
                 return
             }
         }
+        let outcome = collect(writers, app: app, name: name)
+        report.add(check, target: target, measured: outcome.summary,
+                   pass: outcome.passes(expectedIncrements: sizes.lostProcesses * sizes.lostIncrements), note: outcome.firstError)
+    }
+
+    /// What `lost-writer` processes expected, against a fresh load of the item.
+    struct Outcome {
+        var expectedKeys = 0, removed = 0, lost = 0, wrong = 0, phantom = 0, counter = -1, increments = 0
+        var errors: [String] = []
+        var firstError: String? { errors.first }
+
+        var summary: String {
+            "\(expectedKeys) keys expected (\(removed) removed): \(lost) lost, \(wrong) wrong value, "
+                + "\(phantom) phantom; counter \(counter) of \(increments) increments; \(errors.count) errors"
+        }
+
+        func passes(expectedIncrements: Int) -> Bool {
+            lost == 0 && wrong == 0 && phantom == 0 && counter == increments && errors.isEmpty && increments == expectedIncrements
+        }
+    }
+
+    /// Waits for the writers, merges the models they printed, and compares with a fresh load.
+    static func collect(_ writers: [LiveProcess], app: String, name: String) -> Outcome {
+        var outcome = Outcome()
         var expected: [String: PropertyListValue] = [:]
         var removed: Set<String> = []
-        var increments = 0
-        var errors: [String] = []
         for writer in writers {
             let result = writer.finish(timeout: .seconds(600))
             guard result.succeeded, let reply = WorkerReply.parse(result), let blob = reply.detail,
                   let data = Data(base64Encoded: blob), let model = try? BinaryPropertyListCoding.decode(data) else {
-                errors.append("writer \(result.how): \(result.errorText.suffix(300))")
+                outcome.errors.append("writer \(result.how): \(result.errorText.suffix(300))")
                 continue
             }
             for (key, value) in model {
                 if key.hasPrefix("removed:") { removed.insert(String(key.dropFirst("removed:".count))) } else { expected[key] = value }
             }
-            increments += reply.count ?? 0
-            if let error = reply.error { errors.append(error) }
+            outcome.increments += reply.count ?? 0
+            if let error = reply.error { outcome.errors.append(error) }
         }
         let fresh: [String: PropertyListValue]
         do {
-            fresh = try SecureDictionary(name: name, applicationID: app,
-                                         options: .init(store: SecretServiceStore())).snapshot
+            fresh = try SecureDictionary(name: name, applicationID: app, options: .init(store: SecretServiceStore())).snapshot
         } catch {
-            report.add(check, target: target, measured: "fresh read failed: \(caseName(error))", pass: false)
-            return
+            outcome.errors.append("fresh read failed: \(caseName(error))")
+            return outcome
         }
-        var lost = 0, wrong = 0
         for (key, value) in expected {
-            if let found = fresh[key] { if found != value { wrong += 1 } } else { lost += 1 }
+            if let found = fresh[key] { if found != value { outcome.wrong += 1 } } else { outcome.lost += 1 }
         }
-        let phantom = fresh.keys.filter { $0 != "counter" && expected[$0] == nil }.count
-        let counter = fresh["counter"]?.integerValue ?? -1
-        let expectedKeys = expected.count
-        let measured = "\(expectedKeys) keys expected (\(removed.count) removed): \(lost) lost, \(wrong) wrong value, "
-            + "\(phantom) phantom; counter \(counter) of \(increments) increments; \(errors.count) errors"
-        report.add(check, target: target, measured: measured,
-                   pass: lost == 0 && wrong == 0 && phantom == 0 && counter == increments && errors.isEmpty
-                       && increments == sizes.lostProcesses * sizes.lostIncrements,
-                   note: errors.first)
+        outcome.phantom = fresh.keys.filter { $0 != "counter" && expected[$0] == nil }.count
+        outcome.counter = fresh["counter"]?.integerValue ?? (outcome.increments == 0 ? 0 : -1)
+        outcome.expectedKeys = expected.count
+        outcome.removed = removed.count
+        return outcome
     }
 
     /// Instance A loads; another process adds X; A adds Y; both survive.

@@ -13,6 +13,11 @@ struct Sizes: Sendable {
     var fuzzInputs: Int { full ? 1_000_000 : 100_000 }
     var bitFlips: Int { full ? 256 : 24 }
     var threadOperations: Int { 1_000 }
+    var mixedMutations: Int { full ? 100 : 15 }
+    var outsideRounds: Int { full ? 50 : 5 }
+    var windowWrites: Int { full ? 300 : 50 }
+    var fairProcesses: Int { full ? 16 : 6 }
+    var fairWrites: Int { full ? 100 : 20 }
     var sanitizers: [String] { sanitizerOverride ?? (full ? ["thread", "address"] : ["thread"]) }
 }
 
