@@ -125,6 +125,24 @@ final class RoundTrips {
 
     deinit { g_object_unref(service) }
 
+    /// `org.freedesktop.DBus.RequestName` then `ReleaseName` of a name nobody else wants: what
+    /// the library's cross-process writer lock costs per write when nobody waits.
+    func requestAndReleaseName() throws {
+        let bus = g_dbus_proxy_get_connection(UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self))
+        for method in ["RequestName", "ReleaseName"] {
+            var error: UnsafeMutablePointer<GError>?
+            let parameters = method == "RequestName"
+                ? g_variant_new_tuple([g_variant_new_string("io.github.securedictionary.benchmark.probe"), g_variant_new_uint32(0)], 2)
+                : g_variant_new_tuple([g_variant_new_string("io.github.securedictionary.benchmark.probe")], 1)
+            guard let reply = g_dbus_connection_call_sync(
+                bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method, parameters,
+                nil, G_DBUS_CALL_FLAGS_NONE, -1, nil, &error) else {
+                throw RawLibSecretError("g_dbus_connection_call_sync(\(method))", error)
+            }
+            g_variant_unref(reply)
+        }
+    }
+
     /// `org.freedesktop.Secret.Service.ReadAlias("default")`.
     func readAlias() throws -> String {
         var error: UnsafeMutablePointer<GError>?

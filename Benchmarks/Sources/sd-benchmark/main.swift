@@ -106,8 +106,8 @@ func runBenchmark(_ options: CommandLineOptions) throws -> Int32 {
     standardError("sd-benchmark: \(plan.quick ? "quick" : "full") run, load average \(loadAtStart)")
     try step("cached-read") { try benchmark.cachedRead() }
     try step("mutation-10") { try benchmark.mutation(entries: 10, target: 1.15) }
-    try step("mutation-1000") { try benchmark.mutation(entries: 1000, target: 1.3) }
-    try step("mutation-10000") { try benchmark.mutation(entries: 10_000, target: 1.5) }
+    try step("mutation-1000") { try benchmark.mutation(entries: 1000, target: 1.15) }
+    try step("mutation-10000") { try benchmark.mutation(entries: 10_000, target: 1.15) }
     try step("mutation-idle") { try benchmark.idleMutation() }
     try step("init-1000") { try benchmark.initialLoad() }
     try step("init-cold") { try benchmark.coldInit(worker: worker) }
