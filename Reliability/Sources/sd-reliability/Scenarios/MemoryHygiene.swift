@@ -10,6 +10,8 @@ import SecureDictionary
 /// Each dictionary writes its canary, forgets, loads it again (so both the write and the
 /// load path hold it), then forgets or is released. A positive control (the same run
 /// keeping the dictionaries loaded) must find the canaries, or the measurement is void.
+/// Each fragment is placed with ``CoreLayout``: the target is 0 in the process's memory;
+/// residue in dead stack frames and saved CPU registers is reported beside it.
 enum MemoryHygiene {
     static let canaryLength = 96
     static let slice = 40..<56
@@ -22,6 +24,9 @@ enum MemoryHygiene {
         var inBlob = 0
         /// How many of the canaries have at least one fragment left.
         var canariesFound = 0
+        /// Fragments in dead stack frames and in saved CPU registers; the rest are in memory.
+        var onStacks = 0, inRegisters = 0
+        var inMemory: Int { fragments - onStacks - inRegisters }
         var error: String?
     }
 
@@ -55,11 +60,12 @@ enum MemoryHygiene {
                                pass: false)
                     continue
                 }
-                let measured = "\(result.fragments) fragments of \(result.canariesFound) canaries "
-                    + "(\(result.inBlob) inside an encoded blob); \(controlText)"
+                let measured = "\(result.inMemory) fragments in memory (\(result.inBlob) inside an encoded blob); residue that "
+                    + "no library can wipe: \(result.onStacks) in dead stack frames, \(result.inRegisters) in saved CPU registers "
+                    + "(\(result.canariesFound) of \(count) canaries); \(controlText)"
                 if mode == "data" {
                     report.add(label, target: "0 fragments in memory (control > 0)", measured: measured,
-                               pass: result.fragments == 0,
+                               pass: result.inMemory == 0,
                                note: result.fragments == 0 ? nil
                                    : "fragments left: \(result.inBlob) sit right after a bplist data header, i.e. in an encoded blob freed unwiped")
                 } else {
@@ -96,6 +102,9 @@ enum MemoryHygiene {
             return Measurement(fragments: 0, whole: 0, error: "gcore made no core: \(gcore.how) \(gcore.errorText.suffix(300))")
         }
         var measurement = Measurement(fragments: 0, whole: 0)
+        guard let layout = CoreLayout(core: coreFile) else {
+            return Measurement(fragments: 0, whole: 0, error: "gdb could not read the core's layout")
+        }
         let header: [UInt8] = [mode == "data" ? 0x4F : 0x5F, 0x10, UInt8(canaryLength)]
         core.withUnsafeBytes { memory in
             for index in 0..<count {
@@ -106,6 +115,11 @@ enum MemoryHygiene {
                 measurement.fragments += hits.count
                 if !hits.isEmpty { measurement.canariesFound += 1 }
                 for hit in hits {
+                    switch layout.place(ofOffset: hit) {
+                    case .stack: measurement.onStacks += 1
+                    case .registers: measurement.inRegisters += 1
+                    case .memory: break
+                    }
                     let start = hit - slice.lowerBound
                     guard start >= 0, start + canaryLength <= memory.count,
                           memcmp(memory.baseAddress! + start, canary, canaryLength) == 0 else { continue }
