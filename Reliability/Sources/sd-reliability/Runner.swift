@@ -84,6 +84,8 @@ enum Runner {
             let seconds = (clock.now - start).timeInterval
             durations[scenario.title] = seconds
             log(String(format: "   (%.1f s)", seconds))
+            let removed = harness.removeScenarioItems()
+            if removed > 0 { log("   (\(removed) items it left removed from the keyring)") }
             if report.rows.isEmpty {
                 report.add("scenario produced no figure", target: "≥ 1 row", measured: "0 rows", pass: false)
             }

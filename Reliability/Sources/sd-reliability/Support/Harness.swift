@@ -86,6 +86,21 @@ final class Harness: @unchecked Sendable {   // used from the main thread only
 
     func scratchFile(_ name: String) -> URL { scratch.appendingPathComponent(name) }
 
+    /// Deletes every SecureDictionary item the scenarios made (application IDs `rel.…`), so
+    /// that each scenario starts from a keyring of ordinary size: gnome-keyring's cost per
+    /// call grows with the number of items it holds.
+    ///
+    /// - Returns: how many items were deleted (0 when the keyring cannot be listed).
+    func removeScenarioItems() -> Int {
+        guard let listings = try? SecureDictionary.items() else { return 0 }
+        var removed = 0
+        for item in Set(listings.map(\.item)) where item.applicationID.hasPrefix("rel.") {
+            let name = item.dictionaryName.isEmpty ? nil : item.dictionaryName
+            if (try? SecureDictionary.delete(name: name, applicationID: item.applicationID)) == true { removed += 1 }
+        }
+        return removed
+    }
+
     /// A new application ID, so scenarios never see each other's items.
     func appID(_ scenario: String) -> String {
         "rel.\(scenario).\(UUID().uuidString.prefix(8).lowercased())"
