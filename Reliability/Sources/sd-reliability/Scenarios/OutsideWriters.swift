@@ -120,8 +120,8 @@ enum OutsideWriters {
     static func residualWindow(_ harness: Harness, _ report: Report) {
         let writes = harness.sizes.windowWrites
         let check = "check-to-write window, 1,000 entries, \(writes) writes"
-        let windows = WindowCollector()
-        let logger = Logger(label: "window") { _ in WindowCollector.Handler(collector: windows) }
+        let windows = TraceCollector(key: "check-to-write-us")
+        let logger = Logger(label: "window") { _ in TraceCollector.Handler(collector: windows) }
         do {
             let dictionary = try SecureDictionary(name: "window", applicationID: harness.appID("window"),
                                                   options: .init(store: SecretServiceStore(), logger: logger))
@@ -147,14 +147,17 @@ enum OutsideWriters {
     }
 }
 
-/// Collects the `check-to-write-us` metadata of the library's "stored" trace messages.
-final class WindowCollector: Sendable {
+/// Collects one metadata value (in µs) of the library's "stored" trace messages:
+/// `check-to-write-us` (the residual window) or `lock-wait-us` (the wait for other writers).
+final class TraceCollector: Sendable {
+    let key: String
     private let values = Mutex<[Int]>([])
+    init(key: String) { self.key = key }
     var microseconds: [Int] { values.withLock { $0 } }
     func reset() { values.withLock { $0.removeAll() } }
 
     struct Handler: LogHandler {
-        let collector: WindowCollector
+        let collector: TraceCollector
         var metadata: Logger.Metadata = [:]
         var logLevel: Logger.Level = .trace
         subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -162,7 +165,7 @@ final class WindowCollector: Sendable {
             set { metadata[key] = newValue }
         }
         func log(event: LogEvent) {
-            guard event.message.description == "stored", case .string(let text)? = event.metadata?["check-to-write-us"],
+            guard event.message.description == "stored", case .string(let text)? = event.metadata?[collector.key],
                   let value = Int(text) else { return }
             collector.values.withLock { $0.append(value) }
         }
