@@ -17,14 +17,16 @@ extension SecureDict {
                                 control characters, so 'import' does not read it
 
                 The output holds every secret of the dictionary: a FILE is created readable by \
-                you alone (mode 0600) and replaced in one step. Binary output is not written \
-                to a terminal. Exits with 1 when the dictionary does not exist.
+                you alone (mode 0600) and replaced in one step; a FILE that is a pipe or a \
+                device (such as bash's >(gpg -c …)) is written to as it is. Binary output is \
+                not written to a terminal. Exits with 1 when the dictionary does not exist.
 
                 Examples:
                   secure-dict export --app com.example.app -o backup.json
                   secure-dict export --app com.example.app --name settings \\
                       --format binary-plist -o settings.plist
                   secure-dict export --app com.example.app --format xml-plist | less
+                  secure-dict export --app com.example.app -o >(gpg -c -o backup.json.gpg)
                 """)
 
         @OptionGroup var dictionary: DictionaryOptions

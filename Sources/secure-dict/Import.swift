@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import SecureDictionary
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension SecureDict {
     struct Import: ParsableCommand {
@@ -12,7 +15,11 @@ extension SecureDict {
                 convert one first, e.g. 'plutil -convert binary1 FILE' on a Mac, or with \
                 Python's plistlib. Binary property lists are decoded with SecureDictionary's \
                 own hardened reader, and the whole import is one keyring write: all of it or \
-                nothing.
+                nothing. FILE is refused before it is parsed when it is larger than 4 times the \
+                dictionary size limit (16 MiB), and its entries are checked against that limit \
+                and the nesting limit before the keyring is touched. Keys that JSON would merge \
+                (the same text, or the same text in Unicode canonical form) are refused, never \
+                merged.
 
                 --replace makes the dictionary exactly FILE's entries; --merge adds FILE's \
                 entries to it, replacing keys it already has. One of them is required when the \
@@ -40,6 +47,7 @@ extension SecureDict {
             try reportingFailures {
                 let location = dictionary.location(global)
                 let imported = try readEntries(maximumSize: location.options.maximumSize)
+                try Self.checkStorable(imported, from: file, maximumSize: location.options.maximumSize)
                 let opened = try location.open()
                 defer { opened.forget() }
                 struct NeedsMode: Error { let count: Int }
@@ -62,12 +70,37 @@ extension SecureDict {
             }
         }
 
+        /// The largest FILE import reads: typed JSON takes more room than the binary property
+        /// list it becomes, so 4 × the dictionary size limit; anything larger cannot be
+        /// imported and is refused before it is parsed (or, from a pipe, read to the end).
+        static func readLimit(maximumSize: Int) -> Int { maximumSize.multipliedReportingOverflow(by: 4).partialValue }
+
+        /// Refuses entries that the keyring write would refuse (too deep, too large) as a
+        /// problem with FILE, before the keyring is touched.
+        private static func checkStorable(
+            _ entries: [String: PropertyListValue], from file: String, maximumSize: Int
+        ) throws(CommandFailure) {
+            let source = file == "-" ? "standard input" : file
+            do {
+                _ = try BinaryPropertyListCoding.encode(entries, maximumSize: maximumSize)
+            } catch {
+                let reason = switch error {
+                case .invalidValue(let reason): reason
+                case .tooLarge(let size, let limit): "its entries take \(size) bytes, more than the limit of \(limit)"
+                default: "\(error)"
+                }
+                throw .inputOutput("\(source) holds a dictionary SecureDictionary cannot store: \(reason)")
+            }
+        }
+
         /// FILE's entries, as JSON or binary property list.
         private func readEntries(maximumSize: Int) throws(CommandFailure) -> [String: PropertyListValue] {
             let source = file == "-" ? "standard input" : file
+            let limit = Self.readLimit(maximumSize: maximumSize)
+            let tooLarge = "it is larger than import reads (\(limit) bytes, 4 × the dictionary size limit)"
             let data: Data
             if file == "-" {
-                data = try Terminal.readStandardInput()
+                data = try Terminal.readStandardInput(limit: limit, tooLarge: "standard input: \(tooLarge)")
             } else {
                 var isDirectory: ObjCBool = false
                 if FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), isDirectory.boolValue {
@@ -77,7 +110,14 @@ extension SecureDict {
                     throw .inputOutput("cannot read \(file): \(String(cString: strerror(errno)))")
                 }
                 defer { try? handle.close() }
-                data = try Terminal.read(handle, source: file)
+                // By size first, for a regular file: nothing is read when it is too large.
+                var status = stat()
+                if fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
+                   Int(status.st_size) > limit
+                {
+                    throw .inputOutput("cannot import \(file): \(tooLarge)")
+                }
+                data = try Terminal.read(handle, source: file, limit: limit, tooLarge: "cannot import \(file): \(tooLarge)")
             }
             if data.starts(with: Data("bplist".utf8)) {
                 do {

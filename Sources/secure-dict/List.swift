@@ -10,7 +10,9 @@ extension SecureDict {
                 Shows each dictionary's application, name ('(default)' for the unnamed one), \
                 number of entries, and state: 'unlocked', 'locked' (its collection must be \
                 unlocked before it can be read: no count then), or 'unreadable' (the stored \
-                item is corrupt or of an unknown format; 'delete --force' removes it). \
+                item is corrupt or of an unknown format; 'delete --force' removes it), or \
+                'ambiguous' (more than one item carries the name, so none can be read; \
+                'delete --force' removes them all). \
                 Listing never prints a key or a value.
 
                 Examples:
@@ -26,7 +28,7 @@ extension SecureDict {
 
         @Flag(help: """
             Print a JSON array instead: [{"application": ID, "name": NAME ("" for the default \
-            dictionary), "item": ITEM NAME, "state": "unlocked"|"locked"|"unreadable", \
+            dictionary), "item": ITEM NAME, "state": "unlocked"|"locked"|"unreadable"|"ambiguous", \
             "entries": COUNT or null}].
             """)
         var json = false
@@ -87,6 +89,7 @@ private struct Row: Encodable {
                 switch error {
                 case .locked: state = "locked"
                 case .corrupt, .unsupportedFormatVersion, .tooLarge: state = "unreadable"
+                case .ambiguous: state = "ambiguous"
                 default: throw error
                 }
             }

@@ -4,8 +4,22 @@ import Glibc
 #endif
 
 /// Files that hold secrets: created with mode 0600, replaced atomically.
+///
+/// ```swift
+/// try PrivateFile.write(bytes, to: "backup.json")      // a new 0600 file, renamed into place
+/// try PrivateFile.write(bytes, to: "/dev/fd/63")       // a pipe, e.g. >(gpg -c …): written to
+/// ```
+///
+/// A path that exists and is not a regular file (a pipe from process substitution, a
+/// terminal, `/dev/stdout`) is written to as it is: it cannot be replaced, and it holds no
+/// file that others could read later.
 enum PrivateFile {
     static func write(_ data: Data, to path: String) throws(CommandFailure) {
+        var status = stat()
+        if stat(path, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG, (status.st_mode & S_IFMT) != S_IFDIR {
+            try writeInPlace(data, to: path)
+            return
+        }
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         var template = Array("\(directory)/.\(url.lastPathComponent).XXXXXX".utf8CString)
@@ -30,5 +44,18 @@ enum PrivateFile {
             throw .inputOutput("cannot write \(path): \(String(cString: strerror(errno)))")
         }
         done = true
+    }
+
+    /// Writes to something that is not a regular file (a pipe, a device) without replacing it.
+    private static func writeInPlace(_ data: Data, to path: String) throws(CommandFailure) {
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw .inputOutput("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        do {
+            try handle.write(contentsOf: data)
+            try handle.close()
+        } catch {
+            throw .inputOutput("cannot write \(path): \(error.localizedDescription)")
+        }
     }
 }

@@ -24,19 +24,22 @@ enum Terminal {
         if standardOutputIsTerminal { printNote(message) }
     }
 
-    /// Everything on standard input, up to ``inputLimit``.
-    static func readStandardInput() throws(CommandFailure) -> Data {
-        try read(FileHandle.standardInput, source: "standard input")
+    /// Everything on standard input, up to `limit` bytes.
+    static func readStandardInput(limit: Int = inputLimit, tooLarge: String? = nil) throws(CommandFailure) -> Data {
+        try read(FileHandle.standardInput, source: "standard input", limit: limit, tooLarge: tooLarge)
     }
 
-    /// Everything in `handle`, up to ``inputLimit`` bytes.
-    static func read(_ handle: FileHandle, source: String) throws(CommandFailure) -> Data {
+    /// Everything in `handle`, up to `limit` bytes: reading stops at the first byte over it,
+    /// with the failure `tooLarge` (or a message naming the limit).
+    static func read(
+        _ handle: FileHandle, source: String, limit: Int = inputLimit, tooLarge: String? = nil
+    ) throws(CommandFailure) -> Data {
         var data = Data()
         do {
-            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            while let chunk = try handle.read(upToCount: min(1 << 20, limit + 1 - data.count)), !chunk.isEmpty {
                 data += chunk
-                if data.count > inputLimit {
-                    throw CommandFailure.inputOutput("\(source) is larger than \(inputLimit) bytes")
+                if data.count > limit {
+                    throw CommandFailure.inputOutput(tooLarge ?? "\(source) is larger than \(limit) bytes")
                 }
             }
         } catch let failure as CommandFailure {

@@ -47,7 +47,16 @@ enum TypedJSON {
     ///   a key or a value.
     static func decode(_ data: Data, source: String) throws(CommandFailure) -> [String: PropertyListValue] {
         do {
-            return try JSONDecoder().decode([String: TypedValue].self, from: data).mapValues(\.value)
+            let entries = try JSONDecoder().decode([String: TypedValue].self, from: data).mapValues(\.value)
+            // JSONDecoder keeps one value of keys Swift treats as equal; refuse rather than drop one.
+            if let collision = JSONDuplicateKeys.first(in: Array(data)) {
+                throw TypedValue.FormError(reason: """
+                    \(collision) have the same key, or keys that are equal in Unicode canonical form \
+                    (such as "é" composed and decomposed); a dictionary holds only one of them, so \
+                    nothing was imported
+                    """)
+            }
+            return entries
         } catch let error as TypedValue.FormError {
             throw .inputOutput("\(source) is not a secure-dict JSON dictionary: \(error.reason)")
         } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
@@ -163,7 +172,8 @@ struct TypedValue: Codable {
     }
 
     private static func decodeReal(_ container: KeyedDecodingContainer<CodingKeys>) -> Double? {
-        if let real = try? container.decode(Double.self, forKey: .value) { return real }
+        // A number too large for a Double (1e400) is refused, not read as infinity.
+        if let real = try? container.decode(Double.self, forKey: .value) { return real.isFinite ? real : nil }
         switch try? container.decode(String.self, forKey: .value) {
         case "inf": return .infinity
         case "-inf": return -.infinity

@@ -15,12 +15,24 @@ enum ValueType: String, CaseIterable, ExpressibleByArgument {
         }
     }
 
+    /// The type in a sentence: "the key holds an integer".
+    var article: String {
+        switch self {
+        case .string: "a string"
+        case .int: "an integer"
+        case .real: "a real number"
+        case .bool: "a bool"
+        case .date: "a date"
+        case .data: "data"
+        }
+    }
+
     /// What a VALUE of this type looks like, for help and error messages.
     var expectation: String {
         switch self {
         case .string: "any text"
-        case .int: "a whole number, e.g. 42 or -7"
-        case .real: "a number, e.g. 0.5, 1e-3, inf or nan"
+        case .int: "a whole number from \(Int.min) to \(UInt64.max), e.g. 42 or -7"
+        case .real: "a number within ±\(Double.greatestFiniteMagnitude), e.g. 0.5 or 1e-3, or inf, -inf, nan"
         case .bool: "true or false (also yes/no, 1/0)"
         case .date: "an ISO 8601 date with a zone, e.g. 2026-11-22T03:57:00Z or 2026-11-22T05:57:00.25+02:00, a day (2026-11-22), or now"
         case .data: "base64, e.g. AAECAw=="
@@ -34,8 +46,8 @@ enum ValueType: String, CaseIterable, ExpressibleByArgument {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         let value: PropertyListValue? = switch self {
         case .string: .string(text)
-        case .int: Int(trimmed).map(PropertyListValue.integer)
-        case .real: Double(trimmed).map(PropertyListValue.real)
+        case .int: Int(trimmed).map(PropertyListValue.integer) ?? UInt64(trimmed).map(PropertyListValue.unsignedInteger)
+        case .real: Self.real(trimmed).map(PropertyListValue.real)
         case .bool:
             switch trimmed.lowercased() {
             case "true", "yes", "1": .bool(true)
@@ -47,6 +59,14 @@ enum ValueType: String, CaseIterable, ExpressibleByArgument {
         }
         guard let value else { throw ValidationError("\(what) is not valid for --type \(rawValue): expected \(expectation)") }
         return value
+    }
+
+    /// A real number, or nil for text that is not one or does not fit in a `Double`: Swift
+    /// reads `1e400` as infinity, which is refused unless the text says `inf` itself.
+    static func real(_ text: String) -> Double? {
+        guard let real = Double(text) else { return nil }
+        if real.isInfinite, !text.lowercased().contains("inf") { return nil }
+        return real
     }
 }
 

@@ -7,7 +7,9 @@ extension SecureDict {
         static let configuration = CommandConfiguration(
             abstract: "Set the value of one key (creating the dictionary if needed).",
             discussion: """
-                VALUE is a string unless --type says otherwise. Give '-' as VALUE to read it \
+                Without --type, VALUE keeps the type the key already holds (an integer stays \
+                an integer, and a VALUE that is not one is refused); a new key is a string. \
+                --type replaces the value whatever it held. Give '-' as VALUE to read it \
                 from standard input instead: do so for secrets, since a VALUE on the command \
                 line can be seen by other users in the process list and stays in your shell \
                 history. On a terminal, '-' asks for the value without echoing it; from a \
@@ -41,43 +43,69 @@ extension SecureDict {
 
         @OptionGroup var dictionary: DictionaryOptions
 
-        @Option(help: ArgumentHelp("The value's type.", valueName: "TYPE"))
-        var type: ValueType = .string
+        @Option(help: ArgumentHelp(
+            "The value's type. Default: the type the key holds, or string for a new key.",
+            valueName: "TYPE"))
+        var type: ValueType?
 
         @OptionGroup var global: GlobalOptions
 
         func validate() throws {
-            if value != "-" { _ = try type.value(from: value) }
+            if value != "-", let type { _ = try type.value(from: value) }
         }
 
         func run() throws {
             try reportingFailures {
-                let newValue = try value == "-" ? readValue() : type.value(from: value)
+                let text = value == "-" ? try readText() : value
+                let what = value == "-" ? "the value on standard input" : "VALUE"
                 let location = dictionary.location(global)
                 let opened = try location.open()
                 defer { opened.forget() }
-                try opened.setValue(newValue, forKey: key)
+                // Inside update { }, so that the type is the one stored when the write lands.
+                try opened.update { entries in
+                    let resolved = try type ?? Self.keptType(of: entries[key])
+                    do {
+                        entries[key] = try resolved.value(from: text, what: what)
+                    } catch let error as ValidationError where type == nil {
+                        throw CommandFailure.usage("""
+                            the key holds \(resolved.article), which write keeps without --type: \(error.message); \
+                            give --type to store another type
+                            """)
+                    }
+                }
             }
         }
 
-        /// The value from standard input: a hidden prompt on a terminal, else all of it.
-        private func readValue() throws -> PropertyListValue {
-            let text: String
-            if Terminal.standardInputIsTerminal {
-                guard let line = Terminal.readHiddenLine(prompt: "Value (\(type.rawValue), not shown): ") else {
-                    throw ValidationError("no value was entered")
-                }
-                text = line
-            } else {
-                let data = try Terminal.readStandardInput()
-                guard var input = String(data: data, encoding: .utf8) else {
-                    throw ValidationError("standard input is not UTF-8 text (give data as base64 with --type data)")
-                }
-                // One final line break ("\n" or "\r\n", a single Character in Swift) is not part of it.
-                if input.hasSuffix("\n") || input.hasSuffix("\r\n") { input.removeLast() }
-                text = input
+        /// The type a VALUE given without `--type` is parsed as: the stored value's.
+        private static func keptType(of stored: PropertyListValue?) throws(CommandFailure) -> ValueType {
+            switch stored {
+            case nil, .string: .string
+            case .integer, .unsignedInteger: .int
+            case .real: .real
+            case .bool: .bool
+            case .date: .date
+            case .data: .data
+            case .array: throw .usage("the key holds an array: give --type to replace it with one value")
+            case .dictionary: throw .usage("the key holds a dictionary: give --type to replace it with one value")
             }
-            return try type.value(from: text, what: "the value on standard input")
+        }
+
+        /// The text of the value from standard input: a hidden prompt on a terminal, else all of it.
+        private func readText() throws(CommandFailure) -> String {
+            if Terminal.standardInputIsTerminal {
+                let kind = type.map { "\($0.rawValue), " } ?? ""
+                guard let line = Terminal.readHiddenLine(prompt: "Value (\(kind)not shown): ") else {
+                    throw .usage("no value was entered")
+                }
+                return line
+            }
+            let data = try Terminal.readStandardInput()
+            guard var input = String(validating: data, as: UTF8.self) else {
+                throw .inputOutput("standard input is not UTF-8 text (give data as base64 with --type data)")
+            }
+            // One final line break ("\n" or "\r\n", a single Character in Swift) is not part of it.
+            if input.hasSuffix("\n") || input.hasSuffix("\r\n") { input.removeLast() }
+            return input
         }
     }
 }
