@@ -238,10 +238,12 @@ sd_bus_name_lock (const char *name, gint64 deadline_us, GError **error)
     GMainContext *context = g_main_context_new ();
     g_main_context_push_thread_default (context);
     gboolean acquired = FALSE, expired = FALSE;
-    /* Subscribed before asking, so the NameAcquired of a queued request cannot be missed. */
+    /* Subscribed before asking, so the NameAcquired of a queued request cannot be missed.
+       The bus sends NameAcquired to this connection alone, which needs no match rule: none
+       is added (an AddMatch and a RemoveMatch per write, the first ahead of RequestName). */
     guint subscription = g_dbus_connection_signal_subscribe (
         bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameAcquired", "/org/freedesktop/DBus",
-        name, G_DBUS_SIGNAL_FLAGS_NONE, on_name_acquired, &acquired, NULL);
+        name, G_DBUS_SIGNAL_FLAGS_NO_MATCH_RULE, on_name_acquired, &acquired, NULL);
     int result = -1;
     int timeout = remaining_ms (deadline_us);
     /* Flags 0: no replacing, and queue behind the owner (dbus-daemon serves the queue in order). */
