@@ -1,73 +1,9 @@
 import CLibSecret
 import CSecretShim
 
-// The only file of the library that touches libsecret and GLib. One internal function per
-// kind of call, one place (`KeyringErrorMapping.map`) that turns a GError into a
-// SecureDictionaryError. Every call runs on a `DeadlineLane`, so none can outlive its deadline.
-
-/// A Secret Service connection, confined to the queue of one `DeadlineLane` generation.
-final class LibSecretConnection: @unchecked Sendable {   // touched only on its lane's serial queue
-    private var service: UnsafeMutablePointer<SecretService>?
-    /// Collection paths by alias, each with when it was read: `ReadAlias` costs a round trip
-    /// per call otherwise. Kept briefly (``aliasLifetime``), so a re-pointed alias is seen
-    /// within seconds, and dropped with the connection.
-    private var aliases: [String: (path: String, readAt: ContinuousClock.Instant)] = [:]
-    static let aliasLifetime = Duration.seconds(2)
-
-    deinit { close() }
-
-    /// The open service, opening it (with an encrypted transport session) when needed.
-    ///
-    /// Calls `sd_service_open` → `secret_service_open_sync` with the no-prompt subclass.
-    func openService(_ cancellable: Cancellable) throws(SecureDictionaryError) -> UnsafeMutablePointer<SecretService> {
-        if let service { return service }
-        var error: UnsafeMutablePointer<GError>?
-        guard let opened = sd_service_open(0, cancellable.pointer, &error) else {
-            let mapped = KeyringErrorMapping.map(error, connecting: true)
-            throw mapped
-        }
-        let algorithms = secret_service_get_session_algorithms(opened).map { String(cString: $0) } ?? "plain"
-        if algorithms == "plain" {
-            g_object_unref(opened)
-            throw .serviceUnavailable(reason: "the Secret Service offered no encrypted transport session")
-        }
-        service = opened
-        return opened
-    }
-
-    /// Forgets the service; the next call opens a new one (e.g. after the daemon restarted).
-    func close() {
-        if let service { g_object_unref(service) }
-        service = nil
-        aliases.removeAll()
-    }
-
-    /// The cached path of `alias`, if read less than ``aliasLifetime`` ago.
-    func cachedPath(of alias: String) -> String? {
-        guard let entry = aliases[alias], ContinuousClock.now - entry.readAt < Self.aliasLifetime else { return nil }
-        return entry.path
-    }
-
-    func remember(_ path: String, for alias: String) {
-        aliases[alias] = (path, ContinuousClock.now)
-    }
-}
-
-/// A `GCancellable`, which GLib documents as safe to cancel from any thread.
-final class Cancellable: @unchecked Sendable {   // GCancellable is thread-safe
-    let pointer: UnsafeMutablePointer<GCancellable>
-
-    init() { pointer = g_cancellable_new() }
-    deinit { g_object_unref(pointer) }
-    func cancel() { g_cancellable_cancel(pointer) }
-}
-
-/// What one operation works with, on the lane's queue.
-struct Call {
-    let connection: LibSecretConnection
-    let service: UnsafeMutablePointer<SecretService>
-    let cancellable: Cancellable
-}
+// With the rest of Internal/LibSecret/, the only code of the library that touches libsecret
+// and GLib. One internal function per kind of call; `KeyringErrorMapping` turns a GError into
+// a SecureDictionaryError. Every call runs on a `DeadlineLane`, so none can outlive its deadline.
 
 /// The libsecret calls SecureDictionary makes, each against the collection behind an alias.
 struct LibSecretClient: Sendable {
@@ -336,65 +272,6 @@ struct LibSecretClient: Sendable {
             index += 1
         }
         return result
-    }
-}
-
-/// The one place that turns a GLib `GError` into a ``SecureDictionaryError`` (and frees it).
-enum KeyringErrorMapping {
-    static func map(_ error: UnsafeMutablePointer<GError>?, connecting: Bool = false) -> SecureDictionaryError {
-        guard let error else {
-            return .keyring(domain: "unknown", code: 0, message: "libsecret failed without an error")
-        }
-        defer { g_error_free(error) }
-        let domain = error.pointee.domain
-        let code = error.pointee.code
-        let message = error.pointee.message.map { String(cString: $0) } ?? ""
-        let remoteName = g_dbus_error_get_remote_error(error).map { name in
-            defer { g_free(name) }
-            return String(cString: name)
-        }
-
-        if domain == sd_secret_error_quark() {
-            switch code {
-            case Int32(SECRET_ERROR_IS_LOCKED.rawValue): return .locked
-            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue): return .connectionLost
-            default: break
-            }
-        } else if domain == sd_io_error_quark() {
-            switch code {
-            case Int32(G_IO_ERROR_CANCELLED.rawValue): return .timedOut   // only the deadline cancels
-            case Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
-            case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue):
-                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
-            default:
-                if connecting { return .serviceUnavailable(reason: message) }
-            }
-        } else if domain == sd_dbus_error_quark() {
-            switch code {
-            case Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue), Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue),
-                 Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue), Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue),
-                 Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue), Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue):
-                // On an open connection this means the daemon we talked to is gone (its
-                // unique bus name died): reconnect, which finds a restarted one.
-                return connecting ? .serviceUnavailable(reason: "no Secret Service on the session bus") : .connectionLost
-            case Int32(G_DBUS_ERROR_TIMEOUT.rawValue), Int32(G_DBUS_ERROR_TIMED_OUT.rawValue):
-                return .timedOut
-            case Int32(G_DBUS_ERROR_NO_REPLY.rawValue), Int32(G_DBUS_ERROR_DISCONNECTED.rawValue),
-                 Int32(G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue), Int32(G_DBUS_ERROR_UNKNOWN_METHOD.rawValue),
-                 Int32(G_DBUS_ERROR_NO_SERVER.rawValue):
-                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
-            default:
-                if connecting { return .serviceUnavailable(reason: message) }
-            }
-        }
-        switch remoteName {
-        case "org.freedesktop.Secret.Error.IsLocked": return .locked
-        case "org.freedesktop.Secret.Error.NoSession", "org.freedesktop.Secret.Error.NoSuchObject":
-            return .connectionLost
-        default: break
-        }
-        let domainName = g_quark_to_string(domain).map { String(cString: $0) } ?? "unknown"
-        return .keyring(domain: domainName, code: Int(code), message: message)
     }
 }
 

@@ -1,0 +1,124 @@
+import CLibSecret
+import CSecretShim
+
+/// The one place that turns a GLib `GError` into a ``SecureDictionaryError``.
+///
+/// ```swift
+/// guard secret_service_…_sync(…, &error) != 0 else { throw KeyringErrorMapping.map(error) }
+/// ```
+///
+/// ``map(_:connecting:)`` reads the `GError` (and frees it); ``map(_:connecting:)-(Failure,_)``
+/// decides, from plain values, so that a table test can check every row without libsecret
+/// (as swift-system tests its errno table).
+///
+/// Rules, and why:
+/// 1. `IsLocked` (libsecret's code or the service's D-Bus error name) is ``SecureDictionaryError/locked``:
+///    the caller can tell it apart from every other failure.
+/// 2. A cancelled call is ``SecureDictionaryError/timedOut``: only the deadline cancels.
+/// 3. While connecting, a missing bus or service is ``SecureDictionaryError/serviceUnavailable(reason:)``;
+///    on an open connection the same errors mean the daemon went away, which is
+///    ``SecureDictionaryError/connectionLost`` (the next call reconnects and finds a restarted one).
+/// 4. Anything else keeps its GLib domain, code and message in ``SecureDictionaryError/keyring(domain:code:message:)``.
+enum KeyringErrorMapping {
+    /// A `GError` as plain values.
+    struct Failure: Equatable {
+        enum Domain: Equatable {
+            case secret, io, dbus
+            case other(String)
+        }
+
+        var domain: Domain
+        var code: Int32
+        var message: String = ""
+        /// The D-Bus error name the service answered with, when the error came from it.
+        var remoteName: String?
+    }
+
+    /// Maps and frees `error` (`nil`: libsecret failed without saying why).
+    static func map(_ error: UnsafeMutablePointer<GError>?, connecting: Bool = false) -> SecureDictionaryError {
+        guard let error else {
+            return .keyring(domain: "unknown", code: 0, message: "libsecret failed without an error")
+        }
+        defer { g_error_free(error) }
+        return map(failure(of: error), connecting: connecting)
+    }
+
+    /// The mapping itself (the rules above).
+    static func map(_ failure: Failure, connecting: Bool) -> SecureDictionaryError {
+        let (code, message) = (failure.code, failure.message)
+        switch failure.domain {
+        case .secret:
+            switch code {
+            case Int32(SECRET_ERROR_IS_LOCKED.rawValue): return .locked
+            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue): return .connectionLost
+            default: break
+            }
+        case .io:
+            switch code {
+            case Int32(G_IO_ERROR_CANCELLED.rawValue): return .timedOut   // only the deadline cancels
+            case Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
+            case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue):
+                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
+            default:
+                if connecting { return .serviceUnavailable(reason: message) }
+            }
+        case .dbus:
+            switch code {
+            case Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue), Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue),
+                 Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue), Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue),
+                 Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue), Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue):
+                // On an open connection this means the daemon we talked to is gone (its
+                // unique bus name died): reconnect, which finds a restarted one.
+                return connecting ? .serviceUnavailable(reason: "no Secret Service on the session bus") : .connectionLost
+            case Int32(G_DBUS_ERROR_TIMEOUT.rawValue), Int32(G_DBUS_ERROR_TIMED_OUT.rawValue):
+                return .timedOut
+            case Int32(G_DBUS_ERROR_NO_REPLY.rawValue), Int32(G_DBUS_ERROR_DISCONNECTED.rawValue),
+                 Int32(G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue), Int32(G_DBUS_ERROR_UNKNOWN_METHOD.rawValue),
+                 Int32(G_DBUS_ERROR_NO_SERVER.rawValue):
+                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
+            default:
+                if connecting { return .serviceUnavailable(reason: message) }
+            }
+        case .other:
+            break
+        }
+        switch failure.remoteName {
+        case "org.freedesktop.Secret.Error.IsLocked": return .locked
+        case "org.freedesktop.Secret.Error.NoSession", "org.freedesktop.Secret.Error.NoSuchObject":
+            return .connectionLost
+        default: break
+        }
+        return .keyring(domain: failure.domain.name, code: Int(code), message: message)
+    }
+
+    /// Reads a `GError` (without freeing it).
+    private static func failure(of error: UnsafeMutablePointer<GError>) -> Failure {
+        let quark = error.pointee.domain
+        let domain: Failure.Domain = switch quark {
+        case sd_secret_error_quark(): .secret
+        case sd_io_error_quark(): .io
+        case sd_dbus_error_quark(): .dbus
+        default: .other(g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown")
+        }
+        let remoteName = g_dbus_error_get_remote_error(error).map { name in
+            defer { g_free(name) }
+            return String(cString: name)
+        }
+        return Failure(domain: domain, code: error.pointee.code,
+                       message: error.pointee.message.map { String(cString: $0) } ?? "", remoteName: remoteName)
+    }
+}
+
+extension KeyringErrorMapping.Failure.Domain {
+    /// GLib's name of the domain's quark, as ``SecureDictionaryError/keyring(domain:code:message:)`` shows it.
+    var name: String {
+        let quark: GQuark
+        switch self {
+        case .secret: quark = sd_secret_error_quark()
+        case .io: quark = sd_io_error_quark()
+        case .dbus: quark = sd_dbus_error_quark()
+        case .other(let name): return name
+        }
+        return g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown"
+    }
+}
