@@ -75,7 +75,9 @@ let package = Package(
         // Runs the built secure-dict against the private keyring (the dependency gets it built).
         .testTarget(
             name: "SecureDictCLITests",
-            dependencies: ["secure-dict"]
+            dependencies: [
+                "secure-dict", "SecureDictionary", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

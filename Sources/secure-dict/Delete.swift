@@ -3,7 +3,7 @@ import Foundation
 import SecureDictionary
 
 extension SecureDict {
-    struct Delete: ParsableCommand {
+    struct Delete: ReportingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove one key, or a whole dictionary.",
             discussion: """
@@ -36,14 +36,12 @@ extension SecureDict {
             }
         }
 
-        func run() throws {
-            try reportingFailures {
-                let location = dictionary.location(global)
-                if let key {
-                    try removeKey(key, at: location)
-                } else {
-                    try removeItem(at: location)
-                }
+        func perform() throws {
+            let location = dictionary.location(global)
+            if let key {
+                try removeKey(key, at: location)
+            } else {
+                try removeItem(at: location)
             }
         }
 

@@ -3,7 +3,7 @@ import Foundation
 import SecureDictionary
 
 extension SecureDict {
-    struct Export: ParsableCommand {
+    struct Export: ReportingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write a whole dictionary to a file or to standard output.",
             discussion: """
@@ -46,29 +46,27 @@ extension SecureDict {
             }
         }
 
-        func run() throws {
-            try reportingFailures {
-                let location = dictionary.location(global)
-                let opened = try location.openExisting()
-                defer { opened.forget() }
-                let entries = opened.snapshot
-                let bytes: Data
-                switch format {
-                case .json:
-                    bytes = try TypedJSON.encode(entries)
-                case .binaryPlist:
-                    bytes = try BinaryPropertyListCoding.encode(entries, maximumSize: location.options.maximumSize)
-                case .xmlPlist:
-                    bytes = try XMLPropertyList.encode(entries)
-                    if let loss = XMLPropertyList.loss(in: entries) {
-                        printNote("Note: the XML property list \(loss); use --format json or binary-plist for an exact copy.")
-                    }
+        func perform() throws {
+            let location = dictionary.location(global)
+            let opened = try location.openExisting()
+            defer { opened.forget() }
+            let entries = opened.snapshot
+            let bytes: Data
+            switch format {
+            case .json:
+                bytes = try TypedJSON.encode(entries)
+            case .binaryPlist:
+                bytes = try BinaryPropertyListCoding.encode(entries, maximumSize: location.options.maximumSize)
+            case .xmlPlist:
+                bytes = try XMLPropertyList.encode(entries)
+                if let loss = XMLPropertyList.loss(in: entries) {
+                    printNote("Note: the XML property list \(loss); use --format json or binary-plist for an exact copy.")
                 }
-                if let output, output != "-" {
-                    try PrivateFile.write(bytes, to: output)
-                } else {
-                    Terminal.write(bytes)
-                }
+            }
+            if let output, output != "-" {
+                try PrivateFile.write(bytes, to: output)
+            } else {
+                Terminal.write(bytes)
             }
         }
     }

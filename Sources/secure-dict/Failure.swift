@@ -30,6 +30,25 @@ enum CommandFailure: Error {
     case usage(String)
 }
 
+/// A subcommand whose failures all end the same way: one line on standard error and the
+/// documented exit code.
+///
+/// ```swift
+/// struct Read: ReportingCommand {
+///     func perform() throws { … throw CommandFailure.notFound("no such key …") }
+/// }
+/// ```
+///
+/// `perform()` may throw a ``CommandFailure``, a `SecureDictionaryError` or a
+/// `ValidationError`; `run()` (argument-parser's entry point) reports it.
+protocol ReportingCommand: ParsableCommand {
+    func perform() throws
+}
+
+extension ReportingCommand {
+    func run() throws { try reportingFailures(perform) }
+}
+
 /// Runs a command's body, turning every failure into one line on stderr and its exit code.
 ///
 /// A `ValidationError` thrown while running is a usage error too (exit 64), printed without

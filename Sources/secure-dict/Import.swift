@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 extension SecureDict {
-    struct Import: ParsableCommand {
+    struct Import: ReportingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Load a dictionary from a file written by 'export'.",
             discussion: """
@@ -43,30 +43,28 @@ extension SecureDict {
 
         @OptionGroup var global: GlobalOptions
 
-        func run() throws {
-            try reportingFailures {
-                let location = dictionary.location(global)
-                let imported = try readEntries(maximumSize: location.options.maximumSize)
-                try Self.checkStorable(imported, from: file, maximumSize: location.options.maximumSize)
-                let opened = try location.open()
-                defer { opened.forget() }
-                struct NeedsMode: Error { let count: Int }
-                do {
-                    try opened.update { entries in
-                        switch mode {
-                        case .replace: entries.dictionary = imported
-                        case .merge: entries.dictionary.merge(imported) { _, new in new }
-                        case nil:
-                            guard entries.isEmpty else { throw NeedsMode(count: entries.count) }
-                            entries.dictionary = imported
-                        }
+        func perform() throws {
+            let location = dictionary.location(global)
+            let imported = try readEntries(maximumSize: location.options.maximumSize)
+            try Self.checkStorable(imported, from: file, maximumSize: location.options.maximumSize)
+            let opened = try location.open()
+            defer { opened.forget() }
+            struct NeedsMode: Error { let count: Int }
+            do {
+                try opened.update { entries in
+                    switch mode {
+                    case .replace: entries.dictionary = imported
+                    case .merge: entries.dictionary.merge(imported) { _, new in new }
+                    case nil:
+                        guard entries.isEmpty else { throw NeedsMode(count: entries.count) }
+                        entries.dictionary = imported
                     }
-                } catch let error as NeedsMode {
-                    throw ValidationError("""
-                        \(location.description) already has \(error.count) \(error.count == 1 ? "entry" : "entries"): \
-                        pass --merge to add FILE's entries to them, or --replace to replace them
-                        """)
                 }
+            } catch let error as NeedsMode {
+                throw ValidationError("""
+                    \(location.description) already has \(error.count) \(error.count == 1 ? "entry" : "entries"): \
+                    pass --merge to add FILE's entries to them, or --replace to replace them
+                    """)
             }
         }
 

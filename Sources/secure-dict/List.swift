@@ -3,7 +3,7 @@ import Foundation
 import SecureDictionary
 
 extension SecureDict {
-    struct List: ParsableCommand {
+    struct List: ReportingCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the SecureDictionary dictionaries in the keyring.",
             discussion: """
@@ -47,18 +47,16 @@ extension SecureDict {
             }
         }
 
-        func run() throws {
-            try reportingFailures {
-                let options = global.options
-                let rows = try SecureDictionary.items(applicationID: applicationID, options: options)
-                    .map { listing throws(SecureDictionaryError) in try Row(listing, options: options) }
-                if json {
-                    Terminal.write(try Row.json(rows))
-                } else if rows.isEmpty {
-                    Terminal.noteForHumans("No SecureDictionary dictionaries in collection '\(global.collection)'.")
-                } else {
-                    Terminal.write(Row.table(rows))
-                }
+        func perform() throws {
+            let options = global.options
+            let rows = try SecureDictionary.items(applicationID: applicationID, options: options)
+                .map { listing throws(SecureDictionaryError) in try Row(listing, options: options) }
+            if json {
+                Terminal.write(try Row.json(rows))
+            } else if rows.isEmpty {
+                Terminal.noteForHumans("No SecureDictionary dictionaries in collection '\(global.collection)'.")
+            } else {
+                Terminal.write(Row.table(rows))
             }
         }
     }

@@ -3,7 +3,7 @@ import Foundation
 import SecureDictionary
 
 extension SecureDict {
-    struct Read: ParsableCommand {
+    struct Read: ReportingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a whole dictionary, or the value of one key.",
             discussion: """
@@ -33,22 +33,20 @@ extension SecureDict {
 
         @OptionGroup var global: GlobalOptions
 
-        func run() throws {
-            try reportingFailures {
-                let location = dictionary.location(global)
-                let opened = try location.openExisting()
-                defer { opened.forget() }
-                let entries = opened.snapshot
-                if let key {
-                    guard let value = entries[key] else { throw location.noSuchKey() }
-                    Terminal.write(json ? try TypedJSON.encode(value) : Data((HumanFormat.bare(value) + "\n").utf8))
-                } else if json {
-                    Terminal.write(try TypedJSON.encode(entries))
-                } else if entries.isEmpty {
-                    Terminal.noteForHumans("No entries in \(location.description).")
-                } else {
-                    Terminal.write(HumanFormat.lines(entries).joined(separator: "\n") + "\n")
-                }
+        func perform() throws {
+            let location = dictionary.location(global)
+            let opened = try location.openExisting()
+            defer { opened.forget() }
+            let entries = opened.snapshot
+            if let key {
+                guard let value = entries[key] else { throw location.noSuchKey() }
+                Terminal.write(json ? try TypedJSON.encode(value) : Data((HumanFormat.bare(value) + "\n").utf8))
+            } else if json {
+                Terminal.write(try TypedJSON.encode(entries))
+            } else if entries.isEmpty {
+                Terminal.noteForHumans("No entries in \(location.description).")
+            } else {
+                Terminal.write(HumanFormat.lines(entries).joined(separator: "\n") + "\n")
             }
         }
     }

@@ -3,7 +3,7 @@ import Foundation
 import SecureDictionary
 
 extension SecureDict {
-    struct Write: ParsableCommand {
+    struct Write: ReportingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Set the value of one key (creating the dictionary if needed).",
             discussion: """
@@ -54,24 +54,22 @@ extension SecureDict {
             if value != "-", let type { _ = try type.value(from: value) }
         }
 
-        func run() throws {
-            try reportingFailures {
-                let text = value == "-" ? try readText() : value
-                let what = value == "-" ? "the value on standard input" : "VALUE"
-                let location = dictionary.location(global)
-                let opened = try location.open()
-                defer { opened.forget() }
-                // Inside update { }, so that the type is the one stored when the write lands.
-                try opened.update { entries in
-                    let resolved = try type ?? Self.keptType(of: entries[key])
-                    do {
-                        entries[key] = try resolved.value(from: text, what: what)
-                    } catch let error as ValidationError where type == nil {
-                        throw CommandFailure.usage("""
-                            the key holds \(resolved.article), which write keeps without --type: \(error.message); \
-                            give --type to store another type
-                            """)
-                    }
+        func perform() throws {
+            let text = value == "-" ? try readText() : value
+            let what = value == "-" ? "the value on standard input" : "VALUE"
+            let location = dictionary.location(global)
+            let opened = try location.open()
+            defer { opened.forget() }
+            // Inside update { }, so that the type is the one stored when the write lands.
+            try opened.update { entries in
+                let resolved = try type ?? Self.keptType(of: entries[key])
+                do {
+                    entries[key] = try resolved.value(from: text, what: what)
+                } catch let error as ValidationError where type == nil {
+                    throw CommandFailure.usage("""
+                        the key holds \(resolved.article), which write keeps without --type: \(error.message); \
+                        give --type to store another type
+                        """)
                 }
             }
         }

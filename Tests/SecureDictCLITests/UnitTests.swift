@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import SecureDictionary
+import Testing
+@testable import secure_dict
+
+/// The tool's parsing and formatting, in-process (no keyring, no subprocess).
+@Suite struct CLIUnits {
+    @Test(arguments: [
+        ("2026-11-22T03:57:00Z", 817_012_620.0),
+        ("2026-11-22T05:57:00.25+02:00", 817_012_620.25),
+        ("2026-11-22 03:57Z", 817_012_620.0),
+        ("2026-11-22", 816_998_400.0),
+        ("2001-01-01T00:00:00Z", 0.0),
+    ])
+    func exactDateParses(_ text: String, _ seconds: Double) {
+        #expect(ExactDate.parse(text)?.timeIntervalSinceReferenceDate == seconds)
+    }
+
+    @Test(arguments: ["2026-11-22T03:57:00", "2026-13-01", "2026-02-30", "0000-01-01", "22/11/2026", "", "now"])
+    func exactDateRefuses(_ text: String) {
+        #expect(ExactDate.parse(text) == nil)
+    }
+
+    @Test func exactDateReadsBackEveryBit() {
+        for seconds in [0.0, 785_995_020.123456, -3_000_000_000.5, 1e-6, 785_995_020 + 1.0 / 3] {
+            let date = Date(timeIntervalSinceReferenceDate: seconds)
+            let text = ExactDate.format(date)
+            #expect(text.flatMap(ExactDate.parse) == date, "\(seconds) → \(text ?? "nil")")
+        }
+        #expect(ExactDate.format(Date(timeIntervalSinceReferenceDate: .infinity)) == nil)
+        #expect(ExactDate.format(Date(timeIntervalSinceReferenceDate: 1e12)) == nil)   // after the year 9999
+    }
+
+    @Test func valueTypesParseWhatTheHelpPromises() throws {
+        #expect(try ValueType.int.value(from: "-7") == .integer(-7))
+        #expect(try ValueType.int.value(from: "18446744073709551615") == .unsignedInteger(.max))
+        #expect(try ValueType.real.value(from: " 0.5 ") == .real(0.5))
+        #expect(try ValueType.real.value(from: "-inf") == .real(-.infinity))
+        #expect(try ValueType.bool.value(from: "Yes") == .bool(true))
+        #expect(try ValueType.data.value(from: "AAEC\n/w==") == .data(Data([0, 1, 2, 255])))
+        #expect(try ValueType.string.value(from: " kept as is ") == .string(" kept as is "))
+        for (type, text) in [(ValueType.int, "18446744073709551616"), (.real, "1e400"), (.real, "-1e400"),
+                             (.bool, "maybe"), (.data, "not base64!"), (.date, "yesterday")] {
+            #expect(throws: (any Error).self, "\(type) \(text)") { try type.value(from: text) }
+        }
+        // The message says what was expected, never what was given.
+        do {
+            _ = try ValueType.int.value(from: "s3cr3t")
+            Issue.record("accepted")
+        } catch let error as ValidationError {
+            #expect(!error.message.contains("s3cr3t") && error.message.contains("--type int"))
+        }
+    }
+
+    @Test func typedJSONRoundTripsEveryType() throws {
+        let entries: [String: PropertyListValue] = [
+            "s": .string("é\u{0}\n"), "i": .integer(.min), "u": .unsignedInteger(.max), "r": .real(0.1),
+            "inf": .real(.infinity), "b": .bool(false), "d": .date(Date(timeIntervalSinceReferenceDate: 1.5)),
+            "far": .date(Date(timeIntervalSinceReferenceDate: 1e13)), "x": .data(Data([0, 255])),
+            "a": .array([.integer(1), .array([])]), "o": .dictionary(["k": .bool(true)]),
+        ]
+        #expect(try TypedJSON.decode(TypedJSON.encode(entries), source: "test") == entries)
+    }
+
+    @Test func typedJSONRefusesWhatItCannotKeep() {
+        let cases = [
+            #"{"r": {"type": "real", "value": 1e400}}"#,
+            #"{"k": {"type": "string", "value": 1}}"#,
+            #"{"k": {"type": "uuid", "value": "x"}}"#,
+            #"{"k": 1}"#,
+            #"{"a": {"type": "bool", "value": true}, "a": {"type": "bool", "value": false}}"#,
+            "not json",
+        ]
+        for json in cases {
+            #expect(throws: CommandFailure.self, "\(json)") { try TypedJSON.decode(Data(json.utf8), source: "test") }
+        }
+    }
+
+    @Test func duplicateKeysAreFoundByPositionOnly() {
+        func first(_ json: String) -> JSONDuplicateKeys.Collision? { JSONDuplicateKeys.first(in: Array(json.utf8)) }
+        #expect(first(#"{"a": 1, "b": [{"x": 1}, {"x": 2}], "c": "}"}"#) == nil)
+        #expect(first(#"{"a": 1, "b": 2, "a": 3}"#) == .init(depth: 1, first: 1, second: 3))
+        // An escape and the character itself; composed and decomposed é; a surrogate pair.
+        #expect(first(#"{"\u0041": 1, "A": 2}"#) == .init(depth: 1, first: 1, second: 2))
+        #expect(first(#"{"\u00e9": 1, "e\u0301": 2}"#) == .init(depth: 1, first: 1, second: 2))
+        #expect(first(#"{"\ud83d\ude00": 1, "😀": 2}"#) == .init(depth: 1, first: 1, second: 2))
+        #expect(first(#"{"k": {"v": [{"q": 1, "q": 2}]}}"#) == .init(depth: 3, first: 1, second: 2))
+        #expect(first(#"{"\"": 1, "\\": 2}"#) == nil)
+        #expect(first("{\"a\": ") == nil)   // not JSON: no answer rather than a crash
+    }
+}
