@@ -8,8 +8,8 @@ import Foundation
 import SecureDictionary
 
 extension SecureDictionary.Keys {
-    static let lastUser = SecureDictionary.Key<String?>("lastUser")            // "preferences"
-    static let syncSecret = SecureDictionary.Key<String?>("syncSecret")        // "account.<user>"
+    static let lastUser = SecureDictionary.Key<String?>("lastUser")  // "preferences"
+    static let syncSecret = SecureDictionary.Key<String?>("syncSecret")  // "account.<user>"
 }
 
 let applicationID = "io.github.securedictionary.example"
@@ -37,7 +37,7 @@ do {
     if CommandLine.arguments.dropFirst().first == "--reset" {
         for name in try SecureDictionary.names(applicationID: applicationID)
         where name == "preferences" || name.hasPrefix("account.") {
-            _ = try SecureDictionary.delete(name: name, applicationID: applicationID)   // listed just now
+            _ = try SecureDictionary.delete(name: name, applicationID: applicationID)  // listed just now
         }
         print("Removed the example's dictionaries.")
         exit(0)
@@ -49,7 +49,7 @@ do {
     // the bytes the library owns. Her dictionary stays in the keyring for her next sign-in.
     let alice = try signIn("alice", preferences: preferences)
     alice.forget()
-    print("alice signs out: \(alice)")   // the description shows the item and "unloaded", never values
+    print("alice signs out: \(alice)")  // the description shows the item and "unloaded", never values
 
     // bob signs in, then removes his account: deleting his dictionary removes all of his
     // secrets from the keyring in one call, and leaves alice's and the preferences alone.
@@ -57,7 +57,9 @@ do {
     try bob.delete()
     print("bob removes his account: his dictionary is deleted.")
 
-    let names = try SecureDictionary.names(applicationID: applicationID).filter { $0 == "preferences" || $0.hasPrefix("account.") }
+    let names = try SecureDictionary.names(applicationID: applicationID).filter {
+        $0 == "preferences" || $0.hasPrefix("account.")
+    }
     print("Dictionaries now: \(names.sorted().joined(separator: ", ")). Run me again: alice is remembered.")
 } catch {
     // SecureDictionaryError messages never contain a key or a value: safe to show.

@@ -26,7 +26,7 @@ do {
     } else {
         // A fresh random token stands in for one your app would get from a server.
         let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        try tokens.update { entries in                 // both entries, one keyring write
+        try tokens.update { entries in  // both entries, one keyring write
             try entries.set(token, for: .apiToken)
             try entries.set(Date(), for: .savedAt)
         }

@@ -34,7 +34,7 @@ func isFresh(_ expiry: Date) -> Bool { expiry > Date().addingTimeInterval(60) }
 /// process can win for a given refresh token; (2) await the server with no lock held; (3)
 /// commit the new pair, again only if nobody changed the refresh token meanwhile.
 func refreshIfNeeded(_ tokens: SecureDictionary) async throws -> String {
-    try tokens.reload()   // what the keyring holds now: another process may have refreshed
+    try tokens.reload()  // what the keyring holds now: another process may have refreshed
     if tokens[.accessToken] != nil, isFresh(tokens[.expiresAt]) { return "Using the cached access token" }
     let refresh = tokens[.refreshToken]
     let claim = tokens[.refreshingUntil]
@@ -47,7 +47,7 @@ func refreshIfNeeded(_ tokens: SecureDictionary) async throws -> String {
     }
     guard claimed else { return "Another process refreshed or claimed the token first" }
 
-    let pair = try await tokenEndpoint(refreshToken: refresh)   // no keyring lock held here
+    let pair = try await tokenEndpoint(refreshToken: refresh)  // no keyring lock held here
 
     let committed = try await tokens.async.update(ifUnchanged: ["refreshToken": refresh.map { .string($0) }]) { entries in
         try entries.set(pair.access, for: .accessToken)

@@ -34,7 +34,7 @@ public final class InMemoryKeyringStore: KeyringStore {
     private struct State {
         var items: [KeyringItem: [UInt8]] = [:]
         var lockedCollections: Set<KeyringCollection> = []
-        var faults: [Int: Fault] = [:]       // keyed by the 1-based number of the call to fail
+        var faults: [Int: Fault] = [:]  // keyed by the 1-based number of the call to fail
         var callCount = 0
         var calls: [Call] = []
     }
@@ -87,9 +87,12 @@ public final class InMemoryKeyringStore: KeyringStore {
     }
 
     public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try call(.store, collection: item.collection, onFault: { state, fault in
-            if fault.writesAnyway { state.items[item] = secret }
-        }) { $0.items[item] = secret }
+        try call(
+            .store, collection: item.collection,
+            onFault: { state, fault in
+                if fault.writesAnyway { state.items[item] = secret }
+            }
+        ) { $0.items[item] = secret }
     }
 
     public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {

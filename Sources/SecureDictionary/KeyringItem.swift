@@ -35,8 +35,10 @@ public struct KeyringItem: Sendable, Hashable, CustomStringConvertible {
 
     /// The attributes stored with the item, as `secret-tool` shows them.
     public var attributes: [String: String] {
-        ["service": name, "application": applicationID, "dictionary": dictionaryName,
-         "xdg:schema": Self.schemaName]
+        [
+            "service": name, "application": applicationID, "dictionary": dictionaryName,
+            "xdg:schema": Self.schemaName,
+        ]
     }
 
     public var description: String { "\(name) in collection '\(collection.alias)'" }

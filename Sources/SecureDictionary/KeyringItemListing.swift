@@ -13,10 +13,11 @@ public struct KeyringItemListing: Sendable, Hashable {
     /// contract (a valid application ID and name, and `service` equal to the item name).
     public init?(attributes: [String: String], collection: KeyringCollection, isLocked: Bool) {
         guard attributes["xdg:schema"] == KeyringItem.schemaName,
-              let application = attributes["application"], let dictionary = attributes["dictionary"],
-              let item = try? KeyringItem(dictionaryName: dictionary.isEmpty ? nil : dictionary,
-                                          applicationID: application, collection: collection),
-              attributes["service"] == item.name
+            let application = attributes["application"], let dictionary = attributes["dictionary"],
+            let item = try? KeyringItem(
+                dictionaryName: dictionary.isEmpty ? nil : dictionary,
+                applicationID: application, collection: collection),
+            attributes["service"] == item.name
         else { return nil }
         self.init(item: item, isLocked: isLocked)
     }

@@ -11,18 +11,19 @@ public protocol PropertyListInteger: FixedWidthInteger, PropertyListConvertible,
 
 extension PropertyListInteger {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        let converted: Self? = switch value {
-        case .integer(let integer): Self(exactly: integer)
-        case .unsignedInteger(let integer): Self(exactly: integer)
-        default: nil
-        }
+        let converted: Self? =
+            switch value {
+            case .integer(let integer): Self(exactly: integer)
+            case .unsignedInteger(let integer): Self(exactly: integer)
+            default: nil
+            }
         guard let converted else { throw value.mismatch(Self.self) }
         self = converted
     }
 
     public func propertyListValue() -> PropertyListValue {
         if let fits = Int(exactly: self) { return .integer(fits) }
-        return .unsignedInteger(UInt64(self))   // above Int.max: only UInt and UInt64 get here
+        return .unsignedInteger(UInt64(self))  // above Int.max: only UInt and UInt64 get here
     }
 }
 

@@ -145,7 +145,7 @@ enum Offload {
             do { return .success(try work()) } catch let error as SecureDictionaryError {
                 throw error
             } catch {
-                return .failure(error)   // the body's own error
+                return .failure(error)  // the body's own error
             }
         }
         return try outcome.get()
@@ -180,7 +180,10 @@ enum Offload {
 
         func attach(_ continuation: CheckedContinuation<Result<T, SecureDictionaryError>, Never>) {
             let early: Result<T, SecureDictionaryError>? = state.withLock { state in
-                if let early = state.early { state.done = true; return early }
+                if let early = state.early {
+                    state.done = true
+                    return early
+                }
                 state.continuation = continuation
                 return nil
             }
@@ -191,7 +194,7 @@ enum Offload {
             let continuation: CheckedContinuation<Result<T, SecureDictionaryError>, Never>? = state.withLock { state in
                 guard !state.done else { return nil }
                 guard let continuation = state.continuation else {
-                    if state.early == nil { state.early = result }   // cancelled before attach
+                    if state.early == nil { state.early = result }  // cancelled before attach
                     return nil
                 }
                 state.done = true

@@ -92,7 +92,9 @@ extension SecureDictionary {
 
         /// Runs `body` on `dictionary` as entries. The storage moves in and back out (also when
         /// `body` throws), so no copy is made.
-        static func editing<R, E: Error>(_ dictionary: inout [String: Value], _ body: (inout Entries) throws(E) -> R) throws(E) -> R {
+        static func editing<R, E: Error>(_ dictionary: inout [String: Value], _ body: (inout Entries) throws(E) -> R) throws(E)
+            -> R
+        {
             var entries = Entries(dictionary)
             dictionary = [:]
             defer { dictionary = entries.dictionary }

@@ -368,8 +368,9 @@ public final class SecureDictionary: Sendable {
     /// The entries for a non-throwing read: the loaded cache, never a load (the read rule).
     func loadedEntries() -> [String: Value] {
         guard let entries = state.cachedEntries else {
-            preconditionFailure("SecureDictionary(\(item.name)): a non-throwing read of a dictionary unloaded by forget(); "
-                                + "call try reload() or a throwing read (value(forKey:), entries()) first")
+            preconditionFailure(
+                "SecureDictionary(\(item.name)): a non-throwing read of a dictionary unloaded by forget(); "
+                    + "call try reload() or a throwing read (value(forKey:), entries()) first")
         }
         return entries
     }

@@ -85,8 +85,8 @@ extension SecureDictionaryError: LocalizedError {
 extension SecureDictionaryError: CustomStringConvertible {
     private static func name(pid: Int?, command: String?) -> String {
         switch (pid, command) {
-        case let (pid?, command?): "pid \(pid), \(command)"
-        case let (pid?, nil): "pid \(pid)"
+        case (let pid?, let command?): "pid \(pid), \(command)"
+        case (let pid?, nil): "pid \(pid)"
         default: "unknown"
         }
     }

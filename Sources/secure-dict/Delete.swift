@@ -63,7 +63,7 @@ extension SecureDict {
         private func removeItem(at location: DictionaryLocation) throws {
             guard try location.exists() else { throw location.notFound() }
             if !force, !Terminal.confirm("Delete \(location.description) from the keyring?") {
-                printNote("Nothing was deleted.")   // like `rm -i`: declining is not an error
+                printNote("Nothing was deleted.")  // like `rm -i`: declining is not an error
                 return
             }
             let existed: Bool

@@ -16,7 +16,7 @@ enum ExactDate {
         let seconds = date.timeIntervalSinceReferenceDate
         guard seconds.isFinite, abs(seconds) < 4e11 else { return nil }
         let whole = seconds.rounded(.down)
-        let fraction = seconds - whole   // exact: both have the same exponent range
+        let fraction = seconds - whole  // exact: both have the same exponent range
         let referenceSeconds = Int(whole)
         let unixSeconds = referenceSeconds + unixSecondsAtReferenceDate
         let days = unixSeconds.floorDivided(by: 86_400)
@@ -24,10 +24,11 @@ enum ExactDate {
         let (year, month, day) = civil(fromDays: days)
         guard (1...9999).contains(year) else { return nil }
         for digits in 3...20 {
-            let text = String(format: "%.\(digits)f", fraction)   // "0.123…", or "1.000…" when rounded up
+            let text = String(format: "%.\(digits)f", fraction)  // "0.123…", or "1.000…" when rounded up
             guard text.hasPrefix("0."), Double(referenceSeconds) + Double(text)! == seconds else { continue }
-            return String(format: "%04d-%02d-%02dT%02d:%02d:%02d", year, month, day,
-                          secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60)
+            return String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d", year, month, day,
+                secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60)
                 + text.dropFirst() + "Z"
         }
         return nil
@@ -38,15 +39,15 @@ enum ExactDate {
     static func parse(_ text: String) -> Date? {
         var scanner = Scanner(Array(text.utf8))
         guard let year = scanner.digits(4), scanner.skip("-"), let month = scanner.digits(2),
-              scanner.skip("-"), let day = scanner.digits(2),
-              (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), year >= 1
+            scanner.skip("-"), let day = scanner.digits(2),
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), year >= 1
         else { return nil }
         var secondOfDay = 0
         var fraction = "0"
         if !scanner.atEnd {
             guard scanner.skip("T") || scanner.skip("t") || scanner.skip(" "),
-                  let hour = scanner.digits(2), scanner.skip(":"), let minute = scanner.digits(2),
-                  hour < 24, minute < 60
+                let hour = scanner.digits(2), scanner.skip(":"), let minute = scanner.digits(2),
+                hour < 24, minute < 60
             else { return nil }
             var second = 0
             if scanner.skip(":") {

@@ -34,8 +34,10 @@ extension SecureDict {
         @Option(help: ArgumentHelp("The file format.", valueName: "FORMAT"))
         var format: ExportFormat = .json
 
-        @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp(
-            "The file to write. Default: standard output ('-').", valueName: "FILE"))
+        @Option(
+            name: [.customShort("o"), .customLong("output")],
+            help: ArgumentHelp(
+                "The file to write. Default: standard output ('-').", valueName: "FILE"))
         var output: String?
 
         @OptionGroup var global: GlobalOptions

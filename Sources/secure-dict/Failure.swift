@@ -100,20 +100,21 @@ private func report(_ error: SecureDictionaryError, hint: String?) throws -> Nev
 /// The library's description, which names the cause and usually what to do, completed with
 /// advice for the cases whose description stops at the cause (`hint` replaces that advice).
 func message(for error: SecureDictionaryError, hint: String?) -> String {
-    let advice: String? = switch error {
-    case .timedOut:
-        "or allow more time with --timeout SECONDS"
-    case .connectionLost, .cancelled:
-        "try again"
-    case .unsupportedFormatVersion:
-        "it was written by another tool; remove it with 'secure-dict delete --force' if you do not need it"
-    case .tooLarge:
-        "nothing was written; store less"
-    case .lockHeld:
-        "or allow it more time with --timeout SECONDS"
-    default:
-        nil
-    }
+    let advice: String? =
+        switch error {
+        case .timedOut:
+            "or allow more time with --timeout SECONDS"
+        case .connectionLost, .cancelled:
+            "try again"
+        case .unsupportedFormatVersion:
+            "it was written by another tool; remove it with 'secure-dict delete --force' if you do not need it"
+        case .tooLarge:
+            "nothing was written; store less"
+        case .lockHeld:
+            "or allow it more time with --timeout SECONDS"
+        default:
+            nil
+        }
     return [error.description, hint ?? advice].compactMap { $0 }.joined(separator: ": ")
 }
 

@@ -8,9 +8,10 @@ let applicationEnvironmentVariable = "SECURE_DICT_APP"
 
 /// Where the keyring is and how long to wait for it: every subcommand takes these.
 struct GlobalOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "The keyring collection, by alias: 'default' (your login keyring) or 'session' (kept in memory until the keyring daemon stops).",
-        valueName: "ALIAS"))
+    @Option(
+        help: ArgumentHelp(
+            "The keyring collection, by alias: 'default' (your login keyring) or 'session' (kept in memory until the keyring daemon stops).",
+            valueName: "ALIAS"))
     var collection = "default"
 
     @Option(help: ArgumentHelp("How long to wait for each keyring call before failing.", valueName: "SECONDS"))
@@ -39,14 +40,18 @@ struct GlobalOptions: ParsableArguments {
 
 /// `--app` and `--name`: which dictionary a command works on.
 struct DictionaryOptions: ParsableArguments {
-    @Option(name: .customLong("app"), help: ArgumentHelp(
-        "The application ID that owns the dictionary, e.g. com.example.app. Default: $\(applicationEnvironmentVariable).",
-        valueName: "ID"))
+    @Option(
+        name: .customLong("app"),
+        help: ArgumentHelp(
+            "The application ID that owns the dictionary, e.g. com.example.app. Default: $\(applicationEnvironmentVariable).",
+            valueName: "ID"))
     var app: String?
 
-    @Option(name: [.customShort("n"), .customLong("name")], help: ArgumentHelp(
-        "The dictionary's name. Without it (or with an empty NAME), the application's default, unnamed dictionary.",
-        valueName: "NAME"))
+    @Option(
+        name: [.customShort("n"), .customLong("name")],
+        help: ArgumentHelp(
+            "The dictionary's name. Without it (or with an empty NAME), the application's default, unnamed dictionary.",
+            valueName: "NAME"))
     var name: String?
 
     /// `--app`, or else `$SECURE_DICT_APP`.

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
 import SecureDictionary
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SecureDict {
@@ -61,7 +62,8 @@ extension SecureDict {
                     }
                 }
             } catch let error as NeedsMode {
-                throw ValidationError("""
+                throw ValidationError(
+                    """
                     \(location.description) already has \(error.count) \(error.count == 1 ? "entry" : "entries"): \
                     pass --merge to add FILE's entries to them, or --replace to replace them
                     """)
@@ -82,11 +84,12 @@ extension SecureDict {
             do {
                 _ = try BinaryPropertyListCoding.encode(entries, maximumSize: maximumSize)
             } catch {
-                let reason = switch error {
-                case .invalidValue(let reason): reason
-                case .tooLarge(let size, let limit): "its entries take \(size) bytes, more than the limit of \(limit)"
-                default: "\(error)"
-                }
+                let reason =
+                    switch error {
+                    case .invalidValue(let reason): reason
+                    case .tooLarge(let size, let limit): "its entries take \(size) bytes, more than the limit of \(limit)"
+                    default: "\(error)"
+                    }
                 throw .inputOutput("\(source) holds a dictionary SecureDictionary cannot store: \(reason)")
             }
         }
@@ -111,7 +114,7 @@ extension SecureDict {
                 // By size first, for a regular file: nothing is read when it is too large.
                 var status = stat()
                 if fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
-                   Int(status.st_size) > limit
+                    Int(status.st_size) > limit
                 {
                     throw .inputOutput("cannot import \(file): \(tooLarge)")
                 }
@@ -121,17 +124,19 @@ extension SecureDict {
                 do {
                     return try BinaryPropertyListCoding.decode(data, maximumSize: maximumSize)
                 } catch {
-                    let reason = switch error {
-                    case .corrupt(let reason): reason
-                    case .unsupportedFormatVersion(let version): "unsupported format version \(version)"
-                    case .tooLarge(let size, let limit): "\(size) bytes, more than the limit of \(limit)"
-                    default: "\(error)"
-                    }
+                    let reason =
+                        switch error {
+                        case .corrupt(let reason): reason
+                        case .unsupportedFormatVersion(let version): "unsupported format version \(version)"
+                        case .tooLarge(let size, let limit): "\(size) bytes, more than the limit of \(limit)"
+                        default: "\(error)"
+                        }
                     throw .inputOutput("\(source) is not a property list SecureDictionary can read: \(reason)")
                 }
             }
             if data.drop(while: { [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }).first == UInt8(ascii: "<") {
-                throw .inputOutput("""
+                throw .inputOutput(
+                    """
                     \(source) is an XML property list, which import does not read: convert it to a binary \
                     property list first (e.g. plutil -convert binary1 FILE) or export it as JSON
                     """)

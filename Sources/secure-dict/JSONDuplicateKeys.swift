@@ -47,7 +47,9 @@ enum JSONDuplicateKeys {
             switch current {
             case UInt8(ascii: "{"): return object(depth: depth + 1)
             case UInt8(ascii: "["): return array(depth: depth)
-            case UInt8(ascii: "\""): _ = string(); return nil
+            case UInt8(ascii: "\""):
+                _ = string()
+                return nil
             default:
                 // A number, true, false or null: up to the next delimiter.
                 while let byte = current, !",]} \t\r\n".utf8.contains(byte) { index += 1 }
@@ -58,7 +60,10 @@ enum JSONDuplicateKeys {
         private mutating func array(depth: Int) -> Collision? {
             index += 1
             skipWhitespace()
-            if current == UInt8(ascii: "]") { index += 1; return nil }
+            if current == UInt8(ascii: "]") {
+                index += 1
+                return nil
+            }
             while current != nil {
                 if let collision = value(depth: depth) { return collision }
                 skipWhitespace()
@@ -74,7 +79,10 @@ enum JSONDuplicateKeys {
             var positions: [String: Int] = [:]
             var position = 0
             skipWhitespace()
-            if current == UInt8(ascii: "}") { index += 1; return nil }
+            if current == UInt8(ascii: "}") {
+                index += 1
+                return nil
+            }
             while current != nil {
                 skipWhitespace()
                 guard current == UInt8(ascii: "\""), let key = string() else { return nil }
@@ -108,7 +116,7 @@ enum JSONDuplicateKeys {
                     index += 1
                     if escape == UInt8(ascii: "u") {
                         guard index + 4 <= bytes.count,
-                              let unit = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+                            let unit = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
                         else { return nil }
                         index += 4
                         if (0xD800..<0xDC00).contains(unit) {
@@ -121,14 +129,15 @@ enum JSONDuplicateKeys {
                         }
                         utf8 += Array(String(Unicode.Scalar(scalarValue).map(Character.init) ?? "\u{FFFD}").utf8)
                     } else {
-                        let resolved: UInt8 = switch escape {
-                        case UInt8(ascii: "b"): 0x08
-                        case UInt8(ascii: "f"): 0x0C
-                        case UInt8(ascii: "n"): 0x0A
-                        case UInt8(ascii: "r"): 0x0D
-                        case UInt8(ascii: "t"): 0x09
-                        default: escape   // \" \\ \/
-                        }
+                        let resolved: UInt8 =
+                            switch escape {
+                            case UInt8(ascii: "b"): 0x08
+                            case UInt8(ascii: "f"): 0x0C
+                            case UInt8(ascii: "n"): 0x0A
+                            case UInt8(ascii: "r"): 0x0D
+                            case UInt8(ascii: "t"): 0x09
+                            default: escape  // \" \\ \/
+                            }
                         utf8.append(resolved)
                     }
                 default:

@@ -21,16 +21,19 @@ extension SecureDict {
                   secure-dict list --json --collection session
                 """)
 
-        @Option(name: .customLong("app"), help: ArgumentHelp(
-            "Only the dictionaries of this application ID. Default: $\(applicationEnvironmentVariable), or else every application.",
-            valueName: "ID"))
+        @Option(
+            name: .customLong("app"),
+            help: ArgumentHelp(
+                "Only the dictionaries of this application ID. Default: $\(applicationEnvironmentVariable), or else every application.",
+                valueName: "ID"))
         var app: String?
 
-        @Flag(help: """
-            Print a JSON array instead: [{"application": ID, "name": NAME ("" for the default \
-            dictionary), "item": ITEM NAME, "state": "unlocked"|"locked"|"unreadable"|"ambiguous", \
-            "entries": COUNT or null}].
-            """)
+        @Flag(
+            help: """
+                Print a JSON array instead: [{"application": ID, "name": NAME ("" for the default \
+                dictionary), "item": ITEM NAME, "state": "unlocked"|"locked"|"unreadable"|"ambiguous", \
+                "entries": COUNT or null}].
+                """)
         var json = false
 
         @OptionGroup var global: GlobalOptions
@@ -102,7 +105,7 @@ private struct Row: Encodable {
         try container.encode(name, forKey: .name)
         try container.encode(item, forKey: .item)
         try container.encode(state, forKey: .state)
-        try container.encode(entries, forKey: .entries)   // null when unknown, not left out
+        try container.encode(entries, forKey: .entries)  // null when unknown, not left out
     }
 
     private enum CodingKeys: String, CodingKey { case application, name, item, state, entries }

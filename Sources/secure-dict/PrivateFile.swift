@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Files that hold secrets: created with mode 0600, replaced atomically.
@@ -23,7 +24,7 @@ enum PrivateFile {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         var template = Array("\(directory)/.\(url.lastPathComponent).XXXXXX".utf8CString)
-        let descriptor = mkstemp(&template)   // mode 0600
+        let descriptor = mkstemp(&template)  // mode 0600
         guard descriptor >= 0 else {
             throw .inputOutput("cannot create \(path): \(String(cString: strerror(errno)))")
         }

@@ -50,11 +50,12 @@ enum TypedJSON {
             let entries = try JSONDecoder().decode([String: TypedValue].self, from: data).mapValues(\.value)
             // JSONDecoder keeps one value of keys Swift treats as equal; refuse rather than drop one.
             if let collision = JSONDuplicateKeys.first(in: Array(data)) {
-                throw TypedValue.FormError(reason: """
-                    \(collision) have the same key, or keys that are equal in Unicode canonical form \
-                    (such as "é" composed and decomposed); a dictionary holds only one of them, so \
-                    nothing was imported
-                    """)
+                throw TypedValue.FormError(
+                    reason: """
+                        \(collision) have the same key, or keys that are equal in Unicode canonical form \
+                        (such as "é" composed and decomposed); a dictionary holds only one of them, so \
+                        nothing was imported
+                        """)
             }
             return entries
         } catch let error as TypedValue.FormError {
@@ -143,7 +144,7 @@ struct TypedValue: Codable {
             }
         case "data":
             guard let text = try? container.decode(String.self, forKey: .value),
-                  let data = Data(base64Encoded: text.filter { !$0.isWhitespace })
+                let data = Data(base64Encoded: text.filter { !$0.isWhitespace })
             else { throw wrong("base64") }
             value = .data(data)
         case "array":

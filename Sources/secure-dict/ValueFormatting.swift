@@ -34,7 +34,8 @@ enum ValueType: String, CaseIterable, ExpressibleByArgument {
         case .int: "a whole number from \(Int.min) to \(UInt64.max), e.g. 42 or -7"
         case .real: "a number within ±\(Double.greatestFiniteMagnitude), e.g. 0.5 or 1e-3, or inf, -inf, nan"
         case .bool: "true or false (also yes/no, 1/0)"
-        case .date: "an ISO 8601 date with a zone, e.g. 2026-11-22T03:57:00Z or 2026-11-22T05:57:00.25+02:00, a day (2026-11-22), or now"
+        case .date:
+            "an ISO 8601 date with a zone, e.g. 2026-11-22T03:57:00Z or 2026-11-22T05:57:00.25+02:00, a day (2026-11-22), or now"
         case .data: "base64, e.g. AAECAw=="
         }
     }
@@ -44,19 +45,20 @@ enum ValueType: String, CaseIterable, ExpressibleByArgument {
     /// - Throws: a `ValidationError` that says what was expected, never what was given.
     func value(from text: String, what: String = "VALUE") throws -> PropertyListValue {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        let value: PropertyListValue? = switch self {
-        case .string: .string(text)
-        case .int: Int(trimmed).map(PropertyListValue.integer) ?? UInt64(trimmed).map(PropertyListValue.unsignedInteger)
-        case .real: Self.real(trimmed).map(PropertyListValue.real)
-        case .bool:
-            switch trimmed.lowercased() {
-            case "true", "yes", "1": .bool(true)
-            case "false", "no", "0": .bool(false)
-            default: nil
+        let value: PropertyListValue? =
+            switch self {
+            case .string: .string(text)
+            case .int: Int(trimmed).map(PropertyListValue.integer) ?? UInt64(trimmed).map(PropertyListValue.unsignedInteger)
+            case .real: Self.real(trimmed).map(PropertyListValue.real)
+            case .bool:
+                switch trimmed.lowercased() {
+                case "true", "yes", "1": .bool(true)
+                case "false", "no", "0": .bool(false)
+                default: nil
+                }
+            case .date: trimmed.lowercased() == "now" ? .date(Date()) : ExactDate.parse(trimmed).map(PropertyListValue.date)
+            case .data: Data(base64Encoded: trimmed.filter { !$0.isWhitespace }).map(PropertyListValue.data)
             }
-        case .date: trimmed.lowercased() == "now" ? .date(Date()) : ExactDate.parse(trimmed).map(PropertyListValue.date)
-        case .data: Data(base64Encoded: trimmed.filter { !$0.isWhitespace }).map(PropertyListValue.data)
-        }
         guard let value else { throw ValidationError("\(what) is not valid for --type \(rawValue): expected \(expectation)") }
         return value
     }
@@ -127,7 +129,8 @@ enum HumanFormat {
 
     /// A key as it is, unless it holds control characters or is empty: then quoted.
     private static func safeLabel(_ key: String) -> String {
-        let plain = !key.isEmpty && !key.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        let plain =
+            !key.isEmpty && !key.unicodeScalars.contains { $0.properties.generalCategory == .control }
             && !key.hasPrefix("\"") && !key.hasPrefix("[") && !key.contains(": ")
         return plain ? key : quoted(key)
     }

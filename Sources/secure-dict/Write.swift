@@ -36,16 +36,18 @@ extension SecureDict {
         @Argument(help: ArgumentHelp("The key to set.", valueName: "KEY"))
         var key: String
 
-        @Argument(help: ArgumentHelp(
-            "The value, or '-' to read it from standard input (keeps secrets out of the process list).",
-            valueName: "VALUE"))
+        @Argument(
+            help: ArgumentHelp(
+                "The value, or '-' to read it from standard input (keeps secrets out of the process list).",
+                valueName: "VALUE"))
         var value: String
 
         @OptionGroup var dictionary: DictionaryOptions
 
-        @Option(help: ArgumentHelp(
-            "The value's type. Default: the type the key holds, or string for a new key.",
-            valueName: "TYPE"))
+        @Option(
+            help: ArgumentHelp(
+                "The value's type. Default: the type the key holds, or string for a new key.",
+                valueName: "TYPE"))
         var type: ValueType?
 
         @OptionGroup var global: GlobalOptions
@@ -66,7 +68,8 @@ extension SecureDict {
                 do {
                     entries[key] = try resolved.value(from: text, what: what)
                 } catch let error as ValidationError where type == nil {
-                    throw CommandFailure.usage("""
+                    throw CommandFailure.usage(
+                        """
                         the key holds \(resolved.article), which write keeps without --type: \(error.message); \
                         give --type to store another type
                         """)

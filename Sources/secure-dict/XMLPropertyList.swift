@@ -11,7 +11,9 @@ enum XMLPropertyList {
 
     /// What the XML form loses of `entries`, or `nil` when it keeps everything.
     static func loss(in entries: [String: PropertyListValue]) -> String? {
-        var fractionalDates = false, controlCharacters = false, negativeZero = false
+        var fractionalDates = false
+        var controlCharacters = false
+        var negativeZero = false
         func visit(_ value: PropertyListValue) {
             switch value {
             case .date(let date):
@@ -21,7 +23,7 @@ enum XMLPropertyList {
             case .real(let real): if real == 0, real.sign == .minus { negativeZero = true }
             case .array(let array): array.forEach(visit)
             case .dictionary(let dictionary):
-                dictionary.forEach { key, value in
+                for (key, value) in dictionary {
                     if hasControlCharacters(key) { controlCharacters = true }
                     visit(value)
                 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureDictionary
 
 extension KeyringIntegration {
@@ -7,14 +8,14 @@ extension KeyringIntegration {
     @Suite struct CrossProcess {
         @Test func anotherProcessesWriteIsKeptByOurNextWrite() throws {
             let test = TestItem("interleaved")
-            let dictionary = try test.open()     // A loads
+            let dictionary = try test.open()  // A loads
             let other = try KeyringHarness.run(KeyringHarness.writer, ["set", test.appID, test.name, "x", "from-other"])
             #expect(other.status == 0, "\(other.stderr)")
-            try dictionary.setValue("from-us", forKey: "y")   // A writes without reloading first
+            try dictionary.setValue("from-us", forKey: "y")  // A writes without reloading first
             let fresh = try test.openFresh()
             #expect(fresh["x"] == "from-other")
             #expect(fresh["y"] == "from-us")
-            #expect(dictionary["x"] == "from-other")   // the write re-read what the other wrote
+            #expect(dictionary["x"] == "from-other")  // the write re-read what the other wrote
         }
 
         @Test func concurrentProcessesLoseNothing() throws {
@@ -41,7 +42,9 @@ extension KeyringIntegration {
                 for index in 0..<count where index % 10 != 9 { expected.insert("p\(process)-\(index)") }
             }
             let fresh = try test.openFresh()
-            #expect(Set(fresh.keys) == expected, "lost: \(expected.subtracting(fresh.keys).count), phantom: \(Set(fresh.keys).subtracting(expected).count)")
+            #expect(
+                Set(fresh.keys) == expected,
+                "lost: \(expected.subtracting(fresh.keys).count), phantom: \(Set(fresh.keys).subtracting(expected).count)")
             #expect(fresh["counter"] == .integer(incrementsDone))
             #expect(incrementsDone == processes * increments)
         }
@@ -73,6 +76,6 @@ extension KeyringIntegration.CrossProcess {
         }
         let median = delays.sorted()[delays.count / 2]
         print("cross-process change delay: median \(median), all \(delays)")
-        #expect(median < .seconds(1))   // a sanity bound; the figure itself is reported above
+        #expect(median < .seconds(1))  // a sanity bound; the figure itself is reported above
     }
 }

@@ -1,6 +1,7 @@
 import CLibSecret
 import CSecretShim
 import Testing
+
 @testable import SecureDictionary
 
 /// Every row of the GError → ``SecureDictionaryError`` table, without a keyring (like
@@ -17,9 +18,12 @@ import Testing
         }
     }
 
-    static func row(_ domain: Failure.Domain, _ code: UInt32, remote: String? = nil, connecting: Bool = false,
-                    _ expected: SecureDictionaryError) -> Row {
-        Row(failure: Failure(domain: domain, code: Int32(code), message: "m", remoteName: remote),
+    static func row(
+        _ domain: Failure.Domain, _ code: UInt32, remote: String? = nil, connecting: Bool = false,
+        _ expected: SecureDictionaryError
+    ) -> Row {
+        Row(
+            failure: Failure(domain: domain, code: Int32(code), message: "m", remoteName: remote),
             connecting: connecting, expected: expected)
     }
 
@@ -28,7 +32,8 @@ import Testing
         row(.secret, SECRET_ERROR_IS_LOCKED.rawValue, .locked),
         row(.secret, SECRET_ERROR_IS_LOCKED.rawValue, connecting: true, .locked),
         row(.secret, SECRET_ERROR_NO_SUCH_OBJECT.rawValue, .connectionLost),
-        row(.secret, SECRET_ERROR_PROTOCOL.rawValue,
+        row(
+            .secret, SECRET_ERROR_PROTOCOL.rawValue,
             .keyring(domain: Failure.Domain.secret.name, code: Int(SECRET_ERROR_PROTOCOL.rawValue), message: "m")),
         // GIO: only the deadline cancels
         row(.io, G_IO_ERROR_CANCELLED.rawValue, .timedOut),
@@ -37,15 +42,18 @@ import Testing
         row(.io, G_IO_ERROR_CLOSED.rawValue, .connectionLost),
         row(.io, G_IO_ERROR_BROKEN_PIPE.rawValue, .connectionLost),
         row(.io, G_IO_ERROR_NOT_FOUND.rawValue, connecting: true, .serviceUnavailable(reason: "m")),
-        row(.io, G_IO_ERROR_NOT_FOUND.rawValue,
+        row(
+            .io, G_IO_ERROR_NOT_FOUND.rawValue,
             .keyring(domain: Failure.Domain.io.name, code: Int(G_IO_ERROR_NOT_FOUND.rawValue), message: "m")),
         row(.io, G_IO_ERROR_DBUS_ERROR.rawValue, remote: "org.freedesktop.Secret.Error.IsLocked", .locked),
         // D-Bus: a missing service while connecting; a vanished daemon afterwards
-        row(.dbus, G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue, connecting: true,
+        row(
+            .dbus, G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue, connecting: true,
             .serviceUnavailable(reason: "no Secret Service on the session bus")),
         row(.dbus, G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue, .connectionLost),
         row(.dbus, G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue, .connectionLost),
-        row(.dbus, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue, connecting: true,
+        row(
+            .dbus, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue, connecting: true,
             .serviceUnavailable(reason: "no Secret Service on the session bus")),
         row(.dbus, G_DBUS_ERROR_TIMEOUT.rawValue, .timedOut),
         row(.dbus, G_DBUS_ERROR_TIMED_OUT.rawValue, .timedOut),
@@ -56,7 +64,8 @@ import Testing
         row(.dbus, G_DBUS_ERROR_UNKNOWN_METHOD.rawValue, .connectionLost),
         row(.dbus, G_DBUS_ERROR_FAILED.rawValue, connecting: true, .serviceUnavailable(reason: "m")),
         row(.dbus, G_DBUS_ERROR_FAILED.rawValue, remote: "org.freedesktop.Secret.Error.NoSession", .connectionLost),
-        row(.dbus, G_DBUS_ERROR_FAILED.rawValue,
+        row(
+            .dbus, G_DBUS_ERROR_FAILED.rawValue,
             .keyring(domain: Failure.Domain.dbus.name, code: Int(G_DBUS_ERROR_FAILED.rawValue), message: "m")),
         // Any domain: the service's own error names, then the raw error
         row(.other("my-domain"), 7, remote: "org.freedesktop.Secret.Error.NoSuchObject", .connectionLost),
@@ -79,6 +88,7 @@ import Testing
         // A D-Bus error name carried by a GError, as GDBus makes it from a service's reply.
         let remote = g_dbus_error_new_for_dbus_error("org.freedesktop.Secret.Error.IsLocked", "locked")
         #expect(KeyringErrorMapping.map(remote) == .locked)
-        #expect(KeyringErrorMapping.map(nil) == .keyring(domain: "unknown", code: 0, message: "libsecret failed without an error"))
+        #expect(
+            KeyringErrorMapping.map(nil) == .keyring(domain: "unknown", code: 0, message: "libsecret failed without an error"))
     }
 }

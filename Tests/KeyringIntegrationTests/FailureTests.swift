@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureDictionary
 
 extension KeyringIntegration {
@@ -17,13 +18,13 @@ extension KeyringIntegration {
             #expect(throws: SecureDictionaryError.locked) { try test.openFresh() }
             #expect(throws: SecureDictionaryError.locked) { try TestItem("never-written").openFresh() }
             #expect(throws: SecureDictionaryError.locked) { try dictionary.setValue("after", forKey: "k") }
-            #expect(dictionary["k"] == "before")   // the cache followed the store
+            #expect(dictionary["k"] == "before")  // the cache followed the store
             // Names are attributes, which gnome-keyring shows for locked items too.
             #expect(try SecureDictionary.names(applicationID: test.appID) == ["locked"])
             #expect(try SecureDictionary.items(applicationID: test.appID).map(\.isLocked) == [true])
 
             try KeyringHarness.daemon("unlock")
-            #expect(try test.sha256() == digest)   // untouched while locked
+            #expect(try test.sha256() == digest)  // untouched while locked
             #expect(try test.openFresh()["k"] == "before")
             try dictionary.setValue("after", forKey: "k")
             #expect(try test.openFresh()["k"] == "after")
@@ -51,8 +52,8 @@ extension KeyringIntegration {
             let test = TestItem("restart")
             let dictionary = try test.open()
             try dictionary.setValue("one", forKey: "k")
-            try KeyringHarness.daemon("restart")   // kill -9, start again, unlock
-            try dictionary.setValue("two", forKey: "k")   // same store, same (dead) connection
+            try KeyringHarness.daemon("restart")  // kill -9, start again, unlock
+            try dictionary.setValue("two", forKey: "k")  // same store, same (dead) connection
             #expect(try test.openFresh()["k"] == "two")
             dictionary.forget()
             #expect(try dictionary.value(forKey: "k") == "two")
@@ -85,8 +86,9 @@ extension KeyringIntegration {
 
         @Test func unavailableBusIsATypedErrorQuickly() throws {
             // A separate process: GLib caches the session bus, so the address is set at start.
-            let output = try KeyringHarness.run(KeyringHarness.writer, ["probe", "it.nobus", "nobus", "3000"],
-                                                environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+            let output = try KeyringHarness.run(
+                KeyringHarness.writer, ["probe", "it.nobus", "nobus", "3000"],
+                environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
             #expect(output.text.hasPrefix("error serviceUnavailable"), "\(output.text) \(output.stderr)")
         }
     }
@@ -110,12 +112,14 @@ extension KeyringIntegration.Failures {
         let test = TestItem("hostile")
         // A binary plist whose root dictionary holds a set (crashes Foundation on Linux).
         var set = Data("bplist00".utf8)
-        set += Data([0xD1, 0x01, 0x02, 0x51, 0x6B, 0xC1, 0x03, 0x10, 0x01])      // {"k": set([1])}
-        set += Data([0x08, 0x0B, 0x0D, 0x0F])                                    // offset table
-        set += Data(count: 6) + Data([1, 1]) + Data([0, 0, 0, 0, 0, 0, 0, 4])   // trailer
+        set += Data([0xD1, 0x01, 0x02, 0x51, 0x6B, 0xC1, 0x03, 0x10, 0x01])  // {"k": set([1])}
+        set += Data([0x08, 0x0B, 0x0D, 0x0F])  // offset table
+        set += Data(count: 6) + Data([1, 1]) + Data([0, 0, 0, 0, 0, 0, 0, 4])  // trailer
         set += Data(count: 7) + Data([0]) + Data([0, 0, 0, 0, 0, 0, 0, 17])
-        for blob in [set, Data(), Data("<?xml version=\"1.0\"?><plist><dict/></plist>".utf8),
-                     Data((0..<512).map { _ in UInt8.random(in: 0...255) })] {
+        for blob in [
+            set, Data(), Data("<?xml version=\"1.0\"?><plist><dict/></plist>".utf8),
+            Data((0..<512).map { _ in UInt8.random(in: 0...255) }),
+        ] {
             try test.plant(blob)
             let digest = try test.sha256()
             #expect(throws: SecureDictionaryError.self) { try test.openFresh() }
@@ -135,12 +139,13 @@ extension KeyringIntegration.Failures {
         defer { if !unlocked { try? KeyringHarness.daemon("unlock") } }
         let opening = Task {
             let dictionary = try await SecureDictionary.Async.openWhenUnlocked(
-                name: test.name, applicationID: test.appID, options: .init(store: SecretServiceStore()), checkingEvery: .seconds(60))
+                name: test.name, applicationID: test.appID, options: .init(store: SecretServiceStore()),
+                checkingEvery: .seconds(60))
             return (dictionary, ContinuousClock.now)
         }
         try await Task.sleep(for: .milliseconds(300))
         let unlockStarted = ContinuousClock.now
-        try KeyringHarness.daemon("unlock")     // another client unlocks (no prompt, as a login would)
+        try KeyringHarness.daemon("unlock")  // another client unlocks (no prompt, as a login would)
         let unlockReturned = ContinuousClock.now
         unlocked = true
         let (dictionary, openedAt) = try await opening.value
@@ -148,7 +153,8 @@ extension KeyringIntegration.Failures {
         // An upper bound: from the start of the other client's unlock command (which also
         // checks its work before it returns) to the dictionary opened here.
         let delay = openedAt - unlockStarted
-        print("unlock wait: opened \(delay) after the unlock command started (the command took \(unlockReturned - unlockStarted))")
+        print(
+            "unlock wait: opened \(delay) after the unlock command started (the command took \(unlockReturned - unlockStarted))")
         #expect(delay < .seconds(5), "the wait ended only after \(delay): no signal arrived")
     }
 }

@@ -42,7 +42,8 @@ enum KeyringHarness {
         process.executableURL = URL(fileURLWithPath: program.hasPrefix("/") ? program : "/usr/bin/env")
         process.arguments = program.hasPrefix("/") ? arguments : [program] + arguments
         process.environment = environment.merging(extra) { _, new in new }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()

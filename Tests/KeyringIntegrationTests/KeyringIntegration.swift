@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureDictionary
 
 /// Everything about the keyring itself, against a real gnome-keyring-daemon on a private bus

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import SecureDictionary
 
 extension KeyringIntegration {
@@ -22,12 +23,13 @@ extension KeyringIntegration {
             ]
             for (label, environment) in environments {
                 let test = TestItem("environment")
-                let dictionary = try test.open()                          // we load
+                let dictionary = try test.open()  // we load
                 try dictionary.setValue("ours", forKey: "a")
-                let other = try KeyringHarness.run(KeyringHarness.writer, ["set", test.appID, test.name, "x", "theirs"],
-                                                   environment: environment)
+                let other = try KeyringHarness.run(
+                    KeyringHarness.writer, ["set", test.appID, test.name, "x", "theirs"],
+                    environment: environment)
                 #expect(other.status == 0, "\(label): the other writer failed: \(other.stderr)")
-                try dictionary.setValue("ours too", forKey: "y")          // we write, without a reload
+                try dictionary.setValue("ours too", forKey: "y")  // we write, without a reload
                 #expect(try test.openFresh().snapshot == ["a": "ours", "x": "theirs", "y": "ours too"], "\(label)")
             }
         }
@@ -47,10 +49,12 @@ extension KeyringIntegration {
         /// Nothing is written outside the keyring: no lock files, no folders.
         @Test func noFileIsCreatedOutsideTheKeyring() throws {
             let scratch = try Scratch()
-            let runtime = try scratch.folder("runtime"), temporary = try scratch.folder("tmp")
+            let runtime = try scratch.folder("runtime")
+            let temporary = try scratch.folder("tmp")
             let test = TestItem("no-files")
-            let other = try KeyringHarness.run(KeyringHarness.writer, ["set", test.appID, test.name, "k", "v"],
-                                               environment: ["XDG_RUNTIME_DIR": runtime.path, "TMPDIR": temporary.path])
+            let other = try KeyringHarness.run(
+                KeyringHarness.writer, ["set", test.appID, test.name, "k", "v"],
+                environment: ["XDG_RUNTIME_DIR": runtime.path, "TMPDIR": temporary.path])
             #expect(other.status == 0, "\(other.stderr)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: runtime.path).isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path).isEmpty)
@@ -81,7 +85,7 @@ extension KeyringIntegration {
             }
             #expect(ContinuousClock.now - start < .seconds(2))
 
-            kill(holder.processIdentifier, SIGKILL)   // dies holding the lock: the bus releases it
+            kill(holder.processIdentifier, SIGKILL)  // dies holding the lock: the bus releases it
             holder.waitUntilExit()
             try dictionary.setValue("after", forKey: "k")
             #expect(try test.openFresh()["k"] == "after")
@@ -139,8 +143,9 @@ final class Scratch {
 
     deinit {
         for folder in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] {
-            try? FileManager.default.setAttributes([.posixPermissions: 0o700],
-                                                   ofItemAtPath: url.appendingPathComponent(folder).path)
+            try? FileManager.default.setAttributes(
+                [.posixPermissions: 0o700],
+                ofItemAtPath: url.appendingPathComponent(folder).path)
         }
         try? FileManager.default.removeItem(at: url)
     }

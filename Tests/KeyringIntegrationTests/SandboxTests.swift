@@ -14,10 +14,12 @@ extension KeyringIntegration {
             let info = FileManager.default.temporaryDirectory.appendingPathComponent("flatpak-info-\(UUID().uuidString)")
             try Data((flatpakInfo ?? "").utf8).write(to: info)
             defer { try? FileManager.default.removeItem(at: info) }
-            var arguments = ["--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-                             "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev",
-                             "--tmpfs", "/tmp", "--ro-bind", "/opt", "/opt",
-                             "--ro-bind", writer.deletingLastPathComponent().path, writer.deletingLastPathComponent().path]
+            var arguments = [
+                "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev",
+                "--tmpfs", "/tmp", "--ro-bind", "/opt", "/opt",
+                "--ro-bind", writer.deletingLastPathComponent().path, writer.deletingLastPathComponent().path,
+            ]
             if flatpakInfo != nil { arguments += ["--ro-bind", info.path, "/.flatpak-info"] }
             arguments += ["--", writer.path, "probe", "org.example.Sandboxed", "settings", "1000"]
             return try KeyringHarness.run(bwrap, arguments)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureDictionary
 
 extension KeyringIntegration {
@@ -10,8 +11,10 @@ extension KeyringIntegration {
             let dictionary = try test.open()
             let date = Date(timeIntervalSinceReferenceDate: 700_000_000.25)
             try dictionary.update { entries in
-                entries = ["token": "s3cr3t\nline2", "count": 3, "ratio": 0.5, "on": true, "when": .date(date),
-                           "blob": .data(Data([0, 1, 2, 255])), "list": [1, "two"], "nested": ["a": ["b": 1]]]
+                entries = [
+                    "token": "s3cr3t\nline2", "count": 3, "ratio": 0.5, "on": true, "when": .date(date),
+                    "blob": .data(Data([0, 1, 2, 255])), "list": [1, "two"], "nested": ["a": ["b": 1]],
+                ]
             }
 
             let listed = try KeyringHarness.fixture(["list"] + test.fixtureAttributes)
@@ -20,28 +23,29 @@ extension KeyringIntegration {
             #expect(try fields[safe: 1] == test.item.name)
             #expect(fields[safe: 2] == "unlocked")
             let attributes = try JSONDecoder().decode([String: String].self, from: Data((fields[safe: 3] ?? "{}").utf8))
-            #expect(attributes == [
-                "service": try test.item.name, "application": test.appID, "dictionary": "contract",
-                "xdg:schema": "io.github.securedictionary.Dictionary",
-            ])
+            #expect(
+                attributes == [
+                    "service": try test.item.name, "application": test.appID, "dictionary": "contract",
+                    "xdg:schema": "io.github.securedictionary.Dictionary",
+                ])
 
             let raw = try KeyringHarness.fixture(["read"] + test.fixtureAttributes)
             #expect(raw.stdout.starts(with: Data("bplist00".utf8)))
             // Python's plistlib reads the same dictionary.
             let script = """
-            import plistlib, sys, json, datetime, base64
-            d = plistlib.loads(sys.stdin.buffer.read())
-            def conv(v):
-                if isinstance(v, bool): return ["bool", v]
-                if isinstance(v, int): return ["int", v]
-                if isinstance(v, float): return ["real", v]
-                if isinstance(v, bytes): return ["data", base64.b64encode(v).decode()]
-                if isinstance(v, datetime.datetime): return ["date", v.isoformat()]
-                if isinstance(v, list): return ["array", [conv(x) for x in v]]
-                if isinstance(v, dict): return ["dict", {k: conv(x) for k, x in v.items()}]
-                return ["string", v]
-            print(json.dumps({k: conv(v) for k, v in d.items()}, sort_keys=True))
-            """
+                import plistlib, sys, json, datetime, base64
+                d = plistlib.loads(sys.stdin.buffer.read())
+                def conv(v):
+                    if isinstance(v, bool): return ["bool", v]
+                    if isinstance(v, int): return ["int", v]
+                    if isinstance(v, float): return ["real", v]
+                    if isinstance(v, bytes): return ["data", base64.b64encode(v).decode()]
+                    if isinstance(v, datetime.datetime): return ["date", v.isoformat()]
+                    if isinstance(v, list): return ["array", [conv(x) for x in v]]
+                    if isinstance(v, dict): return ["dict", {k: conv(x) for k, x in v.items()}]
+                    return ["string", v]
+                print(json.dumps({k: conv(v) for k, v in d.items()}, sort_keys=True))
+                """
             let decoded = try pythonPlist(script, input: raw.stdout)
             #expect(decoded.contains(#""token": ["string", "s3cr3t\nline2"]"#))
             #expect(decoded.contains(#""count": ["int", 3]"#))
@@ -98,7 +102,8 @@ extension KeyringIntegration {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
             process.arguments = [file.path]
-            let stdin = Pipe(), stdout = Pipe()
+            let stdin = Pipe()
+            let stdout = Pipe()
             process.standardInput = stdin
             process.standardOutput = stdout
             try process.run()

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs the built `secure-dict` against the private gnome-keyring of `scripts/with-private-keyring`.
@@ -49,12 +50,16 @@ enum CLIHarness {
     }
 
     /// Runs a program to completion, feeding it `input` and collecting its output.
-    static func run(_ program: String, _ arguments: [String], input: Data = Data(), environment: [String: String]? = nil) throws -> Output {
+    static func run(_ program: String, _ arguments: [String], input: Data = Data(), environment: [String: String]? = nil) throws
+        -> Output
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         process.environment = environment ?? self.environment
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        let stdin = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = stderr
@@ -71,8 +76,9 @@ enum CLIHarness {
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         while !reader.isFinished { usleep(1000) }
-        return Output(status: process.terminationStatus, stdout: out,
-                      stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+        return Output(
+            status: process.terminationStatus, stdout: out,
+            stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self))
     }
 
     /// `scripts/keyring-daemon COMMAND` (lock, unlock, freeze, thaw…); records a failure.
@@ -120,8 +126,10 @@ struct TestApp {
     /// The attributes of one of this app's items, as the stored-item contract defines them.
     func attributes(name: String?) -> [String] {
         let item = "\(id).__SecureDictionary__" + (name.map { ".\($0)" } ?? "")
-        return ["--attr", "service=\(item)", "--attr", "application=\(id)",
-                "--attr", "dictionary=\(name ?? "")", "--attr", "xdg:schema=io.github.securedictionary.Dictionary"]
+        return [
+            "--attr", "service=\(item)", "--attr", "application=\(id)",
+            "--attr", "dictionary=\(name ?? "")", "--attr", "xdg:schema=io.github.securedictionary.Dictionary",
+        ]
     }
 
     /// The raw secret of one of this app's items, read over D-Bus without SecureDictionary.
@@ -160,7 +168,10 @@ final class BusMonitor {
 
     deinit {
         // SIGKILL: a child of a test thread inherits its blocked signals, SIGTERM among them.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
         try? FileManager.default.removeItem(at: log)
     }
 

@@ -21,8 +21,10 @@ struct SecureDictCLI {
             ("ratio", "0.25", "real", "0.25", "ratio (real): 0.25"),
             ("whole", "2", "real", "2.0", "whole (real): 2.0"),
             ("enabled", "yes", "bool", "true", "enabled (bool): true"),
-            ("since", "2026-11-22T05:57:00.25+02:00", "date", "2026-11-22T03:57:00.250Z",
-             "since (date): 2026-11-22T03:57:00.250Z"),
+            (
+                "since", "2026-11-22T05:57:00.25+02:00", "date", "2026-11-22T03:57:00.250Z",
+                "since (date): 2026-11-22T03:57:00.250Z"
+            ),
             ("day", "2026-11-22", "date", "2026-11-22T00:00:00.000Z", "day (date): 2026-11-22T00:00:00.000Z"),
             ("blob", "AAEC/w==", "data", "AAEC/w==", "blob (data, 4 bytes): AAEC/w=="),
         ]
@@ -42,10 +44,11 @@ struct SecureDictCLI {
         let json = try app.cli("read", "--name", "settings", "--json")
         #expect(json.status == 0, "\(json)")
         let object = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: [String: Any]])
-        #expect(object.mapValues { $0["type"] as? String } == [
-            "theme": "string", "launches": "integer", "ratio": "real", "whole": "real", "enabled": "bool",
-            "since": "date", "day": "date", "blob": "data",
-        ])
+        #expect(
+            object.mapValues { $0["type"] as? String } == [
+                "theme": "string", "launches": "integer", "ratio": "real", "whole": "real", "enabled": "bool",
+                "since": "date", "day": "date", "blob": "data",
+            ])
         #expect(object["since"]?["value"] as? String == "2026-11-22T03:57:00.250Z")
         #expect(object["blob"]?["value"] as? String == "AAEC/w==")
         let one = try app.cli("read", "--name", "settings", "launches", "--json")
@@ -119,16 +122,18 @@ struct SecureDictCLI {
         let table = try app.cli("list")
         #expect(table.status == 0, "\(table)")
         let rows = table.text.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
-        #expect(rows == [
-            ["APPLICATION", "NAME", "ENTRIES", "STATE"],
-            [Substring(app.id), "(default)", "1", "unlocked"],
-            [Substring(app.id), "settings", "2", "unlocked"],
-        ])
+        #expect(
+            rows == [
+                ["APPLICATION", "NAME", "ENTRIES", "STATE"],
+                [Substring(app.id), "(default)", "1", "unlocked"],
+                [Substring(app.id), "settings", "2", "unlocked"],
+            ])
         let json = try app.cli("list", "--json")
         let items = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [[String: Any]])
         #expect(items.map { $0["name"] as? String } == ["", "settings"])
         #expect(items.map { $0["entries"] as? Int } == [1, 2])
-        #expect(items.map { $0["item"] as? String } == ["\(app.id).__SecureDictionary__", "\(app.id).__SecureDictionary__.settings"])
+        #expect(
+            items.map { $0["item"] as? String } == ["\(app.id).__SecureDictionary__", "\(app.id).__SecureDictionary__.settings"])
         // Nothing of this app: an empty list, exit 0.
         let none = try CLIHarness.cli(["list", "--app", "cli.none.\(UUID().uuidString)"])
         #expect(none.status == 0 && none.stdout.isEmpty, "\(none)")
@@ -157,7 +162,7 @@ struct SecureDictCLI {
         let app = TestApp()
         #expect(try app.cli("write", "--collection", "session", "k", "in memory").status == 0)
         #expect(try app.cli("read", "--collection", "session", "k").text == "in memory\n")
-        #expect(try app.cli("read", "k").status == 1)   // not in the default collection
+        #expect(try app.cli("read", "k").status == 1)  // not in the default collection
         let missing = try app.cli("read", "--collection", "no-such-alias", "k")
         #expect(missing.status == 3, "\(missing)")
         #expect(missing.stderr.hasPrefix("Error: no Secret Service is available"), "\(missing)")

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Coordinates tests of different suites (and test targets) that share the one private
@@ -32,7 +33,7 @@ struct DaemonLock: TestTrait, TestScoping {
             Issue.record("cannot open \(control)/daemon.lock: errno \(errno)")
             return
         }
-        defer { close(descriptor) }   // closing releases the lock
+        defer { close(descriptor) }  // closing releases the lock
         let operation = (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB
         let deadline = ContinuousClock.now + .seconds(300)
         while flock(descriptor, operation) != 0 {

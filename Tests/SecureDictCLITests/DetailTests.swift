@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The details a newcomer tripped over (issue 10, finding 9): stored types kept, one bad item
@@ -106,16 +107,20 @@ extension SecureDictCLI {
         let app = TestApp()
         let value = #"{"type": "string", "value": "x"}"#
         // "é" composed (U+00E9) and decomposed (e + U+0301); and the very same key twice.
-        for json in [#"{"a": \#(value), "\u00e9": \#(value), "e\u0301": \#(value)}"#,
-                     "{\"a\": \(value), \"b\": {\"type\": \"dictionary\", \"value\": {\"k\": \(value), \"k\": \(value)}}}"] {
+        for json in [
+            #"{"a": \#(value), "\u00e9": \#(value), "e\u0301": \#(value)}"#,
+            "{\"a\": \(value), \"b\": {\"type\": \"dictionary\", \"value\": {\"k\": \(value), \"k\": \(value)}}}",
+        ] {
             let imported = try app.cli("import", "-", input: Data(json.utf8))
             #expect(imported.status == 4, "\(imported)")
             #expect(imported.stderr.contains("nothing was imported"), "\(imported)")
         }
         let first = try app.cli("import", "-", input: Data(#"{"a": \#(value), "\u00e9": \#(value), "e\u0301": \#(value)}"#.utf8))
         #expect(first.stderr.contains("entries 2 and 3 of the top-level object"), "\(first)")
-        let nested = try app.cli("import", "-", input: Data(
-            "{\"b\": {\"type\": \"dictionary\", \"value\": {\"k\": \(value), \"k\": \(value)}}}".utf8))
+        let nested = try app.cli(
+            "import", "-",
+            input: Data(
+                "{\"b\": {\"type\": \"dictionary\", \"value\": {\"k\": \(value), \"k\": \(value)}}}".utf8))
         #expect(nested.stderr.contains("entries 1 and 2 of an object at nesting depth 3"), "\(nested)")
         #expect(try app.cli("read").status == 1)
     }

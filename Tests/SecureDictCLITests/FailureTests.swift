@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 extension SecureDictCLI {
-    static let lockedLine = "Error: the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) or sign out and in; KDE: open the wallet in KWalletManager; SSH or headless: start or re-unlock gnome-keyring with 'gnome-keyring-daemon --replace --unlock --components=secrets', which reads the password on standard input\n"
+    static let lockedLine =
+        "Error: the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) or sign out and in; KDE: open the wallet in KWalletManager; SSH or headless: start or re-unlock gnome-keyring with 'gnome-keyring-daemon --replace --unlock --components=secrets', which reads the password on standard input\n"
 
     @Test(.disruptsKeyringDaemon) func lockedKeyringExitsWith3AndOneLine() throws {
         let app = TestApp()
@@ -31,12 +32,13 @@ extension SecureDictCLI {
         // Names are attributes, which the keyring lists while locked: list works and says so.
         let list = try app.cli("list")
         #expect(list.status == 0, "\(list)")
-        #expect(list.text.split(separator: "\n").last?.split(separator: " ", omittingEmptySubsequences: true)
-            == [Substring(app.id), "n", "-", "locked"], "\(list)")
+        #expect(
+            list.text.split(separator: "\n").last?.split(separator: " ", omittingEmptySubsequences: true)
+                == [Substring(app.id), "n", "-", "locked"], "\(list)")
 
         try CLIHarness.daemon("unlock")
         unlocked = true
-        #expect(try app.storedBytes(name: "n") == stored)   // untouched while locked
+        #expect(try app.storedBytes(name: "n") == stored)  // untouched while locked
         #expect(try app.cli("read", "--name", "n", "k").text == "before\n")
         #expect(try app.cli("read", "--name", "never-written").status == 1)
     }
@@ -54,7 +56,7 @@ extension SecureDictCLI {
         #expect(output.status == 3, "\(output)")
         #expect(output.stderr.hasPrefix("Error: the keyring did not answer in time: "), "\(output)")
         #expect(output.stderr.contains("--timeout") && output.stderr.split(separator: "\n").count == 1)
-        #expect(elapsed < .seconds(10), "took \(elapsed)")   // not D-Bus's own 25 s
+        #expect(elapsed < .seconds(10), "took \(elapsed)")  // not D-Bus's own 25 s
 
         try CLIHarness.daemon("thaw")
         thawed = true
@@ -66,17 +68,20 @@ extension SecureDictCLI {
         let garbage = Data("bplist00 not a property list".utf8) + Data(count: 40)
         try app.plant(garbage, name: "broken")
 
-        for arguments in [["read", "--name", "broken"], ["write", "--name", "broken", "k", "v"],
-                          ["export", "--name", "broken"], ["import", "--name", "broken", "-", "--merge"]]
-        {
+        for arguments in [
+            ["read", "--name", "broken"], ["write", "--name", "broken", "k", "v"],
+            ["export", "--name", "broken"], ["import", "--name", "broken", "-", "--merge"],
+        ] {
             let output = try CLIHarness.cli([arguments[0], "--app", app.id] + arguments.dropFirst(), input: Data("{}".utf8))
             #expect(output.status == 3, "\(arguments): \(output)")
             #expect(output.stderr.hasPrefix("Error: the stored dictionary is unreadable ("), "\(output)")
-            #expect(output.stderr.hasSuffix(
-                "nothing was written over it: remove it with 'secure-dict delete --app \(app.id) --name broken --force' if you do not need it\n"),
+            #expect(
+                output.stderr.hasSuffix(
+                    "nothing was written over it: remove it with 'secure-dict delete --app \(app.id) --name broken --force' if you do not need it\n"
+                ),
                 "\(output)")
         }
-        #expect(try app.storedBytes(name: "broken") == garbage)   // never written over
+        #expect(try app.storedBytes(name: "broken") == garbage)  // never written over
         let list = try app.cli("list")
         #expect(list.status == 0 && list.text.contains("unreadable"), "\(list)")
 

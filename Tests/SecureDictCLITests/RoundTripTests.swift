@@ -3,7 +3,8 @@ import Testing
 
 extension SecureDictCLI {
     /// A dictionary with every type and the values that are easy to get wrong.
-    static let richDictionary = Data(#"""
+    static let richDictionary = Data(
+        #"""
         {
           "string": {"type": "string", "value": "héllo \"wörld\"\n\t🔑 / \\"},
           "empty": {"type": "string", "value": ""},
@@ -84,7 +85,7 @@ extension SecureDictCLI {
         let object = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: [String: Any]])
         let types = object.mapValues { $0["type"] as? String ?? "?" }
         #expect(types["max"] == "integer" && types["wholeReal"] == "real" && types["yes"] == "bool")
-        #expect(object["nanoseconds"]?["value"] as? String == "2026-11-22T03:57:00.1234568Z")   // Double precision
+        #expect(object["nanoseconds"]?["value"] as? String == "2026-11-22T03:57:00.1234568Z")  // Double precision
         #expect(object["moonLanding"]?["value"] as? String == "1969-07-20T20:17:40.500Z")
         #expect(object["nearReferenceDate"]?["value"] as? Double == 1e-300)
         #expect(object["minusInfinity"]?["value"] as? String == "-inf")
@@ -93,12 +94,13 @@ extension SecureDictCLI {
         #expect(try app.cli("read", "negativeZero").text == "-0.0\n")
         #expect(try app.cli("read", "string").text == "héllo \"wörld\"\n\t🔑 / \\\n")
         let nested = try app.cli("read", "nested")
-        #expect(nested.text == """
-            deeper (dictionary, 1 entry):
-              date (date): 2001-01-01T00:00:00.000Z
-            inner (bool): true
+        #expect(
+            nested.text == """
+                deeper (dictionary, 1 entry):
+                  date (date): 2001-01-01T00:00:00.000Z
+                inner (bool): true
 
-            """, "\(nested)")
+                """, "\(nested)")
     }
 
     @Test(.usesKeyringDaemon) func importMergesOrReplacesInOneWrite() throws {
@@ -122,7 +124,7 @@ extension SecureDictCLI {
 
     @Test(.usesKeyringDaemon) func importRejectsFilesItCannotReadAndWritesNothing() throws {
         let app = TestApp()
-        let xml = try app.cli("export", "--format", "xml-plist")   // no such dictionary yet
+        let xml = try app.cli("export", "--format", "xml-plist")  // no such dictionary yet
         #expect(xml.status == 1)
         let bad: [(String, Data, String)] = [
             ("not JSON", Data("this is not json".utf8), "is not valid JSON"),
@@ -131,7 +133,10 @@ extension SecureDictCLI {
             ("bad date", Data(#"{"k": {"type": "date", "value": "yesterday"}}"#.utf8), "a value of type date must be"),
             ("real as integer", Data(#"{"k": {"type": "integer", "value": 1.5}}"#.utf8), "a value of type integer must be"),
             ("XML", Data("<?xml version=\"1.0\"?><plist><dict/></plist>".utf8), "XML property list"),
-            ("corrupt binary", Data("bplist00".utf8) + Data(repeating: 0xFF, count: 40), "is not a property list SecureDictionary can read"),
+            (
+                "corrupt binary", Data("bplist00".utf8) + Data(repeating: 0xFF, count: 40),
+                "is not a property list SecureDictionary can read"
+            ),
             ("array root", Data("[]".utf8), "is not a secure-dict JSON dictionary"),
         ]
         for (what, bytes, message) in bad {
@@ -143,7 +148,7 @@ extension SecureDictCLI {
         }
         let missing = try app.cli("import", "/nonexistent/secure-dict-import.json")
         #expect(missing.status == 4 && missing.stderr.contains("cannot read /nonexistent/"), "\(missing)")
-        #expect(try app.cli("read").status == 1)   // nothing was created
+        #expect(try app.cli("read").status == 1)  // nothing was created
     }
 
     @Test(.usesKeyringDaemon) func xmlExportIsForOtherTools() throws {
@@ -152,7 +157,9 @@ extension SecureDictCLI {
         let xml = try app.cli("export", "--format", "xml-plist")
         #expect(xml.status == 0, "\(xml)")
         #expect(xml.text.hasPrefix("<?xml"))
-        #expect(xml.text.contains("<key>yes</key>\n\t<true/>") && xml.text.contains("<key>max</key>\n\t<integer>9223372036854775807</integer>"))
+        #expect(
+            xml.text.contains("<key>yes</key>\n\t<true/>")
+                && xml.text.contains("<key>max</key>\n\t<integer>9223372036854775807</integer>"))
         #expect(xml.text.contains("<key>wholeReal</key>\n\t<real>3</real>"))
         // What XML cannot hold is said once, on stderr, without any value.
         #expect(xml.stderr.hasPrefix("Note: the XML property list rounds dates down to the whole second"), "\(xml)")
@@ -167,14 +174,15 @@ extension SecureDictCLI {
         let monitor = try BusMonitor()
         let item = "\(app.id).__SecureDictionary__.target"
         #expect(try app.cli("write", "--name", "target", "old", "1").status == 0)
-        let three = Data(#"""
+        let three = Data(
+            #"""
             {"a": {"type": "integer", "value": 1}, "b": {"type": "real", "value": 2.5},
              "c": {"type": "array", "value": [{"type": "bool", "value": true}]}}
             """#.utf8)
         #expect(try app.cli("import", "--name", "target", "-", "--merge", input: three).status == 0)
         #expect(try app.cli("import", "--name", "target", "-", "--replace", input: three).status == 0)
         #expect(try app.cli("import", "--name", "target", "-", input: Data("nonsense".utf8)).status == 4)
-        #expect(try app.cli("import", "--name", "target", "-", input: three).status == 64)   // needs a mode
+        #expect(try app.cli("import", "--name", "target", "-", input: three).status == 64)  // needs a mode
         // A last write to another item: once the monitor shows it, it has shown everything before.
         #expect(try app.cli("write", "--name", "sentinel", "k", "v").status == 0)
         try monitor.wait(for: "\"\(app.id).__SecureDictionary__.sentinel\"")

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SecureDictionary
 import Testing
+
 @testable import secure_dict
 
 /// The tool's parsing and formatting, in-process (no keyring, no subprocess).
@@ -29,7 +30,7 @@ import Testing
             #expect(text.flatMap(ExactDate.parse) == date, "\(seconds) → \(text ?? "nil")")
         }
         #expect(ExactDate.format(Date(timeIntervalSinceReferenceDate: .infinity)) == nil)
-        #expect(ExactDate.format(Date(timeIntervalSinceReferenceDate: 1e12)) == nil)   // after the year 9999
+        #expect(ExactDate.format(Date(timeIntervalSinceReferenceDate: 1e12)) == nil)  // after the year 9999
     }
 
     @Test func valueTypesParseWhatTheHelpPromises() throws {
@@ -40,8 +41,10 @@ import Testing
         #expect(try ValueType.bool.value(from: "Yes") == .bool(true))
         #expect(try ValueType.data.value(from: "AAEC\n/w==") == .data(Data([0, 1, 2, 255])))
         #expect(try ValueType.string.value(from: " kept as is ") == .string(" kept as is "))
-        for (type, text) in [(ValueType.int, "18446744073709551616"), (.real, "1e400"), (.real, "-1e400"),
-                             (.bool, "maybe"), (.data, "not base64!"), (.date, "yesterday")] {
+        for (type, text) in [
+            (ValueType.int, "18446744073709551616"), (.real, "1e400"), (.real, "-1e400"),
+            (.bool, "maybe"), (.data, "not base64!"), (.date, "yesterday"),
+        ] {
             #expect(throws: (any Error).self, "\(type) \(text)") { try type.value(from: text) }
         }
         // The message says what was expected, never what was given.
@@ -87,6 +90,6 @@ import Testing
         #expect(first(#"{"\ud83d\ude00": 1, "😀": 2}"#) == .init(depth: 1, first: 1, second: 2))
         #expect(first(#"{"k": {"v": [{"q": 1, "q": 2}]}}"#) == .init(depth: 3, first: 1, second: 2))
         #expect(first(#"{"\"": 1, "\\": 2}"#) == nil)
-        #expect(first("{\"a\": ") == nil)   // not JSON: no answer rather than a crash
+        #expect(first("{\"a\": ") == nil)  // not JSON: no answer rather than a crash
     }
 }

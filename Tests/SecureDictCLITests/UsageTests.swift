@@ -8,9 +8,10 @@ import Testing
     @Test func rootHelpExplainsTheToolTheJSONFormAndTheExitCodes() throws {
         let help = try CLIHarness.cli(["--help"])
         #expect(help.status == 0, "\(help)")
-        for needle in ["USAGE: secure-dict <subcommand>", "--app", "SECURE_DICT_APP", "Examples:",
-                       "{\"type\": T, \"value\": V}", "Exit codes:", "64  usage error"]
-        {
+        for needle in [
+            "USAGE: secure-dict <subcommand>", "--app", "SECURE_DICT_APP", "Examples:",
+            "{\"type\": T, \"value\": V}", "Exit codes:", "64  usage error",
+        ] {
             #expect(help.text.contains(needle), "root help lacks \(needle)")
         }
         for subcommand in Self.subcommands {
@@ -36,22 +37,22 @@ import Testing
             #expect(!help.text.split(separator: "\n").contains { $0.count > 80 && !$0.hasPrefix("USAGE:") })
         }
         let write = try CLIHarness.cli(["write", "--help"])
-        #expect(write.text.contains("process list"))   // why '-' exists
+        #expect(write.text.contains("process list"))  // why '-' exists
     }
 
     @Test func usageErrorsExitWith64() throws {
         let cases: [[String]] = [
-            ["read"],                                             // no --app, no $SECURE_DICT_APP
-            ["frobnicate"],                                       // no such subcommand
-            ["write", "--app", "cli.usage", "key"],               // no VALUE
+            ["read"],  // no --app, no $SECURE_DICT_APP
+            ["frobnicate"],  // no such subcommand
+            ["write", "--app", "cli.usage", "key"],  // no VALUE
             ["write", "--app", "cli.usage", "key", "v", "--type", "integr"],
             ["read", "--app", "cli.usage", "--timeout", "0"],
             ["read", "--app", "cli.usage", "--timeout", "soon"],
-            ["read", "--app", "", "k"],                           // invalid application ID
+            ["read", "--app", "", "k"],  // invalid application ID
             ["read", "--app", "cli.usage", "--name", "bad\u{7}name"],
             ["export", "--app", "cli.usage", "--format", "yaml"],
             ["import", "--app", "cli.usage", "f.json", "--merge", "--replace"],
-            ["delete", "--app", "cli.usage"],                     // whole item, no --force, stdin a pipe
+            ["delete", "--app", "cli.usage"],  // whole item, no --force, stdin a pipe
         ]
         for arguments in cases {
             let output = try CLIHarness.cli(arguments)

@@ -1,7 +1,7 @@
 import Foundation
+import SecureDictionary
 import Synchronization
 import Testing
-import SecureDictionary
 
 /// A store whose writes take a while, to cancel a task in the middle of one.
 final class SlowStore: KeyringStore {
@@ -47,7 +47,7 @@ final class SlowStore: KeyringStore {
         try await settings.async.removeAll()
         #expect(settings.isEmpty)
         #expect(try await SecureDictionary.Async.delete(name: "a", applicationID: app, options: options))
-        try settings.setValue(1, forKey: "sync")   // sync calls still compile inside async code
+        try settings.setValue(1, forKey: "sync")  // sync calls still compile inside async code
     }
 
     @Test func bodyErrorsComeBackUnchanged() async throws {
@@ -58,23 +58,26 @@ final class SlowStore: KeyringStore {
 
     @Test func cancellationEndsTheWaitAndKeepsCacheEqualToStore() async throws {
         let store = SlowStore(delay: .seconds(1))
-        let settings = try SecureDictionary(name: "slow", applicationID: "test.async.\(UUID().uuidString)",
-                                            options: .init(store: store))
+        let settings = try SecureDictionary(
+            name: "slow", applicationID: "test.async.\(UUID().uuidString)",
+            options: .init(store: store))
         let task = Task { try await settings.async.setValue("new", forKey: "k") }
         try await Task.sleep(for: .milliseconds(100))
         let start = ContinuousClock.now
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - start < .milliseconds(500))   // not the 1 s write
+        #expect(ContinuousClock.now - start < .milliseconds(500))  // not the 1 s write
         #expect(throws: SecureDictionaryError.cancelled) { try result.get() }
         // The write itself went on; once it lands, cache and store agree.
         try await Task.sleep(for: .milliseconds(1_200))
         #expect(settings["k"] == "new")
-        #expect(try store.inner.storedBytes(of: settings.item).map { try BinaryPropertyListCoding.decode(Data($0)) } == ["k": "new"])
+        #expect(
+            try store.inner.storedBytes(of: settings.item).map { try BinaryPropertyListCoding.decode(Data($0)) } == ["k": "new"])
     }
 
     @Test func alreadyCancelledTaskDoesNotWait() async throws {
-        let settings = try SecureDictionary(name: "a", applicationID: "test.async", options: .init(store: SlowStore(delay: .seconds(1))))
+        let settings = try SecureDictionary(
+            name: "a", applicationID: "test.async", options: .init(store: SlowStore(delay: .seconds(1))))
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await settings.async.setValue("x", forKey: "k")

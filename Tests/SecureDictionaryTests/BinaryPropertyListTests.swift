@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureDictionary
 
 // Tests of the binary property list codec. Foundation's PropertyListSerialization only ever
@@ -75,14 +76,20 @@ struct BinaryPropertyListRoundTripTests {
         #expect(first == (try BinaryPropertyList.encode(forward, limits: .default)))
     }
 
-    @Test("keys are written sorted by their UTF-8 bytes, whatever the insertion order", arguments: [
-        ["", "a", "a\u{0}", "a\u{0}b", "ab", "b", "B", "é", "ö", "中", "😀", "\u{FFFD}", "z", "~", "e\u{301}x",
-         "com.example.a", "com.example.b"],
-        ["com.example.", "com.example.a", "com.example.ab", "com.example.abcdefgh", "com.example.abcdefghi",
-         "com.example.abcdefgh\u{0}", "com.example.abcdefgha", "com.example.b", "com.example.é",
-         "com.example.abcdefgh\u{0}\u{0}", "com.example.abcdefgh\u{0}a", "com.example.abcdefghijklmnop",
-         "com.example.abcdefghijklmnoq", "com.example.abcdefghijklmno", "com.example.😀", "com.example.ü"],
-    ])
+    @Test(
+        "keys are written sorted by their UTF-8 bytes, whatever the insertion order",
+        arguments: [
+            [
+                "", "a", "a\u{0}", "a\u{0}b", "ab", "b", "B", "é", "ö", "中", "😀", "\u{FFFD}", "z", "~", "e\u{301}x",
+                "com.example.a", "com.example.b",
+            ],
+            [
+                "com.example.", "com.example.a", "com.example.ab", "com.example.abcdefgh", "com.example.abcdefghi",
+                "com.example.abcdefgh\u{0}", "com.example.abcdefgha", "com.example.b", "com.example.é",
+                "com.example.abcdefgh\u{0}\u{0}", "com.example.abcdefgh\u{0}a", "com.example.abcdefghijklmnop",
+                "com.example.abcdefghijklmnoq", "com.example.abcdefghijklmno", "com.example.😀", "com.example.ü",
+            ],
+        ])
     func keyOrder(_ keys: [String]) throws {
         let expected = keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         for insertion in [keys, keys.reversed(), expected, expected.reversed()] {
@@ -93,15 +100,18 @@ struct BinaryPropertyListRoundTripTests {
         }
         // For keys in NFC, that is also String's `<`.
         let normalized = keys.filter { $0 != "e\u{301}x" }
-        #expect(normalized.sorted().map { Array($0.utf8) }
-            == normalized.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { Array($0.utf8) })
+        #expect(
+            normalized.sorted().map { Array($0.utf8) }
+                == normalized.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { Array($0.utf8) })
     }
 
-    @Test("integers use the smallest encoding; negative ones use 8 bytes", arguments: [
-        (0, 0x10), (255, 0x10), (256, 0x11), (65_535, 0x11), (65_536, 0x12),
-        (Int(UInt32.max), 0x12), (Int(UInt32.max) + 1, 0x13), (Int.max, 0x13),
-        (-1, 0x13), (Int.min, 0x13),
-    ] as [(Int, UInt8)])
+    @Test(
+        "integers use the smallest encoding; negative ones use 8 bytes",
+        arguments: [
+            (0, 0x10), (255, 0x10), (256, 0x11), (65_535, 0x11), (65_536, 0x12),
+            (Int(UInt32.max), 0x12), (Int(UInt32.max) + 1, 0x13), (Int.max, 0x13),
+            (-1, 0x13), (Int.min, 0x13),
+        ] as [(Int, UInt8)])
     func integerWidths(_ value: Int, _ marker: UInt8) throws {
         // Header (8), root dictionary 0xD1 + 2 references (3), key "k" (2): the value is at 13.
         let blob = try BinaryPropertyList.encode(["k": .integer(value)], limits: .default)
@@ -130,9 +140,11 @@ struct BinaryPropertyListRoundTripTests {
         #expect(try BinaryPropertyList.encode(["k": .bool(true)], limits: .default)[13] == 0x09)
     }
 
-    @Test("reference and offset sizes are minimal", arguments: [
-        (1, 1, 1), (200, 2, 2), (40_000, 4, 4),
-    ] as [(Int, UInt8, UInt8)])
+    @Test(
+        "reference and offset sizes are minimal",
+        arguments: [
+            (1, 1, 1), (200, 2, 2), (40_000, 4, 4),
+        ] as [(Int, UInt8, UInt8)])
     func minimalSizes(entries count: Int, referenceSize: UInt8, offsetSize: UInt8) throws {
         var entries: [String: PropertyListValue] = [:]
         for index in 0..<count { entries["k\(index)"] = .integer(index) }
@@ -156,14 +168,14 @@ struct BinaryPropertyListRoundTripTests {
     func unusualButValid() throws {
         // refSize 8 and offsetSize 8; the root is the last object; "k" is shared as key and value.
         let objects: [[UInt8]] = [
-            [0x51, 0x6B],                                                  // 0: "k"
-            [0xAF, 0x10, 0x03] + ref8(0) + ref8(0) + ref8(2),              // 1: ["k", "k", 1.5]
-            [0x22, 0x3F, 0xC0, 0x00, 0x00],                                // 2: float32 1.5
-            [0x14] + [UInt8](repeating: 0xFF, count: 8) + [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFB], // 3: -5
+            [0x51, 0x6B],  // 0: "k"
+            [0xAF, 0x10, 0x03] + ref8(0) + ref8(0) + ref8(2),  // 1: ["k", "k", 1.5]
+            [0x22, 0x3F, 0xC0, 0x00, 0x00],  // 2: float32 1.5
+            [0x14] + [UInt8](repeating: 0xFF, count: 8) + [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFB],  // 3: -5
             [0xD3] + ref8(0) + ref8(5) + ref8(6) + ref8(1) + ref8(3) + ref8(7),
-            [0x51, 0x6E],                                                  // 5: "n"
-            [0x51, 0x73],                                                  // 6: "s"
-            [0x14] + [UInt8](repeating: 0, count: 15) + [0x07],            // 7: 7 in 16 bytes
+            [0x51, 0x6E],  // 5: "n"
+            [0x51, 0x73],  // 6: "s"
+            [0x14] + [UInt8](repeating: 0, count: 15) + [0x07],  // 7: 7 in 16 bytes
         ]
         let blob = makeBlob(objects, top: 4, referenceSize: 8, offsetSize: 8)
         let decoded = try BinaryPropertyList.decode(blob, limits: .default)
@@ -211,8 +223,9 @@ struct BinaryPropertyListFoundationTests {
 
     @Test("a real NSKeyedArchiver archive is rejected")
     func keyedArchive() throws {
-        let archive = try NSKeyedArchiver.archivedData(withRootObject: ["a": "b"] as NSDictionary,
-                                                       requiringSecureCoding: false)
+        let archive = try NSKeyedArchiver.archivedData(
+            withRootObject: ["a": "b"] as NSDictionary,
+            requiringSecureCoding: false)
         try #require(archive.starts(with: Array("bplist00".utf8)))
         expectCorrupt([UInt8](archive))
     }
@@ -245,8 +258,9 @@ struct BinaryPropertyListHostileTests {
     @Test("another version is unsupported, with only the two version characters, made printable")
     func versions() {
         #expect(decodeError(Array("bplist15".utf8)) == .unsupportedVersion("15"))
-        #expect(decodeError(Array("bplist1".utf8) + [0xFF] + Self.validBlob.dropFirst(8))
-            == .unsupportedVersion("1?"))
+        #expect(
+            decodeError(Array("bplist1".utf8) + [0xFF] + Self.validBlob.dropFirst(8))
+                == .unsupportedVersion("1?"))
     }
 
     @Test("every truncation of a valid blob is corrupt")
@@ -257,10 +271,12 @@ struct BinaryPropertyListHostileTests {
         }
     }
 
-    @Test("unsupported object types are corrupt", arguments: [
-        [0x00], [0x0F], [0x80, 0x01], [0xC1, 0x01], [0xB1, 0x01], [0x15] + [UInt8](repeating: 0, count: 32),
-        [0x20, 0x00], [0x21, 0x00, 0x00], [0x30], [0x70], [0x90], [0xE0], [0xF0],
-    ] as [[UInt8]])
+    @Test(
+        "unsupported object types are corrupt",
+        arguments: [
+            [0x00], [0x0F], [0x80, 0x01], [0xC1, 0x01], [0xB1, 0x01], [0x15] + [UInt8](repeating: 0, count: 32),
+            [0x20, 0x00], [0x21, 0x00, 0x00], [0x30], [0x70], [0x90], [0xE0], [0xF0],
+        ] as [[UInt8]])
     func unsupportedTypes(_ object: [UInt8]) {
         expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], [0x51, 0x6B], object]))
     }
@@ -274,10 +290,10 @@ struct BinaryPropertyListHostileTests {
 
     @Test("keys must be distinct strings")
     func badKeys() {
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], [0x10, 0x01], [0x51, 0x76]]))          // integer key
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], [0xA0], [0x51, 0x76]]))                // array key
-        expectCorrupt(makeBlob([[0xD1, 0x00, 0x01], [0x51, 0x76]]))                        // itself as key
-        expectCorrupt(makeBlob([[0xD2, 0x01, 0x01, 0x02, 0x02], [0x51, 0x6B], [0x09]]))    // shared key
+        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], [0x10, 0x01], [0x51, 0x76]]))  // integer key
+        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], [0xA0], [0x51, 0x76]]))  // array key
+        expectCorrupt(makeBlob([[0xD1, 0x00, 0x01], [0x51, 0x76]]))  // itself as key
+        expectCorrupt(makeBlob([[0xD2, 0x01, 0x01, 0x02, 0x02], [0x51, 0x6B], [0x09]]))  // shared key
         expectCorrupt(makeBlob([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x51, 0x6B], [0x51, 0x6B], [0x09]]))
         // "é" and "e\u{301}": distinct bytes, but one key to a Swift dictionary.
         expectCorrupt(makeBlob([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x61, 0x00, 0xE9], [0x62, 0x00, 0x65, 0x03, 0x01], [0x09]]))
@@ -286,12 +302,15 @@ struct BinaryPropertyListHostileTests {
     @Test("a dictionary shaped like a keyed archive is corrupt, at any level, and is not written")
     func keyedArchiveShape() throws {
         expectCorrupt(makeBlob([[0xD2, 0x01, 0x02, 0x03, 0x04], ascii("$archiver"), ascii("$objects"), [0x09], [0xA0]]))
-        expectCorrupt(makeBlob([
-            [0xD1, 0x01, 0x02], ascii("k"),
-            [0xD2, 0x03, 0x04, 0x05, 0x06], ascii("$archiver"), ascii("$objects"), [0x09], [0xA0],
-        ]))
-        #expect(try BinaryPropertyList.decode(makeBlob([[0xD1, 0x01, 0x02], ascii("$archiver"), [0x09]]),
-                                              limits: .default) == ["$archiver": true])
+        expectCorrupt(
+            makeBlob([
+                [0xD1, 0x01, 0x02], ascii("k"),
+                [0xD2, 0x03, 0x04, 0x05, 0x06], ascii("$archiver"), ascii("$objects"), [0x09], [0xA0],
+            ]))
+        #expect(
+            try BinaryPropertyList.decode(
+                makeBlob([[0xD1, 0x01, 0x02], ascii("$archiver"), [0x09]]),
+                limits: .default) == ["$archiver": true])
         let archiveShaped: PropertyListValue = ["$archiver": "x", "$objects": []]
         for entries in [["$archiver": "x", "$objects": []], ["k": [archiveShaped]]] as [[String: PropertyListValue]] {
             #expect(throws: BinaryPropertyListError.self) { try BinaryPropertyList.encode(entries, limits: .default) }
@@ -310,10 +329,13 @@ struct BinaryPropertyListHostileTests {
         #expect(throws: BinaryPropertyListError.invalidValue(reason: "containers nest deeper than the depth limit")) {
             try BinaryPropertyList.encode(nested(levels: 65), limits: .default)
         }
-        let tooDeep = try BinaryPropertyList.encode(nested(levels: 65), limits: PropertyListLimits(maximumSize: 1 << 20, maximumDepth: 65))
+        let tooDeep = try BinaryPropertyList.encode(
+            nested(levels: 65), limits: PropertyListLimits(maximumSize: 1 << 20, maximumDepth: 65))
         expectCorrupt(tooDeep)
         let shallow = PropertyListLimits(maximumSize: 1 << 20, maximumDepth: 1)
-        #expect(try BinaryPropertyList.decode(Self.validBlob, limits: PropertyListLimits(maximumSize: 1 << 20, maximumDepth: 2)).count == 3)
+        #expect(
+            try BinaryPropertyList.decode(Self.validBlob, limits: PropertyListLimits(maximumSize: 1 << 20, maximumDepth: 2)).count
+                == 3)
         #expect(decodeError(Self.validBlob, limits: shallow) == .corrupt(reason: "containers nest deeper than the depth limit"))
     }
 
@@ -325,15 +347,16 @@ struct BinaryPropertyListHostileTests {
             let next = level + 3
             objects.append(level == levels - 1 ? [0xA0] : [0xA1, UInt8(next >> 8), UInt8(next & 0xFF)])
         }
-        #expect(decodeError(makeBlob(objects, referenceSize: 2))
-            == .corrupt(reason: "containers nest deeper than the depth limit"))
+        #expect(
+            decodeError(makeBlob(objects, referenceSize: 2))
+                == .corrupt(reason: "containers nest deeper than the depth limit"))
     }
 
     @Test("a container referenced twice is corrupt: cycles, diamonds")
     func sharedContainers() {
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], ascii("k"), [0xA1, 0x02]]))                 // array holds itself
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x00], ascii("k")]))                               // root holds itself
-        expectCorrupt(makeBlob([[0xD2, 0x01, 0x02, 0x03, 0x03], ascii("a"), ascii("b"), [0xA0]])) // diamond
+        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], ascii("k"), [0xA1, 0x02]]))  // array holds itself
+        expectCorrupt(makeBlob([[0xD1, 0x01, 0x00], ascii("k")]))  // root holds itself
+        expectCorrupt(makeBlob([[0xD2, 0x01, 0x02, 0x03, 0x03], ascii("a"), ascii("b"), [0xA0]]))  // diamond
     }
 
     @Test("the exponential-sharing plist is rejected in well under a second")
@@ -374,20 +397,22 @@ struct BinaryPropertyListHostileTests {
             blob[table + 2] = offset
             expectCorrupt(blob)
         }
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x03], ascii("k"), [0x09]]))     // reference past the count
-        expectCorrupt(makeBlob([[0xD1, 0x01], ascii("k"), [0x09]]))           // value reference is the key's byte
+        expectCorrupt(makeBlob([[0xD1, 0x01, 0x03], ascii("k"), [0x09]]))  // reference past the count
+        expectCorrupt(makeBlob([[0xD1, 0x01], ascii("k"), [0x09]]))  // value reference is the key's byte
     }
 
-    @Test("huge counts in the length of strings, data and containers are corrupt", arguments: [
-        [0x5F, 0x13, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],
-        [0x5F, 0x13, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],
-        [0x6F, 0x13, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01],
-        [0x4F, 0x12, 0x00, 0x01, 0x00, 0x00], [0x4F, 0x10, 0x30],
-        [0xAF, 0x13, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],
-        [0xDF, 0x13, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
-        [0x5F, 0x14] + [UInt8](repeating: 0, count: 15) + [0x01], [0x5F, 0x23, 0, 0, 0, 0, 0, 0, 0, 0],
-        [0x5F], [0x5F, 0x11, 0x00], [0x55, 0x61], [0x13, 0x01], [0x23, 0x00], [0x33],
-    ] as [[UInt8]])
+    @Test(
+        "huge counts in the length of strings, data and containers are corrupt",
+        arguments: [
+            [0x5F, 0x13, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],
+            [0x5F, 0x13, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],
+            [0x6F, 0x13, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01],
+            [0x4F, 0x12, 0x00, 0x01, 0x00, 0x00], [0x4F, 0x10, 0x30],
+            [0xAF, 0x13, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],
+            [0xDF, 0x13, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
+            [0x5F, 0x14] + [UInt8](repeating: 0, count: 15) + [0x01], [0x5F, 0x23, 0, 0, 0, 0, 0, 0, 0, 0],
+            [0x5F], [0x5F, 0x11, 0x00], [0x55, 0x61], [0x13, 0x01], [0x23, 0x00], [0x33],
+        ] as [[UInt8]])
     func hugeCounts(_ object: [UInt8]) {
         expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], ascii("k"), object]))
     }
@@ -405,10 +430,12 @@ struct BinaryPropertyListHostileTests {
         }
     }
 
-    @Test("invalid text: unpaired surrogates and non-ASCII bytes in ASCII strings", arguments: [
-        [0x61, 0xD8, 0x3D], [0x62, 0xD8, 0x3D, 0x00, 0x41], [0x61, 0xDE, 0x00], [0x62, 0xDE, 0x00, 0xD8, 0x3D],
-        [0x51, 0x80], [0x53, 0x61, 0xC3, 0xA9],
-    ] as [[UInt8]])
+    @Test(
+        "invalid text: unpaired surrogates and non-ASCII bytes in ASCII strings",
+        arguments: [
+            [0x61, 0xD8, 0x3D], [0x62, 0xD8, 0x3D, 0x00, 0x41], [0x61, 0xDE, 0x00], [0x62, 0xDE, 0x00, 0xD8, 0x3D],
+            [0x51, 0x80], [0x53, 0x61, 0xC3, 0xA9],
+        ] as [[UInt8]])
     func invalidText(_ object: [UInt8]) {
         expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], ascii("k"), object]))
         expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], object, [0x09]]))
@@ -424,11 +451,11 @@ struct BinaryPropertyListHostileTests {
     func errorsDoNotLeak() throws {
         let canary = "CANARY-b7e1"
         let blobs: [[UInt8]] = [
-            makeBlob([[0xD2, 0x01, 0x01, 0x02, 0x02], ascii(canary), ascii(canary)]),              // duplicate key
-            makeBlob([[0xD1, 0x01, 0x02], ascii(canary), [0x5F, 0x10, 0x20] + Array(canary.utf8)]), // bad length
+            makeBlob([[0xD2, 0x01, 0x01, 0x02, 0x02], ascii(canary), ascii(canary)]),  // duplicate key
+            makeBlob([[0xD1, 0x01, 0x02], ascii(canary), [0x5F, 0x10, 0x20] + Array(canary.utf8)]),  // bad length
             makeBlob([[0xD1, 0x01, 0x02], ascii(canary), [0x5B] + Array(canary.utf8.dropLast()) + [0xC3]]),
-            makeBlob([[0xD1, 0x01, 0x02], ascii(canary), [0xC1, 0x01]]),                            // set
-            makeBlob([[0xA1, 0x01], ascii(canary)]),                                                // root array
+            makeBlob([[0xD1, 0x01, 0x02], ascii(canary), [0xC1, 0x01]]),  // set
+            makeBlob([[0xA1, 0x01], ascii(canary)]),  // root array
             Array("bplist\(canary)".utf8) + [UInt8](repeating: 0, count: 40),
         ]
         for blob in blobs {
@@ -498,8 +525,9 @@ struct BinaryPropertyListFuzzTests {
             let decoded = try BinaryPropertyList.decode(blob, limits: .default)
             outcomes.decoded += 1
             do {
-                let again = try BinaryPropertyList.decode(BinaryPropertyList.encode(decoded, limits: .default),
-                                                          limits: .default)
+                let again = try BinaryPropertyList.decode(
+                    BinaryPropertyList.encode(decoded, limits: .default),
+                    limits: .default)
                 #expect(identical(again, decoded))
             } catch {
                 Issue.record("a decoded value failed to round-trip: \(error)")
@@ -512,7 +540,10 @@ struct BinaryPropertyListFuzzTests {
     }
 
     private func mutate(_ blob: inout [UInt8], using generator: inout SplitMix64) {
-        guard !blob.isEmpty else { blob = [UInt8(ascii: "b")]; return }
+        guard !blob.isEmpty else {
+            blob = [UInt8(ascii: "b")]
+            return
+        }
         let position = Int.random(in: 0..<blob.count, using: &generator)
         let interesting: [UInt8] = [0x00, 0x01, 0x0F, 0x10, 0x13, 0x7F, 0x80, 0xA2, 0xD1, 0xFF]
         switch Int.random(in: 0..<7, using: &generator) {
@@ -555,7 +586,8 @@ private let edgeCaseValues: [PropertyListValue] = [
     .data(Data()), .data(Data([0])), .data(Data(repeating: 0xAB, count: 15)),
     .data(Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0) })),
     [], [[]], [[:]], .array((0..<20).map { .integer($0) }), [1, "two", 3.0, true, [4]],
-    [:], ["": ""], ["k": ["k": ["k": 1]]], .dictionary(Dictionary(uniqueKeysWithValues: (0..<20).map { ("k\($0)", .integer($0)) })),
+    [:], ["": ""], ["k": ["k": ["k": 1]]],
+    .dictionary(Dictionary(uniqueKeysWithValues: (0..<20).map { ("k\($0)", .integer($0)) })),
 ]
 
 private func roundTrip(_ entries: [String: PropertyListValue]) throws -> [String: PropertyListValue] {

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import SecureDictionary
+import Testing
 
 @Suite struct ChangeTests {
     let store = InMemoryKeyringStore()
@@ -21,7 +21,10 @@ import SecureDictionary
                 }
                 return seen
             }
-            group.addTask { try? await Task.sleep(for: .seconds(5)); return [] }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(5))
+                return []
+            }
             let first = await group.next() ?? []
             group.cancelAll()
             return first
@@ -32,19 +35,20 @@ import SecureDictionary
         let observed = try open()
         try observed.setValue("old", forKey: "b")
         let stream = observed.changes()
-        let writer = try open()   // another instance of the same item
+        let writer = try open()  // another instance of the same item
         try writer.update { entries in
             entries["a"] = 1
             entries["b"] = "new"
         }
         try writer.removeValue(forKey: "a")
         let changes = await collect(stream, count: 3)
-        #expect(changes == [
-            .init(key: "a", kind: .inserted, oldValue: nil, newValue: 1),
-            .init(key: "b", kind: .updated, oldValue: "old", newValue: "new"),
-            .init(key: "a", kind: .removed, oldValue: 1, newValue: nil),
-        ])
-        #expect(!changes.map(\.description).joined().contains("new"))   // redacted
+        #expect(
+            changes == [
+                .init(key: "a", kind: .inserted, oldValue: nil, newValue: 1),
+                .init(key: "b", kind: .updated, oldValue: "old", newValue: "new"),
+                .init(key: "a", kind: .removed, oldValue: 1, newValue: nil),
+            ])
+        #expect(!changes.map(\.description).joined().contains("new"))  // redacted
     }
 
     @Test func reloadFindingAForeignChangeIsReported() async throws {

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
 @testable import SecureDictionary
 
 /// Issue 9: a write rests on what the keyring holds, never on what this process believes it
@@ -28,7 +29,7 @@ import Testing
         try settings.setValue("also ours", forKey: "y")
 
         #expect(try stored(settings) == ["a": "ours", "x": "theirs", "y": "also ours"])
-        #expect(settings["x"] == "theirs")   // the cache follows the store
+        #expect(settings["x"] == "theirs")  // the cache follows the store
     }
 
     @Test func anOutsideRemovalIsKeptToo() throws {
@@ -69,7 +70,7 @@ import Testing
         let calls = store.calls
         try settings.setValue("same", forKey: "a")
         try settings.removeValue(forKey: "missing")
-        #expect(store.calls == calls + [.load, .load])   // two checks, no write
+        #expect(store.calls == calls + [.load, .load])  // two checks, no write
     }
 
     /// Threads queued behind a write stuck on the keyring fail at their own deadline, not
@@ -82,7 +83,7 @@ import Testing
         let finished = Mutex<[Duration]>([])
         let done = DispatchGroup()
         let start = ContinuousClock.now
-        for index in 0..<threads {   // all at once (concurrentPerform would run only one per core)
+        for index in 0..<threads {  // all at once (concurrentPerform would run only one per core)
             done.enter()
             Thread {
                 #expect(throws: SecureDictionaryError.timedOut) { try settings.setValue(.integer(index), forKey: "k\(index)") }
@@ -104,8 +105,8 @@ import Testing
         let writer = Thread { _ = try? settings.setValue("new", forKey: "k") }
         writer.start()
         #expect(stuck.waitUntilAWriteIsStuck(timeout: .seconds(2)))
-        #expect(settings["k"] == nil)        // answered from the cache while the write hangs
-        #expect(stuck.writeIsStuck)          // …and the write was still in progress
+        #expect(settings["k"] == nil)  // answered from the cache while the write hangs
+        #expect(stuck.writeIsStuck)  // …and the write was still in progress
         stuck.release()
     }
 }

@@ -22,8 +22,9 @@ struct FaultPositionTests {
         }
     }
 
-    @Test("fail the Nth keyring call, N = 1… until it succeeds: typed error, cache == store, store old or new",
-          arguments: FaultPositionTests.combinations)
+    @Test(
+        "fail the Nth keyring call, N = 1… until it succeeds: typed error, cache == store, store old or new",
+        arguments: FaultPositionTests.combinations)
     func everyPosition(_ combination: Combination) {
         let outcome = FaultPositionCheck.check(combination.mutation, combination.failure, forgotten: combination.forgotten)
         #expect(outcome.positions >= (combination.forgotten ? 2 : 1), "too few positions were hit")
@@ -61,8 +62,11 @@ enum FaultPositionCheck {
             Failure(name: "connectionLost", error: .connectionLost, writesAnyway: true),
             Failure(name: "cancelled", error: .cancelled, writesAnyway: false),
             Failure(name: "cancelled", error: .cancelled, writesAnyway: true),
-            Failure(name: "rejected", error: .keyring(domain: "org.freedesktop.Secret.Error", code: 1,
-                                                      message: "write rejected"), writesAnyway: false),
+            Failure(
+                name: "rejected",
+                error: .keyring(
+                    domain: "org.freedesktop.Secret.Error", code: 1,
+                    message: "write rejected"), writesAnyway: false),
         ]
     }
 
@@ -153,7 +157,7 @@ enum FaultPositionCheck {
                 }
                 if stored != expected { problem("succeeded, but the store lacks the change") }
                 if dictionary.snapshot != expected { problem("succeeded, but the cache lacks the change") }
-                break   // N is past the last call: every position has been tried
+                break  // N is past the last call: every position has been tried
             }
             outcome.positions += 1
             guard let typed = thrown as? SecureDictionaryError, typed == failure.error else {
@@ -170,7 +174,9 @@ enum FaultPositionCheck {
             let unknownWrite = failure.outcomeUnknown && failedCall == .store
             // Non-throwing reads answer from the cache, never load: equal to the store, except
             // after a write with an unknown outcome, where they keep what was known before it.
-            if dictionary.isLoaded && !unknownWrite && dictionary.snapshot != stored { problem("cache != store after the failure") }
+            if dictionary.isLoaded && !unknownWrite && dictionary.snapshot != stored {
+                problem("cache != store after the failure")
+            }
             // A throwing read loads when needed, and then equals the store.
             let callsBeforeRead = store.calls.count
             do {
@@ -193,4 +199,3 @@ enum FaultPositionCheck {
         return outcome
     }
 }
-

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureDictionary
 
 /// Issue 10, finding 7: read, await, then write only if nobody changed what was read.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureDictionary
 
 extension SecureDictionary.Keys {
@@ -45,7 +46,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         try settings.setValue([1, 2, 3], forKey: "array")
         try settings.setValue(["a": true], forKey: "dictionary")
 
-        let fresh = try open()   // what a fresh load returns equals what was written
+        let fresh = try open()  // what a fresh load returns equals what was written
         #expect(try fresh.value(forKey: "token", as: String.self) == token)
         #expect(try fresh.value(forKey: "int64", as: Int64.self) == Int64.min)
         #expect(try fresh.value(forKey: "uint64", as: UInt64.self) == big)
@@ -57,7 +58,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         #expect(try fresh.value(forKey: "array", as: [Int].self) == [1, 2, 3])
         #expect(try fresh.value(forKey: "dictionary", as: [String: Bool].self) == ["a": true])
         #expect(try fresh.value(forKey: "missing", as: String.self) == nil)
-        #expect(fresh["uuid"] == .string(id.uuidString))   // other tools see text
+        #expect(fresh["uuid"] == .string(id.uuidString))  // other tools see text
     }
 
     @Test func anOptionalVariableRemovesWhenNil() throws {
@@ -78,7 +79,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         #expect(read == token)
         let wrongType: Int? = settings["token"]
         #expect(wrongType == nil)
-        #expect(failures.all == [.typeMismatch(expected: "Int", found: "string")])   // reported, not swallowed
+        #expect(failures.all == [.typeMismatch(expected: "Int", found: "string")])  // reported, not swallowed
     }
 
     @Test func typedReadsThrowOnAnotherType() throws {
@@ -98,7 +99,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         let access = "a-1"
         let expiry = Date(timeIntervalSinceReferenceDate: 10)
         try settings.update { entries in
-            entries["access"] = access                 // a String variable, as the issue asked
+            entries["access"] = access  // a String variable, as the issue asked
             entries["expires"] = expiry
             entries[.attempts] = entries[.attempts] + 1
             try entries.set(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"), forKey: "id")
@@ -134,7 +135,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         settings[.attempts] = 9
         store.setLocked(false)
         #expect(failures.all == [.locked])
-        #expect(settings[.attempts] == 3)   // the cache followed the store
+        #expect(settings[.attempts] == 3)  // the cache followed the store
     }
 
     // MARK: Finding 4
@@ -169,13 +170,14 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         #expect(try settings.delete())
         #expect(store.storedBytes(of: settings.item) == nil)
         #expect(settings.isEmpty)
-        #expect(try !settings.delete())   // nothing left: said so
+        #expect(try !settings.delete())  // nothing left: said so
     }
 
     // MARK: Finding 6
 
     /// `plistlib.dumps({'n': 2**64-1, 'm': 2**63}, fmt=plistlib.FMT_BINARY)` (Python 3.11).
-    static let pythonUnsignedIntegers = hex("""
+    static let pythonUnsignedIntegers = hex(
+        """
         62706c6973743030d201020304516d516e140000000000000000800000000000000014000000000000\
         0000ffffffffffffffff080d0f11220000000000000101000000000000000500000000000000000000\
         000000000033
@@ -197,7 +199,8 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
     }
 
     /// `plistlib.dumps({'café': 1, 'cafe\u0301': 2}, ...)`: two keys Swift holds equal.
-    static let pythonCanonicallyEqualKeys = hex("""
+    static let pythonCanonicallyEqualKeys = hex(
+        """
         62706c6973743030d2010203046400630061006600e9650063006100660065030110011002080d16\
         21230000000000000101000000000000000500000000000000000000000000000025
         """)
@@ -207,7 +210,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
             try BinaryPropertyList.decode(Self.pythonCanonicallyEqualKeys, limits: .default)
         } throws: { error in
             guard case BinaryPropertyListError.corrupt(let reason) = error else { return false }
-            return reason.contains("entries 1 and 2") && !reason.contains("caf")   // positions, never the text
+            return reason.contains("entries 1 and 2") && !reason.contains("caf")  // positions, never the text
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureDictionary
 
 /// Issue 10, finding 1 — the read rule: non-throwing reads answer from the loaded cache only;
@@ -55,7 +56,8 @@ import Testing
 
     @Test func propertyWrapperStopsInsteadOfAnsweringTheDefault() async {
         await #expect(processExitsWith: .failure) {
-            let wrapped = SecureStored(SecureDictionary.Key<String>("k", default: "default"), in: ReadRuleTests.forgottenWhileLocked())
+            let wrapped = SecureStored(
+                SecureDictionary.Key<String>("k", default: "default"), in: ReadRuleTests.forgottenWhileLocked())
             _ = wrapped.wrappedValue
         }
     }
@@ -81,7 +83,7 @@ import Testing
         let settings = try SecureDictionary(name: "rule", applicationID: "test.read-rule.loaded", options: .init(store: store))
         try settings.setValue("v", forKey: "k")
         let calls = store.calls
-        store.setLocked(true)   // a keyring call now would throw
+        store.setLocked(true)  // a keyring call now would throw
         #expect(settings["k"] == "v")
         #expect(settings.keys == ["k"])
         #expect(settings.count == 1)

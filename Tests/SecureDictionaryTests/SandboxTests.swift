@@ -1,10 +1,12 @@
 import Testing
+
 @testable import SecureDictionary
 
 /// Issue 12, part 4: which sandbox this is, and what to tell the user.
 @Suite struct SandboxTests {
     @Test func aFlatpakIsNamedFromItsInfoFile() {
-        let info = "[Application]\nname=org.example.Notes\nruntime=runtime/org.gnome.Platform/x86_64/47\n\n[Instance]\ninstance-id=1\n"
+        let info =
+            "[Application]\nname=org.example.Notes\nruntime=runtime/org.gnome.Platform/x86_64/47\n\n[Instance]\ninstance-id=1\n"
         let sandbox = Sandbox.detect(flatpakInfo: info, environment: [:])
         #expect(sandbox == .flatpak(appID: "org.example.Notes"))
         #expect(sandbox?.advice.contains("--talk-name=org.freedesktop.secrets") == true)

@@ -2,6 +2,7 @@ import Foundation
 import InMemoryLogging
 import Logging
 import Testing
+
 @testable import SecureDictionary
 
 /// Invariant 7: keys and values never reach logs, descriptions, dumps, mirrors or errors.
@@ -34,8 +35,8 @@ import Testing
         try settings.setValue(.data(Data(canaryValue.utf8)), forKey: canaryKey + "-data")
         try settings.update { $0[canaryKey + "-nested"] = [.string(canaryValue)] }
         store.failNextCalls(with: .timedOut)
-        settings[canaryKey] = .string(canaryValue + "2")            // logged failure
-        _ = settings[canaryKey]                                       // reload after unknown outcome
+        settings[canaryKey] = .string(canaryValue + "2")  // logged failure
+        _ = settings[canaryKey]  // reload after unknown outcome
         store.failNextCalls(with: .keyring(domain: "d", code: 1, message: "rejected"))
         #expect(throws: SecureDictionaryError.self) { try settings.setValue(.string(self.canaryValue), forKey: "x") }
 
@@ -59,7 +60,7 @@ import Testing
             ("logs", logs.entries.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")),
         ]
         for (context, text) in renderings { expectNoCanary(in: text, context) }
-        #expect(!logs.entries.isEmpty)   // the log check saw something
+        #expect(!logs.entries.isEmpty)  // the log check saw something
         #expect(settings.description.contains("test.secrecy.__SecureDictionary__.secrecy"))
     }
 

@@ -1,5 +1,7 @@
 import Foundation
+import Synchronization
 import Testing
+
 @testable import SecureDictionary
 
 /// The dictionary's logic against the in-memory store: fast, and able to fail on purpose.
@@ -24,17 +26,18 @@ import Testing
     @Test func itemNameFollowsTheContract() throws {
         #expect(try item("settings").name == "\(appID).__SecureDictionary__.settings")
         #expect(try item(nil).name == "\(appID).__SecureDictionary__")
-        #expect(try item(nil).attributes == [
-            "service": "\(appID).__SecureDictionary__", "application": appID, "dictionary": "",
-            "xdg:schema": "io.github.securedictionary.Dictionary",
-        ])
+        #expect(
+            try item(nil).attributes == [
+                "service": "\(appID).__SecureDictionary__", "application": appID, "dictionary": "",
+                "xdg:schema": "io.github.securedictionary.Dictionary",
+            ])
     }
 
     @Test func startsEmptyOnlyWhenTheStoreSaysThereIsNoItem() throws {
         let settings = try open()
         #expect(settings.isEmpty)
         #expect(store.calls == [.load])
-        #expect(try stored() == nil)   // opening writes nothing
+        #expect(try stored() == nil)  // opening writes nothing
     }
 
     @Test func writesReachTheStoreAndReadsComeFromTheCache() throws {
@@ -47,7 +50,7 @@ import Testing
         #expect(settings["token"]?.stringValue == "s3cr3t")
         #expect(settings["retries"] == .integer(3))
         #expect(settings.count == 3)
-        #expect(store.calls.count == 7)   // reads made no call
+        #expect(store.calls.count == 7)  // reads made no call
         #expect(try stored() == settings.snapshot)
 
         #expect(try settings.removeValue(forKey: "token") == .string("s3cr3t"))
@@ -67,9 +70,9 @@ import Testing
         let settings = try open()
         try settings.update { $0.dictionary = values }
         let fresh = try SecureDictionary(name: "settings", applicationID: appID, options: .init(store: InMemoryKeyringStore()))
-        #expect(fresh.isEmpty)   // a different store is a different keyring
+        #expect(fresh.isEmpty)  // a different store is a different keyring
         settings.forget()
-        #expect(try settings.entries() == values)   // reloaded from the store
+        #expect(try settings.entries() == values)  // reloaded from the store
         #expect(settings["date"]?.dateValue == date)
         #expect(settings["real"]?.integerValue == nil)
     }
@@ -79,7 +82,7 @@ import Testing
         try settings.update { entries in
             for index in 0..<100 { entries["k\(index)"] = .integer(index) }
         }
-        #expect(store.calls == [.load, .load, .store])   // open; check, one write
+        #expect(store.calls == [.load, .load, .store])  // open; check, one write
         #expect(settings.count == 100)
 
         struct Abort: Error {}
@@ -90,7 +93,7 @@ import Testing
             }
         }
         #expect(settings["k0"] == .integer(0))
-        #expect(store.calls == [.load, .load, .store, .load])   // the aborted update wrote nothing
+        #expect(store.calls == [.load, .load, .store, .load])  // the aborted update wrote nothing
     }
 
     @Test func lockedIsNeverEmpty() throws {
@@ -99,7 +102,7 @@ import Testing
         store.setLocked(true)
         #expect(throws: SecureDictionaryError.locked) { try open("never-loaded") }
         #expect(throws: SecureDictionaryError.locked) { try settings.reload() }
-        #expect(settings["k"] == "v")   // the failed reload kept what was last known
+        #expect(settings["k"] == "v")  // the failed reload kept what was last known
         store.setLocked(false)
         #expect(try open()["k"] == "v")
         #expect(try open("never-loaded").isEmpty)
@@ -146,13 +149,13 @@ import Testing
     func unknownOutcomeMakesTheInstanceReload(error: SecureDictionaryError, writesAnyway: Bool) throws {
         let settings = try open()
         try settings.setValue("old", forKey: "k")
-        store.failCall(number: 2, with: .init(error, writesAnyway: writesAnyway))   // the write, after its check
+        store.failCall(number: 2, with: .init(error, writesAnyway: writesAnyway))  // the write, after its check
         #expect(throws: error) { try settings.setValue("new", forKey: "k") }
         let callsBefore = store.calls.count
-        #expect(settings["k"] == "old")               // non-throwing reads: the last known state, no call
+        #expect(settings["k"] == "old")  // non-throwing reads: the last known state, no call
         #expect(store.calls.count == callsBefore)
-        #expect(try settings.value(forKey: "k") == (writesAnyway ? "new" : "old"))   // what the store really holds
-        #expect(store.calls.count == callsBefore + 1)                                 // found by reloading
+        #expect(try settings.value(forKey: "k") == (writesAnyway ? "new" : "old"))  // what the store really holds
+        #expect(store.calls.count == callsBefore + 1)  // found by reloading
         #expect(settings["k"] == (writesAnyway ? "new" : "old"))
     }
 
@@ -166,7 +169,7 @@ import Testing
             if case SecureDictionaryError.tooLarge(_, 1_000) = error { return true }
             return false
         }
-        #expect(store.calls == calls + [.load])   // the check of the stored item, and no write
+        #expect(store.calls == calls + [.load])  // the check of the stored item, and no write
         #expect(settings["big"] == nil)
         #expect(settings.count == 1)
     }
@@ -201,8 +204,8 @@ import Testing
         // The second instance checked the stored item and shares the first one's state.
         #expect(store.calls == [.load, .load, .load, .store])
         second.forget()
-        #expect(!first.isLoaded)                                  // both forgot
-        #expect(try first.value(forKey: "k") == "shared")        // the throwing read reloaded
+        #expect(!first.isLoaded)  // both forgot
+        #expect(try first.value(forKey: "k") == "shared")  // the throwing read reloaded
         #expect(store.calls == [.load, .load, .load, .store, .load])
     }
 
@@ -230,12 +233,12 @@ import Testing
         #expect(throws: SecureDictionaryError.locked) { try settings.value(forKey: "k") }
         #expect(throws: SecureDictionaryError.locked) { try settings.entries() }
         #expect(throws: SecureDictionaryError.locked) { try settings.reload() }
-        #expect(!settings.isLoaded)          // still unloaded: nothing pretends to know
-        #expect(failures.all.isEmpty)        // nothing was swallowed on the way
+        #expect(!settings.isLoaded)  // still unloaded: nothing pretends to know
+        #expect(failures.all.isEmpty)  // nothing was swallowed on the way
         store.setLocked(false)
         #expect(try settings.value(forKey: "k") == "v")
         #expect(settings.isLoaded)
-        #expect(settings["k"] == "v")        // non-throwing reads work again
+        #expect(settings["k"] == "v")  // non-throwing reads work again
     }
 
     @Test func namesAndDelete() throws {
@@ -244,8 +247,11 @@ import Testing
         try open("beta").setValue(1, forKey: "a")
         #expect(try SecureDictionary.names(applicationID: appID, options: options) == ["", "alpha", "beta"])
         let listed = try SecureDictionary.items(applicationID: appID, options: options)
-        #expect(listed.map(\.item.name) == ["\(appID).__SecureDictionary__", "\(appID).__SecureDictionary__.alpha",
-                                             "\(appID).__SecureDictionary__.beta"])
+        #expect(
+            listed.map(\.item.name) == [
+                "\(appID).__SecureDictionary__", "\(appID).__SecureDictionary__.alpha",
+                "\(appID).__SecureDictionary__.beta",
+            ])
         #expect(try SecureDictionary.items(options: options).count == 3)
         #expect(try SecureDictionary.delete(name: "alpha", applicationID: appID, options: options))
         #expect(try !SecureDictionary.delete(name: "alpha", applicationID: appID, options: options))
@@ -255,12 +261,12 @@ import Testing
     @Test func forgetWipesDataTheCacheOwns() throws {
         let settings = try open()
         try settings.setValue(.data(Data(repeating: 0xAB, count: 64)), forKey: "key")
-        settings.forget()   // the cache held the only reference: wiped in place, then freed
+        settings.forget()  // the cache held the only reference: wiped in place, then freed
         try settings.reload()
-        #expect(settings["key"]?.dataValue == Data(repeating: 0xAB, count: 64))   // reloaded from the store
+        #expect(settings["key"]?.dataValue == Data(repeating: 0xAB, count: 64))  // reloaded from the store
         var copy = settings.snapshot
         settings.forget()
-        #expect(copy["key"]?.dataValue == Data(repeating: 0xAB, count: 64))       // a caller's copy is left alone
+        #expect(copy["key"]?.dataValue == Data(repeating: 0xAB, count: 64))  // a caller's copy is left alone
         copy.removeAll()
     }
 
@@ -292,5 +298,3 @@ final class Failures: Sendable {
     var all: [SecureDictionaryError] { storage.withLock { $0 } }
     func append(_ error: SecureDictionaryError) { storage.withLock { $0.append(error) } }
 }
-
-import Synchronization

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import SecureDictionary
+import Testing
 
 extension SecureDictionary.Keys {
     static let apiToken = SecureDictionary.Key<String?>("apiToken")
@@ -39,7 +39,7 @@ enum Session: Codable, Equatable, PropertyListConvertible {
         try settings.set(5, for: .retries)
         try settings.set("token", for: .apiToken)
         #expect(settings[.retries] == 5)
-        #expect(settings["retries"] == .integer(5))   // stored as a plain integer
+        #expect(settings["retries"] == .integer(5))  // stored as a plain integer
         #expect(settings[.apiToken] == "token")
         try settings.set(nil, for: .apiToken)
         #expect(settings["apiToken"] == nil)
@@ -65,7 +65,7 @@ enum Session: Codable, Equatable, PropertyListConvertible {
             name: "typed", applicationID: "test.typed.\(UUID().uuidString)",
             options: .init(store: store, failureHandler: { reported.append($0) }))
         try settings.setValue("three", forKey: "retries")
-        try settings.setValue(1, forKey: "ratio")            // an integer is not a real
+        try settings.setValue(1, forKey: "ratio")  // an integer is not a real
         #expect(settings[.retries] == 3)
         #expect(settings[.ratio] == 0.5)
         #expect(throws: SecureDictionaryError.typeMismatch(expected: "Int", found: "string")) {
@@ -83,7 +83,7 @@ enum Session: Codable, Equatable, PropertyListConvertible {
         try settings.set(.signedIn(user: "ada", until: Date(timeIntervalSinceReferenceDate: 1)), for: .session)
         try settings.set(["a", "b"], for: .tags)
 
-        settings.forget()   // read back from the stored bytes
+        settings.forget()  // read back from the stored bytes
         #expect(try settings.value(for: .profile) == profile)
         #expect(try settings.value(for: .session) == .signedIn(user: "ada", until: Date(timeIntervalSinceReferenceDate: 1)))
         #expect(settings[.tags] == ["a", "b"])
@@ -121,7 +121,7 @@ enum Session: Codable, Equatable, PropertyListConvertible {
         #expect(settings["retries"] == .integer(4))
         store.failNextCalls(with: .locked)
         retries = 10
-        #expect(retries == 4)                        // the cache followed the store
+        #expect(retries == 4)  // the cache followed the store
         #expect(reported.all == [.locked])
         store.failNextCalls(with: .locked)
         #expect(throws: SecureDictionaryError.locked) { try $retries.set(11) }

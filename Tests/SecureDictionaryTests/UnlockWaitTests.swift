@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureDictionary
 
 /// Issue 12, part 2: waiting for the keyring to be unlocked, without a prompt.
@@ -13,7 +14,7 @@ import Testing
         store.setLocked(true)
         let waiter = Task { try await settings.waitUntilUnlocked(checkingEvery: .milliseconds(20)) }
         try await Task.sleep(for: .milliseconds(100))
-        #expect(!settings.isLoaded)   // still waiting: the keyring is locked
+        #expect(!settings.isLoaded)  // still waiting: the keyring is locked
         store.setLocked(false)
         try await waiter.value
         #expect(settings["k"] == "v")
@@ -24,8 +25,9 @@ import Testing
         store.setLocked(true)
         let options = SecureDictionary.Options(store: store)
         let opening = Task {
-            try await SecureDictionary.Async.openWhenUnlocked(name: "wait", applicationID: "test.unlock.open",
-                                                               options: options, checkingEvery: .milliseconds(20))
+            try await SecureDictionary.Async.openWhenUnlocked(
+                name: "wait", applicationID: "test.unlock.open",
+                options: options, checkingEvery: .milliseconds(20))
         }
         try await Task.sleep(for: .milliseconds(60))
         store.setLocked(false)
@@ -50,8 +52,9 @@ import Testing
         store.failCall(number: 2, with: .init(.serviceUnavailable(reason: "gone")))
         let options = SecureDictionary.Options(store: store)
         await #expect(throws: SecureDictionaryError.serviceUnavailable(reason: "gone")) {
-            try await SecureDictionary.Async.openWhenUnlocked(name: "wait", applicationID: "test.unlock.error",
-                                                               options: options, checkingEvery: .milliseconds(10))
+            try await SecureDictionary.Async.openWhenUnlocked(
+                name: "wait", applicationID: "test.unlock.error",
+                options: options, checkingEvery: .milliseconds(10))
         }
     }
 }

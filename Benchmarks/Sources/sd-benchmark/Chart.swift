@@ -15,9 +15,15 @@ enum GrowthChart {
 
     private static let lines: [Line] = [
         Line(label: "SecureDictionary: one mutation", color: "#1f5fa8", dashed: false, marker: .circle) { $0.mutation.median },
-        Line(label: "raw libsecret: store of the same blob", color: "#1f5fa8", dashed: true, marker: .square) { $0.rawStore.median },
-        Line(label: "SecureDictionary: init (load + decode)", color: "#c2571a", dashed: false, marker: .triangle) { $0.load.median },
-        Line(label: "raw libsecret: lookup of the same blob", color: "#c2571a", dashed: true, marker: .diamond) { $0.rawLookup.median },
+        Line(label: "raw libsecret: store of the same blob", color: "#1f5fa8", dashed: true, marker: .square) {
+            $0.rawStore.median
+        },
+        Line(label: "SecureDictionary: init (load + decode)", color: "#c2571a", dashed: false, marker: .triangle) {
+            $0.load.median
+        },
+        Line(label: "raw libsecret: lookup of the same blob", color: "#c2571a", dashed: true, marker: .diamond) {
+            $0.rawLookup.median
+        },
     ]
 
     static func svg(_ report: Report) -> String {
@@ -34,11 +40,11 @@ enum GrowthChart {
         let yHigh = niceStep(above: (values.max() ?? 100) * 1.1)
 
         var svg = """
-        <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="13">
-        <rect width="100%" height="100%" fill="white"/>
-        <text x="\(width / 2)" y="28" text-anchor="middle" font-size="18" font-weight="bold">SecureDictionary vs raw libsecret on a real gnome-keyring (median time, log–log)</text>
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="13">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="\(width / 2)" y="28" text-anchor="middle" font-size="18" font-weight="bold">SecureDictionary vs raw libsecret on a real gnome-keyring (median time, log–log)</text>
 
-        """
+            """
         svg += legend(y: 52, width: width)
 
         let panels: [(GrowthPoint.Series, String)] = [
@@ -51,23 +57,29 @@ enum GrowthChart {
             let xLow = pow(10, floor(log10(Double(first.parameter))))
             let xHigh = pow(10, ceil(log10(Double(last.parameter))))
             let left = panelLefts[panel]
-            let frame = Frame(left: left, top: panelTop, width: panelWidth, height: panelHeight,
-                              xLow: xLow, xHigh: xHigh, yLow: yLow, yHigh: yHigh)
+            let frame = Frame(
+                left: left, top: panelTop, width: panelWidth, height: panelHeight,
+                xLow: xLow, xHigh: xHigh, yLow: yLow, yHigh: yHigh)
             svg += axes(frame, title: title, series: series, showYLabel: panel == 0)
             for line in lines {
                 let coordinates = points.map { (frame.x(Double($0.parameter)), frame.y(line.value($0) * 1000)) }
                 let path = coordinates.map { "\(Format.fixed($0.0, 1)),\(Format.fixed($0.1, 1))" }.joined(separator: " ")
-                svg += "<polyline points=\"\(path)\" fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "")/>\n"
+                svg +=
+                    "<polyline points=\"\(path)\" fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "")/>\n"
                 for (x, y) in coordinates { svg += marker(line.marker, x: x, y: y, color: line.color, hollow: line.dashed) }
             }
         }
 
         if let machine = report.machine {
             let samples = report.notes.first { $0.hasPrefix("growth:") } ?? ""
-            svg += "<text x=\"\(width / 2)\" y=\"\(height - 34)\" text-anchor=\"middle\" font-size=\"12\" fill=\"#444\">"
-                + escape("\(machine.cpuModel), \(machine.cpus) CPUs, load \(machine.loadAverageAtStart) at start; gnome-keyring \(machine.gnomeKeyring), libsecret \(machine.libsecret); \(machine.date.prefix(10))")
+            svg +=
+                "<text x=\"\(width / 2)\" y=\"\(height - 34)\" text-anchor=\"middle\" font-size=\"12\" fill=\"#444\">"
+                + escape(
+                    "\(machine.cpuModel), \(machine.cpus) CPUs, load \(machine.loadAverageAtStart) at start; gnome-keyring \(machine.gnomeKeyring), libsecret \(machine.libsecret); \(machine.date.prefix(10))"
+                )
                 + "</text>\n"
-            svg += "<text x=\"\(width / 2)\" y=\"\(height - 16)\" text-anchor=\"middle\" font-size=\"12\" fill=\"#444\">"
+            svg +=
+                "<text x=\"\(width / 2)\" y=\"\(height - 16)\" text-anchor=\"middle\" font-size=\"12\" fill=\"#444\">"
                 + escape("Both sides in one process, one private keyring, alternating samples. \(samples)")
                 + "</text>\n"
         }
@@ -99,9 +111,11 @@ enum GrowthChart {
                 guard value >= frame.yLow * 0.9999, value <= frame.yHigh * 1.0001 else { continue }
                 let y = frame.y(value)
                 let major = step == 1 || step == 2 || step == 5
-                svg += "<line x1=\"\(frame.left)\" y1=\"\(y)\" x2=\"\(right)\" y2=\"\(y)\" stroke=\"\(step == 1 ? "#c8c8c8" : "#ececec")\"/>\n"
+                svg +=
+                    "<line x1=\"\(frame.left)\" y1=\"\(y)\" x2=\"\(right)\" y2=\"\(y)\" stroke=\"\(step == 1 ? "#c8c8c8" : "#ececec")\"/>\n"
                 if major {
-                    svg += "<text x=\"\(frame.left - 8)\" y=\"\(y + 4)\" text-anchor=\"end\">\(escape(milliseconds(value)))</text>\n"
+                    svg +=
+                        "<text x=\"\(frame.left - 8)\" y=\"\(y + 4)\" text-anchor=\"end\">\(escape(milliseconds(value)))</text>\n"
                 }
             }
             decade *= 10
@@ -110,7 +124,8 @@ enum GrowthChart {
         while decade <= frame.xHigh * 1.0001 {
             let x = frame.x(decade)
             svg += "<line x1=\"\(x)\" y1=\"\(frame.top)\" x2=\"\(x)\" y2=\"\(bottom)\" stroke=\"#d0d0d0\"/>\n"
-            svg += "<text x=\"\(x)\" y=\"\(bottom + 20)\" text-anchor=\"middle\">\(escape(series == .entries ? Format.integer(Int(decade)) : decimalBytes(decade)))</text>\n"
+            svg +=
+                "<text x=\"\(x)\" y=\"\(bottom + 20)\" text-anchor=\"middle\">\(escape(series == .entries ? Format.integer(Int(decade)) : decimalBytes(decade)))</text>\n"
             if decade < frame.xHigh {
                 for step in 2...9 {
                     let xMinor = frame.x(decade * Double(step))
@@ -119,11 +134,14 @@ enum GrowthChart {
             }
             decade *= 10
         }
-        svg += "<rect x=\"\(frame.left)\" y=\"\(frame.top)\" width=\"\(frame.width)\" height=\"\(frame.height)\" fill=\"none\" stroke=\"#333\"/>\n"
-        svg += "<text x=\"\(frame.left + frame.width / 2)\" y=\"\(bottom + 44)\" text-anchor=\"middle\" font-size=\"14\">\(escape(title))</text>\n"
+        svg +=
+            "<rect x=\"\(frame.left)\" y=\"\(frame.top)\" width=\"\(frame.width)\" height=\"\(frame.height)\" fill=\"none\" stroke=\"#333\"/>\n"
+        svg +=
+            "<text x=\"\(frame.left + frame.width / 2)\" y=\"\(bottom + 44)\" text-anchor=\"middle\" font-size=\"14\">\(escape(title))</text>\n"
         if showYLabel {
             let cy = frame.top + frame.height / 2
-            svg += "<text x=\"\(frame.left - 62)\" y=\"\(cy)\" text-anchor=\"middle\" font-size=\"14\" transform=\"rotate(-90 \(frame.left - 62) \(cy))\">time per operation (median)</text>\n"
+            svg +=
+                "<text x=\"\(frame.left - 62)\" y=\"\(cy)\" text-anchor=\"middle\" font-size=\"14\" transform=\"rotate(-90 \(frame.left - 62) \(cy))\">time per operation (median)</text>\n"
         }
         return svg
     }
@@ -135,7 +153,8 @@ enum GrowthChart {
         for (index, line) in lines.enumerated() {
             let x = left + Double(index % 2) * columnWidth
             let rowY = y + Double(index / 2) * 20
-            svg += "<line x1=\"\(x)\" y1=\"\(rowY)\" x2=\"\(x + 36)\" y2=\"\(rowY)\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "")/>\n"
+            svg +=
+                "<line x1=\"\(x)\" y1=\"\(rowY)\" x2=\"\(x + 36)\" y2=\"\(rowY)\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "")/>\n"
             svg += marker(line.marker, x: x + 18, y: rowY, color: line.color, hollow: line.dashed)
             svg += "<text x=\"\(x + 46)\" y=\"\(rowY + 4)\">\(escape(line.label))</text>\n"
         }
@@ -152,9 +171,11 @@ enum GrowthChart {
         case .square:
             return "<rect x=\"\(Format.fixed(x - 4, 1))\" y=\"\(Format.fixed(y - 4, 1))\" width=\"8\" height=\"8\" \(style)/>\n"
         case .triangle:
-            return "<polygon points=\"\(cx),\(Format.fixed(y - 5, 1)) \(Format.fixed(x - 5, 1)),\(Format.fixed(y + 4, 1)) \(Format.fixed(x + 5, 1)),\(Format.fixed(y + 4, 1))\" \(style)/>\n"
+            return
+                "<polygon points=\"\(cx),\(Format.fixed(y - 5, 1)) \(Format.fixed(x - 5, 1)),\(Format.fixed(y + 4, 1)) \(Format.fixed(x + 5, 1)),\(Format.fixed(y + 4, 1))\" \(style)/>\n"
         case .diamond:
-            return "<polygon points=\"\(cx),\(Format.fixed(y - 5, 1)) \(Format.fixed(x + 5, 1)),\(cy) \(cx),\(Format.fixed(y + 5, 1)) \(Format.fixed(x - 5, 1)),\(cy)\" \(style)/>\n"
+            return
+                "<polygon points=\"\(cx),\(Format.fixed(y - 5, 1)) \(Format.fixed(x + 5, 1)),\(cy) \(cx),\(Format.fixed(y + 5, 1)) \(Format.fixed(x - 5, 1)),\(cy)\" \(style)/>\n"
         }
     }
 

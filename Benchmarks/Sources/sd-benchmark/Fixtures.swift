@@ -38,8 +38,9 @@ enum Fixtures {
     /// A random ASCII token of `length` characters.
     static func token(_ length: Int, _ generator: inout SplitMix64) -> String {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
-        return String(decoding: (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] },
-                      as: UTF8.self)
+        return String(
+            decoding: (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] },
+            as: UTF8.self)
     }
 
     /// `length` random bytes.
@@ -51,7 +52,9 @@ enum Fixtures {
             while offset < length {
                 var word = generator.next()
                 let chunk = min(8, length - offset)
-                withUnsafeBytes(of: &word) { raw.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: chunk) }
+                withUnsafeBytes(of: &word) {
+                    raw.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: chunk)
+                }
                 offset += chunk
             }
         }

@@ -131,12 +131,16 @@ final class RoundTrips {
         let bus = g_dbus_proxy_get_connection(UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self))
         for method in ["RequestName", "ReleaseName"] {
             var error: UnsafeMutablePointer<GError>?
-            let parameters = method == "RequestName"
-                ? g_variant_new_tuple([g_variant_new_string("io.github.securedictionary.benchmark.probe"), g_variant_new_uint32(0)], 2)
+            let parameters =
+                method == "RequestName"
+                ? g_variant_new_tuple(
+                    [g_variant_new_string("io.github.securedictionary.benchmark.probe"), g_variant_new_uint32(0)], 2)
                 : g_variant_new_tuple([g_variant_new_string("io.github.securedictionary.benchmark.probe")], 1)
-            guard let reply = g_dbus_connection_call_sync(
-                bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method, parameters,
-                nil, G_DBUS_CALL_FLAGS_NONE, -1, nil, &error) else {
+            guard
+                let reply = g_dbus_connection_call_sync(
+                    bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method, parameters,
+                    nil, G_DBUS_CALL_FLAGS_NONE, -1, nil, &error)
+            else {
                 throw RawLibSecretError("g_dbus_connection_call_sync(\(method))", error)
             }
             g_variant_unref(reply)
@@ -164,7 +168,10 @@ final class RoundTrips {
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var error: UnsafeMutablePointer<GError>?
-        defer { g_strfreev(unlocked); g_strfreev(locked) }
+        defer {
+            g_strfreev(unlocked)
+            g_strfreev(locked)
+        }
         if secret_service_search_for_dbus_paths_sync(service, nil, table, nil, &unlocked, &locked, &error) == 0 {
             throw RawLibSecretError("secret_service_search_for_dbus_paths_sync", error)
         }

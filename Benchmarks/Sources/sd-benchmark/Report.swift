@@ -117,7 +117,8 @@ struct Machine: Encodable {
         func field<T>(_ value: T) -> String {
             withUnsafeBytes(of: value) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         }
-        let cpuModel = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+        let cpuModel =
+            (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("model name") }?
             .split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown"
         return Machine(
@@ -189,13 +190,15 @@ struct Report: Encodable {
     func growthTable() -> String {
         let header = ["series", "size", "blob", "mutation", "raw store", "ratio", "load (init)", "raw lookup", "ratio"]
         let body = growth.map { point -> [String] in
-            [point.series == .entries ? "entries" : "value bytes",
-             point.series == .entries ? Format.integer(point.parameter) : Format.bytes(Double(point.parameter)),
-             Format.bytes(Double(point.blobBytes)),
-             Format.duration(point.mutation.median), Format.duration(point.rawStore.median),
-             "\(Format.ratio(point.mutation.median / point.rawStore.median))×",
-             Format.duration(point.load.median), Format.duration(point.rawLookup.median),
-             "\(Format.ratio(point.load.median / point.rawLookup.median))×"]
+            [
+                point.series == .entries ? "entries" : "value bytes",
+                point.series == .entries ? Format.integer(point.parameter) : Format.bytes(Double(point.parameter)),
+                Format.bytes(Double(point.blobBytes)),
+                Format.duration(point.mutation.median), Format.duration(point.rawStore.median),
+                "\(Format.ratio(point.mutation.median / point.rawStore.median))×",
+                Format.duration(point.load.median), Format.duration(point.rawLookup.median),
+                "\(Format.ratio(point.load.median / point.rawLookup.median))×",
+            ]
         }
         return Format.table(header, body)
     }
@@ -215,9 +218,13 @@ struct Report: Encodable {
 
     /// One line per growth point and operation; times in milliseconds.
     func growthCSV() -> String {
-        var lines = ["series,parameter,blob_bytes,operation,securedictionary_median_ms,securedictionary_p99_ms,raw_median_ms,raw_p99_ms,ratio"]
+        var lines = [
+            "series,parameter,blob_bytes,operation,securedictionary_median_ms,securedictionary_p99_ms,raw_median_ms,raw_p99_ms,ratio"
+        ]
         for point in growth {
-            for (operation, library, raw) in [("mutation", point.mutation, point.rawStore), ("load", point.load, point.rawLookup)] {
+            for (operation, library, raw) in [
+                ("mutation", point.mutation, point.rawStore), ("load", point.load, point.rawLookup),
+            ] {
                 let fields: [String] = [
                     point.series.rawValue, String(point.parameter), String(point.blobBytes), operation,
                     Format.fixed(library.median * 1000, 4), Format.fixed(library.p99 * 1000, 4),
@@ -285,9 +292,10 @@ enum Format {
             for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
         }
         func line(_ cells: [String]) -> String {
-            "| " + cells.enumerated().map { column, cell in
-                cell + String(repeating: " ", count: widths[column] - cell.count)
-            }.joined(separator: " | ") + " |"
+            "| "
+                + cells.enumerated().map { column, cell in
+                    cell + String(repeating: " ", count: widths[column] - cell.count)
+                }.joined(separator: " | ") + " |"
         }
         var lines = [line(header), "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|"]
         lines += rows.map(line)

@@ -115,7 +115,8 @@ final class Benchmark {
         }
         let stored = try roundTrips.secret(path: path)
         guard stored == expected else {
-            throw BenchmarkError("'\(name)': the library stored \(stored.count) bytes that differ from the \(expected.count)-byte baseline blob")
+            throw BenchmarkError(
+                "'\(name)': the library stored \(stored.count) bytes that differ from the \(expected.count)-byte baseline blob")
         }
     }
 
@@ -135,11 +136,12 @@ final class Benchmark {
             Side { for key in keys { blackHole(dictionary[key]) } },
             Side { for key in keys { blackHole(guarded.value(forKey: key)) } })
         let perRead = 1 / Double(keys.count)
-        report.rows.append(TargetRow(
-            id: "cached-read", operation: "cached read dict[\"k\"], 1,000 entries", unit: .seconds,
-            library: library.scaled(by: perRead), baselineName: "Mutex<[String: Value]> lookup",
-            baseline: baseline.scaled(by: perRead), kind: .atMost, target: 2,
-            note: "per read; each sample times \(keys.count) reads of random keys"))
+        report.rows.append(
+            TargetRow(
+                id: "cached-read", operation: "cached read dict[\"k\"], 1,000 entries", unit: .seconds,
+                library: library.scaled(by: perRead), baselineName: "Mutex<[String: Value]> lookup",
+                baseline: baseline.scaled(by: perRead), kind: .atMost, target: 2,
+                note: "per read; each sample times \(keys.count) reads of random keys"))
         try cleanUp(name)
     }
 
@@ -174,10 +176,11 @@ final class Benchmark {
                 rawSample += 1
             })
         try verifyStored(name, blobs[(librarySample - 1) % 2])
-        report.rows.append(TargetRow(
-            id: "mutation-\(count)", operation: "one mutation, \(Format.integer(count))-entry dictionary",
-            unit: .seconds, library: library, baselineName: "raw lookup + raw store of the same blob", baseline: baseline,
-            kind: .atMost, target: target, blobBytes: blobs[0].count))
+        report.rows.append(
+            TargetRow(
+                id: "mutation-\(count)", operation: "one mutation, \(Format.integer(count))-entry dictionary",
+                unit: .seconds, library: library, baselineName: "raw lookup + raw store of the same blob", baseline: baseline,
+                kind: .atMost, target: target, blobBytes: blobs[0].count))
         try cleanUp(name)
     }
 
@@ -201,24 +204,30 @@ final class Benchmark {
         let pause = { Thread.sleep(forTimeInterval: Timer.seconds(self.plan.idle)) }
         let (library, baseline) = try Timer.compare(
             plan.idleWrites,
-            Side(prepare: pause, run: {
-                try dictionary.setValue(Fixtures.alternatingValues(librarySample), forKey: Fixtures.mutatedKey)
-                librarySample += 1
-            }),
-            Side(prepare: pause, run: {
-                guard try self.raw.lookupLength(service: rawService) == blobs[(rawSample + 1) % 2].count else {
-                    throw BenchmarkError("raw lookup returned another blob")
-                }
-                try self.raw.store(blobs[rawSample % 2], service: rawService)
-                rawSample += 1
-            }))
+            Side(
+                prepare: pause,
+                run: {
+                    try dictionary.setValue(Fixtures.alternatingValues(librarySample), forKey: Fixtures.mutatedKey)
+                    librarySample += 1
+                }),
+            Side(
+                prepare: pause,
+                run: {
+                    guard try self.raw.lookupLength(service: rawService) == blobs[(rawSample + 1) % 2].count else {
+                        throw BenchmarkError("raw lookup returned another blob")
+                    }
+                    try self.raw.store(blobs[rawSample % 2], service: rawService)
+                    rawSample += 1
+                }))
         try verifyStored(name, blobs[(librarySample - 1) % 2])
-        report.rows.append(TargetRow(
-            id: "mutation-idle", operation: "one mutation after \(Format.duration(Timer.seconds(plan.idle))) idle, 10 entries",
-            unit: .seconds, library: library, baselineName: "raw lookup + raw store after the same pause", baseline: baseline,
-            kind: .atMost, target: 1.15, blobBytes: blobs[0].count,
-            note: "no keyring call for \(Format.duration(Timer.seconds(plan.idle))) before each sample (untimed), "
-                + "on either side"))
+        report.rows.append(
+            TargetRow(
+                id: "mutation-idle",
+                operation: "one mutation after \(Format.duration(Timer.seconds(plan.idle))) idle, 10 entries",
+                unit: .seconds, library: library, baselineName: "raw lookup + raw store after the same pause", baseline: baseline,
+                kind: .atMost, target: 1.15, blobBytes: blobs[0].count,
+                note: "no keyring call for \(Format.duration(Timer.seconds(plan.idle))) before each sample (untimed), "
+                    + "on either side"))
         try cleanUp(name)
     }
 
@@ -233,7 +242,8 @@ final class Benchmark {
         func firstCall(_ mode: String) throws -> Double {
             let output = try worker.launch(["cold", mode, name]).finish()
             guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("cold ") }),
-                  let seconds = Double(line.dropFirst(5)) else { throw BenchmarkError("the cold worker printed no result") }
+                let seconds = Double(line.dropFirst(5))
+            else { throw BenchmarkError("the cold worker printed no result") }
             return seconds
         }
         var library: [Double] = []
@@ -247,11 +257,12 @@ final class Benchmark {
                 if mode == "library" { library.append(seconds) } else { baseline.append(seconds) }
             }
         }
-        report.rows.append(TargetRow(
-            id: "init-cold", operation: "first init in a new process, 1,000 entries", unit: .seconds,
-            library: Stats(library), baselineName: "first raw lookup in a new process", baseline: Stats(baseline),
-            kind: .atMost, target: 1.3, blobBytes: blob.count,
-            note: "one new process per sample; both sides connect to the bus and negotiate an encrypted session"))
+        report.rows.append(
+            TargetRow(
+                id: "init-cold", operation: "first init in a new process, 1,000 entries", unit: .seconds,
+                library: Stats(library), baselineName: "first raw lookup in a new process", baseline: Stats(baseline),
+                kind: .atMost, target: 1.3, blobBytes: blob.count,
+                note: "one new process per sample; both sides connect to the bus and negotiate an encrypted session"))
         try cleanUp(name)
     }
 
@@ -261,22 +272,25 @@ final class Benchmark {
         let entries = Fixtures.mixedEntries(count: 1000)
         let blob = try Fixtures.blob(entries)
         let rawService = Self.rawService(name)
-        try open(name).update { $0.dictionary = entries }   // the writing instance is gone after this line
+        try open(name).update { $0.dictionary = entries }  // the writing instance is gone after this line
         try verifyStored(name, blob)
         try raw.store(blob, service: rawService)
         var holder: SecureDictionary?
         let (library, baseline) = try Timer.compare(
             plan.writes,
             Side(prepare: { holder = nil }, run: { holder = try self.open(name) }),
-            Side { guard try self.raw.lookupLength(service: rawService) == blob.count else {
-                throw BenchmarkError("raw lookup returned another blob")
-            } })
+            Side {
+                guard try self.raw.lookupLength(service: rawService) == blob.count else {
+                    throw BenchmarkError("raw lookup returned another blob")
+                }
+            })
         guard holder?.count == entries.count else { throw BenchmarkError("init loaded \(holder?.count ?? -1) entries") }
         holder = nil
-        report.rows.append(TargetRow(
-            id: "init-1000", operation: "init (load + decode), 1,000 entries", unit: .seconds,
-            library: library, baselineName: "raw lookup of the same blob", baseline: baseline,
-            kind: .atMost, target: 1.3, blobBytes: blob.count))
+        report.rows.append(
+            TargetRow(
+                id: "init-1000", operation: "init (load + decode), 1,000 entries", unit: .seconds,
+                library: library, baselineName: "raw lookup of the same blob", baseline: baseline,
+                kind: .atMost, target: 1.3, blobBytes: blob.count))
         try cleanUp(name)
     }
 
@@ -300,10 +314,11 @@ final class Benchmark {
                 round += 1
                 for key in keys { try dictionary.setValue(Fixtures.alternatingValues(round), forKey: key) }
             })
-        report.rows.append(TargetRow(
-            id: "update-100", operation: "update { } with 100 changes, 100-entry dictionary", unit: .seconds,
-            library: library, baselineName: "100 separate mutations", baseline: baseline,
-            kind: .atLeast, target: 50, blobBytes: try Fixtures.blob(dictionary.snapshot).count))
+        report.rows.append(
+            TargetRow(
+                id: "update-100", operation: "update { } with 100 changes, 100-entry dictionary", unit: .seconds,
+                library: library, baselineName: "100 separate mutations", baseline: baseline,
+                kind: .atLeast, target: 50, blobBytes: try Fixtures.blob(dictionary.snapshot).count))
         try cleanUp(name)
     }
 
@@ -322,11 +337,13 @@ final class Benchmark {
         var readsOnly: [Double] = []
         let (library, baseline) = try Timer.compare(
             plan.batches,
-            Side(prepare: { holder = nil }, run: {
-                let dictionary = try self.open(name)
-                for key in keys { blackHole(dictionary[key]?.stringValue) }
-                holder = dictionary
-            }),
+            Side(
+                prepare: { holder = nil },
+                run: {
+                    let dictionary = try self.open(name)
+                    for key in keys { blackHole(dictionary[key]?.stringValue) }
+                    holder = dictionary
+                }),
             Side {
                 for key in keys {
                     guard let bytes = try self.raw.lookup(service: Self.rawService("\(name).\(key)")) else {
@@ -341,11 +358,12 @@ final class Benchmark {
             }
         }
         holder = nil
-        report.rows.append(TargetRow(
-            id: "read-100", operation: "init + read 100 keys vs one item per key", unit: .seconds,
-            library: library, baselineName: "100 lookups, one item per key", baseline: baseline,
-            kind: .atLeast, target: 50, blobBytes: try Fixtures.blob(entries).count,
-            note: "the 100 reads alone, after init: \(Format.duration(Stats(readsOnly).median))"))
+        report.rows.append(
+            TargetRow(
+                id: "read-100", operation: "init + read 100 keys vs one item per key", unit: .seconds,
+                library: library, baselineName: "100 lookups, one item per key", baseline: baseline,
+                kind: .atLeast, target: 50, blobBytes: try Fixtures.blob(entries).count,
+                note: "the 100 reads alone, after init: \(Format.duration(Stats(readsOnly).median))"))
         for key in keys { try raw.clear(service: Self.rawService("\(name).\(key)")) }
         try cleanUp(name)
     }
@@ -406,21 +424,23 @@ final class Benchmark {
         }
         let after = try Timer.measure(half, rawRoundTrip)
         let baseline = Stats(before.samples + after.samples)
-        report.rows.append(TargetRow(
-            id: "contention", operation: "\(processes) processes × \(mutations) mutations at once, per mutation",
-            unit: .seconds, library: Stats(intervals), baselineName: "raw lookup + raw store", baseline: baseline,
-            kind: .atMost, target: 1.15, blobBytes: blob.count,
-            note: "time between consecutive completions, all processes (\(Format.duration(wall / Double(intervals.count))) "
-                + "per mutation over the whole run); \(rereads) of \(intervals.count) mutations came right after "
-                + "another process's write (the bus lock serves waiters in arrival order); "
-                + "one setValue as its caller sees it: median \(Format.duration(latency.median)), "
-                + "p99 \(Format.duration(latency.p99)), max \(Format.duration(latency.max))"))
-        report.rows.append(TargetRow(
-            id: "contention-turns", operation: "\(processes) processes × \(mutations) mutations taking turns, per mutation",
-            unit: .seconds, library: turns, baselineName: "raw lookup + raw store", baseline: baseline,
-            kind: .atMost, target: 1.15, blobBytes: blob.count,
-            note: "the processes pass a token round, so every setValue follows another process's write and re-reads "
-                + "the item; each setValue timed by its process"))
+        report.rows.append(
+            TargetRow(
+                id: "contention", operation: "\(processes) processes × \(mutations) mutations at once, per mutation",
+                unit: .seconds, library: Stats(intervals), baselineName: "raw lookup + raw store", baseline: baseline,
+                kind: .atMost, target: 1.15, blobBytes: blob.count,
+                note: "time between consecutive completions, all processes (\(Format.duration(wall / Double(intervals.count))) "
+                    + "per mutation over the whole run); \(rereads) of \(intervals.count) mutations came right after "
+                    + "another process's write (the bus lock serves waiters in arrival order); "
+                    + "one setValue as its caller sees it: median \(Format.duration(latency.median)), "
+                    + "p99 \(Format.duration(latency.p99)), max \(Format.duration(latency.max))"))
+        report.rows.append(
+            TargetRow(
+                id: "contention-turns", operation: "\(processes) processes × \(mutations) mutations taking turns, per mutation",
+                unit: .seconds, library: turns, baselineName: "raw lookup + raw store", baseline: baseline,
+                kind: .atMost, target: 1.15, blobBytes: blob.count,
+                note: "the processes pass a token round, so every setValue follows another process's write and re-reads "
+                    + "the item; each setValue timed by its process"))
         try cleanUp(name)
     }
 
@@ -474,12 +494,13 @@ final class Benchmark {
         }
         let blob = Stats([Double(blobBytes)])
         let rawStats = Stats(rawPeaks)
-        report.rows.append(TargetRow(
-            id: "memory-1mib", operation: "peak memory writing a 1 MiB dictionary", unit: .bytes,
-            library: Stats(library), baselineName: "blob size", baseline: blob, kind: .atMost, target: 4,
-            blobBytes: blobBytes,
-            note: "peak RSS above the idle process (VmHWM after a reset, fresh process); raw store of the same blob: "
-                + "\(Format.bytes(rawStats.median)) = \(Format.ratio(rawStats.median / Double(blobBytes)))× the blob"))
+        report.rows.append(
+            TargetRow(
+                id: "memory-1mib", operation: "peak memory writing a 1 MiB dictionary", unit: .bytes,
+                library: Stats(library), baselineName: "blob size", baseline: blob, kind: .atMost, target: 4,
+                blobBytes: blobBytes,
+                note: "peak RSS above the idle process (VmHWM after a reset, fresh process); raw store of the same blob: "
+                    + "\(Format.bytes(rawStats.median)) = \(Format.ratio(rawStats.median / Double(blobBytes)))× the blob"))
     }
 
     // MARK: Growth
@@ -531,20 +552,23 @@ final class Benchmark {
             })
         let last = blobs[(librarySample - 1) % 2]
         try verifyStored(name, last)
-        dictionary = nil   // no live instance: each init below loads
+        dictionary = nil  // no live instance: each init below loads
         try raw.store(last, service: rawService)
         var holder: SecureDictionary?
         let (load, rawLookup) = try Timer.compare(
             plan.growth,
             Side(prepare: { holder = nil }, run: { holder = try self.open(name) }),
-            Side { guard try self.raw.lookupLength(service: rawService) == last.count else {
-                throw BenchmarkError("raw lookup returned another blob")
-            } })
+            Side {
+                guard try self.raw.lookupLength(service: rawService) == last.count else {
+                    throw BenchmarkError("raw lookup returned another blob")
+                }
+            })
         guard holder?.count == entries.count else { throw BenchmarkError("init loaded \(holder?.count ?? -1) entries") }
         holder = nil
-        report.growth.append(GrowthPoint(
-            series: series, parameter: parameter, blobBytes: last.count,
-            mutation: mutation, rawStore: rawStore, load: load, rawLookup: rawLookup))
+        report.growth.append(
+            GrowthPoint(
+                series: series, parameter: parameter, blobBytes: last.count,
+                mutation: mutation, rawStore: rawStore, load: load, rawLookup: rawLookup))
         try cleanUp(name)
     }
 
@@ -557,57 +581,93 @@ final class Benchmark {
             let blob = try BinaryPropertyListCoding.encode(entries)
             let encode = try Timer.measure(plan.stages, Side { blackHole(try BinaryPropertyListCoding.encode(entries)) })
             let decode = try Timer.measure(plan.stages, Side { blackHole(try BinaryPropertyListCoding.decode(blob)) })
-            report.stages.append(Stage(name: "encode \(Format.integer(count)) entries", stats: encode,
-                                       note: "BinaryPropertyListCoding.encode, \(Format.bytes(Double(blob.count)))"))
-            report.stages.append(Stage(name: "decode \(Format.integer(count)) entries", stats: decode,
-                                       note: "BinaryPropertyListCoding.decode"))
+            report.stages.append(
+                Stage(
+                    name: "encode \(Format.integer(count)) entries", stats: encode,
+                    note: "BinaryPropertyListCoding.encode, \(Format.bytes(Double(blob.count)))"))
+            report.stages.append(
+                Stage(
+                    name: "decode \(Format.integer(count)) entries", stats: decode,
+                    note: "BinaryPropertyListCoding.decode"))
         }
 
         let name = "stages"
         let rawService = Self.rawService(name)
         let blob = try Fixtures.blob(Fixtures.mixedEntries(count: 1000))
         try raw.store(blob, service: rawService)
-        report.stages.append(Stage(
-            name: "D-Bus ReadAlias(default)", stats: try Timer.measure(plan.stages, Side { blackHole(try self.roundTrips.readAlias()) }),
-            note: "1 round trip: resolving the collection alias"))
+        report.stages.append(
+            Stage(
+                name: "D-Bus ReadAlias(default)",
+                stats: try Timer.measure(plan.stages, Side { blackHole(try self.roundTrips.readAlias()) }),
+                note: "1 round trip: resolving the collection alias"))
         let search = RoundTrips.rawSearchAttributes(service: rawService)
-        report.stages.append(Stage(
-            name: "D-Bus SearchItems", stats: try Timer.measure(plan.stages, Side { blackHole(try self.roundTrips.search(search)) }),
-            note: "1 round trip"))
+        report.stages.append(
+            Stage(
+                name: "D-Bus SearchItems",
+                stats: try Timer.measure(plan.stages, Side { blackHole(try self.roundTrips.search(search)) }),
+                note: "1 round trip"))
         guard let path = try roundTrips.search(search) else { throw BenchmarkError("the stages item is missing") }
-        report.stages.append(Stage(
-            name: "D-Bus GetSecrets, 1,000 entries", stats: try Timer.measure(plan.stages, Side {
-                guard try self.roundTrips.secretLength(path: path) == blob.count else { throw BenchmarkError("wrong secret") }
-            }), note: "1 round trip, \(Format.bytes(Double(blob.count))), decrypted"))
-        report.stages.append(Stage(
-            name: "D-Bus CreateItem (replace), 1,000 entries", stats: try Timer.measure(plan.stages, Side {
-                try self.raw.store(blob, service: rawService)
-            }), note: "= raw store; the daemon rewrites the keyring file"))
+        report.stages.append(
+            Stage(
+                name: "D-Bus GetSecrets, 1,000 entries",
+                stats: try Timer.measure(
+                    plan.stages,
+                    Side {
+                        guard try self.roundTrips.secretLength(path: path) == blob.count else {
+                            throw BenchmarkError("wrong secret")
+                        }
+                    }), note: "1 round trip, \(Format.bytes(Double(blob.count))), decrypted"))
+        report.stages.append(
+            Stage(
+                name: "D-Bus CreateItem (replace), 1,000 entries",
+                stats: try Timer.measure(
+                    plan.stages,
+                    Side {
+                        try self.raw.store(blob, service: rawService)
+                    }), note: "= raw store; the daemon rewrites the keyring file"))
 
-        report.stages.append(Stage(
-            name: "D-Bus RequestName + ReleaseName", stats: try Timer.measure(plan.stages, Side { try self.roundTrips.requestAndReleaseName() }),
-            note: "2 round trips to dbus-daemon: the cross-process writer lock, per write"))
+        report.stages.append(
+            Stage(
+                name: "D-Bus RequestName + ReleaseName",
+                stats: try Timer.measure(plan.stages, Side { try self.roundTrips.requestAndReleaseName() }),
+                note: "2 round trips to dbus-daemon: the cross-process writer lock, per write"))
         let queue = DispatchQueue(label: "probe")
-        report.stages.append(Stage(
-            name: "thread hop (DispatchQueue.async + semaphore)", stats: try Timer.measure(plan.stages, Side {
-                let done = DispatchSemaphore(value: 0)
-                queue.async { done.signal() }
-                done.wait()
-            }), note: "the library runs every keyring call on its deadline lane"))
+        report.stages.append(
+            Stage(
+                name: "thread hop (DispatchQueue.async + semaphore)",
+                stats: try Timer.measure(
+                    plan.stages,
+                    Side {
+                        let done = DispatchSemaphore(value: 0)
+                        queue.async { done.signal() }
+                        done.wait()
+                    }), note: "the library runs every keyring call on its deadline lane"))
 
         try open(name).update { $0.dictionary = Fixtures.mixedEntries(count: 1000) }
         var holder: SecureDictionary?
         var reloaded: SecureDictionary?
         let (initial, reload) = try Timer.compare(
             plan.stages,
-            Side(prepare: { holder = nil; reloaded = nil }, run: { holder = try self.open(name) }),
-            Side(prepare: { holder = nil; reloaded = try self.open(name) }, run: { try reloaded!.reload() }))
+            Side(
+                prepare: {
+                    holder = nil
+                    reloaded = nil
+                }, run: { holder = try self.open(name) }),
+            Side(
+                prepare: {
+                    holder = nil
+                    reloaded = try self.open(name)
+                }, run: { try reloaded!.reload() }))
         holder = nil
         reloaded = nil
-        report.stages.append(Stage(name: "init, 1,000 entries", stats: initial,
-                                   note: "a new instance: registry, load, decode"))
-        report.stages.append(Stage(name: "reload(), 1,000 entries", stats: reload,
-                                   note: "load + decode of an open instance (alternating with init)"))
+        report.stages.append(
+            Stage(
+                name: "init, 1,000 entries", stats: initial,
+                note: "a new instance: registry, load, decode"))
+        report.stages.append(
+            Stage(
+                name: "reload(), 1,000 entries", stats: reload,
+                note: "load + decode of an open instance (alternating with init)"))
         try cleanUp(name)
     }
 }

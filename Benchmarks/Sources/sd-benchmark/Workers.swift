@@ -66,7 +66,8 @@ enum Worker {
             try contend(name: arguments[1], index: index, count: count, start: start)
         case "ring" where arguments.count == 6:
             guard let index = Int(arguments[2]), let count = Int(arguments[3]), let start = UInt64(arguments[4]),
-                  let processes = Int(arguments[5]) else {
+                let processes = Int(arguments[5])
+            else {
                 throw BenchmarkError("bad ring arguments")
             }
             try ring(name: arguments[1], index: index, count: count, start: start, processes: processes)
@@ -113,7 +114,11 @@ enum Worker {
         }
         let inbox = try openFIFO(index)
         let next = try openFIFO((index + 1) % processes)
-        defer { close(inbox); close(next); unlink(ringPath(name, index)) }
+        defer {
+            close(inbox)
+            close(next)
+            unlink(ringPath(name, index))
+        }
         var until = timespec(tv_sec: Int(start / 1_000_000_000), tv_nsec: Int(start % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
         var token: UInt8 = 1
@@ -144,7 +149,9 @@ enum Worker {
             seconds = try Timer.time {
                 dictionary = try SecureDictionary(name: name, applicationID: Benchmark.applicationID, options: options)
             }
-            guard dictionary?.count == 1000 else { throw BenchmarkError("the cold init loaded \(dictionary?.count ?? -1) entries") }
+            guard dictionary?.count == 1000 else {
+                throw BenchmarkError("the cold init loaded \(dictionary?.count ?? -1) entries")
+            }
         case "raw":
             let raw = RawLibSecret()
             var length: Int?
@@ -161,7 +168,8 @@ enum Worker {
         var generator = SplitMix64(seed: 1024)
         var entries: [String: PropertyListValue] = [:]
         for index in 0..<1024 {
-            entries[Fixtures.key(index)] = index % 2 == 0
+            entries[Fixtures.key(index)] =
+                index % 2 == 0
                 ? .string(Fixtures.token(1000, &generator))
                 : .data(Fixtures.bytes(1000, seed: UInt64(index)))
         }
@@ -222,7 +230,7 @@ enum ProcessMemory {
     private static func field(_ name: String) throws -> Int {
         let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name) }),
-              let kilobytes = Int(line.dropFirst(name.count).trimmingCharacters(in: .whitespaces).split(separator: " ")[0])
+            let kilobytes = Int(line.dropFirst(name.count).trimmingCharacters(in: .whitespaces).split(separator: " ")[0])
         else { throw BenchmarkError("no \(name) in /proc/self/status") }
         return kilobytes * 1024
     }

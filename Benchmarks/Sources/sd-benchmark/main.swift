@@ -39,8 +39,10 @@ struct CommandLineOptions {
     var allowAnyKeyring = false
 }
 
-let scenarioIDs = ["cached-read", "mutation-10", "mutation-1000", "mutation-10000", "mutation-idle", "init-1000",
-                   "init-cold", "update-100", "read-100", "contention", "memory", "growth", "stages"]
+let scenarioIDs = [
+    "cached-read", "mutation-10", "mutation-1000", "mutation-10000", "mutation-idle", "init-1000",
+    "init-cold", "update-100", "read-100", "contention", "memory", "growth", "stages",
+]
 
 func standardError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
@@ -128,7 +130,8 @@ func runBenchmark(_ options: CommandLineOptions) throws -> Int32 {
     ]
 
     let machine = report.machine!
-    print("""
+    print(
+        """
 
         SecureDictionary benchmark (\(report.mode)): \(machine.cpuModel), \(machine.cpus) CPUs, \(machine.kernel)
         gnome-keyring \(machine.gnomeKeyring), libsecret \(machine.libsecret); load average \(machine.loadAverageAtStart) at start, \(machine.loadAverageAtEnd) at end; \(Format.fixed(report.durationSeconds, 1)) s
@@ -151,10 +154,16 @@ func runBenchmark(_ options: CommandLineOptions) throws -> Int32 {
         print("")
     }
     for note in report.notes { print("note: \(note)") }
-    fflush(nil)   // all streams: stdout before what stderr says next
+    fflush(nil)  // all streams: stdout before what stderr says next
 
-    if let path = options.json { try report.writeJSON(to: path); standardError("sd-benchmark: wrote \(path)") }
-    if let path = options.csv { try Files.write(Data(report.growthCSV().utf8), to: path); standardError("sd-benchmark: wrote \(path)") }
+    if let path = options.json {
+        try report.writeJSON(to: path)
+        standardError("sd-benchmark: wrote \(path)")
+    }
+    if let path = options.csv {
+        try Files.write(Data(report.growthCSV().utf8), to: path)
+        standardError("sd-benchmark: wrote \(path)")
+    }
     if let path = options.chart {
         guard !report.growth.isEmpty else { throw BenchmarkError("--chart needs the growth scenario") }
         try Files.write(Data(GrowthChart.svg(report).utf8), to: path)
@@ -169,7 +178,7 @@ func runBenchmark(_ options: CommandLineOptions) throws -> Int32 {
         } else {
             print("\n\(failures.count) target(s) missed: \(list)")
         }
-        fflush(nil)   // all streams: stdout before what stderr says next
+        fflush(nil)  // all streams: stdout before what stderr says next
         if options.strict && !options.quick { return 3 }
     }
     return 0

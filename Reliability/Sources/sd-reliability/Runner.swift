@@ -1,20 +1,22 @@
 import Foundation
 
 /// The scenarios, in the issue's order.
-var scenarios: [(number: Int, title: String, run: (Harness, Report) -> Void)] { [
-    (1, "1 lost updates", LostUpdates.run),
-    (2, "2 fault positions", FaultPositionScenario.run),
-    (3, "3 daemon dies", DaemonDies.run),
-    (4, "4 unavailable/locked", UnavailableAndLocked.run),
-    (5, "5 hostile blobs", HostileBlobs.run),
-    (6, "6 size", SizeLimits.run),
-    (7, "7 neighbours", Neighbours.run),
-    (8, "8 no leaks", Secrecy.run),
-    (9, "9 memory hygiene", MemoryHygiene.run),
-    (10, "10 threads", Threads.run),
-    (11, "11 writers not seen", OutsideWriters.run),
-    (12, "12 fair waiting", FairWaiting.run),
-] }
+var scenarios: [(number: Int, title: String, run: (Harness, Report) -> Void)] {
+    [
+        (1, "1 lost updates", LostUpdates.run),
+        (2, "2 fault positions", FaultPositionScenario.run),
+        (3, "3 daemon dies", DaemonDies.run),
+        (4, "4 unavailable/locked", UnavailableAndLocked.run),
+        (5, "5 hostile blobs", HostileBlobs.run),
+        (6, "6 size", SizeLimits.run),
+        (7, "7 neighbours", Neighbours.run),
+        (8, "8 no leaks", Secrecy.run),
+        (9, "9 memory hygiene", MemoryHygiene.run),
+        (10, "10 threads", Threads.run),
+        (11, "11 writers not seen", OutsideWriters.run),
+        (12, "12 fair waiting", FairWaiting.run),
+    ]
+}
 
 enum Runner {
     static let usage = """
@@ -101,8 +103,10 @@ enum Runner {
         let summary = "\(rows.count - failed.count) passed, \(failed.count) failed"
         print(String(format: "\n%@ in %.0f s", summary, total))
         if let jsonPath {
-            let document = JSONReport(size: full ? "full" : "small", machine: machine, revision: revision, date: ISO8601DateFormatter().string(from: Date()),
-                                      seconds: total, scenarioSeconds: durations, rows: rows)
+            let document = JSONReport(
+                size: full ? "full" : "small", machine: machine, revision: revision,
+                date: ISO8601DateFormatter().string(from: Date()),
+                seconds: total, scenarioSeconds: durations, rows: rows)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             do { try encoder.encode(document).write(to: URL(fileURLWithPath: jsonPath)) } catch {
@@ -136,21 +140,25 @@ struct JSONReport: Codable {
 enum Machine {
     /// The commit under test, and whether the library's sources differ from it.
     static func revision(_ root: URL) -> String {
-        let head = Subprocess.run("/usr/bin/env", ["git", "-C", root.path, "rev-parse", "--short", "HEAD"], timeout: .seconds(10))
+        let head = Subprocess.run(
+            "/usr/bin/env", ["git", "-C", root.path, "rev-parse", "--short", "HEAD"], timeout: .seconds(10))
         guard head.succeeded else { return "unknown commit" }
-        let dirty = Subprocess.run("/usr/bin/env", ["git", "-C", root.path, "status", "--porcelain", "--", "Sources", "Package.swift"],
-                                   timeout: .seconds(10))
+        let dirty = Subprocess.run(
+            "/usr/bin/env", ["git", "-C", root.path, "status", "--porcelain", "--", "Sources", "Package.swift"],
+            timeout: .seconds(10))
         return head.text.trimmingCharacters(in: .whitespacesAndNewlines) + (dirty.text.isEmpty ? "" : " (modified)")
     }
 
     static func describe() -> String {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+        let model =
+            cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
             .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "?"
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let memory = ProcessInfo.processInfo.physicalMemory >> 30
         let osRelease = (try? String(contentsOfFile: "/etc/os-release", encoding: .utf8)) ?? ""
-        let os = osRelease.split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }
+        let os =
+            osRelease.split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }
             .map { $0.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) } ?? "Linux"
         return "\(os), \(cores) cores (\(model)), \(memory) GiB"
     }

@@ -81,7 +81,7 @@ private final class Outcome<T: Sendable>: Sendable {
         let nanoseconds = max(0, seconds) * 1_000_000_000 + attoseconds / 1_000_000_000
         let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
         if semaphore.wait(timeout: deadline) == .success {
-            semaphore.signal()   // keep later waits (the grace wait) from blocking
+            semaphore.signal()  // keep later waits (the grace wait) from blocking
             return true
         }
         return false

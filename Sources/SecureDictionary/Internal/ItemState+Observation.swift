@@ -56,14 +56,17 @@ extension ItemState {
     /// Called by the watcher after some item changed: reads the item, and reloads (telling
     /// observers) only if its blob differs from the one cached.
     private func refreshAfterChange() {
-        guard let (context, failureHandler) = observers.withLock({ observers in
-            observers.context.map { ($0, observers.failureHandler) }
-        }) else { return }
+        guard
+            let (context, failureHandler) = observers.withLock({ observers in
+                observers.context.map { ($0, observers.failureHandler) }
+            })
+        else { return }
         do throws(SecureDictionaryError) {
             try reload(context)
         } catch {
-            context.logger.error("reload after a change in the keyring failed",
-                                 metadata: ["item": "\(item.name)", "error": "\(error)"])
+            context.logger.error(
+                "reload after a change in the keyring failed",
+                metadata: ["item": "\(item.name)", "error": "\(error)"])
             failureHandler?(error)
         }
     }

@@ -92,7 +92,7 @@ final class ItemState: Sendable {
     func entries(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
         if let entries = currentEntries { return entries }
         return try exclusively(context) { deadline throws(SecureDictionaryError) in
-            if let entries = currentEntries { return entries }   // another thread loaded meanwhile
+            if let entries = currentEntries { return entries }  // another thread loaded meanwhile
             return try checkedEntries(context.limits, deadline).entries
         }
     }
@@ -132,7 +132,9 @@ final class ItemState: Sendable {
         let deadline = Deadline(after: context.timeout)
         guard serial.lock(until: deadline) else { throw .store(.timedOut) }
         defer { serial.unlock() }
-        let locked = try MutationFailure<E>.store { () throws(SecureDictionaryError) in try writerLock?.acquire(until: deadline) ?? false }
+        let locked = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
+            try writerLock?.acquire(until: deadline) ?? false
+        }
         defer { if locked { writerLock?.release() } }
         // Waiting for other threads and other processes: what fair queueing bounds.
         let waited = ContinuousClock.now - started
@@ -143,10 +145,12 @@ final class ItemState: Sendable {
         let checked = ContinuousClock.now
         let result: R
         do throws(E) { result = try body(&entries) } catch { throw .body(error) }
-        var bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in try BinaryPropertyList.blob(of: entries, limits: context.limits) }
+        var bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
+            try BinaryPropertyList.blob(of: entries, limits: context.limits)
+        }
         defer { Wipe.bytes(&bytes) }
         let written = StoredDigest(of: bytes)
-        if written == stored { return result }   // the keyring already holds exactly this
+        if written == stored { return result }  // the keyring already holds exactly this
         do throws(SecureDictionaryError) {
             try store.store(bytes, for: item, timeout: try deadline.remainingForCall())
         } catch {
@@ -158,10 +162,12 @@ final class ItemState: Sendable {
         // lock can slip in between (the residual window, measured by the reliability suite).
         let window = ContinuousClock.now - checked
         setLoaded(entries, digest: written)
-        context.logger.trace("stored", metadata: [
-            "item": "\(item.name)", "entries": "\(entries.count)", "bytes": "\(bytes.count)",
-            "lock-wait-us": "\(Self.microseconds(waited))", "check-to-write-us": "\(Self.microseconds(window))",
-        ])
+        context.logger.trace(
+            "stored",
+            metadata: [
+                "item": "\(item.name)", "entries": "\(entries.count)", "bytes": "\(bytes.count)",
+                "lock-wait-us": "\(Self.microseconds(waited))", "check-to-write-us": "\(Self.microseconds(window))",
+            ])
         return result
     }
 

@@ -22,7 +22,10 @@ enum Sandbox: Sendable, Equatable {
             var inApplication = false
             for line in flatpakInfo.split(whereSeparator: \.isNewline) {
                 let text = line.trimmingCharacters(in: .whitespaces)
-                if text.hasPrefix("[") { inApplication = text == "[Application]"; continue }
+                if text.hasPrefix("[") {
+                    inApplication = text == "[Application]"
+                    continue
+                }
                 if inApplication, text.hasPrefix("name=") { return .flatpak(appID: String(text.dropFirst(5))) }
             }
             return .flatpak(appID: nil)

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Secret bytes in memory the library allocated itself, wiped when the last reference goes.
@@ -10,7 +10,7 @@ import Musl
 /// result box) shares its storage, so wiping "our" copy wipes a copy-on-write duplicate
 /// while the shared original is freed later, unwiped. A class has one storage, wiped once,
 /// whoever releases it last.
-final class SecretBytes: @unchecked Sendable {   // immutable after init; freed and wiped in deinit only
+final class SecretBytes: @unchecked Sendable {  // immutable after init; freed and wiped in deinit only
     private let base: UnsafeMutableRawBufferPointer
 
     init(copying bytes: UnsafeRawBufferPointer) {

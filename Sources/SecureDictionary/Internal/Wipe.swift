@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// Overwrites memory the library owns with zeros in a way the compiler may not drop
 /// (`explicit_bzero(3)`).
@@ -33,7 +34,7 @@ extension PropertyListValue {
     mutating func wipeData() {
         switch self {
         case .data(var data):
-            self = .string("")            // drop this enum's reference first: `data` is now unique
+            self = .string("")  // drop this enum's reference first: `data` is now unique
             data.withUnsafeMutableBytes { raw in
                 if let base = raw.baseAddress { explicit_bzero(base, raw.count) }
             }

@@ -60,13 +60,13 @@ do {
                 }
                 done += 1
             }
-            usleep(UInt32.random(in: 0...2_000))   // jitter
+            usleep(UInt32.random(in: 0...2_000))  // jitter
         }
         print("ok \(done)")
     case "set" where arguments.count == 5:
         let dictionary = try SecureDictionary(name: arguments[2], applicationID: arguments[1])
         try dictionary.setValue(.string(arguments[4]), forKey: arguments[3])
-        print("ok \(Date().timeIntervalSince1970)")   // when the write returned, for delay figures
+        print("ok \(Date().timeIntervalSince1970)")  // when the write returned, for delay figures
     case "probe" where arguments.count == 4:
         let timeout = Duration.milliseconds(Int(arguments[3]) ?? 3_000)
         let start = ContinuousClock.now
@@ -82,7 +82,8 @@ do {
     case "hold" where arguments.count == 3:
         // Takes the item's writer lock and keeps it: prints "holding PID", then sleeps inside
         // update { } until killed. For the test that stops a lock holder.
-        let dictionary = try SecureDictionary(name: arguments[2], applicationID: arguments[1], options: .init(timeout: .seconds(30)))
+        let dictionary = try SecureDictionary(
+            name: arguments[2], applicationID: arguments[1], options: .init(timeout: .seconds(30)))
         try dictionary.update { _ in
             print("holding \(getpid())")
             fflush(nil)

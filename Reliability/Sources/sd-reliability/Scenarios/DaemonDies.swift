@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import SecureDictionary
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Scenario 3: gnome-keyring is killed (-9) in the middle of a write, or frozen (SIGSTOP).
 enum DaemonDies {
@@ -21,7 +22,8 @@ enum DaemonDies {
 
     static func daemonPid(_ harness: Harness) -> pid_t? {
         guard let control = harness.control,
-              let text = try? String(contentsOfFile: "\(control)/gnome-keyring.pid", encoding: .utf8) else { return nil }
+            let text = try? String(contentsOfFile: "\(control)/gnome-keyring.pid", encoding: .utf8)
+        else { return nil }
         return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
@@ -55,22 +57,31 @@ enum DaemonDies {
             let oldBlob: [UInt8]
             do { oldBlob = try fixture.read(item.attributes) } catch {
                 fail("cannot read the item before the trial: \(error)")
-                _ = harness.daemon("restart"); fixture.reset()
+                _ = harness.daemon("restart")
+                fixture.reset()
                 continue
             }
             guard var entries = try? BinaryPropertyListCoding.decode(Data(oldBlob)) else {
-                fail("the item does not decode before the trial"); break
+                fail("the item does not decode before the trial")
+                break
             }
             let seed = generator.next()
             var valueGenerator = SplitMix64(seed: seed)
             entries["v"] = .data(Data(randomBytes(valueSize, using: &valueGenerator)))
             entries["gen"] = .integer(trial)
-            guard let newBlob = try? [UInt8](BinaryPropertyListCoding.encode(entries)) else { fail("cannot encode"); break }
+            guard let newBlob = try? [UInt8](BinaryPropertyListCoding.encode(entries)) else {
+                fail("cannot encode")
+                break
+            }
 
-            guard let pid = daemonPid(harness) else { fail("no daemon pid"); break }
+            guard let pid = daemonPid(harness) else {
+                fail("no daemon pid")
+                break
+            }
             let worker: LiveProcess
             do { worker = try harness.liveWorker(["kill-mutate", app, name, "\(seed)", "\(trial)"]) } catch {
-                fail("cannot start the worker: \(error)"); break
+                fail("cannot start the worker: \(error)")
+                break
             }
             guard worker.readLine(timeout: .seconds(20)) == "ready" else {
                 let result = worker.finish(timeout: .seconds(5))
@@ -95,7 +106,9 @@ enum DaemonDies {
             outcomes[outcome, default: 0] += 1
             if let reply, reply.outcome != "ok" {
                 killedDuringCall += 1
-                if reply.error == "other" || reply.error?.hasPrefix("untyped") == true { fail("untyped error \(reply.detail ?? "")") }
+                if reply.error == "other" || reply.error?.hasPrefix("untyped") == true {
+                    fail("untyped error \(reply.detail ?? "")")
+                }
             }
 
             // The item: exactly one, holding the old or the new blob byte for byte.
@@ -110,8 +123,9 @@ enum DaemonDies {
                 }
                 if let afterwards, afterwards.count != storedGeneration, !(now == oldBlob && reply?.outcome == "ok") {
                     let seen = afterwards.outcome == "ok" ? "generation \(afterwards.count ?? -1)" : (afterwards.error ?? "?")
-                    cacheMismatches.append("trial \(trial): after \(reply?.error ?? "success") the writer's instance reads \(seen), "
-                                           + "the store holds generation \(storedGeneration ?? -1)")
+                    cacheMismatches.append(
+                        "trial \(trial): after \(reply?.error ?? "success") the writer's instance reads \(seen), "
+                            + "the store holds generation \(storedGeneration ?? -1)")
                 }
                 if now == oldBlob {
                 } else if now == newBlob {
@@ -133,14 +147,17 @@ enum DaemonDies {
             if bad.count > 20 { break }
         }
         let outcomeText = outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        report.add(check, target: target,
-                   measured: "\(bad.count) bad; stored old \(stored.old) / new \(stored.new); writer: \(outcomeText)",
-                   pass: bad.isEmpty && stored.old + stored.new == trials, note: bad.first)
-        report.add("the writer's instance after the restart (invariant 3)", target: "reads what the store holds",
-                   measured: "\(cacheMismatches.count) of \(trials) trials read something else",
-                   pass: cacheMismatches.isEmpty, note: cacheMismatches.first)
-        report.tracked("acknowledged writes found old after the kill (gnome-keyring's durability)",
-                       measured: "\(acknowledgedButOld) of \(outcomes["ok"] ?? 0) acknowledged; \(killedDuringCall) writes hit by the kill")
+        report.add(
+            check, target: target,
+            measured: "\(bad.count) bad; stored old \(stored.old) / new \(stored.new); writer: \(outcomeText)",
+            pass: bad.isEmpty && stored.old + stored.new == trials, note: bad.first)
+        report.add(
+            "the writer's instance after the restart (invariant 3)", target: "reads what the store holds",
+            measured: "\(cacheMismatches.count) of \(trials) trials read something else",
+            pass: cacheMismatches.isEmpty, note: cacheMismatches.first)
+        report.tracked(
+            "acknowledged writes found old after the kill (gnome-keyring's durability)",
+            measured: "\(acknowledgedButOld) of \(outcomes["ok"] ?? 0) acknowledged; \(killedDuringCall) writes hit by the kill")
     }
 
     static func frozen(_ harness: Harness, _ report: Report) {
@@ -166,27 +183,32 @@ enum DaemonDies {
                 do { try body() } catch { outcome = caseName(error) }
                 let seconds = (ContinuousClock.now - start).timeInterval
                 let pass = outcome == "timedOut" && abs(seconds - deadline.timeInterval) <= 0.5
-                report.add("frozen daemon: \(what)", target: target,
-                           measured: String(format: "%@ after %.2f s", outcome, seconds), pass: pass)
+                report.add(
+                    "frozen daemon: \(what)", target: target,
+                    measured: String(format: "%@ after %.2f s", outcome, seconds), pass: pass)
             }
-            timed("open") { _ = try SecureDictionary(name: "frozen", applicationID: app,
-                                                     options: .init(timeout: deadline, store: SecretServiceStore())) }
+            timed("open") {
+                _ = try SecureDictionary(
+                    name: "frozen", applicationID: app,
+                    options: .init(timeout: deadline, store: SecretServiceStore()))
+            }
             timed("write") { try a.setValue("during-freeze", forKey: "k") }
             timed("open of another item") { _ = try SecureDictionary(name: "other", applicationID: app, options: options) }
 
             harness.daemon("thaw")
             thawed = true
-            usleep(300_000)   // the daemon answers what was queued while it was stopped
+            usleep(300_000)  // the daemon answers what was queued while it was stopped
             fixture.reset()
             let raw = try BinaryPropertyListCoding.decode(Data(try fixture.read(item.attributes)))
             let later = try a.value(forKey: "k")
             let fresh = try SecureDictionary(name: "frozen", applicationID: app, options: .init(store: SecretServiceStore()))["k"]
             let holds = raw["k"]?.stringValue ?? "?"
-            report.add("after thaw, a later read shows what the daemon holds",
-                       target: "read == stored (the write's outcome was unknown)",
-                       measured: "daemon holds \"\(holds)\"; the timed-out instance reads \"\(later?.stringValue ?? "nil")\", "
-                           + "a new one \"\(fresh?.stringValue ?? "nil")\"",
-                       pass: later == raw["k"] && fresh == raw["k"])
+            report.add(
+                "after thaw, a later read shows what the daemon holds",
+                target: "read == stored (the write's outcome was unknown)",
+                measured: "daemon holds \"\(holds)\"; the timed-out instance reads \"\(later?.stringValue ?? "nil")\", "
+                    + "a new one \"\(fresh?.stringValue ?? "nil")\"",
+                pass: later == raw["k"] && fresh == raw["k"])
         } catch {
             report.add("frozen daemon", target: target, measured: "error: \(error)", pass: false)
         }
@@ -199,8 +221,9 @@ extension Worker {
     static func killMutate(_ arguments: [String]) {
         guard arguments.count == 4, let seed = UInt64(arguments[2]), let trial = Int(arguments[3]) else { usage() }
         do {
-            let dictionary = try SecureDictionary(name: arguments[1], applicationID: arguments[0],
-                                                  options: .init(timeout: .seconds(3)))
+            let dictionary = try SecureDictionary(
+                name: arguments[1], applicationID: arguments[0],
+                options: .init(timeout: .seconds(3)))
             var generator = SplitMix64(seed: seed)
             let value = Data(randomBytes(DaemonDies.valueSize, using: &generator))
             print("ready")
@@ -213,8 +236,10 @@ extension Worker {
                 }
                 WorkerReply(outcome: "ok", milliseconds: elapsedMilliseconds(since: start)).print()
             } catch {
-                WorkerReply(outcome: "error", error: caseName(error), milliseconds: elapsedMilliseconds(since: start),
-                            detail: "\(error)").print()
+                WorkerReply(
+                    outcome: "error", error: caseName(error), milliseconds: elapsedMilliseconds(since: start),
+                    detail: "\(error)"
+                ).print()
             }
             // Once the daemon is back: what does this instance read now? Its cache must follow
             // the store (or, after an unknown outcome, reload).

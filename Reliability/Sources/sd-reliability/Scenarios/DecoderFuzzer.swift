@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import SecureDictionary
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Scenario 5, second half: a seeded mutation fuzzer over the decoder
 /// (`BinaryPropertyListCoding.decode`), in a worker process so that a crash is caught and
@@ -25,8 +26,9 @@ enum DecoderFuzzer {
             report.add(check, target: target, measured: "crashed (\(result.how))", pass: false, note: note)
             return
         }
-        report.add(check, target: target, measured: reply.detail ?? "?", pass: reply.outcome == "ok",
-                   note: reply.error)
+        report.add(
+            check, target: target, measured: reply.detail ?? "?", pass: reply.outcome == "ok",
+            note: reply.error)
     }
 }
 
@@ -39,7 +41,10 @@ extension Worker {
         let progress = Glibc.open(arguments[2], O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         var generator = SplitMix64(seed: seed)
         let seeds: [[UInt8]] = fuzzSeeds()
-        var decoded = 0, rejected = 0, slow = 0, roundTripFailures = 0
+        var decoded = 0
+        var rejected = 0
+        var slow = 0
+        var roundTripFailures = 0
         var slowest = 0.0
         var cases: [String: Int] = [:]
         let clock = ContinuousClock()
@@ -52,7 +57,8 @@ extension Worker {
                 let objects = Int.random(in: 1...12, using: &generator)
                 let table = (0..<objects).map { _ in UInt8(8 + Int.random(in: 0..<body.count, using: &generator)) }
                 var trailer = [UInt8](repeating: 0, count: 6) + [1, 1]
-                trailer += Blobs.bigEndian(UInt64(objects)) + Blobs.bigEndian(UInt64.random(in: 0..<UInt64(objects), using: &generator))
+                trailer +=
+                    Blobs.bigEndian(UInt64(objects)) + Blobs.bigEndian(UInt64.random(in: 0..<UInt64(objects), using: &generator))
                 trailer += Blobs.bigEndian(UInt64(8 + body.count))
                 blob = Array("bplist00".utf8) + body + table + trailer
             } else {
@@ -74,7 +80,11 @@ extension Worker {
                 decoded += 1
                 // What decodes must survive a round trip.
                 if let again = try? BinaryPropertyListCoding.decode(BinaryPropertyListCoding.encode(entries, maximumSize: .max)),
-                   again.count == entries.count {} else { roundTripFailures += 1 }
+                    again.count == entries.count
+                {
+                } else {
+                    roundTripFailures += 1
+                }
             } catch {
                 rejected += 1
                 cases[caseName(error), default: 0] += 1
@@ -85,15 +95,20 @@ extension Worker {
         }
         let seconds = (clock.now - started).timeInterval
         let byCase = cases.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        let detail = String(format: "0 crashes; %d decoded, %d rejected (%@); %d round-trip failures; slowest %.2f ms; %d over 100 ms; %.1f s",
-                            decoded, rejected, byCase, roundTripFailures, slowest, slow, seconds)
+        let detail = String(
+            format: "0 crashes; %d decoded, %d rejected (%@); %d round-trip failures; slowest %.2f ms; %d over 100 ms; %.1f s",
+            decoded, rejected, byCase, roundTripFailures, slowest, slow, seconds)
         let fine = slow == 0 && roundTripFailures == 0 && cases["other"] == nil && decoded + rejected == count
-        WorkerReply(outcome: fine ? "ok" : "error", error: fine ? nil : "slow or round-trip failures", count: count, detail: detail).print()
+        WorkerReply(
+            outcome: fine ? "ok" : "error", error: fine ? nil : "slow or round-trip failures", count: count, detail: detail
+        ).print()
     }
 
     static func fuzzSeeds() -> [[UInt8]] {
-        var seeds: [[UInt8]] = [Blobs.valid, Blobs.set, Blobs.uid, Blobs.keyedArchive, Blobs.exponential(levels: 8, dictionaryRoot: true),
-                                Blobs.deep(levels: 70)]
+        var seeds: [[UInt8]] = [
+            Blobs.valid, Blobs.set, Blobs.uid, Blobs.keyedArchive, Blobs.exponential(levels: 8, dictionaryRoot: true),
+            Blobs.deep(levels: 70),
+        ]
         let mixed: [String: PropertyListValue] = [
             "a": 1, "b": "héllo 😀", "c": [1, 2.5, true, .date(Date(timeIntervalSinceReferenceDate: 9))],
             "d": ["x": .data(Data([1, 2, 3])), "y": [[], [:], -7]], "long": .string(String(repeating: "z", count: 40)),
@@ -106,15 +121,20 @@ extension Worker {
         }
         // Foundation's own writer (writing is safe; only its reader must never see stored bytes).
         if let foundation = try? PropertyListSerialization.data(
-            fromPropertyList: ["a": 1, "b": ["x", 2.5, true], "c": Data([1, 2]), "s": String(repeating: "é", count: 20)] as NSDictionary,
-            format: .binary, options: 0) {
+            fromPropertyList: ["a": 1, "b": ["x", 2.5, true], "c": Data([1, 2]), "s": String(repeating: "é", count: 20)]
+                as NSDictionary,
+            format: .binary, options: 0)
+        {
             seeds.append([UInt8](foundation))
         }
         return seeds
     }
 
     static func mutate(_ blob: inout [UInt8], seeds: [[UInt8]], using generator: inout SplitMix64) {
-        guard !blob.isEmpty else { blob = [UInt8(ascii: "b")]; return }
+        guard !blob.isEmpty else {
+            blob = [UInt8(ascii: "b")]
+            return
+        }
         let position = Int.random(in: 0..<blob.count, using: &generator)
         let interesting: [UInt8] = [0x00, 0x01, 0x0F, 0x10, 0x13, 0x1F, 0x7F, 0x80, 0xA2, 0xC1, 0xD1, 0xFF]
         switch Int.random(in: 0..<9, using: &generator) {
@@ -132,8 +152,11 @@ extension Worker {
             blob.replaceSubrange(position..<min(blob.count, position + piece.count), with: piece)
         case 7:
             // A big-endian integer at a random place: sizes, counts and offsets.
-            let values: [UInt64] = [0, 1, 0x7F, 0xFF, 0x100, 0xFFFF, 0x7FFF_FFFF, 0xFFFF_FFFF, .max, .max / 2, UInt64(blob.count)]
-            let bytes = Blobs.bigEndian(values.randomElement(using: &generator)!).suffix([1, 2, 4, 8].randomElement(using: &generator)!)
+            let values: [UInt64] = [
+                0, 1, 0x7F, 0xFF, 0x100, 0xFFFF, 0x7FFF_FFFF, 0xFFFF_FFFF, .max, .max / 2, UInt64(blob.count),
+            ]
+            let bytes = Blobs.bigEndian(values.randomElement(using: &generator)!).suffix(
+                [1, 2, 4, 8].randomElement(using: &generator)!)
             blob.replaceSubrange(position..<min(blob.count, position + bytes.count), with: bytes)
         default:
             // The trailer, where one byte changes every interpretation.

@@ -1,7 +1,7 @@
 import Foundation
+import Logging
 import SecureDictionary
 import Synchronization
-import Logging
 
 /// Scenario 12 (issue 9): writers are served in turn, one deadline bounds a whole call, and a
 /// stuck lock holder is named.
@@ -40,7 +40,8 @@ enum FairWaiting {
             return nil
         }
         let median = latencies.percentile(50)
-        report.tracked(check, measured: "median \(formatMilliseconds(median)), p99 \(formatMilliseconds(latencies.percentile(99)))")
+        report.tracked(
+            check, measured: "median \(formatMilliseconds(median)), p99 \(formatMilliseconds(latencies.percentile(99)))")
         return median
     }
 
@@ -54,7 +55,8 @@ enum FairWaiting {
     static func manyBackToBackWriters(_ harness: Harness, _ report: Report, single: Double) {
         let (processes, writes) = (harness.sizes.fairProcesses, harness.sizes.fairWrites)
         let app = harness.appID("fair")
-        let check = "\(processes) processes × \(writes) back-to-back writes on a \(processes * writes)-entry dictionary, default 3 s deadline"
+        let check =
+            "\(processes) processes × \(writes) back-to-back writes on a \(processes * writes)-entry dictionary, default 3 s deadline"
         let target = "0 timedOut, 0 lost, p99 wait for the lock ≤ 20 × median single write (\(formatMilliseconds(20 * single)))"
         let writers: [LiveProcess]
         do {
@@ -76,15 +78,17 @@ enum FairWaiting {
             lost = -1
         }
         // The wait is what fairness bounds; the whole call adds the writer's own turn.
-        let waitP99 = all.waitPercentile(99), callP99 = all.percentile(99)
+        let waitP99 = all.waitPercentile(99)
+        let callP99 = all.percentile(99)
         let ratio = { (milliseconds: Double) in String(format: "%.1f", milliseconds / single) + "×" }
-        report.add(check, target: target,
-                   measured: "\(all.timedOut) timedOut, \(all.errors.count) errors, \(lost) lost; wait median "
-                       + "\(formatMilliseconds(all.waitPercentile(50))), p99 \(formatMilliseconds(waitP99)) (\(ratio(waitP99))); "
-                       + "whole call median \(formatMilliseconds(all.percentile(50))), p99 \(formatMilliseconds(callP99)) "
-                       + "(\(ratio(callP99))), max \(formatMilliseconds(all.percentile(100)))",
-                   pass: all.errors.isEmpty && lost == 0 && all.waits.count == all.microseconds.count && waitP99 <= 20 * single,
-                   note: all.errors.first)
+        report.add(
+            check, target: target,
+            measured: "\(all.timedOut) timedOut, \(all.errors.count) errors, \(lost) lost; wait median "
+                + "\(formatMilliseconds(all.waitPercentile(50))), p99 \(formatMilliseconds(waitP99)) (\(ratio(waitP99))); "
+                + "whole call median \(formatMilliseconds(all.percentile(50))), p99 \(formatMilliseconds(callP99)) "
+                + "(\(ratio(callP99))), max \(formatMilliseconds(all.percentile(100)))",
+            pass: all.errors.isEmpty && lost == 0 && all.waits.count == all.microseconds.count && waitP99 <= 20 * single,
+            note: all.errors.first)
     }
 
     /// A writer that writes every 100 ms next to three that write back to back.
@@ -93,17 +97,22 @@ enum FairWaiting {
         let check = "a writer every 100 ms beside 3 back-to-back writers"
         let target = "its slowest write ≤ 20 × median single write (\(formatMilliseconds(20 * single))), 0 errors"
         do {
-            let busy = try (0..<3).map { try harness.liveWorker(["burst", app, "fair", "busy\($0)", "\(harness.sizes.fairWrites * 2)", "0"]) }
+            let busy = try (0..<3).map {
+                try harness.liveWorker(["burst", app, "fair", "busy\($0)", "\(harness.sizes.fairWrites * 2)", "0"])
+            }
             let occasional = try harness.liveWorker(["burst", app, "fair", "slow", "\(harness.sizes.fairWrites / 2)", "100"])
             let slow = Burst(occasional.finish(timeout: .seconds(600))) ?? Burst(failed: "the occasional writer failed")
             var others = Burst()
-            for writer in busy { others.merge(Burst(writer.finish(timeout: .seconds(600))) ?? Burst(failed: "a busy writer failed")) }
+            for writer in busy {
+                others.merge(Burst(writer.finish(timeout: .seconds(600))) ?? Burst(failed: "a busy writer failed"))
+            }
             let slowest = slow.percentile(100)
-            report.add(check, target: target,
-                       measured: "slowest \(formatMilliseconds(slowest)) (\(String(format: "%.1f", slowest / single))×), median "
-                           + "\(formatMilliseconds(slow.percentile(50))); \(slow.errors.count + others.errors.count) errors",
-                       pass: slow.errors.isEmpty && others.errors.isEmpty && slowest <= 20 * single,
-                       note: (slow.errors + others.errors).first)
+            report.add(
+                check, target: target,
+                measured: "slowest \(formatMilliseconds(slowest)) (\(String(format: "%.1f", slowest / single))×), median "
+                    + "\(formatMilliseconds(slow.percentile(50))); \(slow.errors.count + others.errors.count) errors",
+                pass: slow.errors.isEmpty && others.errors.isEmpty && slowest <= 20 * single,
+                note: (slow.errors + others.errors).first)
         } catch {
             report.cannotRun(check, target: target, reason: "cannot start a writer: \(error)")
         }
@@ -114,8 +123,9 @@ enum FairWaiting {
         let check = "8 threads write against a frozen daemon, 1 s deadline"
         let target = "all timedOut by 1.5 s; a cached read meanwhile ≤ 1 ms"
         do {
-            let dictionary = try SecureDictionary(name: "frozen", applicationID: harness.appID("frozen"),
-                                                  options: .init(timeout: .seconds(1), store: SecretServiceStore()))
+            let dictionary = try SecureDictionary(
+                name: "frozen", applicationID: harness.appID("frozen"),
+                options: .init(timeout: .seconds(1), store: SecretServiceStore()))
             try dictionary.setValue("before", forKey: "k")
             guard harness.daemon("freeze").succeeded else {
                 report.cannotRun(check, target: target, reason: "keyring-daemon freeze failed")
@@ -134,7 +144,7 @@ enum FairWaiting {
                     done.leave()
                 }.start()
             }
-            usleep(200_000)   // the writes are stuck on the daemon now
+            usleep(200_000)  // the writes are stuck on the daemon now
             let readStart = ContinuousClock.now
             let cached = dictionary["k"]
             let readMilliseconds = elapsedMilliseconds(since: readStart)
@@ -142,10 +152,11 @@ enum FairWaiting {
             let outcomes = results.withLock { $0 }
             let slowest = outcomes.map(\.0).max() ?? 0
             let timedOut = outcomes.filter { $0.1 == "timedOut" }.count
-            report.add(check, target: target,
-                       measured: "\(timedOut) of 8 timedOut, the last at \(String(format: "%.2f", slowest / 1_000)) s; cached read "
-                           + "\(String(format: "%.3f", readMilliseconds)) ms",
-                       pass: timedOut == 8 && slowest <= 1_500 && readMilliseconds <= 1 && cached == "before")
+            report.add(
+                check, target: target,
+                measured: "\(timedOut) of 8 timedOut, the last at \(String(format: "%.2f", slowest / 1_000)) s; cached read "
+                    + "\(String(format: "%.3f", readMilliseconds)) ms",
+                pass: timedOut == 8 && slowest <= 1_500 && readMilliseconds <= 1 && cached == "before")
         } catch {
             report.add(check, target: target, measured: "error \(caseName(error))", pass: false)
         }
@@ -163,8 +174,9 @@ enum FairWaiting {
                 return
             }
             kill(holder.pid, SIGSTOP)
-            let dictionary = try SecureDictionary(name: "held", applicationID: app,
-                                                  options: .init(timeout: .seconds(1), store: SecretServiceStore()))
+            let dictionary = try SecureDictionary(
+                name: "held", applicationID: app,
+                options: .init(timeout: .seconds(1), store: SecretServiceStore()))
             let start = ContinuousClock.now
             var measured = "wrote although the lock was held"
             var named = false
@@ -172,7 +184,8 @@ enum FairWaiting {
                 try dictionary.setValue("blocked", forKey: "k")
             } catch SecureDictionaryError.lockHeld(let pid, let command) {
                 named = pid == Int(holder.pid) && command == "sd-reliability"
-                measured = "lockHeld(pid: \(pid.map(String.init) ?? "nil") \(pid == Int(holder.pid) ? "(the holder)" : "(another)"), "
+                measured =
+                    "lockHeld(pid: \(pid.map(String.init) ?? "nil") \(pid == Int(holder.pid) ? "(the holder)" : "(another)"), "
                     + "command: \(command ?? "nil")) after \(formatMilliseconds(elapsedMilliseconds(since: start)))"
             } catch {
                 measured = "\(caseName(error)) after \(formatMilliseconds(elapsedMilliseconds(since: start)))"
@@ -182,8 +195,9 @@ enum FairWaiting {
             _ = holder.finish(timeout: .seconds(10))
             var after = "ok"
             do { try dictionary.setValue("after", forKey: "k") } catch { after = caseName(error) }
-            report.add(check, target: target, measured: measured + "; next write after its death: \(after)",
-                       pass: named && seconds <= 1.5 && after == "ok")
+            report.add(
+                check, target: target, measured: measured + "; next write after its death: \(after)",
+                pass: named && seconds <= 1.5 && after == "ok")
         } catch {
             report.add(check, target: target, measured: "error \(caseName(error))", pass: false)
         }
@@ -236,7 +250,9 @@ extension Worker {
     /// writer locks (the library's `lock-wait-us` trace) in µs, and the errors.
     static func burst(_ arguments: [String]) {
         guard arguments.count == 5, let count = Int(arguments[3]), let pause = UInt32(arguments[4]) else { usage() }
-        var latencies: [String] = [], waits: [String] = [], errors: [String] = []
+        var latencies: [String] = []
+        var waits: [String] = []
+        var errors: [String] = []
         do {
             let collector = TraceCollector(key: "lock-wait-us")
             let logger = Logger(label: "burst") { _ in TraceCollector.Handler(collector: collector) }
@@ -255,8 +271,10 @@ extension Worker {
         } catch {
             errors.append("open \(caseName(error))")
         }
-        WorkerReply(outcome: errors.isEmpty ? "ok" : "error", error: errors.isEmpty ? nil : errors.joined(separator: ","),
-                    count: latencies.count, detail: latencies.joined(separator: ",") + ";" + waits.joined(separator: ",")).print()
+        WorkerReply(
+            outcome: errors.isEmpty ? "ok" : "error", error: errors.isEmpty ? nil : errors.joined(separator: ","),
+            count: latencies.count, detail: latencies.joined(separator: ",") + ";" + waits.joined(separator: ",")
+        ).print()
     }
 
     /// `hold APP NAME`: takes the item's writer lock inside `update { }`, prints "holding", and
@@ -264,7 +282,8 @@ extension Worker {
     static func hold(_ arguments: [String]) {
         guard arguments.count == 2 else { usage() }
         do {
-            let dictionary = try SecureDictionary(name: arguments[1], applicationID: arguments[0], options: .init(timeout: .seconds(30)))
+            let dictionary = try SecureDictionary(
+                name: arguments[1], applicationID: arguments[0], options: .init(timeout: .seconds(30)))
             try dictionary.update { _ in
                 print("holding")
                 fflush(nil)

@@ -36,8 +36,11 @@ enum FaultPositions {
             Failure(name: "connectionLost", error: .connectionLost, writesAnyway: true),
             Failure(name: "cancelled", error: .cancelled, writesAnyway: false),
             Failure(name: "cancelled", error: .cancelled, writesAnyway: true),
-            Failure(name: "rejected", error: .keyring(domain: "org.freedesktop.Secret.Error", code: 1,
-                                                      message: "write rejected"), writesAnyway: false),
+            Failure(
+                name: "rejected",
+                error: .keyring(
+                    domain: "org.freedesktop.Secret.Error", code: 1,
+                    message: "write rejected"), writesAnyway: false),
         ]
     }
 
@@ -128,7 +131,7 @@ enum FaultPositions {
                 }
                 if stored != expected { problem("succeeded, but the store lacks the change") }
                 if dictionary.snapshot != expected { problem("succeeded, but the cache lacks the change") }
-                break   // N is past the last call: every position has been tried
+                break  // N is past the last call: every position has been tried
             }
             outcome.positions += 1
             guard let typed = thrown as? SecureDictionaryError, typed == failure.error else {
@@ -145,7 +148,9 @@ enum FaultPositions {
             let unknownWrite = failure.outcomeUnknown && failedCall == .store
             // Non-throwing reads answer from the cache, never load: equal to the store, except
             // after a write with an unknown outcome, where they keep what was known before it.
-            if dictionary.isLoaded && !unknownWrite && dictionary.snapshot != stored { problem("cache != store after the failure") }
+            if dictionary.isLoaded && !unknownWrite && dictionary.snapshot != stored {
+                problem("cache != store after the failure")
+            }
             // A throwing read loads when needed, and then equals the store.
             let callsBeforeRead = store.calls.count
             do {

@@ -1,16 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import SecureDictionary
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Scenario 5: hostile blobs planted raw through D-Bus, each opened in a subprocess; the
 /// 100 MB blob in-process; the largest secret D-Bus carries. (The fuzzer: DecoderFuzzer.)
 enum HostileBlobs {
     enum Expect {
-        case error(Set<String>)    // a typed error of one of these cases
-        case anyTypedOrOpens       // bit flips: a flipped value may still be a valid dictionary
-        case opens(count: Int)     // a valid blob: opens with this many entries
+        case error(Set<String>)  // a typed error of one of these cases
+        case anyTypedOrOpens  // bit flips: a flipped value may still be a valid dictionary
+        case opens(count: Int)  // a valid blob: opens with this many entries
     }
 
     struct Case {
@@ -33,13 +34,18 @@ enum HostileBlobs {
         let corrupt: Expect = .error(["corrupt"])
         var cases: [Case] = []
         for size in [1, 8, 39, 40, 100, 1_024, 65_536] {
-            cases.append(Case(group: "random bytes", name: "\(size) B", bytes: randomBytes(size, using: &generator), expect: corrupt))
+            cases.append(
+                Case(group: "random bytes", name: "\(size) B", bytes: randomBytes(size, using: &generator), expect: corrupt))
         }
-        cases.append(Case(group: "random bytes", name: "bplist00 + 200 random B",
-                          bytes: Array("bplist00".utf8) + randomBytes(200, using: &generator), expect: corrupt))
+        cases.append(
+            Case(
+                group: "random bytes", name: "bplist00 + 200 random B",
+                bytes: Array("bplist00".utf8) + randomBytes(200, using: &generator), expect: corrupt))
         for length in 0..<Blobs.valid.count {
-            cases.append(Case(group: "truncations of a valid blob", name: "\(length) of \(Blobs.valid.count) B",
-                              bytes: Array(Blobs.valid.prefix(length)), expect: corrupt))
+            cases.append(
+                Case(
+                    group: "truncations of a valid blob", name: "\(length) of \(Blobs.valid.count) B",
+                    bytes: Array(Blobs.valid.prefix(length)), expect: corrupt))
         }
         for _ in 0..<sizes.bitFlips {
             var flipped = Blobs.valid
@@ -58,31 +64,48 @@ enum HostileBlobs {
         cases.append(Case(group: "deep nesting", name: "100 levels", bytes: Blobs.deep(levels: 100), expect: corrupt))
         cases.append(Case(group: "deep nesting", name: "10,000 levels", bytes: Blobs.deep(levels: 10_000), expect: corrupt))
         let exponential = Blobs.exponential(levels: 24, dictionaryRoot: false)
-        cases.append(Case(group: "exponential references", name: "\(exponential.count) B, 2^24", bytes: exponential, expect: corrupt))
+        cases.append(
+            Case(group: "exponential references", name: "\(exponential.count) B, 2^24", bytes: exponential, expect: corrupt))
         let underDictionary = Blobs.exponential(levels: 30, dictionaryRoot: true)
-        cases.append(Case(group: "exponential references", name: "\(underDictionary.count) B under a dictionary, 2^30",
-                          bytes: underDictionary, expect: corrupt))
-        cases.append(Case(group: "other version", name: "bplist15", bytes: Array("bplist15".utf8) + Blobs.valid.dropFirst(8),
-                          expect: .error(["unsupportedFormatVersion"])))
+        cases.append(
+            Case(
+                group: "exponential references", name: "\(underDictionary.count) B under a dictionary, 2^30",
+                bytes: underDictionary, expect: corrupt))
+        cases.append(
+            Case(
+                group: "other version", name: "bplist15", bytes: Array("bplist15".utf8) + Blobs.valid.dropFirst(8),
+                expect: .error(["unsupportedFormatVersion"])))
         cases.append(Case(group: "empty secret", name: "0 B", bytes: [], expect: corrupt))
         if let length = SizeLimits.dataLength(encodingTo: cap),
-           let atCap = try? [UInt8](BinaryPropertyListCoding.encode(["v": .data(Data(randomBytes(length, using: &generator)))])) {
-            cases.append(Case(group: "size cap", name: "valid, exactly the cap (\(atCap.count) B)", bytes: atCap,
-                              expect: .opens(count: 1), timeLimit: .infinity))
+            let atCap = try? [UInt8](BinaryPropertyListCoding.encode(["v": .data(Data(randomBytes(length, using: &generator)))]))
+        {
+            cases.append(
+                Case(
+                    group: "size cap", name: "valid, exactly the cap (\(atCap.count) B)", bytes: atCap,
+                    expect: .opens(count: 1), timeLimit: .infinity))
         }
         if let length = SizeLimits.dataLength(encodingTo: cap + 1),
-           let overCap = try? [UInt8](BinaryPropertyListCoding.encode(["v": .data(Data(count: length))], maximumSize: .max)) {
-            cases.append(Case(group: "size cap", name: "valid, cap + 1 (\(overCap.count) B)", bytes: overCap,
-                              expect: .error(["tooLarge"])))
+            let overCap = try? [UInt8](BinaryPropertyListCoding.encode(["v": .data(Data(count: length))], maximumSize: .max))
+        {
+            cases.append(
+                Case(
+                    group: "size cap", name: "valid, cap + 1 (\(overCap.count) B)", bytes: overCap,
+                    expect: .error(["tooLarge"])))
         }
-        cases.append(Case(group: "size cap", name: "garbage, cap + 1", bytes: randomBytes(cap + 1, using: &generator),
-                          expect: .error(["tooLarge"])))
+        cases.append(
+            Case(
+                group: "size cap", name: "garbage, cap + 1", bytes: randomBytes(cap + 1, using: &generator),
+                expect: .error(["tooLarge"])))
         let large = (1 << 26) - dbusMargin
-        cases.append(Case(group: "large", name: "64 MiB − \(dbusMargin) B (\(large) B)",
-                          bytes: Array("bplist00".utf8) + [UInt8](repeating: 0x41, count: large - 8),
-                          expect: .error(["tooLarge"]), timeLimit: .infinity))
-        cases.append(Case(group: "two items match", name: "same attributes twice", bytes: Blobs.valid,
-                          expect: .error(["ambiguous"]), ambiguous: true))
+        cases.append(
+            Case(
+                group: "large", name: "64 MiB − \(dbusMargin) B (\(large) B)",
+                bytes: Array("bplist00".utf8) + [UInt8](repeating: 0x41, count: large - 8),
+                expect: .error(["tooLarge"]), timeLimit: .infinity))
+        cases.append(
+            Case(
+                group: "two items match", name: "same attributes twice", bytes: Blobs.valid,
+                expect: .error(["ambiguous"]), ambiguous: true))
         return cases
     }
 
@@ -151,23 +174,33 @@ enum HostileBlobs {
             if reply.outcome == "ok" { group.opened += 1 } else if reply.error != "other" { group.typed += 1 }
             switch hostile.expect {
             case .error(let accepted):
-                if reply.outcome == "ok" { wrong("opened (\(reply.count ?? 0) entries) instead of an error") }
-                else if !accepted.contains(reply.error ?? "") { wrong("\(reply.error ?? "?") instead of \(accepted.sorted().joined(separator: "/"))") }
+                if reply.outcome == "ok" {
+                    wrong("opened (\(reply.count ?? 0) entries) instead of an error")
+                } else if !accepted.contains(reply.error ?? "") {
+                    wrong("\(reply.error ?? "?") instead of \(accepted.sorted().joined(separator: "/"))")
+                }
                 if milliseconds > hostile.timeLimit {
                     group.slow += 1
                     wrong("took \(formatMilliseconds(milliseconds))")
                 }
             case .anyTypedOrOpens:
-                if reply.outcome != "ok" && (reply.error == "other" || reply.error?.hasPrefix("untyped") == true) { wrong("untyped error") }
+                if reply.outcome != "ok" && (reply.error == "other" || reply.error?.hasPrefix("untyped") == true) {
+                    wrong("untyped error")
+                }
                 if reply.outcome != "ok" && milliseconds > hostile.timeLimit {
                     group.slow += 1
                     wrong("took \(formatMilliseconds(milliseconds))")
                 }
             case .opens(let count):
-                if reply.outcome != "ok" || reply.count != count { wrong("\(reply.error ?? "opened \(reply.count ?? 0)") instead of \(count) entries") }
+                if reply.outcome != "ok" || reply.count != count {
+                    wrong("\(reply.error ?? "opened \(reply.count ?? 0)") instead of \(count) entries")
+                }
             }
             if hostile.ambiguous {
-                if (try? fixture.count(item.attributes)) != 2 { group.hashChanged += 1; wrong("the two items did not survive") }
+                if (try? fixture.count(item.attributes)) != 2 {
+                    group.hashChanged += 1
+                    wrong("the two items did not survive")
+                }
             } else {
                 let digestAfter = try? fixture.sha256(item.attributes)
                 if digestAfter == nil || digestAfter != digestBefore {
@@ -180,23 +213,27 @@ enum HostileBlobs {
         for name in order {
             guard let group = groups[name] else { continue }
             func plural(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
-            let measured = "\(plural(group.cases, "case")): \(plural(group.typed, "typed error")), \(group.opened) opened, "
+            let measured =
+                "\(plural(group.cases, "case")): \(plural(group.typed, "typed error")), \(group.opened) opened, "
                 + "\(plural(group.crashes, "crash"))".replacingOccurrences(of: "crashs", with: "crashes")
                 + ", \(group.hashChanged) SHA changed, max \(formatMilliseconds(group.maximum))"
-            let target: String = switch name {
-            case "bit flips": "typed error ≤ 100 ms or a valid open; 0 crashes; SHA unchanged"
-            case "size cap": "at cap opens; over: tooLarge ≤ 100 ms; SHA unchanged"
-            case "large": "tooLarge, 0 crashes, SHA unchanged (time: the D-Bus transfer, see below)"
-            case "two items match": "ambiguous ≤ 100 ms, both items kept"
-            default: "typed error ≤ 100 ms, 0 crashes, SHA unchanged"
-            }
-            report.add("planted: \(name)", target: target, measured: measured,
-                       pass: group.wrong == 0 && group.crashes == 0 && group.hashChanged == 0, note: group.first)
+            let target: String =
+                switch name {
+                case "bit flips": "typed error ≤ 100 ms or a valid open; 0 crashes; SHA unchanged"
+                case "size cap": "at cap opens; over: tooLarge ≤ 100 ms; SHA unchanged"
+                case "large": "tooLarge, 0 crashes, SHA unchanged (time: the D-Bus transfer, see below)"
+                case "two items match": "ambiguous ≤ 100 ms, both items kept"
+                default: "typed error ≤ 100 ms, 0 crashes, SHA unchanged"
+                }
+            report.add(
+                "planted: \(name)", target: target, measured: measured,
+                pass: group.wrong == 0 && group.crashes == 0 && group.hashChanged == 0, note: group.first)
             if name == "large" {
                 // No Secret Service call tells a secret's size: the whole blob crosses D-Bus
                 // (encrypted) before its length can be checked.
-                report.tracked("open time of the 64 MiB blob (the D-Bus transfer; ≤ 100 ms is out of reach)",
-                               measured: String(format: "%.0f ms, %.0f MiB/s", group.maximum, 64_000 / max(group.maximum, 1)))
+                report.tracked(
+                    "open time of the 64 MiB blob (the D-Bus transfer; ≤ 100 ms is out of reach)",
+                    measured: String(format: "%.0f ms, %.0f MiB/s", group.maximum, 64_000 / max(group.maximum, 1)))
             }
         }
     }
@@ -209,9 +246,10 @@ enum HostileBlobs {
         var outcome = "decoded"
         do { _ = try BinaryPropertyListCoding.decode(blob) } catch { outcome = caseName(error) }
         let milliseconds = elapsedMilliseconds(since: start)
-        report.add("100 MB blob, decoder in-process (cannot cross D-Bus)", target: "tooLarge ≤ 100 ms",
-                   measured: "\(outcome) in \(formatMilliseconds(milliseconds))",
-                   pass: outcome == "tooLarge" && milliseconds <= 100)
+        report.add(
+            "100 MB blob, decoder in-process (cannot cross D-Bus)", target: "tooLarge ≤ 100 ms",
+            measured: "\(outcome) in \(formatMilliseconds(milliseconds))",
+            pass: outcome == "tooLarge" && milliseconds <= 100)
     }
 
     /// How large a secret can the library read through gnome-keyring? Planting uses
@@ -219,7 +257,8 @@ enum HostileBlobs {
     static func dbusLimit(_ harness: Harness, _ report: Report) {
         guard harness.sizes.full else { return }
         let app = harness.appID("limit")
-        guard let fixture = try? harness.fixture(), let item = try? KeyringItem(dictionaryName: "limit", applicationID: app) else { return }
+        guard let fixture = try? harness.fixture(), let item = try? KeyringItem(dictionaryName: "limit", applicationID: app)
+        else { return }
         func probe(_ size: Int) -> (outcome: String, milliseconds: Double, daemonAlive: Bool) {
             do {
                 try fixture.delete(item.attributes)
@@ -230,15 +269,22 @@ enum HostileBlobs {
             let result = harness.worker(["open", app, "limit", "30000"], timeout: .seconds(120))
             let reply = WorkerReply.parse(result)
             let alive = harness.daemon("pid").succeeded && (try? fixture.count(item.attributes)) != nil
-            if !alive { harness.daemon("restart"); fixture.reset() }
-            return (reply.map { $0.outcome == "ok" ? "opened" : ($0.error ?? "?") } ?? result.how, reply?.milliseconds ?? 0, alive)
+            if !alive {
+                harness.daemon("restart")
+                fixture.reset()
+            }
+            return (
+                reply.map { $0.outcome == "ok" ? "opened" : ($0.error ?? "?") } ?? result.how, reply?.milliseconds ?? 0, alive
+            )
         }
         // Binary search for the largest secret whose read keeps the daemon on the bus.
-        var low = (1 << 26) - dbusMargin, high = 1 << 26
+        var low = (1 << 26) - dbusMargin
+        var high = 1 << 26
         let atLimit = probe(high)
         if atLimit.daemonAlive {
-            report.tracked("largest secret libsecret can read from gnome-keyring",
-                           measured: "2^26 B read: \(atLimit.outcome) in \(formatMilliseconds(atLimit.milliseconds))")
+            report.tracked(
+                "largest secret libsecret can read from gnome-keyring",
+                measured: "2^26 B read: \(atLimit.outcome) in \(formatMilliseconds(atLimit.milliseconds))")
             try? fixture.delete(item.attributes)
             return
         }
@@ -247,8 +293,9 @@ enum HostileBlobs {
             if probe(middle).daemonAlive { low = middle } else { high = middle }
         }
         try? fixture.delete(item.attributes)
-        report.tracked("largest secret libsecret can read from gnome-keyring",
-                       measured: "\(low) B (2^26 − \((1 << 26) - low)); at 2^26 the open gives \(atLimit.outcome) and "
-                           + "gnome-keyring drops off the bus")
+        report.tracked(
+            "largest secret libsecret can read from gnome-keyring",
+            measured: "\(low) B (2^26 − \((1 << 26) - low)); at 2^26 the open gives \(atLimit.outcome) and "
+                + "gnome-keyring drops off the bus")
     }
 }

@@ -16,23 +16,26 @@ enum LostUpdates {
         let sizes = harness.sizes
         let app = harness.appID("lost")
         let name = "shared"
-        let check = "\(sizes.lostProcesses) processes × 2 instances × \(sizes.lostMutations) mutations + \(sizes.lostIncrements) increments"
+        let check =
+            "\(sizes.lostProcesses) processes × 2 instances × \(sizes.lostMutations) mutations + \(sizes.lostIncrements) increments"
         let target = "0 lost, 0 phantom, counter == increments, 0 errors"
         var writers: [LiveProcess] = []
         for index in 0..<sizes.lostProcesses {
             do {
-                writers.append(try harness.liveWorker([
-                    "lost-writer", app, name, "\(index)", "\(sizes.lostMutations)", "\(sizes.lostIncrements)",
-                    "\(0xC0FFEE + index)",
-                ]))
+                writers.append(
+                    try harness.liveWorker([
+                        "lost-writer", app, name, "\(index)", "\(sizes.lostMutations)", "\(sizes.lostIncrements)",
+                        "\(0xC0FFEE + index)",
+                    ]))
             } catch {
                 report.cannotRun(check, target: target, reason: "cannot start a writer: \(error)")
                 return
             }
         }
         let outcome = collect(writers, app: app, name: name)
-        report.add(check, target: target, measured: outcome.summary,
-                   pass: outcome.passes(expectedIncrements: sizes.lostProcesses * sizes.lostIncrements), note: outcome.firstError)
+        report.add(
+            check, target: target, measured: outcome.summary,
+            pass: outcome.passes(expectedIncrements: sizes.lostProcesses * sizes.lostIncrements), note: outcome.firstError)
     }
 
     /// What `lost-writer` processes expected, against a fresh load of the item.
@@ -59,12 +62,17 @@ enum LostUpdates {
         for writer in writers {
             let result = writer.finish(timeout: .seconds(600))
             guard result.succeeded, let reply = WorkerReply.parse(result), let blob = reply.detail,
-                  let data = Data(base64Encoded: blob), let model = try? BinaryPropertyListCoding.decode(data) else {
+                let data = Data(base64Encoded: blob), let model = try? BinaryPropertyListCoding.decode(data)
+            else {
                 outcome.errors.append("writer \(result.how): \(result.errorText.suffix(300))")
                 continue
             }
             for (key, value) in model {
-                if key.hasPrefix("removed:") { removed.insert(String(key.dropFirst("removed:".count))) } else { expected[key] = value }
+                if key.hasPrefix("removed:") {
+                    removed.insert(String(key.dropFirst("removed:".count)))
+                } else {
+                    expected[key] = value
+                }
             }
             outcome.increments += reply.count ?? 0
             if let error = reply.error { outcome.errors.append(error) }
@@ -95,17 +103,20 @@ enum LostUpdates {
             try a.setValue("a0", forKey: "a")
             let other = harness.worker(["set", app, "xy", "x", "from-other"])
             guard other.succeeded else {
-                report.add(check, target: "X and Y both kept", measured: "other process \(other.how)", pass: false,
-                           note: other.errorText)
+                report.add(
+                    check, target: "X and Y both kept", measured: "other process \(other.how)", pass: false,
+                    note: other.errorText)
                 return
             }
             try a.setValue("from-a", forKey: "y")
             let fresh = try SecureDictionary(name: "xy", applicationID: app, options: .init(store: SecretServiceStore()))
             let kept = ["x": fresh["x"] == "from-other", "y": fresh["y"] == "from-a", "a": fresh["a"] == "a0"]
             let seenByA = a["x"] == "from-other"
-            report.add(check, target: "X and Y both kept", measured: "X \(kept["x"]! ? "kept" : "LOST"), Y \(kept["y"]! ? "kept" : "LOST"), "
-                           + "A sees X: \(seenByA ? "yes" : "no")",
-                       pass: kept.values.allSatisfy { $0 } && seenByA)
+            report.add(
+                check, target: "X and Y both kept",
+                measured: "X \(kept["x"]! ? "kept" : "LOST"), Y \(kept["y"]! ? "kept" : "LOST"), "
+                    + "A sees X: \(seenByA ? "yes" : "no")",
+                pass: kept.values.allSatisfy { $0 } && seenByA)
         } catch {
             report.add(check, target: "X and Y both kept", measured: "error \(caseName(error))", pass: false)
         }
@@ -119,7 +130,8 @@ extension Worker {
     /// removed keys as `removed:<key>`), the increments done, and the first error.
     static func lostWriter(_ arguments: [String]) {
         guard arguments.count == 6, let index = Int(arguments[2]), let mutations = Int(arguments[3]),
-              let increments = Int(arguments[4]), let seed = UInt64(arguments[5]) else { usage() }
+            let increments = Int(arguments[4]), let seed = UInt64(arguments[5])
+        else { usage() }
         let (app, name) = (arguments[0], arguments[1])
         var generator = SplitMix64(seed: seed)
         var model: [String: PropertyListValue] = [:]
@@ -142,18 +154,20 @@ extension Worker {
                         }
                         done += 1
                     } else if let victim = model.keys.sorted().randomElement(using: &generator),
-                              Int.random(in: 0..<5, using: &generator) == 0 {
+                        Int.random(in: 0..<5, using: &generator) == 0
+                    {
                         try dictionary.removeValue(forKey: victim)
                         model[victim] = nil
                         removed.insert(victim)
                     } else {
                         let key = "p\(index)-\(next)"
                         next += 1
-                        let value: PropertyListValue = switch Int.random(in: 0..<3, using: &generator) {
-                        case 0: .integer(Int.random(in: -1_000...1_000, using: &generator))
-                        case 1: .string(String(Int.random(in: 0...Int.max, using: &generator), radix: 36))
-                        default: .data(Data(randomBytes(Int.random(in: 0...16, using: &generator), using: &generator)))
-                        }
+                        let value: PropertyListValue =
+                            switch Int.random(in: 0..<3, using: &generator) {
+                            case 0: .integer(Int.random(in: -1_000...1_000, using: &generator))
+                            case 1: .string(String(Int.random(in: 0...Int.max, using: &generator), radix: 36))
+                            default: .data(Data(randomBytes(Int.random(in: 0...16, using: &generator), using: &generator)))
+                            }
                         try dictionary.setValue(value, forKey: key)
                         model[key] = value
                     }
@@ -161,16 +175,18 @@ extension Worker {
                     errorCount += 1
                     if firstError == nil { firstError = "process \(index): \(caseName(error))" }
                 }
-                usleep(UInt32.random(in: 0...3_000, using: &generator))   // jitter
+                usleep(UInt32.random(in: 0...3_000, using: &generator))  // jitter
             }
         } catch {
             firstError = "process \(index): open failed: \(caseName(error))"
         }
         for key in removed { model["removed:\(key)"] = true }
         let blob = (try? BinaryPropertyListCoding.encode(model, maximumSize: .max)) ?? Data()
-        WorkerReply(outcome: firstError == nil ? "ok" : "error",
-                    error: firstError.map { "\($0) (\(errorCount) errors)" },
-                    count: done, detail: blob.base64EncodedString()).print()
+        WorkerReply(
+            outcome: firstError == nil ? "ok" : "error",
+            error: firstError.map { "\($0) (\(errorCount) errors)" },
+            count: done, detail: blob.base64EncodedString()
+        ).print()
     }
 
     /// `set APP NAME KEY VALUE`: one setValue.

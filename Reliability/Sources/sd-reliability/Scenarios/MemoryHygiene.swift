@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import SecureDictionary
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Scenario 9: after `forget()` (or the release of the last instance), no fragment of a
 /// secret is left in the memory of the process: a core taken with gdb's `gcore` is searched
@@ -44,30 +45,38 @@ enum MemoryHygiene {
         let count = harness.sizes.full ? 400 : 100
         for mode in ["data", "string"] {
             let control = measure(harness, mode: mode, end: "control", count: count)
-            let controlText = control.error.map { "control failed: \($0)" }
+            let controlText =
+                control.error.map { "control failed: \($0)" }
                 ?? "control found \(control.canariesFound) of \(count) (\(control.inBlob) copies in a blob)"
             for end in ["forget", "deinit"] {
-                let label = "\(mode == "data" ? "Data" : "String") value, \(end == "forget" ? "forget()" : "deinit of the last instance")"
+                let label =
+                    "\(mode == "data" ? "Data" : "String") value, \(end == "forget" ? "forget()" : "deinit of the last instance")"
                     + ", \(count) dictionaries"
                 let result = measure(harness, mode: mode, end: end, count: count)
                 if let error = result.error ?? control.error {
-                    report.add(label, target: mode == "data" ? "0 fragments (control > 0)" : "tracked (control > 0)",
-                               measured: "could not measure", pass: false, note: error)
+                    report.add(
+                        label, target: mode == "data" ? "0 fragments (control > 0)" : "tracked (control > 0)",
+                        measured: "could not measure", pass: false, note: error)
                     continue
                 }
                 if control.fragments == 0 {
-                    report.add(label, target: "control finds the canary", measured: "control found 0: the measurement is void",
-                               pass: false)
+                    report.add(
+                        label, target: "control finds the canary", measured: "control found 0: the measurement is void",
+                        pass: false)
                     continue
                 }
-                let measured = "\(result.inMemory) fragments in memory (\(result.inBlob) inside an encoded blob); residue that "
+                let measured =
+                    "\(result.inMemory) fragments in memory (\(result.inBlob) inside an encoded blob); residue that "
                     + "no library can wipe: \(result.onStacks) in dead stack frames, \(result.inRegisters) in saved CPU registers "
                     + "(\(result.canariesFound) of \(count) canaries); \(controlText)"
                 if mode == "data" {
-                    report.add(label, target: "0 fragments in memory (control > 0)", measured: measured,
-                               pass: result.inMemory == 0,
-                               note: result.fragments == 0 ? nil
-                                   : "fragments left: \(result.inBlob) sit right after a bplist data header, i.e. in an encoded blob freed unwiped")
+                    report.add(
+                        label, target: "0 fragments in memory (control > 0)", measured: measured,
+                        pass: result.inMemory == 0,
+                        note: result.fragments == 0
+                            ? nil
+                            : "fragments left: \(result.inBlob) sit right after a bplist data header, i.e. in an encoded blob freed unwiped"
+                    )
                 } else {
                     report.tracked("\(label): what Swift cannot wipe", measured: measured)
                 }
@@ -87,7 +96,8 @@ enum MemoryHygiene {
         }
         guard let line = worker.readLine(timeout: .seconds(30)), line == "ready" else {
             let result = worker.finish(timeout: .seconds(5))
-            return Measurement(fragments: 0, whole: 0, error: "worker \(result.how): \(result.text.suffix(200)) \(result.errorText.suffix(300))")
+            return Measurement(
+                fragments: 0, whole: 0, error: "worker \(result.how): \(result.text.suffix(200)) \(result.errorText.suffix(300))")
         }
         let pid = worker.pid
         let gcore = Subprocess.run("/usr/bin/gcore", ["-o", corePrefix.path, "\(pid)"], timeout: .seconds(120))
@@ -122,7 +132,8 @@ enum MemoryHygiene {
                     }
                     let start = hit - slice.lowerBound
                     guard start >= 0, start + canaryLength <= memory.count,
-                          memcmp(memory.baseAddress! + start, canary, canaryLength) == 0 else { continue }
+                        memcmp(memory.baseAddress! + start, canary, canaryLength) == 0
+                    else { continue }
                     measurement.whole += 1
                     if start >= 3, memcmp(memory.baseAddress! + start - 3, header, 3) == 0 { measurement.inBlob += 1 }
                 }
@@ -165,7 +176,8 @@ extension Worker {
     /// Everything that touches one canary, in a frame of its own so that nothing of it
     /// outlives the call but what the library holds.
     @inline(never)
-    static func hygieneStore(mode: String, end: String, app: String, name: String, canaryFile: Int32) throws -> SecureDictionary? {
+    static func hygieneStore(mode: String, end: String, app: String, name: String, canaryFile: Int32) throws -> SecureDictionary?
+    {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
         var canary = [UInt8](repeating: 0, count: MemoryHygiene.canaryLength)
         canary.withUnsafeMutableBytes { raw in

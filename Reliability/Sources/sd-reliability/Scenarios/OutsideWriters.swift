@@ -23,9 +23,11 @@ enum OutsideWriters {
         let sizes = harness.sizes
         let app = harness.appID("mixed")
         let readOnly = harness.scratchFile("read-only-runtime")
-        try? FileManager.default.createDirectory(at: readOnly, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o500])
+        try? FileManager.default.createDirectory(
+            at: readOnly, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o500])
         let privateRuntime = harness.scratchFile("private-runtime")
-        try? FileManager.default.createDirectory(at: privateRuntime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try? FileManager.default.createDirectory(
+            at: privateRuntime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let environments: [[String: String?]] = [
             ["XDG_RUNTIME_DIR": privateRuntime.path], ["XDG_RUNTIME_DIR": privateRuntime.path],
             ["XDG_RUNTIME_DIR": nil], ["XDG_RUNTIME_DIR": nil],
@@ -34,22 +36,25 @@ enum OutsideWriters {
             ["XDG_RUNTIME_DIR": readOnly.path],
         ]
         let mutations = sizes.mixedMutations
-        let check = "\(environments.count) processes in 5 kinds of runtime folder × \(mutations) mutations + \(mutations / 4) increments"
+        let check =
+            "\(environments.count) processes in 5 kinds of runtime folder × \(mutations) mutations + \(mutations / 4) increments"
         let target = "0 lost, 0 phantom, counter == increments, 0 errors"
         var writers: [LiveProcess] = []
         for (index, environment) in environments.enumerated() {
             do {
-                writers.append(try harness.liveWorker(
-                    ["lost-writer", app, "mixed", "\(index)", "\(mutations)", "\(mutations / 4)", "\(0xBEEF + index)"],
-                    environment: environment))
+                writers.append(
+                    try harness.liveWorker(
+                        ["lost-writer", app, "mixed", "\(index)", "\(mutations)", "\(mutations / 4)", "\(0xBEEF + index)"],
+                        environment: environment))
             } catch {
                 report.cannotRun(check, target: target, reason: "cannot start a writer: \(error)")
                 return
             }
         }
         let outcome = LostUpdates.collect(writers, app: app, name: "mixed")
-        report.add(check, target: target, measured: outcome.summary,
-                   pass: outcome.passes(expectedIncrements: environments.count * (mutations / 4)), note: outcome.firstError)
+        report.add(
+            check, target: target, measured: outcome.summary,
+            pass: outcome.passes(expectedIncrements: environments.count * (mutations / 4)), note: outcome.firstError)
     }
 
     /// secret-tool, python `keyring` or `secretstorage` replace the item between a load and a
@@ -61,8 +66,10 @@ enum OutsideWriters {
         do {
             let fixture = try harness.fixture()
             let app = harness.appID("outside")
-            let dictionary = try SecureDictionary(name: "outside", applicationID: app, options: .init(store: SecretServiceStore()))
-            var lost = 0, unseen = 0
+            let dictionary = try SecureDictionary(
+                name: "outside", applicationID: app, options: .init(store: SecretServiceStore()))
+            var lost = 0
+            var unseen = 0
             for round in 0..<rounds {
                 try dictionary.setValue(.integer(round), forKey: "ours-\(round)")
                 var theirs = try dictionary.entries()
@@ -71,10 +78,13 @@ enum OutsideWriters {
                 try dictionary.setValue(.integer(round), forKey: "after-\(round)")
                 if dictionary["theirs-\(round)"] == nil { unseen += 1 }
                 let fresh = try SecureDictionary(name: "outside", applicationID: app, options: .init(store: SecretServiceStore()))
-                if fresh["theirs-\(round)"] == nil || fresh["after-\(round)"] == nil || fresh["ours-\(round)"] == nil { lost += 1 }
+                if fresh["theirs-\(round)"] == nil || fresh["after-\(round)"] == nil || fresh["ours-\(round)"] == nil {
+                    lost += 1
+                }
             }
-            report.add(check, target: target, measured: "\(lost) rounds lost a change, \(unseen) rounds our cache missed theirs",
-                       pass: lost == 0 && unseen == 0)
+            report.add(
+                check, target: target, measured: "\(lost) rounds lost a change, \(unseen) rounds our cache missed theirs",
+                pass: lost == 0 && unseen == 0)
         } catch {
             report.add(check, target: target, measured: "error \(caseName(error))", pass: false)
         }
@@ -83,25 +93,32 @@ enum OutsideWriters {
     /// Nothing is written outside the keyring, and no folder problem affects reads or writes.
     static func noFilesAndUnusableFolders(_ harness: Harness, _ report: Report) {
         let app = harness.appID("folders")
-        let runtime = harness.scratchFile("fresh-runtime"), temporary = harness.scratchFile("fresh-tmp")
+        let runtime = harness.scratchFile("fresh-runtime")
+        let temporary = harness.scratchFile("fresh-tmp")
         for folder in [runtime, temporary] {
-            try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try? FileManager.default.createDirectory(
+                at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
-        let written = harness.worker(["set", app, "folders", "k", "v"],
-                                     environment: ["XDG_RUNTIME_DIR": runtime.path, "TMPDIR": temporary.path])
+        let written = harness.worker(
+            ["set", app, "folders", "k", "v"],
+            environment: ["XDG_RUNTIME_DIR": runtime.path, "TMPDIR": temporary.path])
         let files = [runtime, temporary].flatMap { (try? FileManager.default.contentsOfDirectory(atPath: $0.path)) ?? [] }
-        report.add("a write with a fresh runtime folder and TMPDIR", target: "succeeds, 0 files created",
-                   measured: "\(written.succeeded ? "succeeded" : "failed (\(written.how))"), \(files.count) files created",
-                   pass: written.succeeded && files.isEmpty, note: written.succeeded ? nil : written.errorText)
+        report.add(
+            "a write with a fresh runtime folder and TMPDIR", target: "succeeds, 0 files created",
+            measured: "\(written.succeeded ? "succeeded" : "failed (\(written.how))"), \(files.count) files created",
+            pass: written.succeeded && files.isEmpty, note: written.succeeded ? nil : written.errorText)
 
         // A `securedictionary` file (mode 0400) where the old lock folder would go, a folder
         // left by another user's `sudo -E`, a missing folder, a read-only folder.
         let blocked = harness.scratchFile("blocked-runtime")
-        try? FileManager.default.createDirectory(at: blocked, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        FileManager.default.createFile(atPath: blocked.appendingPathComponent("securedictionary").path, contents: Data(),
-                                       attributes: [.posixPermissions: 0o400])
+        try? FileManager.default.createDirectory(
+            at: blocked, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        FileManager.default.createFile(
+            atPath: blocked.appendingPathComponent("securedictionary").path, contents: Data(),
+            attributes: [.posixPermissions: 0o400])
         let readOnly = harness.scratchFile("read-only-runtime-2")
-        try? FileManager.default.createDirectory(at: readOnly, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o500])
+        try? FileManager.default.createDirectory(
+            at: readOnly, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o500])
         let folders = [blocked.path, readOnly.path, harness.scratchFile("no/such/folder").path, "relative-runtime", "/"]
         var failures: [String] = []
         for (index, folder) in folders.enumerated() {
@@ -109,10 +126,13 @@ enum OutsideWriters {
             let write = harness.worker(["set", app, "folders", "k\(index)", "v"], environment: environment)
             let read = harness.worker(["open", app, "folders", "3000"], environment: environment)
             if !write.succeeded { failures.append("write with \(folder): \(WorkerReply.parse(write)?.error ?? write.how)") }
-            if WorkerReply.parse(read)?.outcome != "ok" { failures.append("read with \(folder): \(WorkerReply.parse(read)?.error ?? read.how)") }
+            if WorkerReply.parse(read)?.outcome != "ok" {
+                failures.append("read with \(folder): \(WorkerReply.parse(read)?.error ?? read.how)")
+            }
         }
-        report.add("reads and writes with \(folders.count) unusable runtime folders", target: "0 errors",
-                   measured: "\(failures.count) errors", pass: failures.isEmpty, note: failures.first)
+        report.add(
+            "reads and writes with \(folders.count) unusable runtime folders", target: "0 errors",
+            measured: "\(failures.count) errors", pass: failures.isEmpty, note: failures.first)
     }
 
     /// The one window left: from the check's answer to the write's answer, as the library
@@ -123,8 +143,9 @@ enum OutsideWriters {
         let windows = TraceCollector(key: "check-to-write-us")
         let logger = Logger(label: "window") { _ in TraceCollector.Handler(collector: windows) }
         do {
-            let dictionary = try SecureDictionary(name: "window", applicationID: harness.appID("window"),
-                                                  options: .init(store: SecretServiceStore(), logger: logger))
+            let dictionary = try SecureDictionary(
+                name: "window", applicationID: harness.appID("window"),
+                options: .init(store: SecretServiceStore(), logger: logger))
             try dictionary.update { entries in
                 for index in 0..<1_000 { entries["key-\(index)"] = .string("value-\(index)") }
             }
@@ -141,9 +162,10 @@ enum OutsideWriters {
         }
         let median = Double(sorted[sorted.count / 2]) / 1_000
         let p99 = Double(sorted[min(sorted.count - 1, sorted.count * 99 / 100)]) / 1_000
-        report.add(check, target: "measured and documented (an outside writer's change can be lost only here)",
-                   measured: "median \(formatMilliseconds(median)), p99 \(formatMilliseconds(p99)) (\(sorted.count) writes)",
-                   pass: sorted.count == writes)
+        report.add(
+            check, target: "measured and documented (an outside writer's change can be lost only here)",
+            measured: "median \(formatMilliseconds(median)), p99 \(formatMilliseconds(p99)) (\(sorted.count) writes)",
+            pass: sorted.count == writes)
     }
 }
 
@@ -166,7 +188,8 @@ final class TraceCollector: Sendable {
         }
         func log(event: LogEvent) {
             guard event.message.description == "stored", case .string(let text)? = event.metadata?[collector.key],
-                  let value = Int(text) else { return }
+                let value = Int(text)
+            else { return }
             collector.values.withLock { $0.append(value) }
         }
     }

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import SecureDictionary
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Scenario 8: canary keys and values, built at run time, go through every API and every
 /// error path in a worker process; they must never show up in its stdout/stderr, in a
@@ -19,8 +20,10 @@ enum Secrecy {
     /// The canary and the encodings a careless message or transport might use.
     static func forms(_ text: String) -> [(String, [UInt8])] {
         let bytes = Array(text.utf8)
-        var result: [(String, [UInt8])] = [("raw", bytes), ("hex", Array(hex(bytes).utf8)),
-                                           ("HEX", Array(hex(bytes).uppercased().utf8))]
+        var result: [(String, [UInt8])] = [
+            ("raw", bytes), ("hex", Array(hex(bytes).utf8)),
+            ("HEX", Array(hex(bytes).uppercased().utf8)),
+        ]
         for shift in 0..<3 {
             // base64 of the canary at each alignment inside a longer text, minus the edges.
             let encoded = Data(bytes.dropFirst(shift)).base64EncodedString()
@@ -64,8 +67,9 @@ enum Secrecy {
             // Hostile items holding the canary, planted before the bus is watched (the fixture
             // uses a plain session: these bytes cross the bus in clear).
             let corrupt = try KeyringItem(dictionaryName: "corrupt", applicationID: app)
-            try fixture.plant(Array("bplist00".utf8) + Array(canaryKey.utf8) + Array(canaryValue.utf8) + [UInt8](repeating: 0xFF, count: 40),
-                              for: corrupt)
+            try fixture.plant(
+                Array("bplist00".utf8) + Array(canaryKey.utf8) + Array(canaryValue.utf8) + [UInt8](repeating: 0xFF, count: 40),
+                for: corrupt)
             let ambiguous = try KeyringItem(dictionaryName: "ambiguous", applicationID: app)
             let valid = [UInt8](try BinaryPropertyListCoding.encode([canaryKey: .string(canaryValue)]))
             try fixture.plant(valid, for: ambiguous)
@@ -112,23 +116,27 @@ enum Secrecy {
 
         let reply = WorkerReply.parse(result)
         if !result.succeeded || reply == nil {
-            report.add("the canary workload", target: "runs to the end", measured: "worker \(result.how)", pass: false,
-                       note: String((result.lastLine + " " + result.errorText).suffix(300)))
+            report.add(
+                "the canary workload", target: "runs to the end", measured: "worker \(result.how)", pass: false,
+                note: String((result.lastLine + " " + result.errorText).suffix(300)))
         } else if let reply {
-            report.add("the canary workload", target: "every API and error path ran",
-                       measured: reply.detail ?? "?", pass: reply.outcome == "ok", note: reply.error)
+            report.add(
+                "the canary workload", target: "every API and error path ran",
+                measured: reply.detail ?? "?", pass: reply.outcome == "ok", note: reply.error)
         }
         let outputs = result.stdout + result.stderr
         let inOutputs = count(canaries, in: outputs)
-        report.add("stdout + stderr of the process", target: "0 occurrences",
-                   measured: "\(inOutputs.total) occurrences in \(outputs.count) B", pass: inOutputs.total == 0,
-                   note: inOutputs.which.first)
+        report.add(
+            "stdout + stderr of the process", target: "0 occurrences",
+            measured: "\(inOutputs.total) occurrences in \(outputs.count) B", pass: inOutputs.total == 0,
+            note: inOutputs.which.first)
         let logs = (try? Data(contentsOf: logFile)) ?? Data()
         let records = logs.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
         let inLogs = count(canaries, in: logs)
-        report.add("swift-log handler at trace level", target: "0 occurrences (and records seen)",
-                   measured: "\(inLogs.total) occurrences in \(records) records", pass: inLogs.total == 0 && records > 0,
-                   note: inLogs.which.first)
+        report.add(
+            "swift-log handler at trace level", target: "0 occurrences (and records seen)",
+            measured: "\(inLogs.total) occurrences in \(records) records", pass: inLogs.total == 0 && records > 0,
+            note: inLogs.which.first)
         let renderings = (try? Data(contentsOf: renderFile)) ?? Data()
         let sections = String(decoding: renderings, as: UTF8.self).components(separatedBy: "\n=== ")
         var leaking: [String] = []
@@ -147,25 +155,30 @@ enum Secrecy {
             if found.total > 0 { leaking.append("\(title) (\(found.which.joined(separator: ", ")))") }
         }
         let renderSections = sections.count - 1 - errorSections
-        report.add("description, debugDescription, dump, Mirror", target: "0 occurrences",
-                   measured: "\(renderTotal) occurrences in \(renderSections) renderings", pass: renderTotal == 0 && renderSections > 10,
-                   note: leaking.filter { !$0.hasPrefix("error") }.isEmpty ? nil
-                       : "leaking: " + leaking.filter { !$0.hasPrefix("error") }.joined(separator: "; "))
-        report.add("error messages (description, reflecting, dump, localizedDescription)", target: "0 occurrences",
-                   measured: "\(errorTotal) occurrences in \(errorSections) errors", pass: errorTotal == 0 && errorSections > 5,
-                   note: leaking.first { $0.hasPrefix("error") })
+        report.add(
+            "description, debugDescription, dump, Mirror", target: "0 occurrences",
+            measured: "\(renderTotal) occurrences in \(renderSections) renderings", pass: renderTotal == 0 && renderSections > 10,
+            note: leaking.filter { !$0.hasPrefix("error") }.isEmpty
+                ? nil
+                : "leaking: " + leaking.filter { !$0.hasPrefix("error") }.joined(separator: "; "))
+        report.add(
+            "error messages (description, reflecting, dump, localizedDescription)", target: "0 occurrences",
+            measured: "\(errorTotal) occurrences in \(errorSections) errors", pass: errorTotal == 0 && errorSections > 5,
+            note: leaking.first { $0.hasPrefix("error") })
 
         let bus = (try? Data(contentsOf: busFile)) ?? Data()
         let onBus = count(canaries, in: bus)
         let controlsSeen = control.filter { occurrences(of: $0, in: bus) > 0 }.count
         if !monitoring || controlsSeen < 2 {
-            report.add("D-Bus traffic (dbus-monitor --binary)", target: "0 occurrences; positive controls seen",
-                       measured: monitoring ? "\(controlsSeen) of 2 controls seen: the capture is void" : "dbus-monitor did not run",
-                       pass: false)
+            report.add(
+                "D-Bus traffic (dbus-monitor --binary)", target: "0 occurrences; positive controls seen",
+                measured: monitoring ? "\(controlsSeen) of 2 controls seen: the capture is void" : "dbus-monitor did not run",
+                pass: false)
         } else {
-            report.add("D-Bus traffic (dbus-monitor --binary)", target: "0 occurrences; positive controls seen",
-                       measured: "\(onBus.total) occurrences in \(bus.count / 1024) KiB captured; 2 of 2 controls seen",
-                       pass: onBus.total == 0, note: onBus.which.first)
+            report.add(
+                "D-Bus traffic (dbus-monitor --binary)", target: "0 occurrences; positive controls seen",
+                measured: "\(onBus.total) occurrences in \(bus.count / 1024) KiB captured; 2 of 2 controls seen",
+                pass: onBus.total == 0, note: onBus.which.first)
         }
     }
 }

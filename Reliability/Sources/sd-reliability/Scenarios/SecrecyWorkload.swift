@@ -16,8 +16,10 @@ struct FileLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+        file: String, function: String, line: UInt
+    ) {
         let all = self.metadata.merging(metadata ?? [:]) { $1 }
         sink.write("\(level) \(source) \(message) \(all)\n")
     }
@@ -38,18 +40,21 @@ extension Worker {
         guard arguments.count == 4, let text = try? String(contentsOfFile: arguments[1], encoding: .utf8) else { usage() }
         let lines = text.split(separator: "\n").map(String.init)
         guard lines.count == 2 else { usage() }
-        let workload = SecrecyWorkload(app: arguments[0], key: lines[0], value: lines[1],
-                                       logs: FileSink(arguments[2]), renderings: FileSink(arguments[3]))
+        let workload = SecrecyWorkload(
+            app: arguments[0], key: lines[0], value: lines[1],
+            logs: FileSink(arguments[2]), renderings: FileSink(arguments[3]))
         workload.run()
         let fine = workload.problems.isEmpty
-        WorkerReply(outcome: fine ? "ok" : "error", error: workload.problems.first,
-                    detail: "\(workload.steps) API calls, \(workload.errorCases.count) error cases "
-                        + "(\(workload.errorCases.sorted().joined(separator: ", ")))").print()
+        WorkerReply(
+            outcome: fine ? "ok" : "error", error: workload.problems.first,
+            detail: "\(workload.steps) API calls, \(workload.errorCases.count) error cases "
+                + "(\(workload.errorCases.sorted().joined(separator: ", ")))"
+        ).print()
     }
 }
 
 /// Everything a program might do with a secret, and every way it can fail.
-final class SecrecyWorkload: @unchecked Sendable {   // used from one thread (and one awaited task)
+final class SecrecyWorkload: @unchecked Sendable {  // used from one thread (and one awaited task)
     let app: String
     let key: String
     let value: String
@@ -72,12 +77,15 @@ final class SecrecyWorkload: @unchecked Sendable {   // used from one thread (an
         daemon = Runner.findRoot().map { $0.appendingPathComponent("scripts/keyring-daemon").path } ?? "scripts/keyring-daemon"
     }
 
-    func options(_ store: any KeyringStore = SecretServiceStore.shared, maximumSize: Int = SecureDictionary.Options.defaultMaximumSize)
+    func options(
+        _ store: any KeyringStore = SecretServiceStore.shared, maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
+    )
         -> SecureDictionary.Options
     {
-        SecureDictionary.Options(timeout: .seconds(1), maximumSize: maximumSize, store: store,
-                                 failureHandler: { [failures] error in failures.modify { $0.append(error) } },
-                                 logger: logger)
+        SecureDictionary.Options(
+            timeout: .seconds(1), maximumSize: maximumSize, store: store,
+            failureHandler: { [failures] error in failures.modify { $0.append(error) } },
+            logger: logger)
     }
 
     func render(_ title: String, _ thing: Any) {
@@ -91,8 +99,9 @@ final class SecrecyWorkload: @unchecked Sendable {   // used from one thread (an
         errorCases.insert(caseName(error))
         var dumped = ""
         dump(error, to: &dumped)
-        renderings.write("\n=== error \(title): \(caseName(error))\n\(error)\n\(String(reflecting: error))\n\(dumped)\n"
-                         + "\(error.localizedDescription)\n")
+        renderings.write(
+            "\n=== error \(title): \(caseName(error))\n\(error)\n\(String(reflecting: error))\n\(dumped)\n"
+                + "\(error.localizedDescription)\n")
     }
 
     /// Runs `body`, which must throw; renders the error.
@@ -162,7 +171,7 @@ final class SecrecyWorkload: @unchecked Sendable {   // used from one thread (an
             render("typed key (SecureDictionary.Key)", typedKey)
         }
         expectError("typed read of the wrong type") { _ = try dictionary.value(for: SecureDictionary.Key<Int>(key, default: 0)) }
-        _ = dictionary[SecureDictionary.Key<Int>(key, default: 0)]   // logged and reported: a wrong type
+        _ = dictionary[SecureDictionary.Key<Int>(key, default: 0)]  // logged and reported: a wrong type
         step("changes()") {
             let stream = dictionary.changes()
             let first = Box<SecureDictionary.Change?>(nil)
@@ -215,7 +224,7 @@ final class SecrecyWorkload: @unchecked Sendable {   // used from one thread (an
         // Error paths against the real keyring.
         keyringDaemon("lock")
         expectError("write while locked") { try dictionary.setValue(.string(value + "-locked"), forKey: key) }
-        dictionary[key] = .string(value + "-subscript-locked")   // logged + failureHandler
+        dictionary[key] = .string(value + "-subscript-locked")  // logged + failureHandler
         expectError("reload while locked") { try dictionary.reload() }
         expectError("open while locked") {
             _ = try SecureDictionary(name: "canary", applicationID: app, options: options(SecretServiceStore()))

@@ -62,9 +62,10 @@ enum SizeLimits {
         let exact = roundTrip(["v": .data(value)], through: dictionary, item: item, fixture: fixture)
         let seconds = (ContinuousClock.now - start).timeInterval
         let stored = (try? fixture.read(item.attributes).count) ?? -1
-        report.add("the whole blob at the cap (\(cap) B)", target: target,
-                   measured: String(format: "%@, stored %d B (write + 2 reads %.2f s)", exact ? "exact" : "DIFFERENT", stored, seconds),
-                   pass: exact && stored == cap)
+        report.add(
+            "the whole blob at the cap (\(cap) B)", target: target,
+            measured: String(format: "%@, stored %d B (write + 2 reads %.2f s)", exact ? "exact" : "DIFFERENT", stored, seconds),
+            pass: exact && stored == cap)
 
         // Cap + 1 through the real keyring: refused, item untouched.
         do {
@@ -75,21 +76,26 @@ enum SizeLimits {
                 outcome = "written"
             } catch { outcome = caseName(error) }
             let after = try fixture.sha256(item.attributes)
-            report.add("cap + 1 through the real keyring", target: "tooLarge, item untouched",
-                       measured: "\(outcome), item \(after == digest ? "untouched" : "CHANGED")",
-                       pass: outcome == "tooLarge" && after == digest)
+            report.add(
+                "cap + 1 through the real keyring", target: "tooLarge, item untouched",
+                measured: "\(outcome), item \(after == digest ? "untouched" : "CHANGED")",
+                pass: outcome == "tooLarge" && after == digest)
         } catch {
-            report.add("cap + 1 through the real keyring", target: "tooLarge, item untouched", measured: "error: \(error)", pass: false)
+            report.add(
+                "cap + 1 through the real keyring", target: "tooLarge, item untouched", measured: "error: \(error)", pass: false)
         }
     }
 
     /// Writes `entries`, then checks a new instance, the raw stored blob and the cache.
-    static func roundTrip(_ entries: [String: PropertyListValue], through dictionary: SecureDictionary,
-                          item: KeyringItem, fixture: FixtureServer) -> Bool {
+    static func roundTrip(
+        _ entries: [String: PropertyListValue], through dictionary: SecureDictionary,
+        item: KeyringItem, fixture: FixtureServer
+    ) -> Bool {
         do {
             try dictionary.update { $0.dictionary = entries }
-            let fresh = try SecureDictionary(name: item.dictionaryName, applicationID: item.applicationID,
-                                             options: .init(store: SecretServiceStore()))
+            let fresh = try SecureDictionary(
+                name: item.dictionaryName, applicationID: item.applicationID,
+                options: .init(store: SecretServiceStore()))
             let raw = try fixture.read(item.attributes)
             let expectedBlob = [UInt8](try BinaryPropertyListCoding.encode(entries))
             return fresh.snapshot == entries && raw == expectedBlob && dictionary.snapshot == entries
@@ -112,8 +118,9 @@ enum SizeLimits {
         do {
             let store = InMemoryKeyringStore()
             let logger = Logger(label: "size") { _ in SwiftLogNoOpLogHandler() }
-            let dictionary = try SecureDictionary(name: "size", applicationID: "rel.size",
-                                                  options: .init(store: store, logger: logger))
+            let dictionary = try SecureDictionary(
+                name: "size", applicationID: "rel.size",
+                options: .init(store: store, logger: logger))
             try dictionary.update { $0 = ["v": .data(Data(count: 10)), "other": "kept"] }
             let before = dictionary.snapshot
             let calls = store.calls.count
@@ -124,14 +131,19 @@ enum SizeLimits {
                     entries["other"] = nil
                 }
             } catch let error as SecureDictionaryError {
-                if case .tooLarge(let size, let limit) = error { outcome = "tooLarge(\(size), limit \(limit))" } else { outcome = caseName(error) }
+                if case .tooLarge(let size, let limit) = error {
+                    outcome = "tooLarge(\(size), limit \(limit))"
+                } else {
+                    outcome = caseName(error)
+                }
             }
             let made = Array(store.calls.dropFirst(calls))
             let writes = made.filter { $0 != .load }.count
             let unchanged = dictionary.snapshot == before
-            report.add(check, target: target,
-                       measured: "\(outcome), \(writes) writes (\(made.count) calls), cache \(unchanged ? "unchanged" : "CHANGED")",
-                       pass: outcome == "tooLarge(\(cap + 1), limit \(cap))" && writes == 0 && made.count <= 1 && unchanged)
+            report.add(
+                check, target: target,
+                measured: "\(outcome), \(writes) writes (\(made.count) calls), cache \(unchanged ? "unchanged" : "CHANGED")",
+                pass: outcome == "tooLarge(\(cap + 1), limit \(cap))" && writes == 0 && made.count <= 1 && unchanged)
         } catch {
             report.add(check, target: target, measured: "error: \(error)", pass: false)
         }

@@ -89,17 +89,20 @@ enum Threads {
         let stored = store.storedBytes(of: instances[0].item).flatMap { try? BinaryPropertyListCoding.decode(Data($0)) }
         let found = problems.withLock { $0 }
         let cacheMatches = instances.allSatisfy { $0.snapshot == expected }
-        report.add(check, target: target,
-                   measured: String(format: "store %@, caches %@, %d read/op problems (%.1f s)",
-                                    stored == expected ? "== model" : "!= model", cacheMatches ? "== model" : "!= model",
-                                    found.count, seconds),
-                   pass: stored == expected && cacheMatches && found.isEmpty, note: found.first)
+        report.add(
+            check, target: target,
+            measured: String(
+                format: "store %@, caches %@, %d read/op problems (%.1f s)",
+                stored == expected ? "== model" : "!= model", cacheMatches ? "== model" : "!= model",
+                found.count, seconds),
+            pass: stored == expected && cacheMatches && found.isEmpty, note: found.first)
     }
 
     /// `swift test --sanitize=…` on the library's unit tests (the SecureDictionaryTests target:
     /// not the keyring, CLI or other targets).
     static func sanitize(_ sanitizer: String, _ harness: Harness, _ report: Report) {
-        let check = "unit tests under swift test --sanitize=\(sanitizer)"
+        let check =
+            "unit tests under swift test --sanitize=\(sanitizer)"
             + (harness.sizes.full ? " --no-parallel" : " (parallel; 1 wall-clock test skipped)")
         let scratch = harness.root.appendingPathComponent("Reliability/.build-\(sanitizer)").path
         let start = ContinuousClock.now
@@ -107,35 +110,44 @@ enum Threads {
         // Full size: --no-parallel, as scripts/test, nothing skipped (~3 min of tests under
         // TSan: many tests wait on clocks). Small size: in parallel (~20 s), skipping the one
         // test that bounds wall-clock time, which two cores shared by TSan-slowed tests break.
-        var arguments = ["swift", "test", "--package-path", harness.root.path, "--scratch-path", scratch,
-                         "--sanitize=\(sanitizer)", "--filter", "^SecureDictionaryTests\\."]
+        var arguments = [
+            "swift", "test", "--package-path", harness.root.path, "--scratch-path", scratch,
+            "--sanitize=\(sanitizer)", "--filter", "^SecureDictionaryTests\\.",
+        ]
         let skippedTiming = "cancellationEndsTheWaitAndKeepsCacheEqualToStore"
         if harness.sizes.full { arguments.append("--no-parallel") } else { arguments += ["--skip", skippedTiming] }
-        let result = Subprocess.run("/usr/bin/env", arguments,
-                                    environment: ["TSAN_OPTIONS": "halt_on_error=0 suppressions=\(suppressions)",
-                                                  "ASAN_OPTIONS": "detect_leaks=0"],
-                                    timeout: .seconds(3_600))
+        let result = Subprocess.run(
+            "/usr/bin/env", arguments,
+            environment: [
+                "TSAN_OPTIONS": "halt_on_error=0 suppressions=\(suppressions)",
+                "ASAN_OPTIONS": "detect_leaks=0",
+            ],
+            timeout: .seconds(3_600))
         let minutes = (ContinuousClock.now - start).timeInterval / 60
         let output = result.text + result.errorText
-        let reports = occurrences(of: "WARNING: ThreadSanitizer", in: Data(output.utf8))
+        let reports =
+            occurrences(of: "WARNING: ThreadSanitizer", in: Data(output.utf8))
             + occurrences(of: "ERROR: AddressSanitizer", in: Data(output.utf8))
         // "ThreadSanitizer: Matched 2 suppressions (pid=…):" then "2 race:…" lines.
         let suppressed = output.split(separator: "\n").filter { $0.contains("race:") || $0.contains("race_top:") }
             .compactMap { Int($0.trimmingCharacters(in: .whitespaces).prefix { $0.isNumber }) }.reduce(0, +)
-        let where_ = output.split(separator: "\n").filter { $0.hasPrefix("SUMMARY:") }.map { String($0.prefix(160)) }
+        let summaries = output.split(separator: "\n").filter { $0.hasPrefix("SUMMARY:") }.map { String($0.prefix(160)) }
         let failedTests = output.split(separator: "\n").filter { $0.contains("✘ Test ") && $0.contains("recorded an issue") }
             .map { String($0.prefix(200)) }
-        let summary = output.split(separator: "\n").last { $0.contains("Test run with") || $0.contains("Executed") }
+        let summary =
+            output.split(separator: "\n").last { $0.contains("Test run with") || $0.contains("Executed") }
             .map(String.init) ?? "no test summary"
         let logFile = harness.scratchFile("sanitize-\(sanitizer).log")
         try? Data(output.utf8).write(to: logFile)
         let kept = harness.root.appendingPathComponent("Reliability/.build-\(sanitizer)/last-run.log")
         try? Data(output.utf8).write(to: kept)
-        report.add(check, target: "0 sanitizer reports, tests pass",
-                   measured: String(format: "%d reports (%d suppressed false positives), %@ (%@; %.1f min incl. build)",
-                                    reports, suppressed, result.how, summary.trimmingCharacters(in: .whitespaces), minutes),
-                   pass: reports == 0 && result.succeeded,
-                   note: reports > 0 || !result.succeeded
-                       ? ((where_.first ?? failedTests.first ?? "see the log") + " — log: \(kept.path)") : nil)
+        report.add(
+            check, target: "0 sanitizer reports, tests pass",
+            measured: String(
+                format: "%d reports (%d suppressed false positives), %@ (%@; %.1f min incl. build)",
+                reports, suppressed, result.how, summary.trimmingCharacters(in: .whitespaces), minutes),
+            pass: reports == 0 && result.succeeded,
+            note: reports > 0 || !result.succeeded
+                ? ((summaries.first ?? failedTests.first ?? "see the log") + " — log: \(kept.path)") : nil)
     }
 }

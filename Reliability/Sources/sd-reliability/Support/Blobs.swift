@@ -42,8 +42,10 @@ enum Blobs {
 
     /// A real NSKeyedArchiver archive (encoding with Foundation is safe; decoding is not).
     static var keyedArchive: [UInt8] {
-        (try? [UInt8](NSKeyedArchiver.archivedData(withRootObject: ["a": "b"] as NSDictionary,
-                                                   requiringSecureCoding: false))) ?? []
+        (try? [UInt8](
+            NSKeyedArchiver.archivedData(
+                withRootObject: ["a": "b"] as NSDictionary,
+                requiringSecureCoding: false))) ?? []
     }
 
     /// Object n + 1 is the array [n, n]: 2^levels arrays once expanded. With an array root and
@@ -80,7 +82,8 @@ enum Blobs {
         ("date", make([[0x33] + bigEndian(0)])),
     ]
 
-    static let xml: [UInt8] = Array("""
+    static let xml: [UInt8] = Array(
+        """
         <?xml version="1.0" encoding="UTF-8"?>
         <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
         <plist version="1.0"><dict><key>k</key><string>v</string></dict></plist>

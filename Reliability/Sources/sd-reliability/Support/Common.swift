@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import SecureDictionary
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The case name of an error alone, e.g. `timedOut`: never its payload.
 func caseName(_ error: any Error) -> String {
@@ -29,8 +30,8 @@ func caseName(_ error: any Error) -> String {
 
 /// What a worker prints as its last stdout line.
 struct WorkerReply: Codable, Sendable {
-    var outcome: String            // "ok" or "error"
-    var error: String?             // the case name
+    var outcome: String  // "ok" or "error"
+    var error: String?  // the case name
     var milliseconds: Double?
     var count: Int?
     var detail: String?

@@ -23,7 +23,7 @@ struct Sizes: Sendable {
 
 /// Everything a scenario needs from the outside world: the repository, the private keyring
 /// of scripts/with-private-keyring, our own executable (for workers), a scratch folder.
-final class Harness: @unchecked Sendable {   // used from the main thread only
+final class Harness: @unchecked Sendable {  // used from the main thread only
     let root: URL
     let sizes: Sizes
     let executable: String
@@ -39,8 +39,9 @@ final class Harness: @unchecked Sendable {   // used from the main thread only
         let control = environment["SD_TEST_KEYRING_CONTROL"]
         self.control = control.flatMap { FileManager.default.fileExists(atPath: "\($0)/password") ? $0 : nil }
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sd-reliability-\(getpid())")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: scratch, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
     }
 
     deinit {
@@ -65,8 +66,10 @@ final class Harness: @unchecked Sendable {   // used from the main thread only
     }
 
     /// Runs `sd-reliability worker …` and returns what it did.
-    func worker(_ arguments: [String], environment: [String: String?] = [:], stdin: Data? = nil,
-                timeout: Duration = .seconds(120)) -> ProcessResult {
+    func worker(
+        _ arguments: [String], environment: [String: String?] = [:], stdin: Data? = nil,
+        timeout: Duration = .seconds(120)
+    ) -> ProcessResult {
         Subprocess.run(executable, ["worker"] + arguments, environment: environment, stdin: stdin, timeout: timeout)
     }
 
@@ -128,10 +131,12 @@ final class FixtureServer {
 
     func request(_ body: [String: Any]) throws(FixtureError) -> Any {
         guard let data = try? JSONSerialization.data(withJSONObject: body),
-              let line = String(data: data, encoding: .utf8) else { throw FixtureError(code: 2, message: "bad request") }
+            let line = String(data: data, encoding: .utf8)
+        else { throw FixtureError(code: 2, message: "bad request") }
         process.send(line)
         guard let reply = process.readLine(timeout: .seconds(120)),
-              let object = try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any] else {
+            let object = try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any]
+        else {
             throw FixtureError(code: 1, message: "no reply from fixture-server.py")
         }
         if object["ok"] as? Bool == true { return object["value"] ?? NSNull() }
@@ -145,13 +150,17 @@ final class FixtureServer {
 
     /// Plants `bytes` as the secret of an item with `attributes` and `label`.
     @discardableResult
-    func plant(_ bytes: [UInt8], attributes: [String: String], label: String, replace: Bool = true,
-               alias: String = "default", collection: String? = nil) throws -> String {
+    func plant(
+        _ bytes: [UInt8], attributes: [String: String], label: String, replace: Bool = true,
+        alias: String = "default", collection: String? = nil
+    ) throws -> String {
         let file = tempFile()
         try Data(bytes).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        var body: [String: Any] = ["op": "plant", "attrs": attributes, "label": label, "file": file.path,
-                                   "replace": replace, "alias": alias]
+        var body: [String: Any] = [
+            "op": "plant", "attrs": attributes, "label": label, "file": file.path,
+            "replace": replace, "alias": alias,
+        ]
         if let collection { body["collection"] = collection }
         return try request(body) as? String ?? ""
     }

@@ -27,8 +27,10 @@ final class Report {
     }
 
     func tracked(_ check: String, measured: String, note: String? = nil) {
-        rows.append(Row(scenario: scenario, check: check, target: "tracked", measured: measured, pass: true,
-                        note: note, tracked: true))
+        rows.append(
+            Row(
+                scenario: scenario, check: check, target: "tracked", measured: measured, pass: true,
+                note: note, tracked: true))
         log("  [info] \(check): \(measured)\(note.map { " — \($0)" } ?? "")")
     }
 
@@ -52,7 +54,8 @@ enum Table {
         var widths = headers.map(\.count)
         for line in cells { for (index, cell) in line.enumerated() { widths[index] = max(widths[index], cell.count) } }
         func format(_ line: [String]) -> String {
-            "| " + line.enumerated().map { index, cell in cell.padding(toLength: widths[index], withPad: " ", startingAt: 0) }
+            "| "
+                + line.enumerated().map { index, cell in cell.padding(toLength: widths[index], withPad: " ", startingAt: 0) }
                 .joined(separator: " | ") + " |"
         }
         var text = format(headers) + "\n"

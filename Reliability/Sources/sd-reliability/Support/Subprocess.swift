@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What a finished child process left behind.
 struct ProcessResult: Sendable {
@@ -59,7 +60,9 @@ enum Subprocess {
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         process.environment = environment(extra)
-        let out = Pipe(), err = Pipe(), inPipe = Pipe()
+        let out = Pipe()
+        let err = Pipe()
+        let inPipe = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input == nil ? FileHandle.nullDevice : inPipe
@@ -70,12 +73,15 @@ enum Subprocess {
         do {
             try process.run()
         } catch {
-            return ProcessResult(status: 127, signaled: false, timedOut: false, stdout: Data(),
-                                 stderr: Data("cannot start \(program): \(error)".utf8), elapsed: .zero)
+            return ProcessResult(
+                status: 127, signaled: false, timedOut: false, stdout: Data(),
+                stderr: Data("cannot start \(program): \(error)".utf8), elapsed: .zero)
         }
-        let stdoutBox = Box(Data()), stderrBox = Box(Data())
+        let stdoutBox = Box(Data())
+        let stderrBox = Box(Data())
         let readers = DispatchGroup()
-        let outHandle = out.fileHandleForReading, errHandle = err.fileHandleForReading
+        let outHandle = out.fileHandleForReading
+        let errHandle = err.fileHandleForReading
         DispatchQueue.global().async(group: readers) { stdoutBox.value = outHandle.readDataToEndOfFile() }
         DispatchQueue.global().async(group: readers) { stderrBox.value = errHandle.readDataToEndOfFile() }
         if let input {
@@ -120,7 +126,9 @@ final class LiveProcess {
         let exited = exited
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
-        let handle = err.fileHandleForReading, box = stderrBox, done = stderrDone
+        let handle = err.fileHandleForReading
+        let box = stderrBox
+        let done = stderrDone
         DispatchQueue.global().async {
             box.value = handle.readDataToEndOfFile()
             done.signal()

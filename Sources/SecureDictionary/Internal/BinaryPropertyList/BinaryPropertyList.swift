@@ -64,7 +64,9 @@ enum BinaryPropertyList {
     }
 
     /// ``decode(_:limits:)-([UInt8],_)`` with the library's error type.
-    static func entries(of bytes: [UInt8], limits: PropertyListLimits) throws(SecureDictionaryError) -> [String: PropertyListValue] {
+    static func entries(of bytes: [UInt8], limits: PropertyListLimits) throws(SecureDictionaryError) -> [String:
+        PropertyListValue]
+    {
         do throws(BinaryPropertyListError) {
             return try decode(bytes, limits: limits)
         } catch {
@@ -73,7 +75,8 @@ enum BinaryPropertyList {
     }
 
     /// ``encode(_:limits:)`` with the library's error type.
-    static func blob(of entries: [String: PropertyListValue], limits: PropertyListLimits) throws(SecureDictionaryError) -> [UInt8] {
+    static func blob(of entries: [String: PropertyListValue], limits: PropertyListLimits) throws(SecureDictionaryError) -> [UInt8]
+    {
         do throws(BinaryPropertyListError) {
             return try encode(entries, limits: limits)
         } catch {

@@ -99,9 +99,15 @@ extension BinaryPropertyListReader {
                 var scalar = first
                 if first & 0xF800 == 0xD800 {
                     // A high surrogate followed by a low one; anything else is unpaired.
-                    guard first < 0xDC00, unit < count else { valid = false; return 0 }
+                    guard first < 0xDC00, unit < count else {
+                        valid = false
+                        return 0
+                    }
                     let second = UInt32(unsigned(at: start + 2 * unit, size: 2))
-                    guard second & 0xFC00 == 0xDC00 else { valid = false; return 0 }
+                    guard second & 0xFC00 == 0xDC00 else {
+                        valid = false
+                        return 0
+                    }
                     unit += 1
                     scalar = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
                 }

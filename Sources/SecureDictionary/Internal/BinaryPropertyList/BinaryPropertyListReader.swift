@@ -75,7 +75,7 @@ struct BinaryPropertyListReader {
         }
         let (tableLength, overflow) = objectCount.multipliedReportingOverflow(by: UInt64(offsetIntSize))
         guard tableOffset > UInt64(Self.headerSize), tableOffset <= UInt64(trailer), !overflow,
-              tableLength <= UInt64(trailer) - tableOffset
+            tableLength <= UInt64(trailer) - tableOffset
         else {
             throw .corrupt(reason: "offset table out of range")
         }
@@ -195,8 +195,9 @@ struct BinaryPropertyListReader {
                     earlier = index
                     break
                 }
-                throw .corrupt(reason: "duplicate key: entries \(earlier + 1) and \(entry + 1) of a dictionary at depth \(depth) "
-                    + "have keys that Swift treats as equal (the same text, or canonically equivalent Unicode)")
+                throw .corrupt(
+                    reason: "duplicate key: entries \(earlier + 1) and \(entry + 1) of a dictionary at depth \(depth) "
+                        + "have keys that Swift treats as equal (the same text, or canonically equivalent Unicode)")
             }
         }
         if hasDollarKey, entries["$archiver"] != nil, entries["$objects"] != nil {

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CLibSecret
 import CSecretShim
 import Logging
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The cross-process writer lock of one item: a well-known name on the D-Bus session bus.
 ///
@@ -36,7 +37,7 @@ final class BusNameWriterLock: ItemWriterLock {
     }
 
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
-        guard local.lock(until: deadline) else { throw .timedOut }   // a thread of this process holds it
+        guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
         let deadlineMicroseconds = g_get_monotonic_time() + gint64(Self.microseconds(deadline.remaining))
         var error: UnsafeMutablePointer<GError>?
         switch sd_bus_name_lock(busName, deadlineMicroseconds, &error) {
@@ -50,8 +51,9 @@ final class BusNameWriterLock: ItemWriterLock {
             let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
             g_clear_error(&error)
             if !warned.exchange(true, ordering: .relaxed) {
-                logger.warning("the cross-process writer lock is unusable; writing without it (still checked against the keyring)",
-                               metadata: ["bus-name": "\(busName)", "reason": "\(message)"])
+                logger.warning(
+                    "the cross-process writer lock is unusable; writing without it (still checked against the keyring)",
+                    metadata: ["bus-name": "\(busName)", "reason": "\(message)"])
             }
             // The local lock is not held now: the caller writes with neither.
             return false
@@ -66,7 +68,7 @@ final class BusNameWriterLock: ItemWriterLock {
     /// Who holds the name now, as the error to throw at the deadline.
     private func heldError() -> SecureDictionaryError {
         let pid = sd_bus_name_owner_pid(busName)
-        guard pid > 0 else { return .timedOut }   // released just now: nobody to name
+        guard pid > 0 else { return .timedOut }  // released just now: nobody to name
         return .lockHeld(pid: Int(pid), command: Self.command(of: Int32(pid)))
     }
 
@@ -131,8 +133,8 @@ final class BusNameWriterLock: ItemWriterLock {
     }
 }
 
-private extension String {
-    func trimmingCharacters(in character: Character) -> String {
+extension String {
+    fileprivate func trimmingCharacters(in character: Character) -> String {
         var text = Substring(self)
         while text.last == character { text = text.dropLast() }
         return String(text)

@@ -13,7 +13,7 @@ import Synchronization
 /// no side channel is trusted. The GLib main loop runs on a thread of its own (in C);
 /// `onChange` runs on a private serial queue, at most once per burst of signals, so a slow
 /// reload never holds up the signal thread.
-final class CollectionWatcher: ChangeWatch, @unchecked Sendable {   // `watcher` is set in init and stopped once under `stopped`
+final class CollectionWatcher: ChangeWatch, @unchecked Sendable {  // `watcher` is set in init and stopped once under `stopped`
     private final class Callback: Sendable {
         let queue = DispatchQueue(label: "SecureDictionary.changes")
         /// Bit 0: a run for items is waiting to start; bit 1: one for collections.
@@ -41,11 +41,14 @@ final class CollectionWatcher: ChangeWatch, @unchecked Sendable {   // `watcher`
     init?(_ onChange: @escaping @Sendable (KeyringChange) -> Void) {
         let callback = Unmanaged.passRetained(Callback(onChange))
         var error: UnsafeMutablePointer<GError>?
-        guard let watcher = sd_watcher_start({ kind, context in
-            guard let context else { return }
-            let change: KeyringChange = kind == Int32(SD_CHANGE_ITEMS) ? .items : .collections
-            Unmanaged<Callback>.fromOpaque(context).takeUnretainedValue().signal(change)
-        }, callback.toOpaque(), &error) else {
+        guard
+            let watcher = sd_watcher_start(
+                { kind, context in
+                    guard let context else { return }
+                    let change: KeyringChange = kind == Int32(SD_CHANGE_ITEMS) ? .items : .collections
+                    Unmanaged<Callback>.fromOpaque(context).takeUnretainedValue().signal(change)
+                }, callback.toOpaque(), &error)
+        else {
             g_clear_error(&error)
             callback.release()
             return nil

@@ -55,7 +55,7 @@ enum KeyringErrorMapping {
             }
         case .io:
             switch code {
-            case Int32(G_IO_ERROR_CANCELLED.rawValue): return .timedOut   // only the deadline cancels
+            case Int32(G_IO_ERROR_CANCELLED.rawValue): return .timedOut  // only the deadline cancels
             case Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
             case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue):
                 return connecting ? .serviceUnavailable(reason: message) : .connectionLost
@@ -65,16 +65,16 @@ enum KeyringErrorMapping {
         case .dbus:
             switch code {
             case Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue), Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue),
-                 Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue), Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue),
-                 Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue), Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue):
+                Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue), Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue),
+                Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue), Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue):
                 // On an open connection this means the daemon we talked to is gone (its
                 // unique bus name died): reconnect, which finds a restarted one.
                 return connecting ? .serviceUnavailable(reason: "no Secret Service on the session bus") : .connectionLost
             case Int32(G_DBUS_ERROR_TIMEOUT.rawValue), Int32(G_DBUS_ERROR_TIMED_OUT.rawValue):
                 return .timedOut
             case Int32(G_DBUS_ERROR_NO_REPLY.rawValue), Int32(G_DBUS_ERROR_DISCONNECTED.rawValue),
-                 Int32(G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue), Int32(G_DBUS_ERROR_UNKNOWN_METHOD.rawValue),
-                 Int32(G_DBUS_ERROR_NO_SERVER.rawValue):
+                Int32(G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue), Int32(G_DBUS_ERROR_UNKNOWN_METHOD.rawValue),
+                Int32(G_DBUS_ERROR_NO_SERVER.rawValue):
                 return connecting ? .serviceUnavailable(reason: message) : .connectionLost
             default:
                 if connecting { return .serviceUnavailable(reason: message) }
@@ -94,18 +94,20 @@ enum KeyringErrorMapping {
     /// Reads a `GError` (without freeing it).
     private static func failure(of error: UnsafeMutablePointer<GError>) -> Failure {
         let quark = error.pointee.domain
-        let domain: Failure.Domain = switch quark {
-        case sd_secret_error_quark(): .secret
-        case sd_io_error_quark(): .io
-        case sd_dbus_error_quark(): .dbus
-        default: .other(g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown")
-        }
+        let domain: Failure.Domain =
+            switch quark {
+            case sd_secret_error_quark(): .secret
+            case sd_io_error_quark(): .io
+            case sd_dbus_error_quark(): .dbus
+            default: .other(g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown")
+            }
         let remoteName = g_dbus_error_get_remote_error(error).map { name in
             defer { g_free(name) }
             return String(cString: name)
         }
-        return Failure(domain: domain, code: error.pointee.code,
-                       message: error.pointee.message.map { String(cString: $0) } ?? "", remoteName: remoteName)
+        return Failure(
+            domain: domain, code: error.pointee.code,
+            message: error.pointee.message.map { String(cString: $0) } ?? "", remoteName: remoteName)
     }
 }
 

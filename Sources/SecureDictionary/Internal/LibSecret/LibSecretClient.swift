@@ -100,7 +100,8 @@ struct LibSecretClient: Sendable {
             attributes["application"] = applicationID
             let found = try Self.search(service, attributes: attributes, in: collection, cancellable)
             if found.unlocked.isEmpty, found.locked.isEmpty,
-               try Self.isLocked(service, collection: collection, cancellable) {
+                try Self.isLocked(service, collection: collection, cancellable)
+            {
                 throw .locked
             }
             var listings: [KeyringItemListing] = []
@@ -141,13 +142,14 @@ struct LibSecretClient: Sendable {
         let count = collection.withCString { path in
             var paths: [UnsafePointer<gchar>?] = [path, nil]
             return paths.withUnsafeMutableBufferPointer { buffer in
-                secret_service_unlock_dbus_paths_sync(call.service, buffer.baseAddress, call.cancellable.pointer, &unlocked, &error)
+                secret_service_unlock_dbus_paths_sync(
+                    call.service, buffer.baseAddress, call.cancellable.pointer, &unlocked, &error)
             }
         }
         g_strfreev(unlocked)
         if count < 0 {
             let mapped = KeyringErrorMapping.map(error)
-            if mapped == .locked { return false }   // a prompt would have been needed
+            if mapped == .locked { return false }  // a prompt would have been needed
             throw mapped
         }
         return count > 0
@@ -158,9 +160,11 @@ struct LibSecretClient: Sendable {
     private static func collectionPath(_ call: Call, _ collection: KeyringCollection) throws(SecureDictionaryError) -> String {
         if let cached = call.connection.cachedPath(of: collection.alias) { return cached }
         var error: UnsafeMutablePointer<GError>?
-        guard let path = secret_service_read_alias_dbus_path_sync(
-            call.service, collection.alias, call.cancellable.pointer, &error
-        ) else {
+        guard
+            let path = secret_service_read_alias_dbus_path_sync(
+                call.service, collection.alias, call.cancellable.pointer, &error
+            )
+        else {
             if error != nil { throw KeyringErrorMapping.map(error) }
             throw .serviceUnavailable(reason: "no keyring collection has the alias '\(collection.alias)'")
         }
@@ -175,13 +179,17 @@ struct LibSecretClient: Sendable {
         _ service: UnsafeMutablePointer<SecretService>, attributes: [String: String], in collection: String,
         _ cancellable: Cancellable
     ) throws(SecureDictionaryError) -> (unlocked: [String], locked: [String]) {
-        let table = sd_attributes_new(attributes["service"], attributes["application"],
-                                      attributes["dictionary"], attributes["xdg:schema"])
+        let table = sd_attributes_new(
+            attributes["service"], attributes["application"],
+            attributes["dictionary"], attributes["xdg:schema"])
         defer { g_hash_table_unref(table) }
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var error: UnsafeMutablePointer<GError>?
-        defer { g_strfreev(unlocked); g_strfreev(locked) }
+        defer {
+            g_strfreev(unlocked)
+            g_strfreev(locked)
+        }
         if secret_service_search_for_dbus_paths_sync(service, nil, table, cancellable.pointer, &unlocked, &locked, &error) == 0 {
             throw KeyringErrorMapping.map(error)
         }
@@ -232,9 +240,11 @@ struct LibSecretClient: Sendable {
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var error: UnsafeMutablePointer<GError>?
-        guard let path = secret_service_create_item_dbus_path_sync(
-            service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, cancellable.pointer, &error
-        ) else {
+        guard
+            let path = secret_service_create_item_dbus_path_sync(
+                service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, cancellable.pointer, &error
+            )
+        else {
             throw KeyringErrorMapping.map(error)
         }
         g_free(path)

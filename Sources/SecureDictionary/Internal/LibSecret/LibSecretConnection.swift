@@ -5,7 +5,7 @@ import CSecretShim
 // queue of the client's `DeadlineLane`.
 
 /// A Secret Service connection, confined to the queue of one `DeadlineLane` generation.
-final class LibSecretConnection: @unchecked Sendable {   // touched only on its lane's serial queue
+final class LibSecretConnection: @unchecked Sendable {  // touched only on its lane's serial queue
     private var service: UnsafeMutablePointer<SecretService>?
     /// Collection paths by alias, each with when it was read: `ReadAlias` costs a round trip
     /// per call otherwise. Kept briefly (``aliasLifetime``), so a re-pointed alias is seen
@@ -53,7 +53,7 @@ final class LibSecretConnection: @unchecked Sendable {   // touched only on its 
 }
 
 /// A `GCancellable`, which GLib documents as safe to cancel from any thread.
-final class Cancellable: @unchecked Sendable {   // GCancellable is thread-safe
+final class Cancellable: @unchecked Sendable {  // GCancellable is thread-safe
     let pointer: UnsafeMutablePointer<GCancellable>
 
     init() { pointer = g_cancellable_new() }
