@@ -13,6 +13,9 @@ let package = Package(
     products: [
         .library(name: "SecureDictionary", targets: ["SecureDictionary"]),
         .executable(name: "secure-dict", targets: ["secure-dict"]),
+        // Checks shared by the tests and the reliability suite (a package of its own, so this
+        // must be a product). Not for use in applications.
+        .library(name: "SecureDictionaryTestSupport", targets: ["SecureDictionaryTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -51,9 +54,17 @@ let package = Package(
             dependencies: ["SecureDictionary"],
             path: "Tests/Support/sd-test-writer"
         ),
+        .target(
+            name: "SecureDictionaryTestSupport",
+            dependencies: ["SecureDictionary", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/Support/SecureDictionaryTestSupport"
+        ),
         .testTarget(
             name: "SecureDictionaryTests",
-            dependencies: ["SecureDictionary", .product(name: "InMemoryLogging", package: "swift-log")]
+            dependencies: [
+                "SecureDictionary", "SecureDictionaryTestSupport",
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "KeyringIntegrationTests",

@@ -1,188 +1,20 @@
 import Foundation
-import Logging
 import SecureDictionary
+import SecureDictionaryTestSupport
 
-// Scenario 2, "a fault at every position". The same logic runs as a Swift Testing test in
-// Tests/SecureDictionaryTests/FaultPositionTests.swift (so `scripts/test` runs it too); keep
-// the two in step.
+// Scenario 2, "a fault at every position": the check is SecureDictionaryTestSupport's
+// FaultPositionCheck, which Tests/SecureDictionaryTests/FaultPositionTests.swift runs too.
 
-/// For one mutation kind, one injected failure and one starting state, fails the Nth keyring
-/// call for N = 1, 2, … until the operation succeeds, and checks every position.
-enum FaultPositions {
-    enum Mutation: String, CaseIterable, Sendable {
-        case insert, overwrite, remove, removeAll, update
-    }
-
-    struct Failure: Sendable, CustomStringConvertible {
-        var name: String
-        var error: SecureDictionaryError
-        var writesAnyway: Bool
-        var description: String { writesAnyway ? "\(name) (written anyway)" : name }
-
-        /// A write that failed like this may have reached the keyring.
-        var outcomeUnknown: Bool {
-            switch error {
-            case .timedOut, .connectionLost, .cancelled: true
-            default: false
-            }
-        }
-
-        static let all: [Failure] = [
-            Failure(name: "locked", error: .locked, writesAnyway: false),
-            Failure(name: "serviceUnavailable", error: .serviceUnavailable(reason: "injected"), writesAnyway: false),
-            Failure(name: "timedOut", error: .timedOut, writesAnyway: false),
-            Failure(name: "timedOut", error: .timedOut, writesAnyway: true),
-            Failure(name: "connectionLost", error: .connectionLost, writesAnyway: false),
-            Failure(name: "connectionLost", error: .connectionLost, writesAnyway: true),
-            Failure(name: "cancelled", error: .cancelled, writesAnyway: false),
-            Failure(name: "cancelled", error: .cancelled, writesAnyway: true),
-            Failure(
-                name: "rejected",
-                error: .keyring(
-                    domain: "org.freedesktop.Secret.Error", code: 1,
-                    message: "write rejected"), writesAnyway: false),
-        ]
-    }
-
-    struct Outcome: Sendable {
-        /// Positions where the injected fault was hit.
-        var positions = 0
-        /// What went wrong, one line per broken position.
-        var problems: [String] = []
-    }
-
-    static let initial: [String: PropertyListValue] = [
-        "a": 1, "b": "two", "c": .data(Data([0, 1, 2, 3])), "d": ["x": true],
-    ]
-
-    static func apply(_ mutation: Mutation, to entries: inout [String: PropertyListValue]) {
-        switch mutation {
-        case .insert: entries["new"] = "inserted"
-        case .overwrite: entries["b"] = "overwritten"
-        case .remove: entries["a"] = nil
-        case .removeAll: entries.removeAll()
-        case .update:
-            entries["a"] = .integer((entries["a"]?.integerValue ?? 0) + 1)
-            entries["c"] = nil
-            entries["e"] = [1, 2.5]
-        }
-    }
-
-    static func perform(_ mutation: Mutation, on dictionary: SecureDictionary) throws {
-        switch mutation {
-        case .insert: try dictionary.setValue("inserted", forKey: "new")
-        case .overwrite: try dictionary.setValue("overwritten", forKey: "b")
-        case .remove: try dictionary.removeValue(forKey: "a")
-        case .removeAll: try dictionary.removeAll()
-        case .update: try dictionary.update { apply(.update, to: &$0.dictionary) }
-        }
-    }
-
-    static func decoded(_ bytes: [UInt8]?) -> [String: PropertyListValue]? {
-        bytes.flatMap { try? BinaryPropertyListCoding.decode(Data($0)) }
-    }
-
-    /// Runs every position of one combination. `forgotten`: the instance has dropped its cache
-    /// first, so the mutation must load before it writes (one more keyring call to fail).
-    static func check(_ mutation: Mutation, _ failure: Failure, forgotten: Bool) -> Outcome {
-        var outcome = Outcome()
-        let logger = Logger(label: "fault-positions") { _ in SwiftLogNoOpLogHandler() }
-        var expected = initial
-        apply(mutation, to: &expected)
-        for position in 1...10 {
-            let label = "\(mutation.rawValue) × \(failure) × \(forgotten ? "forgotten" : "loaded") × call \(position)"
-            func problem(_ text: String) { outcome.problems.append("\(label): \(text)") }
-            let store = InMemoryKeyringStore()
-            let options = SecureDictionary.Options(store: store, failureHandler: { _ in }, logger: logger)
-            let dictionary: SecureDictionary
-            let item: KeyringItem
-            do {
-                dictionary = try SecureDictionary(name: "faults", applicationID: "reliability.faults", options: options)
-                item = dictionary.item
-                try dictionary.update { $0.dictionary = initial }
-            } catch {
-                problem("setup failed: \(error)")
-                return outcome
-            }
-            if forgotten { dictionary.forget() }
-            let before = store.storedBytes(of: item)
-            store.failCall(number: position, with: .init(failure.error, writesAnyway: failure.writesAnyway))
-            let callsBefore = store.calls.count
-            var thrown: (any Error)?
-            do { try perform(mutation, on: dictionary) } catch { thrown = error }
-            let callsMade = store.calls.count - callsBefore
-            store.clearFaults()
-            let hit = position <= callsMade
-            let after = store.storedBytes(of: item)
-
-            // The store is never empty, partial or undecodable: old or new, nothing else.
-            guard let stored = decoded(after) else {
-                problem(after == nil ? "the item vanished" : "the stored blob does not decode")
-                continue
-            }
-            if stored != initial && stored != expected { problem("the store holds neither the old nor the new entries") }
-
-            guard let thrown else {
-                if hit {
-                    // The fault was hit and yet the operation succeeded: only a retry can do that.
-                    if stored != expected { problem("succeeded after a fault, but the store lacks the change") }
-                    outcome.positions += 1
-                    continue
-                }
-                if stored != expected { problem("succeeded, but the store lacks the change") }
-                if dictionary.snapshot != expected { problem("succeeded, but the cache lacks the change") }
-                break  // N is past the last call: every position has been tried
-            }
-            outcome.positions += 1
-            guard let typed = thrown as? SecureDictionaryError, typed == failure.error else {
-                problem("threw \(caseName(thrown)) instead of the injected \(failure.name)")
-                continue
-            }
-            if !hit { problem("threw although the fault was never hit") }
-            if !failure.outcomeUnknown || !failure.writesAnyway {
-                // Nothing reached the store.
-                if after != before { problem("the store changed after a failed write") }
-            }
-            // The call that failed: a check of the stored item (a load) or the write itself.
-            let failedCall = store.calls[callsBefore + position - 1]
-            let unknownWrite = failure.outcomeUnknown && failedCall == .store
-            // Non-throwing reads answer from the cache, never load: equal to the store, except
-            // after a write with an unknown outcome, where they keep what was known before it.
-            if dictionary.isLoaded && !unknownWrite && dictionary.snapshot != stored {
-                problem("cache != store after the failure")
-            }
-            // A throwing read loads when needed, and then equals the store.
-            let callsBeforeRead = store.calls.count
-            do {
-                if try dictionary.entries() != stored { problem("entries() != store after the failure") }
-            } catch {
-                problem("entries() failed after the failure: \(error)")
-            }
-            let reloaded = store.calls.count > callsBeforeRead
-            // A write with an unknown outcome: the instance must not trust its cache, the next
-            // throwing read reloads. (A failed load leaves nothing unknown: nothing was written.)
-            if unknownWrite && !reloaded { problem("the next throwing read did not reload after an unknown outcome") }
-            // And the instance works again.
-            do {
-                try dictionary.setValue("after", forKey: "resume")
-                if decoded(store.storedBytes(of: item))?["resume"] != "after" { problem("the next write was lost") }
-            } catch {
-                problem("the next write failed: \(caseName(error))")
-            }
-        }
-        return outcome
-    }
-}
-
+/// Every combination of mutation, injected failure and cache state, as one row of the table.
 enum FaultPositionScenario {
     static func run(_ harness: Harness, _ report: Report) {
         var positions = 0
         var problems: [String] = []
         var combinations = 0
-        for mutation in FaultPositions.Mutation.allCases {
-            for failure in FaultPositions.Failure.all {
+        for mutation in FaultPositionCheck.Mutation.allCases {
+            for failure in FaultPositionCheck.Failure.all {
                 for forgotten in [false, true] {
-                    let outcome = FaultPositions.check(mutation, failure, forgotten: forgotten)
+                    let outcome = FaultPositionCheck.check(mutation, failure, forgotten: forgotten)
                     combinations += 1
                     positions += outcome.positions
                     problems += outcome.problems
