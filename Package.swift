@@ -68,7 +68,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeyringIntegrationTests",
-            dependencies: ["SecureDictionary", "sd-test-writer", "CLibSecret", "CSecretShim"]
+            dependencies: ["SecureDictionary", "SecureDictionaryTestSupport", "sd-test-writer", "CLibSecret", "CSecretShim"]
         ),
         // The command-line tool: read, write, list, export and import dictionaries.
         .executableTarget(
@@ -87,7 +87,8 @@ let package = Package(
         .testTarget(
             name: "SecureDictCLITests",
             dependencies: [
-                "secure-dict", "SecureDictionary", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "secure-dict", "SecureDictionary", "SecureDictionaryTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
     ],

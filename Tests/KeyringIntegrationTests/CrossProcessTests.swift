@@ -68,7 +68,7 @@ extension KeyringIntegration.CrossProcess {
             let other = try KeyringHarness.run(KeyringHarness.writer, ["set", test.appID, test.name, "x", value])
             #expect(other.status == 0, "\(other.stderr)")
             // The writer printed the wall-clock time right after its write returned.
-            let written = Double(other.text.split(separator: " ").last ?? "") ?? 0
+            let written = Double(other.trimmedText.split(separator: " ").last ?? "") ?? 0
             let (change, arrived) = await listener.value
             #expect(change?.key == "x")
             #expect(change?.newValue == .string(value))

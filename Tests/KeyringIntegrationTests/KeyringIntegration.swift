@@ -38,7 +38,7 @@ struct TestItem {
     func sha256() throws -> String {
         let output = try KeyringHarness.fixture(["sha256"] + fixtureAttributes)
         #expect(output.status == 0, "sha256: \(output.stderr)")
-        return output.text
+        return output.trimmedText
     }
 
     /// Plants raw bytes as the item's secret, with the exact attributes and label.

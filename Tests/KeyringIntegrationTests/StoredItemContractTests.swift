@@ -18,7 +18,7 @@ extension KeyringIntegration {
             }
 
             let listed = try KeyringHarness.fixture(["list"] + test.fixtureAttributes)
-            let fields = listed.text.split(separator: "\t").map(String.init)
+            let fields = listed.trimmedText.split(separator: "\t").map(String.init)
             #expect(fields.count == 4)
             #expect(try fields[safe: 1] == test.item.name)
             #expect(fields[safe: 2] == "unlocked")

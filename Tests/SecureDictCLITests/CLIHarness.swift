@@ -1,115 +1,47 @@
 import Foundation
+import SecureDictionaryTestSupport
 import Testing
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Runs the built `secure-dict` against the private gnome-keyring of `scripts/with-private-keyring`.
+/// Runs the built `secure-dict` against the private gnome-keyring of `scripts/with-private-keyring`:
+/// a thin layer over SecureDictionaryTestSupport that records failures as test issues.
 enum CLIHarness {
-    static let environment = ProcessInfo.processInfo.environment
-    /// A private keyring is running (never the user's own: these tests lock and freeze it).
-    static let available = environment["SD_PRIVATE_KEYRING"] == "1"
-    /// Set by scripts/test in CI: a missing keyring fails the tests instead of skipping them.
-    static let required = environment["SD_REQUIRE_KEYRING"] == "1"
-    static let enabled = available || required
+    typealias Output = ChildProcess.Output
 
-    static let packageRoot: URL = {
-        var url = URL(fileURLWithPath: #filePath)
-        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
-            url.deleteLastPathComponent()
-        }
-        return url
-    }()
+    static let available = PrivateKeyring.available
+    static let enabled = PrivateKeyring.enabled
 
     /// The built `secure-dict`, next to the test bundle (the test target depends on it).
-    static let binary: String = {
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for folder in [here, here.deletingLastPathComponent(), packageRoot.appendingPathComponent(".build/debug")] {
-            let candidate = folder.appendingPathComponent("secure-dict").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return "secure-dict"
-    }()
-
-    struct Output: CustomStringConvertible {
-        var status: Int32
-        var stdout: Data
-        var stderr: String
-        var text: String { String(decoding: stdout, as: UTF8.self) }
-        var description: String { "exit \(status), stdout \(text.debugDescription), stderr \(stderr.debugDescription)" }
-    }
+    static let binary = PrivateKeyring.builtProduct("secure-dict")
 
     /// Runs `secure-dict ARGUMENTS`; standard input is `input`, or empty (never a terminal).
     @discardableResult
     static func cli(_ arguments: [String], input: Data? = nil, environment extra: [String: String] = [:]) throws -> Output {
-        var environment = environment.merging(extra) { _, new in new }
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
         environment.removeValue(forKey: "SECURE_DICT_APP")
         if let app = extra["SECURE_DICT_APP"] { environment["SECURE_DICT_APP"] = app }
-        return try run(binary, arguments, input: input ?? Data(), environment: environment)
+        return try ChildProcess.run(binary, arguments, input: input ?? Data(), environment: environment)
     }
 
     /// Runs a program to completion, feeding it `input` and collecting its output.
     static func run(_ program: String, _ arguments: [String], input: Data = Data(), environment: [String: String]? = nil) throws
         -> Output
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        process.environment = environment ?? self.environment
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        // stderr on its own thread, so that neither pipe can fill up and stall the child.
-        let errors = LockedBox(Data())
-        let reader = Thread { errors.withLock { $0 = stderr.fileHandleForReading.readDataToEndOfFile() } }
-        reader.start()
-        // The child may not read it all (import stops past its size limit): a write to the
-        // closed pipe must fail, not kill the test process with SIGPIPE.
-        signal(SIGPIPE, SIG_IGN)
-        try? stdin.fileHandleForWriting.write(contentsOf: input)
-        try? stdin.fileHandleForWriting.close()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !reader.isFinished { usleep(1000) }
-        return Output(
-            status: process.terminationStatus, stdout: out,
-            stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+        try ChildProcess.run(program, arguments, input: input, environment: environment)
     }
 
     /// `scripts/keyring-daemon COMMAND` (lock, unlock, freeze, thaw…); records a failure.
     static func daemon(_ command: String) throws {
-        let output = try run(packageRoot.appendingPathComponent("scripts/keyring-daemon").path, [command])
+        let output = try PrivateKeyring.daemon(command)
         #expect(output.status == 0, "keyring-daemon \(command): \(output.stderr)")
     }
 
     /// `scripts/keyring-fixture.py …`: raw access to items, bypassing SecureDictionary.
     static func fixture(_ arguments: [String], input: Data? = nil) throws -> Output {
-        var arguments = arguments
-        var file: URL?
-        if let input {
-            file = FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-fixture-\(UUID().uuidString)")
-            try input.write(to: file!)
-            arguments += ["--file", file!.path]
-        }
-        defer { if let file { try? FileManager.default.removeItem(at: file) } }
-        return try run("/usr/bin/python3", [packageRoot.appendingPathComponent("scripts/keyring-fixture.py").path] + arguments)
-    }
-}
-
-/// A small lock, for the stderr reader thread.
-final class LockedBox<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
+        try PrivateKeyring.fixture(arguments, input: input)
     }
 }
 

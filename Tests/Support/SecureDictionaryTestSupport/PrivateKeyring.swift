@@ -1,0 +1,58 @@
+import Foundation
+
+/// The private gnome-keyring that `scripts/with-private-keyring` starts for the tests, and
+/// the scripts that drive it.
+///
+/// ```swift
+/// guard PrivateKeyring.enabled else { return }
+/// try PrivateKeyring.daemon("lock")                       // scripts/keyring-daemon lock
+/// let raw = try PrivateKeyring.fixture(["read", "--attr", "service=…"])
+/// ```
+public enum PrivateKeyring {
+    static let environment = ProcessInfo.processInfo.environment
+    /// A private keyring is running (never the user's own: tests lock, freeze and kill it).
+    public static let available = environment["SD_PRIVATE_KEYRING"] == "1"
+    /// Set by scripts/test in CI: a missing keyring fails the tests instead of skipping them.
+    public static let required = environment["SD_REQUIRE_KEYRING"] == "1"
+    public static let enabled = available || required
+
+    /// The repository: the folder above this file that holds Package.swift.
+    public static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+            url.deleteLastPathComponent()
+        }
+        return url
+    }()
+
+    /// A program built next to the running test bundle (`swift test` builds the ones the
+    /// test target depends on), or its bare name.
+    public static func builtProduct(_ name: String) -> String {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for folder in [here, here.deletingLastPathComponent(), packageRoot.appendingPathComponent(".build/debug")] {
+            let candidate = folder.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return name
+    }
+
+    /// `scripts/keyring-daemon COMMAND` (lock, unlock, restart, freeze, thaw…).
+    public static func daemon(_ command: String) throws -> ChildProcess.Output {
+        try ChildProcess.run(packageRoot.appendingPathComponent("scripts/keyring-daemon").path, [command])
+    }
+
+    /// `scripts/keyring-fixture.py …`: raw access to items over D-Bus, bypassing
+    /// SecureDictionary; `input` is passed as `--file`.
+    public static func fixture(_ arguments: [String], input: Data? = nil) throws -> ChildProcess.Output {
+        var arguments = arguments
+        var file: URL?
+        if let input {
+            file = FileManager.default.temporaryDirectory.appendingPathComponent("sd-fixture-\(UUID().uuidString)")
+            try input.write(to: file!)
+            arguments += ["--file", file!.path]
+        }
+        defer { if let file { try? FileManager.default.removeItem(at: file) } }
+        return try ChildProcess.run(
+            "/usr/bin/python3", [packageRoot.appendingPathComponent("scripts/keyring-fixture.py").path] + arguments)
+    }
+}
