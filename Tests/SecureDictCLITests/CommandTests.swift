@@ -3,17 +3,17 @@ import Testing
 
 /// Every command of the built `secure-dict` against the real private keyring.
 ///
-/// Serialized, and each test takes `daemon.lock` (see ``DaemonLock``): some of them lock or
-/// freeze the daemon, which other suites share.
+/// Serialized: some of them lock or freeze the daemon, which other suites share. Suites of
+/// different targets are kept apart by `swift test --no-parallel` (scripts/test).
 @Suite(.serialized, .enabled(if: CLIHarness.enabled, "needs the private keyring of scripts/with-private-keyring"))
 struct SecureDictCLI {
-    @Test(.usesKeyringDaemon) func aKeyringIsRunning() throws {
+    @Test func aKeyringIsRunning() throws {
         #expect(CLIHarness.available, "SD_REQUIRE_KEYRING is set but no private keyring runs")
         let list = try CLIHarness.cli(["list", "--app", "cli.probe.\(UUID().uuidString)"])
         #expect(list.status == 0, "\(list)")
     }
 
-    @Test(.usesKeyringDaemon) func writeThenReadEveryType() throws {
+    @Test func writeThenReadEveryType() throws {
         let app = TestApp()
         let writes: [(key: String, value: String, type: String, bare: String, line: String)] = [
             ("theme", "dark", "string", "dark", #"theme (string): "dark""#),
@@ -59,7 +59,7 @@ struct SecureDictCLI {
         #expect(try app.cli("read", "--name", "settings", "launches").text == "-5\n")
     }
 
-    @Test(.usesKeyringDaemon) func writeReadsADashValueFromStandardInput() throws {
+    @Test func writeReadsADashValueFromStandardInput() throws {
         let app = TestApp()
         let secret = "s3cr3t-\(UUID().uuidString)"
         // One final newline is not part of the value; everything else is, including inner newlines.
@@ -80,7 +80,7 @@ struct SecureDictCLI {
         #expect(try app.cli("read", "count").text == "42\n")
     }
 
-    @Test(.usesKeyringDaemon) func applicationIDFromTheEnvironment() throws {
+    @Test func applicationIDFromTheEnvironment() throws {
         let app = TestApp()
         let environment = ["SECURE_DICT_APP": app.id]
         #expect(try CLIHarness.cli(["write", "greeting", "hello"], environment: environment).status == 0)
@@ -90,7 +90,7 @@ struct SecureDictCLI {
         #expect(list.text.contains(app.id) && list.text.split(separator: "\n").count == 2, "\(list)")
     }
 
-    @Test(.usesKeyringDaemon) func noSuchKeyOrDictionaryExitsWith1() throws {
+    @Test func noSuchKeyOrDictionaryExitsWith1() throws {
         let app = TestApp()
         let missing: [[String]] = [
             ["read"], ["read", "k"], ["read", "--json"], ["export"], ["delete", "k"], ["delete", "--force"],
@@ -114,7 +114,7 @@ struct SecureDictCLI {
         #expect((try JSONSerialization.jsonObject(with: empty.stdout) as? [String: Any])?.isEmpty == true)
     }
 
-    @Test(.usesKeyringDaemon) func listShowsNamesCountsAndStates() throws {
+    @Test func listShowsNamesCountsAndStates() throws {
         let app = TestApp()
         #expect(try app.cli("write", "a", "1").status == 0)
         #expect(try app.cli("write", "--name", "settings", "a", "1").status == 0)
@@ -141,7 +141,7 @@ struct SecureDictCLI {
         #expect((try JSONSerialization.jsonObject(with: noneJSON.stdout) as? [Any])?.isEmpty == true, "\(noneJSON)")
     }
 
-    @Test(.usesKeyringDaemon) func deleteOneKeyOrTheWholeDictionary() throws {
+    @Test func deleteOneKeyOrTheWholeDictionary() throws {
         let app = TestApp()
         #expect(try app.cli("write", "--name", "n", "keep", "1").status == 0)
         #expect(try app.cli("write", "--name", "n", "drop", "2").status == 0)
@@ -158,7 +158,7 @@ struct SecureDictCLI {
         #expect(try app.cli("list").stdout.isEmpty)
     }
 
-    @Test(.usesKeyringDaemon) func anotherCollection() throws {
+    @Test func anotherCollection() throws {
         let app = TestApp()
         #expect(try app.cli("write", "--collection", "session", "k", "in memory").status == 0)
         #expect(try app.cli("read", "--collection", "session", "k").text == "in memory\n")

@@ -8,7 +8,7 @@ import Testing
 /// The details a newcomer tripped over (issue 10, finding 9): stored types kept, one bad item
 /// not hiding the others, the right exit code for bad input, and sizes checked first.
 extension SecureDictCLI {
-    @Test(.usesKeyringDaemon) func writeWithoutTypeKeepsTheStoredType() throws {
+    @Test func writeWithoutTypeKeepsTheStoredType() throws {
         let app = TestApp()
         #expect(try app.cli("write", "logins", "42", "--type", "int").status == 0)
         // Without --type, an integer stays an integer (it used to become the string "43").
@@ -46,7 +46,7 @@ extension SecureDictCLI {
         #expect(try app.cli("write", "list", "2", "--type", "int").status == 0)
     }
 
-    @Test(.usesKeyringDaemon) func integersUpToUInt64MaxAndNoOverflowingReals() throws {
+    @Test func integersUpToUInt64MaxAndNoOverflowingReals() throws {
         let app = TestApp()
         #expect(try app.cli("write", "big", "18446744073709551615", "--type", "int").status == 0)
         #expect(try app.cli("read", "big").text == "18446744073709551615\n")
@@ -63,7 +63,7 @@ extension SecureDictCLI {
         #expect(try app.cli("read", "r").text == "inf\n")
     }
 
-    @Test(.usesKeyringDaemon) func listMarksAnAmbiguousItemAndListsTheRest() throws {
+    @Test func listMarksAnAmbiguousItemAndListsTheRest() throws {
         let app = TestApp()
         #expect(try app.cli("write", "a", "1").status == 0)
         #expect(try app.cli("write", "--name", "twice", "a", "1").status == 0)
@@ -86,7 +86,7 @@ extension SecureDictCLI {
         #expect(try app.cli("list").text.split(separator: "\n").count == 2)
     }
 
-    @Test(.usesKeyringDaemon) func badInputExitsWith4() throws {
+    @Test func badInputExitsWith4() throws {
         let app = TestApp()
         // Not UTF-8 on standard input.
         let binary = try app.cli("write", "k", "-", input: Data([0x66, 0xFF, 0xFE, 0x0A]))
@@ -103,7 +103,7 @@ extension SecureDictCLI {
         #expect(none.status == 1, "nothing may have been written: \(none)")
     }
 
-    @Test(.usesKeyringDaemon) func importRefusesKeysThatJSONWouldMerge() throws {
+    @Test func importRefusesKeysThatJSONWouldMerge() throws {
         let app = TestApp()
         let value = #"{"type": "string", "value": "x"}"#
         // "é" composed (U+00E9) and decomposed (e + U+0301); and the very same key twice.
@@ -125,7 +125,7 @@ extension SecureDictCLI {
         #expect(try app.cli("read").status == 1)
     }
 
-    @Test(.usesKeyringDaemon) func importChecksTheSizeBeforeParsing() throws {
+    @Test func importChecksTheSizeBeforeParsing() throws {
         let app = TestApp()
         // 17 MiB of zeros, more than 4 × the 4 MiB limit: refused by its size, not as bad JSON.
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-large-\(UUID().uuidString)").path
@@ -138,7 +138,7 @@ extension SecureDictCLI {
         #expect(piped.status == 4 && piped.stderr.contains("larger than import reads"), "\(piped)")
     }
 
-    @Test(.usesKeyringDaemon) func exportWritesToAPipe() throws {
+    @Test func exportWritesToAPipe() throws {
         let app = TestApp()
         #expect(try app.cli("write", "k", "v").status == 0)
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-pipe-\(UUID().uuidString)").path

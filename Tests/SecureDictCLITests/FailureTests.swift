@@ -5,7 +5,7 @@ extension SecureDictCLI {
     static let lockedLine =
         "Error: the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) or sign out and in; KDE: open the wallet in KWalletManager; SSH or headless: start or re-unlock gnome-keyring with 'gnome-keyring-daemon --replace --unlock --components=secrets', which reads the password on standard input\n"
 
-    @Test(.disruptsKeyringDaemon) func lockedKeyringExitsWith3AndOneLine() throws {
+    @Test func lockedKeyringExitsWith3AndOneLine() throws {
         let app = TestApp()
         #expect(try app.cli("write", "--name", "n", "k", "before").status == 0)
         let stored = try app.storedBytes(name: "n")
@@ -43,7 +43,7 @@ extension SecureDictCLI {
         #expect(try app.cli("read", "--name", "never-written").status == 1)
     }
 
-    @Test(.disruptsKeyringDaemon) func frozenKeyringTimesOutWithAdvice() throws {
+    @Test func frozenKeyringTimesOutWithAdvice() throws {
         let app = TestApp()
         #expect(try app.cli("write", "k", "v").status == 0)
         try CLIHarness.daemon("freeze")
@@ -63,7 +63,7 @@ extension SecureDictCLI {
         #expect(try app.cli("read", "k").text == "v\n")
     }
 
-    @Test(.usesKeyringDaemon) func corruptItemIsReportedAndCanBeDeleted() throws {
+    @Test func corruptItemIsReportedAndCanBeDeleted() throws {
         let app = TestApp()
         let garbage = Data("bplist00 not a property list".utf8) + Data(count: 40)
         try app.plant(garbage, name: "broken")

@@ -38,7 +38,7 @@ extension SecureDictCLI {
         FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-\(UUID().uuidString)-\(name)").path
     }
 
-    @Test(.usesKeyringDaemon) func exportDeleteImportIsByteForByte() throws {
+    @Test func exportDeleteImportIsByteForByte() throws {
         let app = TestApp()
         let source = Self.temporaryFile("rich.json")
         try Self.richDictionary.write(to: URL(fileURLWithPath: source))
@@ -78,7 +78,7 @@ extension SecureDictCLI {
         #expect(try app.storedBytes(name: "copy") == binary.stdout)
     }
 
-    @Test(.usesKeyringDaemon) func typedJSONKeepsEveryTypeApart() throws {
+    @Test func typedJSONKeepsEveryTypeApart() throws {
         let app = TestApp()
         #expect(try app.cli("import", "-", input: Self.richDictionary).status == 0)
         let json = try app.cli("read", "--json")
@@ -103,7 +103,7 @@ extension SecureDictCLI {
                 """, "\(nested)")
     }
 
-    @Test(.usesKeyringDaemon) func importMergesOrReplacesInOneWrite() throws {
+    @Test func importMergesOrReplacesInOneWrite() throws {
         let app = TestApp()
         #expect(try app.cli("write", "old", "1").status == 0)
         #expect(try app.cli("write", "shared", "old").status == 0)
@@ -122,7 +122,7 @@ extension SecureDictCLI {
         #expect(try app.cli("read").text == "added (integer): 2\nshared (string): \"new\"\n")
     }
 
-    @Test(.usesKeyringDaemon) func importRejectsFilesItCannotReadAndWritesNothing() throws {
+    @Test func importRejectsFilesItCannotReadAndWritesNothing() throws {
         let app = TestApp()
         let xml = try app.cli("export", "--format", "xml-plist")  // no such dictionary yet
         #expect(xml.status == 1)
@@ -151,7 +151,7 @@ extension SecureDictCLI {
         #expect(try app.cli("read").status == 1)  // nothing was created
     }
 
-    @Test(.usesKeyringDaemon) func xmlExportIsForOtherTools() throws {
+    @Test func xmlExportIsForOtherTools() throws {
         let app = TestApp()
         #expect(try app.cli("import", "-", input: Self.richDictionary).status == 0)
         let xml = try app.cli("export", "--format", "xml-plist")
@@ -169,7 +169,7 @@ extension SecureDictCLI {
 }
 
 extension SecureDictCLI {
-    @Test(.usesKeyringDaemon) func importIsOneKeyringWrite() throws {
+    @Test func importIsOneKeyringWrite() throws {
         let app = TestApp()
         let monitor = try BusMonitor()
         let item = "\(app.id).__SecureDictionary__.target"
