@@ -23,6 +23,7 @@ let package = Package(
             dependencies: [
                 "CRawLibSecret",
                 .product(name: "SecureDictionary", package: "SecureDictionary"),
+                .product(name: "SecureDictionaryTestSupport", package: "SecureDictionary"),
             ]
         ),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 /// The data every scenario uses: deterministic, so each run stores the same bytes.
 enum Fixtures {

@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 /// Starts this executable again as a worker process (`sd-benchmark __worker …`).
 struct WorkerLauncher {

@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 #if canImport(Glibc)
     import Glibc

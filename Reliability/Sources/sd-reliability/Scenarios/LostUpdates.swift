@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 /// Scenario 1: writers in several processes, two instances each, lose nothing.
 enum LostUpdates {

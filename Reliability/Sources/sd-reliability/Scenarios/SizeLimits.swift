@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 /// Scenario 6: values of every size up to the cap round-trip byte-exact; cap + 1 is refused
 /// before any keyring call.

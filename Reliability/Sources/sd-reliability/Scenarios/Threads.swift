@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SecureDictionary
+import SecureDictionaryTestSupport
 import Synchronization
 
 /// Scenario 10: 16 threads of mixed operations on one instance and on 4 instances of one

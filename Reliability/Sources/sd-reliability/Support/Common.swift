@@ -51,19 +51,6 @@ func elapsedMilliseconds(since start: ContinuousClock.Instant) -> Double {
     (ContinuousClock.now - start).milliseconds
 }
 
-/// A small seeded generator, so every run produces the same inputs.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}
-
 func randomBytes(_ count: Int, using generator: inout some RandomNumberGenerator) -> [UInt8] {
     (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
 }
