@@ -276,17 +276,7 @@ final class Benchmark {
         try open(name).update { $0.dictionary = entries }  // the writing instance is gone after this line
         try verifyStored(name, blob)
         try raw.store(blob, service: rawService)
-        var holder: SecureDictionary?
-        let (library, baseline) = try Timer.compare(
-            plan.writes,
-            Side(prepare: { holder = nil }, run: { holder = try self.open(name) }),
-            Side {
-                guard try self.raw.lookupLength(service: rawService) == blob.count else {
-                    throw BenchmarkError("raw lookup returned another blob")
-                }
-            })
-        guard holder?.count == entries.count else { throw BenchmarkError("init loaded \(holder?.count ?? -1) entries") }
-        holder = nil
+        let (library, baseline) = try compareInit(name, rawService: rawService, blob: blob, entries: entries.count, plan.writes)
         report.rows.append(
             TargetRow(
                 id: "init-1000", operation: "init (load + decode), 1,000 entries", unit: .seconds,
@@ -555,22 +545,30 @@ final class Benchmark {
         try verifyStored(name, last)
         dictionary = nil  // no live instance: each init below loads
         try raw.store(last, service: rawService)
-        var holder: SecureDictionary?
-        let (load, rawLookup) = try Timer.compare(
-            plan.growth,
-            Side(prepare: { holder = nil }, run: { holder = try self.open(name) }),
-            Side {
-                guard try self.raw.lookupLength(service: rawService) == last.count else {
-                    throw BenchmarkError("raw lookup returned another blob")
-                }
-            })
-        guard holder?.count == entries.count else { throw BenchmarkError("init loaded \(holder?.count ?? -1) entries") }
-        holder = nil
+        let (load, rawLookup) = try compareInit(name, rawService: rawService, blob: last, entries: entries.count, plan.growth)
         report.growth.append(
             GrowthPoint(
                 series: series, parameter: parameter, blobBytes: last.count,
                 mutation: mutation, rawStore: rawStore, load: load, rawLookup: rawLookup))
         try cleanUp(name)
+    }
+
+    /// Times opening a new instance (registry, load, decode; no other instance alive) against
+    /// a raw lookup of the same blob, and checks that every init loaded `entries` entries.
+    private func compareInit(
+        _ name: String, rawService: String, blob: [UInt8], entries: Int, _ sampling: Sampling
+    ) throws -> (library: Stats, baseline: Stats) {
+        var holder: SecureDictionary?
+        let result = try Timer.compare(
+            sampling,
+            Side(prepare: { holder = nil }, run: { holder = try self.open(name) }),
+            Side {
+                guard try self.raw.lookupLength(service: rawService) == blob.count else {
+                    throw BenchmarkError("raw lookup returned another blob")
+                }
+            })
+        guard holder?.count == entries else { throw BenchmarkError("init loaded \(holder?.count ?? -1) entries") }
+        return result
     }
 
     // MARK: Stages
