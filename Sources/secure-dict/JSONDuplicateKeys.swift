@@ -66,10 +66,7 @@ enum JSONDuplicateKeys {
             }
             while current != nil {
                 if let collision = value(depth: depth) { return collision }
-                skipWhitespace()
-                let separator = current
-                index += 1
-                if separator != UInt8(ascii: ",") { return nil }
+                guard skipSeparator() else { return nil }
             }
             return nil
         }
@@ -93,12 +90,18 @@ enum JSONDuplicateKeys {
                 guard current == UInt8(ascii: ":") else { return nil }
                 index += 1
                 if let collision = value(depth: depth) { return collision }
-                skipWhitespace()
-                let separator = current
-                index += 1
-                if separator != UInt8(ascii: ",") { return nil }
+                guard skipSeparator() else { return nil }
             }
             return nil
+        }
+
+        /// Steps over what follows a container's element: true after a `,` (another element
+        /// comes), false at the container's end (or anything else).
+        private mutating func skipSeparator() -> Bool {
+            skipWhitespace()
+            let separator = current
+            index += 1
+            return separator == UInt8(ascii: ",")
         }
 
         /// A string token's text, escapes resolved; the scanner stands on its opening quote.
