@@ -52,9 +52,7 @@ enum BinaryPropertyList {
     ) throws(BinaryPropertyListError) -> [UInt8] {
         var census = BinaryPropertyListWriter.Census(maximumDepth: limits.maximumDepth)
         try census.countDictionary(entries, depth: 1)
-        var writer = BinaryPropertyListWriter(census: census)
-        writer.writeDictionary(entries, index: 0)
-        var bytes = writer.finish()
+        var bytes = BinaryPropertyListWriter.blob(of: entries, census: census)
         guard bytes.count <= limits.maximumSize else {
             let size = bytes.count
             Wipe.bytes(&bytes)

@@ -22,8 +22,9 @@ import Foundation
 /// them); reals are always 8 bytes so they read back bit for bit; strings are ASCII (0x5n)
 /// when every byte is below 0x80, else UTF-16 big-endian (0x6n).
 ///
-/// Scratch buffers holding key bytes are wiped (`explicit_bzero`) before they are freed, and
-/// so is a finished blob that turns out too large.
+/// The output is written straight into the array returned, allocated once from the census
+/// bound. Scratch buffers holding key bytes are wiped (`explicit_bzero`) before they are
+/// freed, and so is a finished blob that turns out too large.
 struct BinaryPropertyListWriter {
     /// What the first pass learns about the tree.
     struct Census {
@@ -101,44 +102,59 @@ struct BinaryPropertyListWriter {
         }
     }
 
-    private var bytes: [UInt8] = []
-    /// The capacity reserved up front; `bytes` must never outgrow it.
-    private let reservedCapacity: Int
+    /// The output, allocated once from the census; never written past `capacity`.
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    private var position = 0
     private var offsets: [Int]
     private var nextIndex = 1
     private let referenceSize: Int
 
-    /// Sizes the buffers from the census; the root dictionary is object 0.
-    init(census: Census) {
-        referenceSize = Self.byteWidth(of: UInt64(census.objectCount - 1))
-        offsets = [Int](repeating: 0, count: census.objectCount)
+    /// Writes `entries` (counted by `census`) as a whole `bplist00`, straight into the array
+    /// it returns: the buffer is sized from the census, so it is never reallocated (which
+    /// would leave a copy of the secrets behind, unwiped) and never copied.
+    static func blob(of entries: [String: PropertyListValue], census: Census) -> [UInt8] {
+        let referenceSize = byteWidth(of: UInt64(census.objectCount - 1))
         let objectsBound = 8 + census.byteBound + census.referenceCount * referenceSize
-        bytes.reserveCapacity(objectsBound + census.objectCount * Self.byteWidth(of: UInt64(objectsBound)) + 32)
-        reservedCapacity = bytes.capacity
-        bytes.append(contentsOf: "bplist00".utf8)
+        let capacity = objectsBound + census.objectCount * byteWidth(of: UInt64(objectsBound)) + 32
+        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            var writer = BinaryPropertyListWriter(
+                base: buffer.baseAddress!, capacity: buffer.count, objectCount: census.objectCount,
+                referenceSize: referenceSize)
+            for byte in "bplist00".utf8 { writer.append(byte) }
+            writer.writeDictionary(entries, index: 0)
+            writer.finish()
+            initialized = writer.position
+        }
     }
 
-    /// Appends the offset table and the trailer, and returns the blob.
-    mutating func finish() -> [UInt8] {
-        let tableOffset = bytes.count
+    private init(base: UnsafeMutablePointer<UInt8>, capacity: Int, objectCount: Int, referenceSize: Int) {
+        self.base = base
+        self.capacity = capacity
+        self.referenceSize = referenceSize
+        offsets = [Int](repeating: 0, count: objectCount)
+    }
+
+    /// Appends the offset table and the trailer.
+    private mutating func finish() {
+        let tableOffset = position
         let offsetSize = Self.byteWidth(of: UInt64(offsets.max() ?? 0))
         for offset in offsets {
             appendBigEndian(UInt64(offset), width: offsetSize)
         }
-        bytes.append(contentsOf: repeatElement(0, count: 6))
-        bytes.append(UInt8(offsetSize))
-        bytes.append(UInt8(referenceSize))
+        appendBigEndian(0, width: 4)
+        appendBigEndian(0, width: 2)
+        append(UInt8(offsetSize))
+        append(UInt8(referenceSize))
         appendBigEndian(UInt64(offsets.count), width: 8)
         appendBigEndian(0, width: 8)
         appendBigEndian(UInt64(tableOffset), width: 8)
-        assert(bytes.capacity == reservedCapacity, "the output buffer was reallocated")
-        return bytes
     }
 
     // MARK: Objects
 
-    mutating func writeDictionary(_ entries: [String: PropertyListValue], index: Int) {
-        offsets[index] = bytes.count
+    private mutating func writeDictionary(_ entries: [String: PropertyListValue], index: Int) {
+        offsets[index] = position
         let count = entries.count
         appendHeader(0xD0, count: count)
         let firstKey = reserveIndices(count)
@@ -149,131 +165,60 @@ struct BinaryPropertyListWriter {
         defer { Wipe.bytes(&keys.utf8) }
         keys.utf8.withUnsafeBufferPointer { utf8 in
             for (entry, key) in keys.order.enumerated() {
-                offsets[firstKey + entry] = bytes.count
+                offsets[firstKey + entry] = position
                 let keyUTF8 = UnsafeBufferPointer(rebasing: utf8[key.start..<(key.start + key.count)])
-                appendString(utf8: keyUTF8, string: entries[key.position].key)
+                appendString(utf8: keyUTF8) { entries.keys[key.position] }
             }
         }
         for (entry, key) in keys.order.enumerated() {
-            write(entries[key.position].value, index: firstValue + entry)
+            write(entries.values[key.position], index: firstValue + entry)
         }
     }
 
     private mutating func write(_ value: PropertyListValue, index: Int) {
+        offsets[index] = position
         switch value {
         case .dictionary(let entries):
             writeDictionary(entries, index: index)
         case .array(let elements):
-            offsets[index] = bytes.count
             appendHeader(0xA0, count: elements.count)
             let first = reserveIndices(elements.count)
             for element in 0..<elements.count { appendReference(first + element) }
             for (element, value) in elements.enumerated() { write(value, index: first + element) }
         case .string(let string):
-            offsets[index] = bytes.count
             var contiguous = string
-            contiguous.withUTF8 { appendString(utf8: $0, string: string) }
+            contiguous.withUTF8 { utf8 in appendString(utf8: utf8) { string } }
         case .integer(let integer):
-            offsets[index] = bytes.count
             appendInteger(integer)
         case .unsignedInteger(let integer):
             // Above Int64.max: the 16-byte form, high half zero (as Apple and Python write it).
-            offsets[index] = bytes.count
-            bytes.append(0x14)
+            append(0x14)
             appendBigEndian(0, width: 8)
             appendBigEndian(integer, width: 8)
         case .real(let real):
-            offsets[index] = bytes.count
-            bytes.append(0x23)
+            append(0x23)
             appendBigEndian(real.bitPattern, width: 8)
         case .date(let date):
-            offsets[index] = bytes.count
-            bytes.append(0x33)
+            append(0x33)
             appendBigEndian(date.timeIntervalSinceReferenceDate.bitPattern, width: 8)
         case .bool(let bool):
-            offsets[index] = bytes.count
-            bytes.append(bool ? 0x09 : 0x08)
+            append(bool ? 0x09 : 0x08)
         case .data(let data):
-            offsets[index] = bytes.count
             appendHeader(0x40, count: data.count)
-            data.withUnsafeBytes { bytes.append(contentsOf: $0) }
+            data.withUnsafeBytes { append(contentsOf: $0) }
         }
     }
 
     /// A string object: ASCII when every byte of `utf8` (the string's UTF-8) is below 0x80,
-    /// else UTF-16 big-endian.
-    private mutating func appendString(utf8: UnsafeBufferPointer<UInt8>, string: String) {
+    /// else UTF-16 big-endian (of `string()`, asked for only then).
+    private mutating func appendString(utf8: UnsafeBufferPointer<UInt8>, string: () -> String) {
         if BinaryPropertyListReader.isASCII(UnsafeRawBufferPointer(utf8)) {
             appendHeader(0x50, count: utf8.count)
-            bytes.append(contentsOf: utf8)
+            append(contentsOf: UnsafeRawBufferPointer(utf8))
         } else {
-            appendHeader(0x60, count: string.utf16.count)
-            for unit in string.utf16 {
-                bytes.append(UInt8(truncatingIfNeeded: unit >> 8))
-                bytes.append(UInt8(truncatingIfNeeded: unit))
-            }
-        }
-    }
-
-    /// A dictionary's keys in the order they are written: by their UTF-8 bytes, which is
-    /// Unicode scalar order (as Python's `plistlib` sorts), and the same as `String`'s `<` for
-    /// keys in NFC. Unlike `<`, it is a strict order on any two distinct keys, so the output
-    /// never depends on the dictionary's iteration order.
-    ///
-    /// The keys' bytes are copied once into `utf8`. Sorting then compares 8 bytes taken just
-    /// past the prefix all keys share (settings keys often share a long one, such as
-    /// `com.example.`) and, on a tie, the rest with `memcmp`: no `String` comparison and no
-    /// reference counting.
-    struct SortedKeys {
-        struct Key {
-            /// 8 bytes from `sharedPrefix` on, big-endian, zero-padded.
-            var rank: UInt64 = 0
-            var start: Int
-            var count: Int
-            var position: Dictionary<String, PropertyListValue>.Index
-        }
-
-        var utf8: [UInt8] = []
-        var order: [Key] = []
-
-        init(_ entries: [String: PropertyListValue]) {
-            order.reserveCapacity(entries.count)
-            for position in entries.indices {
-                var key = entries[position].key
-                let start = utf8.count
-                key.withUTF8 { utf8.append(contentsOf: $0) }
-                order.append(Key(start: start, count: utf8.count - start, position: position))
-            }
-            guard order.count > 1 else { return }
-            utf8.withUnsafeBufferPointer { utf8 in
-                guard let base = utf8.baseAddress else { return }
-                // The length of the prefix every key shares with the first one.
-                var shared = order[0].count
-                for key in order.dropFirst() {
-                    shared = Swift.min(shared, key.count)
-                    var index = 0
-                    while index < shared, base[order[0].start + index] == base[key.start + index] { index += 1 }
-                    shared = index
-                }
-                for position in order.indices {
-                    let key = order[position]
-                    var rank: UInt64 = 0
-                    for index in shared..<(shared + 8) {
-                        rank = rank << 8 | (index < key.count ? UInt64(base[key.start + index]) : 0)
-                    }
-                    order[position].rank = rank
-                }
-                let ranked = shared + 8
-                order.sort { left, right in
-                    if left.rank != right.rank { return left.rank < right.rank }
-                    let common = Swift.min(left.count, right.count)
-                    if common > ranked {
-                        let difference = memcmp(base + left.start + ranked, base + right.start + ranked, common - ranked)
-                        if difference != 0 { return difference < 0 }
-                    }
-                    return left.count < right.count
-                }
-            }
+            let utf16 = string().utf16
+            appendHeader(0x60, count: utf16.count)
+            for unit in utf16 { appendBigEndian(UInt64(unit), width: 2) }
         }
     }
 
@@ -287,20 +232,20 @@ struct BinaryPropertyListWriter {
     /// A marker whose low nibble holds `count`, or 0xF followed by an integer object.
     private mutating func appendHeader(_ marker: UInt8, count: Int) {
         if count < 15 {
-            bytes.append(marker | UInt8(count))
+            append(marker | UInt8(count))
         } else {
-            bytes.append(marker | 0x0F)
+            append(marker | 0x0F)
             appendInteger(count)
         }
     }
 
     private mutating func appendInteger(_ integer: Int) {
         if integer < 0 {
-            bytes.append(0x13)
+            append(0x13)
             appendBigEndian(UInt64(bitPattern: Int64(integer)), width: 8)
         } else {
             let width = Self.byteWidth(of: UInt64(integer))
-            bytes.append(0x10 | UInt8(width.trailingZeroBitCount))
+            append(0x10 | UInt8(width.trailingZeroBitCount))
             appendBigEndian(UInt64(integer), width: width)
         }
     }
@@ -309,12 +254,33 @@ struct BinaryPropertyListWriter {
         appendBigEndian(UInt64(index), width: referenceSize)
     }
 
+    /// Room for `count` more bytes. The census bounds the output, so this never fails unless
+    /// the census is wrong: then it stops the process rather than write past the buffer.
+    @inline(__always)
+    private mutating func claim(_ count: Int) -> UnsafeMutableRawPointer {
+        precondition(count <= capacity - position, "the property list outgrew its census bound")
+        defer { position += count }
+        return UnsafeMutableRawPointer(base + position)
+    }
+
+    @inline(__always)
+    private mutating func append(_ byte: UInt8) {
+        claim(1).storeBytes(of: byte, as: UInt8.self)
+    }
+
+    private mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        claim(bytes.count).copyMemory(from: source, byteCount: bytes.count)
+    }
+
+    /// The low `width` bytes of `value` (1, 2, 4 or 8), most significant first.
     @inline(__always)
     private mutating func appendBigEndian(_ value: UInt64, width: Int) {
-        var shift = (width - 1) * 8
-        while shift >= 0 {
-            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
-            shift -= 8
+        switch width {
+        case 1: claim(1).storeBytes(of: UInt8(truncatingIfNeeded: value), as: UInt8.self)
+        case 2: claim(2).storeBytes(of: UInt16(truncatingIfNeeded: value).bigEndian, as: UInt16.self)
+        case 4: claim(4).storeBytes(of: UInt32(truncatingIfNeeded: value).bigEndian, as: UInt32.self)
+        default: claim(8).storeBytes(of: value.bigEndian, as: UInt64.self)
         }
     }
 
