@@ -229,71 +229,128 @@ remaining_ms (gint64 deadline_us)
     return left <= 0 ? 0 : (int) MIN (left / 1000 + 1, G_MAXINT);
 }
 
-int
-sd_bus_name_lock (const char *name, gint64 deadline_us, GError **error)
+struct SdNameRequest {
+    GDBusConnection *bus;
+    GMainContext *context;
+    char *name;
+    guint subscription;
+    GCancellable *cancellable;
+    gboolean answered;       /* the RequestName reply (or its error) has arrived */
+    guint32 code;
+    GError *error;
+    gboolean acquired;       /* a NameAcquired for name arrived */
+};
+
+static void
+on_request_answered (GObject *source, GAsyncResult *result, gpointer data)
+{
+    SdNameRequest *request = data;
+    GVariant *reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &request->error);
+    if (reply != NULL) {
+        g_variant_get (reply, "(u)", &request->code);
+        g_variant_unref (reply);
+    }
+    request->answered = TRUE;
+}
+
+SdNameRequest *
+sd_bus_name_request (const char *name, GError **error)
 {
     GDBusConnection *bus = session_bus (error);
     if (bus == NULL)
-        return -1;
-    GMainContext *context = g_main_context_new ();
-    g_main_context_push_thread_default (context);
-    gboolean acquired = FALSE, expired = FALSE;
+        return NULL;
+    SdNameRequest *request = g_new0 (SdNameRequest, 1);
+    request->bus = bus;
+    request->context = g_main_context_new ();
+    request->name = g_strdup (name);
+    request->cancellable = g_cancellable_new ();
+    g_main_context_push_thread_default (request->context);
     /* Subscribed before asking, so the NameAcquired of a queued request cannot be missed.
        The bus sends NameAcquired to this connection alone, which needs no match rule: none
        is added (an AddMatch and a RemoveMatch per write, the first ahead of RequestName). */
-    guint subscription = g_dbus_connection_signal_subscribe (
+    request->subscription = g_dbus_connection_signal_subscribe (
         bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameAcquired", "/org/freedesktop/DBus",
-        name, G_DBUS_SIGNAL_FLAGS_NO_MATCH_RULE, on_name_acquired, &acquired, NULL);
-    int result = -1;
-    int timeout = remaining_ms (deadline_us);
-    /* Flags 0: no replacing, and queue behind the owner (dbus-daemon serves the queue in order). */
-    GVariant *reply = timeout > 0
-        ? bus_call (bus, "RequestName", g_variant_new ("(su)", name, 0u), "(u)", timeout, error)
-        : NULL;
-    if (reply != NULL) {
-        guint32 code = 0;
-        g_variant_get (reply, "(u)", &code);
-        g_variant_unref (reply);
-        if (code == 1 || code == 4) {            /* PRIMARY_OWNER, ALREADY_OWNER */
-            result = 1;
-        } else if (code == 2) {                  /* IN_QUEUE: wait for NameAcquired */
-            GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
-            g_source_set_callback (timer, on_deadline, &expired, NULL);
-            g_source_attach (timer, context);
-            for (;;) {
-                while (!acquired && !expired)
-                    g_main_context_iteration (context, TRUE);
-                if (expired)
-                    break;
-                /* A late NameAcquired of an earlier turn cannot fool us: ask who owns it. */
-                if (owns_name (bus, name, MAX (remaining_ms (deadline_us), 100))) {
-                    result = 1;
-                    break;
-                }
-                acquired = FALSE;
-            }
-            g_source_destroy (timer);
-            g_source_unref (timer);
-            if (result != 1) {
-                /* Leave the queue (or give back a name granted at the last moment). */
-                GVariant *released = bus_call (bus, "ReleaseName", g_variant_new ("(s)", name), "(u)", 1000, NULL);
-                if (released != NULL)
-                    g_variant_unref (released);
-                result = 0;
-            }
-        } else {
-            g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", code);
-        }
-    } else if (timeout == 0 && (error == NULL || *error == NULL)) {
-        result = 0;
-    }
-    g_dbus_connection_signal_unsubscribe (bus, subscription);
-    g_main_context_pop_thread_default (context);
+        name, G_DBUS_SIGNAL_FLAGS_NO_MATCH_RULE, on_name_acquired, &request->acquired, NULL);
+    /* Flags 0: no replacing, and queue behind the owner (dbus-daemon serves the queue in
+       order). Sent now, in order with every later message of this process on the bus. */
+    g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                            "RequestName", g_variant_new ("(su)", name, 0u), G_VARIANT_TYPE ("(u)"),
+                            G_DBUS_CALL_FLAGS_NONE, -1, request->cancellable, on_request_answered, request);
+    g_main_context_pop_thread_default (request->context);
+    return request;
+}
+
+static void
+request_free (SdNameRequest *request)
+{
+    /* The reply callback runs in request->context: wait for it (cancelled, it comes at once). */
+    g_cancellable_cancel (request->cancellable);
+    while (!request->answered)
+        g_main_context_iteration (request->context, TRUE);
+    g_dbus_connection_signal_unsubscribe (request->bus, request->subscription);
     /* Run what the unsubscription left queued before the context goes. */
-    while (g_main_context_iteration (context, FALSE))
+    while (g_main_context_iteration (request->context, FALSE))
         ;
-    g_main_context_unref (context);
-    g_object_unref (bus);
+    g_clear_error (&request->error);
+    g_object_unref (request->cancellable);
+    g_main_context_unref (request->context);
+    g_free (request->name);
+    g_object_unref (request->bus);
+    g_free (request);
+}
+
+void
+sd_bus_name_request_abandon (SdNameRequest *request)
+{
+    /* Leaves the queue, or gives back a name granted meanwhile: sent after RequestName on
+       the same connection, so the bus reads it after. */
+    sd_bus_name_unlock (request->name);
+    request_free (request);
+}
+
+int
+sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean *at_once, GError **error)
+{
+    gboolean expired = FALSE;
+    GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
+    g_source_set_callback (timer, on_deadline, &expired, NULL);
+    g_source_attach (timer, request->context);
+    while (!request->answered && !expired)
+        g_main_context_iteration (request->context, TRUE);
+    int result = -1;
+    *at_once = FALSE;
+    if (!request->answered) {
+        result = 0;
+    } else if (request->error != NULL) {
+        g_propagate_error (error, request->error);
+        request->error = NULL;
+    } else if (request->code == 1 || request->code == 4) {   /* PRIMARY_OWNER, ALREADY_OWNER */
+        result = 1;
+        *at_once = TRUE;
+    } else if (request->code == 2) {                          /* IN_QUEUE: wait for NameAcquired */
+        for (;;) {
+            while (!request->acquired && !expired)
+                g_main_context_iteration (request->context, TRUE);
+            if (expired) {
+                result = 0;
+                break;
+            }
+            /* A late NameAcquired of an earlier turn cannot fool us: ask who owns it. */
+            if (owns_name (request->bus, request->name, MAX (remaining_ms (deadline_us), 100))) {
+                result = 1;
+                break;
+            }
+            request->acquired = FALSE;
+        }
+    } else {
+        g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", request->code);
+    }
+    g_source_destroy (timer);
+    g_source_unref (timer);
+    if (result == 0)
+        sd_bus_name_request_abandon (request);
+    else
+        request_free (request);
     return result;
 }
 

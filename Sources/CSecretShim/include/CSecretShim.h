@@ -40,10 +40,20 @@ GQuark sd_dbus_error_quark(void);
 
 /* The cross-process writer lock of one item: the well-known bus name `name` on the
    session bus. dbus-daemon queues requesters in order and releases the name when its owner
-   exits or dies. Waits until deadline_us (g_get_monotonic_time() clock).
-   Returns 1 (owned), 0 (deadline passed; out of the queue again) or -1 with error set
-   (no session bus, or the bus refused, as a sandbox's proxy does for foreign names). */
-int sd_bus_name_lock(const char *name, gint64 deadline_us, GError **error);
+   exits or dies.
+
+   sd_bus_name_request sends RequestName and returns at once (NULL with error set when there
+   is no session bus). Every message this process sends on the bus afterwards reaches the bus
+   after the request. Then exactly one of:
+   - sd_bus_name_request_finish: waits until deadline_us (g_get_monotonic_time() clock).
+     Returns 1 (owned; *at_once is TRUE when the bus granted the request without queueing
+     it), 0 (deadline passed; out of the queue again) or -1 with error set (the bus refused,
+     as a sandbox's proxy does for foreign names). Frees the request.
+   - sd_bus_name_request_abandon: leaves the queue or gives the name back; frees the request. */
+typedef struct SdNameRequest SdNameRequest;
+SdNameRequest *sd_bus_name_request(const char *name, GError **error);
+int sd_bus_name_request_finish(SdNameRequest *request, gint64 deadline_us, gboolean *at_once, GError **error);
+void sd_bus_name_request_abandon(SdNameRequest *request);
 
 /* Gives the name back (ReleaseName). */
 void sd_bus_name_unlock(const char *name);

@@ -7,15 +7,28 @@ import Logging
 /// (another tool, a process that cannot use the lock) loses nothing except within the one
 /// round trip between that check and the write.
 protocol ItemWriterLock: Sendable {
-    /// Waits for the lock until `deadline`.
+    /// Waits for the lock until `deadline` and then runs `check`, a read of the stored item,
+    /// so that what it returns was read holding the lock. A lock may run `check` while its
+    /// request is still on the way, where that gives the same guarantee (see
+    /// ``BusNameWriterLock``), and runs it again when it does not.
     ///
-    /// - Returns: `true` when the lock is held (pair with ``release()``), `false` when it cannot
-    ///   be used at all; the caller then writes without it.
+    /// - Returns: `held` is `true` when the lock is held (pair with ``release()``), `false`
+    ///   when it cannot be used at all; the caller then writes without it. `checked` is what
+    ///   the last run of `check` returned.
     /// - Throws: ``SecureDictionaryError/lockHeld(pid:command:)`` when another process still
-    ///   holds the lock at the deadline.
-    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool
+    ///   holds the lock at the deadline, or what `check` throws (the lock is then not held).
+    func acquire<T>(
+        until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> (held: Bool, checked: T)
 
     func release()
+}
+
+extension ItemWriterLock {
+    /// Waits for the lock until `deadline`; `true` when held, `false` when unusable.
+    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
+        try acquire(until: deadline) {}.held
+    }
 }
 
 /// What the keyring announced.

@@ -132,17 +132,15 @@ final class ItemState: Sendable {
         let deadline = Deadline(after: context.timeout)
         guard serial.lock(until: deadline) else { throw .store(.timedOut) }
         defer { serial.unlock() }
-        let locked = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
-            try writerLock?.acquire(until: deadline) ?? false
+        let (locked, check) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
+            try lockedCheck(context.limits, deadline)
         }
         defer { if locked { writerLock?.release() } }
-        // Waiting for other threads and other processes: what fair queueing bounds.
-        let waited = ContinuousClock.now - started
-
-        var (entries, stored) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
-            try checkedEntries(context.limits, deadline)
-        }
-        let checked = ContinuousClock.now
+        var entries = check.entries
+        // Waiting for other threads and other processes (what fair queueing bounds): the time
+        // to here, less the check whose answer is used.
+        let waited = (ContinuousClock.now - started) - (check.finished - check.started)
+        let checked = check.finished
         let result: R
         do throws(E) { result = try body(&entries) } catch { throw .body(error) }
         var bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
@@ -150,7 +148,7 @@ final class ItemState: Sendable {
         }
         defer { Wipe.bytes(&bytes) }
         let written = StoredDigest(of: bytes)
-        if written == stored { return result }  // the keyring already holds exactly this
+        if written == check.digest { return result }  // the keyring already holds exactly this
         do throws(SecureDictionaryError) {
             try store.store(bytes, for: item, timeout: try deadline.remainingForCall())
         } catch {
@@ -199,6 +197,28 @@ final class ItemState: Sendable {
         guard serial.lock(until: deadline) else { throw .timedOut }
         defer { serial.unlock() }
         return try body(deadline)
+    }
+
+    /// Takes the writer lock, when the store has one, and checks the stored item under it.
+    private func lockedCheck(
+        _ limits: PropertyListLimits, _ deadline: Deadline
+    ) throws(SecureDictionaryError) -> (locked: Bool, checked: TimedCheck) {
+        let check = { () throws(SecureDictionaryError) -> TimedCheck in
+            let started = ContinuousClock.now
+            let (entries, digest) = try self.checkedEntries(limits, deadline)
+            return TimedCheck(entries: entries, digest: digest, started: started, finished: .now)
+        }
+        guard let writerLock else { return (false, try check()) }
+        let (held, checked) = try writerLock.acquire(until: deadline, thenCheck: check)
+        return (held, checked)
+    }
+
+    /// A check's answer and when it was asked and answered.
+    private struct TimedCheck {
+        var entries: [String: PropertyListValue]
+        var digest: StoredDigest
+        var started: ContinuousClock.Instant
+        var finished: ContinuousClock.Instant
     }
 
     /// Reads the stored item and returns its entries with its digest: the cached entries when

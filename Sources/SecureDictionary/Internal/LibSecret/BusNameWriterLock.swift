@@ -24,11 +24,22 @@ import Synchronization
 ///    grants a name per connection, and every store in the process shares one connection.
 /// 3. A bus that refuses the name (a sandbox's proxy, a bus policy) or is missing makes the
 ///    lock unusable, never the write: one warning is logged and writes go on without it.
+/// 4. The check of the stored item runs while RequestName is on its way, and counts when
+///    the bus grants the name at once. That is as good as checking after the grant: the
+///    keyring calls of the check go out on the same connection after RequestName, and
+///    dbus-daemon handles one connection's messages in order, so they reach the keyring
+///    after the bus gave this process the name, hence after the previous holder released
+///    it, which it does only once its write was answered. A queued request re-runs the
+///    check once the name is ours; and a lock that was queued last time waits before it
+///    checks, so contention costs no extra keyring reads. (libsecret's service and this
+///    lock share GLib's one session-bus connection per process.)
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
     private let local: FairLock
     private let logger: Logger
     private let warned = Atomic<Bool>(false)
+    /// Whether the bus queued the last request: the next one then waits before it checks.
+    private let contended = Atomic<Bool>(false)
 
     init(item: KeyringItem, logger: Logger) {
         busName = Self.busName(for: item)
@@ -36,27 +47,59 @@ final class BusNameWriterLock: ItemWriterLock {
         self.logger = logger
     }
 
-    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
+    func acquire<T>(
+        until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
         guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
-        let deadlineMicroseconds = g_get_monotonic_time() + gint64(Self.microseconds(deadline.remaining))
         var error: UnsafeMutablePointer<GError>?
-        switch sd_bus_name_lock(busName, deadlineMicroseconds, &error) {
+        guard let request = sd_bus_name_request(busName, &error) else {
+            local.unlock()
+            warnUnusable(error)
+            return (false, try check())
+        }
+        // Rule 4: check while the request travels, unless the lock was contended last time.
+        var early: T?
+        if !contended.load(ordering: .relaxed) {
+            do throws(SecureDictionaryError) {
+                early = try check()
+            } catch {
+                sd_bus_name_request_abandon(request)
+                local.unlock()
+                throw error
+            }
+        }
+        var atOnce: gboolean = 0
+        switch sd_bus_name_request_finish(request, Self.monotonicMicroseconds(deadline), &atOnce, &error) {
         case 1:
-            return true
+            contended.store(atOnce == 0, ordering: .relaxed)
+            if atOnce != 0, let early { return (true, early) }
+            do throws(SecureDictionaryError) {
+                return (true, try check())
+            } catch {
+                release()
+                throw error
+            }
         case 0:
+            contended.store(true, ordering: .relaxed)
             local.unlock()
             throw heldError()
         default:
             local.unlock()
-            let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
-            g_clear_error(&error)
-            if !warned.exchange(true, ordering: .relaxed) {
-                logger.warning(
-                    "the cross-process writer lock is unusable; writing without it (still checked against the keyring)",
-                    metadata: ["bus-name": "\(busName)", "reason": "\(message)"])
-            }
-            // The local lock is not held now: the caller writes with neither.
-            return false
+            warnUnusable(error)
+            if let early { return (false, early) }
+            return (false, try check())
+        }
+    }
+
+    /// Logs once that the lock cannot be used, and why.
+    private func warnUnusable(_ error: UnsafeMutablePointer<GError>?) {
+        var error = error
+        let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+        g_clear_error(&error)
+        if !warned.exchange(true, ordering: .relaxed) {
+            logger.warning(
+                "the cross-process writer lock is unusable; writing without it (still checked against the keyring)",
+                metadata: ["bus-name": "\(busName)", "reason": "\(message)"])
         }
     }
 
@@ -117,9 +160,10 @@ final class BusNameWriterLock: ItemWriterLock {
 
     // MARK: Helpers
 
-    private static func microseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+    /// The deadline on GLib's monotonic clock, in microseconds.
+    private static func monotonicMicroseconds(_ deadline: Deadline) -> gint64 {
+        let (seconds, attoseconds) = deadline.remaining.components
+        return g_get_monotonic_time() + gint64(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
     }
 
     /// The command name of a process (`/proc/PID/comm`), or `nil` when it cannot be read.
@@ -128,7 +172,7 @@ final class BusNameWriterLock: ItemWriterLock {
         defer { fclose(file) }
         var buffer = [CChar](repeating: 0, count: 64)
         guard fgets(&buffer, Int32(buffer.count), file) != nil else { return nil }
-        let text = String(cString: buffer).trimmingCharacters(in: "\n")
+        let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.trimmingCharacters(in: "\n")
         return text.isEmpty ? nil : text
     }
 }
