@@ -208,20 +208,6 @@ on_deadline (gpointer flag)
     return G_SOURCE_REMOVE;
 }
 
-/* Whether this connection is the primary owner of name now. */
-static gboolean
-owns_name (GDBusConnection *bus, const char *name, int timeout_ms)
-{
-    GVariant *reply = bus_call (bus, "GetNameOwner", g_variant_new ("(s)", name), "(s)", timeout_ms, NULL);
-    if (reply == NULL)
-        return FALSE;
-    const char *owner = NULL;
-    g_variant_get (reply, "(&s)", &owner);
-    gboolean ours = g_strcmp0 (owner, g_dbus_connection_get_unique_name (bus)) == 0;
-    g_variant_unref (reply);
-    return ours;
-}
-
 static int
 remaining_ms (gint64 deadline_us)
 {
@@ -250,6 +236,10 @@ on_request_answered (GObject *source, GAsyncResult *result, gpointer data)
         g_variant_get (reply, "(u)", &request->code);
         g_variant_unref (reply);
     }
+    /* A NameAcquired that came before this answer is not for a queued request: the bus sends
+       that one only after it answered IN_QUEUE. It may be from a grant at once (this
+       request's) or from an abandoned earlier request whose grant crossed its release. */
+    request->acquired = FALSE;
     request->answered = TRUE;
 }
 
@@ -328,20 +318,9 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean
         result = 1;
         *at_once = TRUE;
     } else if (request->code == 2) {                          /* IN_QUEUE: wait for NameAcquired */
-        for (;;) {
-            while (!request->acquired && !expired)
-                g_main_context_iteration (request->context, TRUE);
-            if (expired) {
-                result = 0;
-                break;
-            }
-            /* A late NameAcquired of an earlier turn cannot fool us: ask who owns it. */
-            if (owns_name (request->bus, request->name, MAX (remaining_ms (deadline_us), 100))) {
-                result = 1;
-                break;
-            }
-            request->acquired = FALSE;
-        }
+        while (!request->acquired && !expired)
+            g_main_context_iteration (request->context, TRUE);
+        result = request->acquired ? 1 : 0;
     } else {
         g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", request->code);
     }
