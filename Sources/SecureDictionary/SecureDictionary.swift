@@ -157,18 +157,18 @@ public final class SecureDictionary: Sendable {
     ///   result would exceed ``Options/maximumSize``; ``SecureDictionaryError/locked``,
     ///   ``SecureDictionaryError/timedOut``… The cache changes only if the write succeeded.
     public func setValue(_ value: Value?, forKey key: String) throws(SecureDictionaryError) {
-        try mutate { $0[key] = value }
+        try mutate(bodyIsPure: true) { $0[key] = value }
     }
 
     /// Removes `key` with one keyring write and returns its old value.
     @discardableResult
     public func removeValue(forKey key: String) throws(SecureDictionaryError) -> Value? {
-        try mutate { $0.removeValue(forKey: key) }
+        try mutate(bodyIsPure: true) { $0.removeValue(forKey: key) }
     }
 
     /// Removes every entry with one keyring write (the item stays, holding an empty dictionary).
     public func removeAll() throws(SecureDictionaryError) {
-        try mutate { $0.removeAll() }
+        try mutate(bodyIsPure: true) { $0.removeAll() }
     }
 
     /// Applies any number of changes with one keyring write: all of them or none.
@@ -355,9 +355,13 @@ public final class SecureDictionary: Sendable {
 
     // MARK: Helpers
 
-    private func mutate<R>(_ body: (inout [String: Value]) -> R) throws(SecureDictionaryError) -> R {
+    /// `bodyIsPure`: `body` is the library's own change, with no other effect (see
+    /// `ItemState.mutate`); never for a caller's closure.
+    private func mutate<R>(
+        bodyIsPure: Bool = false, _ body: (inout [String: Value]) -> R
+    ) throws(SecureDictionaryError) -> R {
         do {
-            return try state.mutate(options.context, body)
+            return try state.mutate(options.context, bodyIsPure: bodyIsPure, body)
         } catch {
             switch error {
             case .store(let failure): throw failure

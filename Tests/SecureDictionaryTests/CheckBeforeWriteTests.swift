@@ -109,6 +109,66 @@ import Testing
         #expect(stuck.writeIsStuck)  // …and the write was still in progress
         stuck.release()
     }
+
+    // MARK: One-key changes encoded while the check is out (ItemState rule 7)
+
+    /// A dictionary large enough that setValue encodes ahead of the check.
+    func openLarge(_ options: SecureDictionary.Options? = nil) throws -> SecureDictionary {
+        let settings = try open(options)
+        let count = SpeculativeWrite<Void>.minimumEntries * 2
+        try settings.update { entries in
+            for index in 0..<count { entries["key\(index)"] = .integer(index) }
+        }
+        return settings
+    }
+
+    @Test func aLargeDictionaryKeepsAnOutsideWrite() throws {
+        let settings = try openLarge()
+        var outside = try #require(try stored(settings))
+        outside["x"] = "theirs"
+        outside["key0"] = "changed by them"
+        store.plant(try BinaryPropertyList.encode(outside, limits: .default), for: settings.item)
+
+        let old = try settings.removeValue(forKey: "key0")
+        try settings.setValue("ours", forKey: "y")
+
+        #expect(old == "changed by them")  // the change ran on what is stored, not on the cache
+        outside["key0"] = nil
+        outside["y"] = "ours"
+        #expect(try stored(settings) == outside)
+        #expect(settings["x"] == "theirs")
+    }
+
+    @Test func aLargeDictionaryWritesItsOwnChanges() throws {
+        let settings = try openLarge()
+        try settings.setValue("a", forKey: "new")
+        #expect(try settings.removeValue(forKey: "key1") == .integer(1))
+        var expected = settings.snapshot
+        #expect(try stored(settings) == expected)
+        try settings.removeAll()
+        expected = [:]
+        #expect(try stored(settings) == expected)
+    }
+
+    @Test func aLargeDictionaryThatWouldGrowTooLargeIsNotWritten() throws {
+        let settings = try openLarge()
+        let before = store.storedBytes(of: settings.item)
+        let limited = try open(.init(maximumSize: try #require(before).count + 10, store: store))
+        #expect(throws: SecureDictionaryError.self) {
+            try limited.setValue(.data(Data(count: 100)), forKey: "big")
+        }
+        #expect(store.storedBytes(of: settings.item) == before)
+        #expect(limited["big"] == nil)
+    }
+
+    @Test func aFailedCheckLeavesALargeDictionaryAlone() throws {
+        let settings = try openLarge()
+        let before = store.storedBytes(of: settings.item)
+        store.failNextCalls(with: .locked)
+        #expect(throws: SecureDictionaryError.locked) { try settings.setValue("x", forKey: "k") }
+        #expect(store.storedBytes(of: settings.item) == before)
+        #expect(settings["k"] == nil)
+    }
 }
 
 /// A store whose writes hang until released or until their timeout, as against a frozen daemon.

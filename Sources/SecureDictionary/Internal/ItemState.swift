@@ -44,6 +44,12 @@ enum MutationFailure<BodyError: Error>: Error {
 /// 6. Non-throwing reads take only the short `cache` lock and never load: they answer from
 ///    a loaded cache or not at all (`nil` from ``cachedEntries``). Only ``forget(_:)``
 ///    unloads.
+/// 7. The check waits on the keyring; encoding a large dictionary is CPU work. For the
+///    library's own one-key changes, whose closure has no other effect, the change is applied
+///    to the cached entries and encoded on another thread while the check is out. That work
+///    is used only when the check finds the cache current (the usual case); otherwise it is
+///    wiped and the change is applied to what the check read. After a check that found the
+///    cache stale (another writer is active), the next write does not speculate.
 final class ItemState: Sendable {
     enum Cache {
         case unloaded
@@ -55,6 +61,9 @@ final class ItemState: Sendable {
     private let writerLock: (any ItemWriterLock)?
     private let serial = FairLock()
     private let cache = Mutex(Cache.unloaded)
+    /// Whether the last check found the cache current. When it did not (another process is
+    /// writing too), a speculative encode would likely be wasted, so none is made (rule 7).
+    private let lastCheckFoundCacheCurrent = Atomic<Bool>(true)
     /// Observation state (see ItemState+Observation.swift).
     let observers = Mutex(Observers())
 
@@ -125,26 +134,46 @@ final class ItemState: Sendable {
     // MARK: Writes
 
     /// Applies `body` to the stored entries and writes the result, all or nothing.
+    ///
+    /// `bodyIsPure`: `body` has no effect but on the entries it is given (the library's own
+    /// one-key changes), so it may run twice (rule 7). Never pass `true` for a caller's closure.
     func mutate<R, E: Error>(
-        _ context: OperationContext, _ body: (inout [String: PropertyListValue]) throws(E) -> R
+        _ context: OperationContext, bodyIsPure: Bool = false,
+        _ body: (inout [String: PropertyListValue]) throws(E) -> R
     ) throws(MutationFailure<E>) -> R {
         let started = ContinuousClock.now
         let deadline = Deadline(after: context.timeout)
         guard serial.lock(until: deadline) else { throw .store(.timedOut) }
         defer { serial.unlock() }
+        let speculating = ContinuousClock.now
+        let speculation = bodyIsPure ? try speculate(context, body) : nil
+        let speculated = ContinuousClock.now - speculating
         let (locked, check) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
-            try lockedCheck(context.limits, deadline)
+            do throws(SecureDictionaryError) {
+                return try lockedCheck(context.limits, deadline)
+            } catch {
+                speculation?.discard()
+                throw error
+            }
         }
         defer { if locked { writerLock?.release() } }
-        var entries = check.entries
         // Waiting for other threads and other processes (what fair queueing bounds): the time
-        // to here, less the check whose answer is used.
-        let waited = (ContinuousClock.now - started) - (check.finished - check.started)
+        // to here, less the speculation and the check whose answer is used.
+        let waited = (ContinuousClock.now - started) - speculated - (check.finished - check.started)
         let checked = check.finished
+
+        var entries: [String: PropertyListValue]
         let result: R
-        do throws(E) { result = try body(&entries) } catch { throw .body(error) }
-        var bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
-            try BinaryPropertyList.blob(of: entries, limits: context.limits)
+        var bytes: [UInt8]
+        if let speculation, let outcome = speculation.outcome(ifStoredIs: check.digest) {
+            (entries, result) = (speculation.entries, speculation.result)
+            bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in try outcome.get() }
+        } else {
+            entries = check.entries
+            do throws(E) { result = try body(&entries) } catch { throw .body(error) }
+            bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
+                try BinaryPropertyList.blob(of: entries, limits: context.limits)
+            }
         }
         defer { Wipe.bytes(&bytes) }
         let written = StoredDigest(of: bytes)
@@ -167,6 +196,26 @@ final class ItemState: Sendable {
                 "lock-wait-us": "\(Self.microseconds(waited))", "check-to-write-us": "\(Self.microseconds(window))",
             ])
         return result
+    }
+
+    /// Rule 7: applies a pure `body` to the cached entries and starts encoding the result on
+    /// another thread, to overlap with the check. `nil` when there is nothing to gain: no
+    /// current cache, one so small that encoding costs less than the thread hop, or another
+    /// writer active (the last check found the cache stale).
+    private func speculate<R, E: Error>(
+        _ context: OperationContext, _ body: (inout [String: PropertyListValue]) throws(E) -> R
+    ) throws(MutationFailure<E>) -> SpeculativeWrite<R>? {
+        let current: (entries: [String: PropertyListValue], digest: StoredDigest)? = cache.withLock { cache in
+            if case .loaded(let entries, let digest) = cache, digest != .unknown { return (entries, digest) }
+            return nil
+        }
+        guard let current, current.entries.count >= SpeculativeWrite<R>.minimumEntries,
+            lastCheckFoundCacheCurrent.load(ordering: .relaxed)
+        else { return nil }
+        var entries = current.entries
+        let result: R
+        do throws(E) { result = try body(&entries) } catch { throw .body(error) }
+        return SpeculativeWrite(entries: entries, result: result, basedOn: current.digest, limits: context.limits)
     }
 
     /// Deletes the item from the store (under both locks), leaving an empty, loaded cache.
@@ -237,6 +286,7 @@ final class ItemState: Sendable {
             if case .loaded(let entries, let cached) = cache, cached == digest { return entries }
             return nil
         }
+        lastCheckFoundCacheCurrent.store(current != nil, ordering: .relaxed)
         if let current { return (current, digest) }
         let entries = try BinaryPropertyList.entries(of: bytes, limits: limits)
         setLoaded(entries, digest: digest)
