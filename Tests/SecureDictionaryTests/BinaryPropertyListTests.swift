@@ -90,6 +90,7 @@ struct BinaryPropertyListRoundTripTests {
                 "com.example.abcdefgh\u{0}\u{0}", "com.example.abcdefgh\u{0}a", "com.example.abcdefghijklmnop",
                 "com.example.abcdefghijklmnoq", "com.example.abcdefghijklmno", "com.example.😀", "com.example.ü",
             ],
+            manyKeys(),
         ])
     func keyOrder(_ keys: [String]) throws {
         let expected = keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
@@ -104,6 +105,25 @@ struct BinaryPropertyListRoundTripTests {
         #expect(
             normalized.sorted().map { Array($0.utf8) }
                 == normalized.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { Array($0.utf8) })
+    }
+
+    /// Enough keys for the radix sort and its runs of keys that share 8 or more bytes: groups
+    /// under shared prefixes with one outlier, NUL bytes against the end of a key, and keys
+    /// that are prefixes of each other.
+    static func manyKeys() -> [String] {
+        var keys = Set<String>()
+        for index in 0..<400 {
+            keys.insert("setting-" + String(repeating: "0", count: 5 - String(index).count) + String(index))
+            keys.insert("com.example.settings.group\(index % 3).\(index)")
+            keys.insert(
+                "a" + String(repeating: "\u{0}", count: index % 11) + "b\(index % 7)" + String(repeating: "z", count: index % 17))
+        }
+        for length in 0..<80 {
+            keys.insert(String(repeating: "q", count: length))
+            keys.insert("q" + String(repeating: "\u{0}", count: length))
+        }
+        keys.insert("mutated")
+        return Array(keys)
     }
 
     @Test(

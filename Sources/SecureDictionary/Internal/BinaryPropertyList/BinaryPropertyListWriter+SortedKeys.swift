@@ -10,11 +10,12 @@ extension BinaryPropertyListWriter {
     /// keys in NFC. Unlike `<`, it is a strict order on any two distinct keys, so the output
     /// never depends on the dictionary's iteration order.
     ///
-    /// The keys' bytes are copied once into `utf8` (the writer wipes it). Each key gets a
-    /// rank: the 8 bytes just past the prefix all keys share (settings keys often share a
-    /// long one, such as `com.example.`). Keys are sorted by rank with a radix sort (linear,
-    /// no comparisons), and only keys of equal rank are then compared on the rest of their
-    /// bytes with `memcmp`: no `String` comparison and no reference counting.
+    /// The keys' bytes are copied once into `utf8` (the writer wipes it), then sorted most
+    /// significant bytes first, 8 bytes at a time: a group of keys skips the prefix its
+    /// members share (settings keys often share a long one, such as `com.example.`), is
+    /// radix-sorted on the next 8 bytes as one big-endian integer (linear, no comparisons),
+    /// and each run of keys equal in those bytes is sorted the same way from there. Small
+    /// groups are compared with `memcmp` instead. No `String` comparison, no reference counting.
     struct SortedKeys {
         struct Key {
             var start: Int
@@ -25,7 +26,7 @@ extension BinaryPropertyListWriter {
         var utf8: [UInt8] = []
         var order: [Key] = []
 
-        /// Below this many keys, a comparison sort beats the radix sort's fixed cost.
+        /// Below this many keys, comparing beats a radix pass's fixed cost.
         private static let radixThreshold = 64
 
         init(_ entries: [String: PropertyListValue]) {
@@ -42,91 +43,115 @@ extension BinaryPropertyListWriter {
                 return
             }
             order = utf8.withUnsafeBufferPointer { utf8 in
-                let base = utf8.baseAddress!
-                let ranked = Self.sharedPrefix(keys, base) + 8
-                let ranks = keys.map { Self.rank($0, base, upTo: ranked) }
-                var permutation = Array(0..<keys.count)
-                if keys.count < Self.radixThreshold {
-                    permutation.sort { Self.precedes(keys[$0], ranks[$0], keys[$1], ranks[$1], base, ranked) }
-                } else {
-                    Self.radixSort(&permutation, by: ranks)
-                    Self.sortTies(&permutation, keys, ranks, base, ranked)
+                var sorter = Sorter(keys: keys, base: utf8.baseAddress!)
+                sorter.sort(0..<keys.count, from: 0)
+                return sorter.permutation.map { keys[$0] }
+            }
+        }
+
+        /// The sort itself, on a permutation of the keys.
+        private struct Sorter {
+            let keys: [Key]
+            let base: UnsafePointer<UInt8>
+            var permutation: [Int]
+            /// Per key: the 8 bytes its group is being sorted on.
+            var ranks: [UInt64]
+            var scratch: [Int]
+
+            init(keys: [Key], base: UnsafePointer<UInt8>) {
+                self.keys = keys
+                self.base = base
+                permutation = Array(keys.indices)
+                ranks = [UInt64](repeating: 0, count: keys.count)
+                scratch = permutation
+            }
+
+            /// Sorts `permutation[group]`, whose keys all have the same first `offset` bytes.
+            mutating func sort(_ group: Range<Int>, from offset: Int) {
+                guard group.count > 1 else { return }
+                if group.count < SortedKeys.radixThreshold {
+                    let (keys, base) = (keys, base)
+                    permutation[group].sort { Self.precedes(keys[$0], keys[$1], base, from: offset) }
+                    return
                 }
-                return permutation.map { keys[$0] }
-            }
-        }
-
-        /// The length of the prefix every key shares with the first one.
-        private static func sharedPrefix(_ keys: [Key], _ base: UnsafePointer<UInt8>) -> Int {
-            var shared = keys[0].count
-            for key in keys.dropFirst() {
-                shared = min(shared, key.count)
-                var index = 0
-                while index < shared, base[keys[0].start + index] == base[key.start + index] { index += 1 }
-                shared = index
-            }
-            return shared
-        }
-
-        /// The key's bytes from `end - 8` up to `end`, big-endian, zero-padded.
-        private static func rank(_ key: Key, _ base: UnsafePointer<UInt8>, upTo end: Int) -> UInt64 {
-            var rank: UInt64 = 0
-            for index in (end - 8)..<end {
-                rank = rank << 8 | (index < key.count ? UInt64(base[key.start + index]) : 0)
-            }
-            return rank
-        }
-
-        /// The order itself: rank first, then the bytes past the rank, then the length.
-        private static func precedes(
-            _ left: Key, _ leftRank: UInt64, _ right: Key, _ rightRank: UInt64, _ base: UnsafePointer<UInt8>,
-            _ ranked: Int
-        ) -> Bool {
-            if leftRank != rightRank { return leftRank < rightRank }
-            let common = min(left.count, right.count)
-            if common > ranked {
-                let difference = memcmp(base + left.start + ranked, base + right.start + ranked, common - ranked)
-                if difference != 0 { return difference < 0 }
-            }
-            return left.count < right.count
-        }
-
-        /// Least-significant-byte-first radix sort of `permutation` by `ranks`, stable; a
-        /// byte that is the same in every rank costs one counting pass and no moves.
-        private static func radixSort(_ permutation: inout [Int], by ranks: [UInt64]) {
-            var scratch = permutation
-            var counts = [Int](repeating: 0, count: 256)
-            for shift in stride(from: 0, to: 64, by: 8) {
-                for bucket in counts.indices { counts[bucket] = 0 }
-                for index in permutation { counts[Int(truncatingIfNeeded: ranks[index] >> UInt64(shift)) & 0xFF] += 1 }
-                if counts.contains(permutation.count) { continue }  // one bucket holds every key
-                var next = 0
-                for bucket in counts.indices {
-                    let count = counts[bucket]
-                    counts[bucket] = next
-                    next += count
+                let offset = offset + sharedPrefix(group, from: offset)
+                if group.allSatisfy({ keys[permutation[$0]].count <= offset }) {
+                    // Every key ends here: equal so far, the shorter first (only lengths differ).
+                    let keys = keys
+                    permutation[group].sort { keys[$0].count < keys[$1].count }
+                    return
                 }
-                for index in permutation {
-                    let bucket = Int(truncatingIfNeeded: ranks[index] >> UInt64(shift)) & 0xFF
-                    scratch[counts[bucket]] = index
-                    counts[bucket] += 1
+                for index in group {
+                    ranks[permutation[index]] = rank(keys[permutation[index]], at: offset)
                 }
-                swap(&permutation, &scratch)
+                radixSort(group)
+                var start = group.lowerBound
+                while start < group.upperBound {
+                    let rank = ranks[permutation[start]]
+                    var end = start + 1
+                    while end < group.upperBound, ranks[permutation[end]] == rank { end += 1 }
+                    sort(start..<end, from: offset + 8)
+                    start = end
+                }
             }
-        }
 
-        /// Orders each run of keys that share a rank by the rest of their bytes.
-        private static func sortTies(
-            _ permutation: inout [Int], _ keys: [Key], _ ranks: [UInt64], _ base: UnsafePointer<UInt8>, _ ranked: Int
-        ) {
-            var start = 0
-            while start < permutation.count {
-                var end = start + 1
-                while end < permutation.count, ranks[permutation[end]] == ranks[permutation[start]] { end += 1 }
-                if end - start > 1 {
-                    permutation[start..<end].sort { Self.precedes(keys[$0], ranks[$0], keys[$1], ranks[$1], base, ranked) }
+            /// How many bytes from `offset` on every key of the group shares with the first.
+            private func sharedPrefix(_ group: Range<Int>, from offset: Int) -> Int {
+                let first = keys[permutation[group.lowerBound]]
+                var shared = max(0, first.count - offset)
+                for index in group.dropFirst() {
+                    let key = keys[permutation[index]]
+                    shared = min(shared, max(0, key.count - offset))
+                    var length = 0
+                    while length < shared, base[first.start + offset + length] == base[key.start + offset + length] {
+                        length += 1
+                    }
+                    shared = length
                 }
-                start = end
+                return shared
+            }
+
+            /// The key's 8 bytes from `offset`, big-endian, zero-padded past its end.
+            private func rank(_ key: Key, at offset: Int) -> UInt64 {
+                var rank: UInt64 = 0
+                for index in offset..<(offset + 8) {
+                    rank = rank << 8 | (index < key.count ? UInt64(base[key.start + index]) : 0)
+                }
+                return rank
+            }
+
+            /// Least-significant-byte-first radix sort of `permutation[group]` by rank, stable;
+            /// a byte that is the same in every rank costs one counting pass and no moves.
+            private mutating func radixSort(_ group: Range<Int>) {
+                var counts = [Int](repeating: 0, count: 256)
+                for shift in stride(from: UInt64(0), to: 64, by: 8) {
+                    for bucket in counts.indices { counts[bucket] = 0 }
+                    for index in group { counts[Int(truncatingIfNeeded: ranks[permutation[index]] >> shift) & 0xFF] += 1 }
+                    if counts.contains(group.count) { continue }  // one bucket holds every key
+                    var next = group.lowerBound
+                    for bucket in counts.indices {
+                        let count = counts[bucket]
+                        counts[bucket] = next
+                        next += count
+                    }
+                    for index in group {
+                        let key = permutation[index]
+                        let bucket = Int(truncatingIfNeeded: ranks[key] >> shift) & 0xFF
+                        scratch[counts[bucket]] = key
+                        counts[bucket] += 1
+                    }
+                    permutation[group] = scratch[group]
+                }
+            }
+
+            /// The order itself, for two keys equal in their first `offset` bytes.
+            static func precedes(_ left: Key, _ right: Key, _ base: UnsafePointer<UInt8>, from offset: Int) -> Bool {
+                let common = min(left.count, right.count)
+                if common > offset {
+                    let difference = memcmp(base + left.start + offset, base + right.start + offset, common - offset)
+                    if difference != 0 { return difference < 0 }
+                }
+                return left.count < right.count
             }
         }
     }
