@@ -164,10 +164,13 @@ final class ItemState: Sendable {
 
         var entries: [String: PropertyListValue]
         let result: R
-        var bytes: [UInt8]
-        if let speculation, let outcome = speculation.outcome(ifStoredIs: check.digest) {
+        var bytes: [UInt8] = []
+        defer { Wipe.bytes(&bytes) }
+        let speculationHolds = try MutationFailure<E>.store { () throws(SecureDictionaryError) -> Bool in
+            try speculation?.moveBlob(into: &bytes, ifStoredIs: check.digest) ?? false
+        }
+        if let speculation, speculationHolds {
             (entries, result) = (speculation.entries, speculation.result)
-            bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in try outcome.get() }
         } else {
             entries = check.entries
             do throws(E) { result = try body(&entries) } catch { throw .body(error) }
@@ -175,7 +178,6 @@ final class ItemState: Sendable {
                 try BinaryPropertyList.blob(of: entries, limits: context.limits)
             }
         }
-        defer { Wipe.bytes(&bytes) }
         let written = StoredDigest(of: bytes)
         if written == check.digest { return result }  // the keyring already holds exactly this
         do throws(SecureDictionaryError) {
