@@ -6,7 +6,7 @@ import SecureDictionary
 /// cannot hold what SecureDictionary stores exactly.
 enum XMLPropertyList {
     static func encode(_ entries: [String: PropertyListValue]) throws -> Data {
-        try PropertyListSerialization.data(fromPropertyList: entries.mapValues(foundation), format: .xml, options: 0)
+        try PropertyListSerialization.data(fromPropertyList: entries.mapValues(\.foundationObject), format: .xml, options: 0)
     }
 
     /// What the XML form loses of `entries`, or `nil` when it keeps everything.
@@ -41,20 +41,5 @@ enum XMLPropertyList {
 
     private static func hasControlCharacters(_ string: String) -> Bool {
         string.unicodeScalars.contains { $0.properties.generalCategory == .control && !"\t\n\r".unicodeScalars.contains($0) }
-    }
-
-    /// Foundation's property-list object for a value; each type maps to its own XML element.
-    private static func foundation(_ value: PropertyListValue) -> Any {
-        switch value {
-        case .string(let string): string
-        case .integer(let integer): integer
-        case .unsignedInteger(let integer): integer
-        case .real(let real): real
-        case .bool(let bool): bool
-        case .date(let date): date
-        case .data(let data): data
-        case .array(let array): array.map(foundation)
-        case .dictionary(let dictionary): dictionary.mapValues(foundation)
-        }
     }
 }

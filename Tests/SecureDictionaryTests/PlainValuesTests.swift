@@ -219,3 +219,27 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! }
     }
 }
+
+@Suite struct FoundationObjectTests {
+    @Test func eachCaseBecomesItsOwnFoundationType() throws {
+        let date = Date(timeIntervalSinceReferenceDate: 1.5)
+        let value = PropertyListValue.dictionary([
+            "s": "text", "i": .integer(-3), "u": .unsignedInteger(UInt64.max), "r": .real(0.5), "b": .bool(true),
+            "d": .date(date), "x": .data(Data([1, 2])), "a": .array(["x", .integer(1)]), "n": .dictionary(["k": "v"]),
+        ])
+        let object = try #require(value.foundationObject as? [String: Any])
+        #expect(object["s"] as? String == "text")
+        #expect(object["i"] as? Int == -3)
+        #expect(object["u"] as? UInt64 == UInt64.max)
+        #expect(object["r"] as? Double == 0.5)
+        #expect(object["b"] as? Bool == true)
+        #expect(object["d"] as? Date == date)
+        #expect(object["x"] as? Data == Data([1, 2]))
+        let array = try #require(object["a"] as? [Any])
+        #expect(array.count == 2 && array[0] as? String == "x" && array[1] as? Int == 1)
+        #expect((object["n"] as? [String: Any])?["k"] as? String == "v")
+        // What Foundation writes from it reads back to the same value.
+        let blob = try PropertyListSerialization.data(fromPropertyList: object, format: .binary, options: 0)
+        #expect(try BinaryPropertyListCoding.decode(blob) == value.dictionaryValue)
+    }
+}
