@@ -198,7 +198,7 @@ struct BinaryPropertyListRoundTripTests {
             [0x51, 0x73],  // 6: "s"
             [0x14] + [UInt8](repeating: 0, count: 15) + [0x07],  // 7: 7 in 16 bytes
         ]
-        let blob = makeBlob(objects, top: 4, referenceSize: 8, offsetSize: 8)
+        let blob = HandMadeBlob.make(objects, top: 4, referenceSize: 8, offsetSize: 8)
         let decoded = try BinaryPropertyList.decode(blob, limits: .default)
         #expect(decoded == ["k": ["k", "k", .real(1.5)], "n": .integer(-5), "s": .integer(7)])
     }
@@ -230,7 +230,7 @@ struct BinaryPropertyListFoundationTests {
     @Test("we read Foundation's output as the same values")
     func weReadFoundations() throws {
         let blob = try PropertyListSerialization.data(
-            fromPropertyList: toFoundation(.dictionary(Self.sample)), format: .binary, options: 0)
+            fromPropertyList: PropertyListValue.dictionary(Self.sample).foundationObject, format: .binary, options: 0)
         let decoded = try BinaryPropertyList.decode([UInt8](blob), limits: .default)
         #expect(identical(decoded, Self.sample))
     }
@@ -299,38 +299,42 @@ struct BinaryPropertyListHostileTests {
             [0x20, 0x00], [0x21, 0x00, 0x00], [0x30], [0x70], [0x90], [0xE0], [0xF0],
         ] as [[UInt8]])
     func unsupportedTypes(_ object: [UInt8]) {
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], [0x51, 0x6B], object]))
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01, 0x02], [0x51, 0x6B], object]))
     }
 
     @Test("the root must be a dictionary")
     func rootNotDictionary() {
-        expectCorrupt(makeBlob([[0xA1, 0x01], [0x51, 0x6B]]))
-        expectCorrupt(makeBlob([[0x51, 0x6B]]))
-        expectCorrupt(makeBlob([[0x10, 0x01]]))
+        expectCorrupt(HandMadeBlob.make([[0xA1, 0x01], [0x51, 0x6B]]))
+        expectCorrupt(HandMadeBlob.make([[0x51, 0x6B]]))
+        expectCorrupt(HandMadeBlob.make([[0x10, 0x01]]))
     }
 
     @Test("keys must be distinct strings")
     func badKeys() {
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], [0x10, 0x01], [0x51, 0x76]]))  // integer key
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], [0xA0], [0x51, 0x76]]))  // array key
-        expectCorrupt(makeBlob([[0xD1, 0x00, 0x01], [0x51, 0x76]]))  // itself as key
-        expectCorrupt(makeBlob([[0xD2, 0x01, 0x01, 0x02, 0x02], [0x51, 0x6B], [0x09]]))  // shared key
-        expectCorrupt(makeBlob([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x51, 0x6B], [0x51, 0x6B], [0x09]]))
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01, 0x02], [0x10, 0x01], [0x51, 0x76]]))  // integer key
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01, 0x02], [0xA0], [0x51, 0x76]]))  // array key
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x00, 0x01], [0x51, 0x76]]))  // itself as key
+        expectCorrupt(HandMadeBlob.make([[0xD2, 0x01, 0x01, 0x02, 0x02], [0x51, 0x6B], [0x09]]))  // shared key
+        expectCorrupt(HandMadeBlob.make([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x51, 0x6B], [0x51, 0x6B], [0x09]]))
         // "é" and "e\u{301}": distinct bytes, but one key to a Swift dictionary.
-        expectCorrupt(makeBlob([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x61, 0x00, 0xE9], [0x62, 0x00, 0x65, 0x03, 0x01], [0x09]]))
+        expectCorrupt(
+            HandMadeBlob.make([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x61, 0x00, 0xE9], [0x62, 0x00, 0x65, 0x03, 0x01], [0x09]]))
     }
 
     @Test("a dictionary shaped like a keyed archive is corrupt, at any level, and is not written")
     func keyedArchiveShape() throws {
-        expectCorrupt(makeBlob([[0xD2, 0x01, 0x02, 0x03, 0x04], ascii("$archiver"), ascii("$objects"), [0x09], [0xA0]]))
         expectCorrupt(
-            makeBlob([
+            HandMadeBlob.make([
+                [0xD2, 0x01, 0x02, 0x03, 0x04], ascii("$archiver"), ascii("$objects"), [0x09], [0xA0],
+            ]))
+        expectCorrupt(
+            HandMadeBlob.make([
                 [0xD1, 0x01, 0x02], ascii("k"),
                 [0xD2, 0x03, 0x04, 0x05, 0x06], ascii("$archiver"), ascii("$objects"), [0x09], [0xA0],
             ]))
         #expect(
             try BinaryPropertyList.decode(
-                makeBlob([[0xD1, 0x01, 0x02], ascii("$archiver"), [0x09]]),
+                HandMadeBlob.make([[0xD1, 0x01, 0x02], ascii("$archiver"), [0x09]]),
                 limits: .default) == ["$archiver": true])
         let archiveShaped: PropertyListValue = ["$archiver": "x", "$objects": []]
         for entries in [["$archiver": "x", "$objects": []], ["k": [archiveShaped]]] as [[String: PropertyListValue]] {
@@ -369,15 +373,16 @@ struct BinaryPropertyListHostileTests {
             objects.append(level == levels - 1 ? [0xA0] : [0xA1, UInt8(next >> 8), UInt8(next & 0xFF)])
         }
         #expect(
-            decodeError(makeBlob(objects, referenceSize: 2))
+            decodeError(HandMadeBlob.make(objects, referenceSize: 2))
                 == .corrupt(reason: "containers nest deeper than the depth limit"))
     }
 
     @Test("a container referenced twice is corrupt: cycles, diamonds")
     func sharedContainers() {
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], ascii("k"), [0xA1, 0x02]]))  // array holds itself
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x00], ascii("k")]))  // root holds itself
-        expectCorrupt(makeBlob([[0xD2, 0x01, 0x02, 0x03, 0x03], ascii("a"), ascii("b"), [0xA0]]))  // diamond
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01, 0x02], ascii("k"), [0xA1, 0x02]]))  // array holds itself
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01, 0x00], ascii("k")]))  // root holds itself
+        expectCorrupt(
+            HandMadeBlob.make([[0xD2, 0x01, 0x02, 0x03, 0x03], ascii("a"), ascii("b"), [0xA0]]))  // diamond
     }
 
     @Test("the exponential-sharing plist is rejected in well under a second")
@@ -385,7 +390,7 @@ struct BinaryPropertyListHostileTests {
         // Object 2 is an empty array; object n + 1 is [n, n]: fully expanded, 2^30 arrays.
         var objects: [[UInt8]] = [[0xD1, 0x01, 0x20], ascii("k"), [0xA0]]
         for previous in 2..<32 { objects.append([0xA2, UInt8(previous), UInt8(previous)]) }
-        let blob = makeBlob(objects)
+        let blob = HandMadeBlob.make(objects)
         let clock = ContinuousClock()
         let start = clock.now
         expectCorrupt(blob)
@@ -396,30 +401,30 @@ struct BinaryPropertyListHostileTests {
     func badTrailers() {
         let objects: [[UInt8]] = [[0xD1, 0x01, 0x02], ascii("k"), [0x09]]
         for count: UInt64 in [0, 4, 1_000_000, UInt64(Int32.max), .max, 1 << 62] {
-            expectCorrupt(makeBlob(objects, objectCount: count))
+            expectCorrupt(HandMadeBlob.make(objects, objectCount: count))
         }
-        for top: UInt64 in [3, 1_000, .max] { expectCorrupt(makeBlob(objects, top: top)) }
-        for table: UInt64 in [0, 7, 8, 100, .max, .max - 20] { expectCorrupt(makeBlob(objects, tableOffset: table)) }
+        for top: UInt64 in [3, 1_000, .max] { expectCorrupt(HandMadeBlob.make(objects, top: top)) }
+        for table: UInt64 in [0, 7, 8, 100, .max, .max - 20] { expectCorrupt(HandMadeBlob.make(objects, tableOffset: table)) }
         for size: UInt8 in [0, 3, 5, 16, 255] {
-            expectCorrupt(makeBlob(objects, referenceSize: size))
-            expectCorrupt(makeBlob(objects, offsetSize: size))
+            expectCorrupt(HandMadeBlob.make(objects, referenceSize: size))
+            expectCorrupt(HandMadeBlob.make(objects, offsetSize: size))
         }
         // A huge count with 8-byte offsets.
-        expectCorrupt(makeBlob(objects, offsetSize: 8, objectCount: 1 << 61))
-        #expect(throws: Never.self) { try BinaryPropertyList.decode(makeBlob(objects), limits: .default) }
+        expectCorrupt(HandMadeBlob.make(objects, offsetSize: 8, objectCount: 1 << 61))
+        #expect(throws: Never.self) { try BinaryPropertyList.decode(HandMadeBlob.make(objects), limits: .default) }
     }
 
     @Test("object offsets and references out of range are corrupt")
     func badOffsets() {
         let objects: [[UInt8]] = [[0xD1, 0x01, 0x02], ascii("k"), [0x09]]
-        var blob = makeBlob(objects)
+        var blob = HandMadeBlob.make(objects)
         let table = blob.count - 32 - 3
         for offset: UInt8 in [0, 7, UInt8(table), 0xFF] {
             blob[table + 2] = offset
             expectCorrupt(blob)
         }
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x03], ascii("k"), [0x09]]))  // reference past the count
-        expectCorrupt(makeBlob([[0xD1, 0x01], ascii("k"), [0x09]]))  // value reference is the key's byte
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01, 0x03], ascii("k"), [0x09]]))  // reference past the count
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01], ascii("k"), [0x09]]))  // value reference is the key's byte
     }
 
     @Test(
@@ -435,7 +440,7 @@ struct BinaryPropertyListHostileTests {
             [0x5F], [0x5F, 0x11, 0x00], [0x55, 0x61], [0x13, 0x01], [0x23, 0x00], [0x33],
         ] as [[UInt8]])
     func hugeCounts(_ object: [UInt8]) {
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], ascii("k"), object]))
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01, 0x02], ascii("k"), object]))
     }
 
     @Test("size limit: maximumSize + 1 is too large before parsing; encode reports its size")
@@ -458,13 +463,15 @@ struct BinaryPropertyListHostileTests {
             [0x51, 0x80], [0x53, 0x61, 0xC3, 0xA9],
         ] as [[UInt8]])
     func invalidText(_ object: [UInt8]) {
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], ascii("k"), object]))
-        expectCorrupt(makeBlob([[0xD1, 0x01, 0x02], object, [0x09]]))
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01, 0x02], ascii("k"), object]))
+        expectCorrupt(HandMadeBlob.make([[0xD1, 0x01, 0x02], object, [0x09]]))
     }
 
     @Test("a surrogate pair decodes")
     func surrogatePair() throws {
-        let blob = makeBlob([[0xD1, 0x01, 0x02], [0x62, 0xD8, 0x3D, 0xDE, 0x00], [0x63, 0x00, 0x41, 0xD8, 0x3D, 0xDE, 0x00]])
+        let blob = HandMadeBlob.make([
+            [0xD1, 0x01, 0x02], [0x62, 0xD8, 0x3D, 0xDE, 0x00], [0x63, 0x00, 0x41, 0xD8, 0x3D, 0xDE, 0x00],
+        ])
         #expect(try BinaryPropertyList.decode(blob, limits: .default) == ["😀": "A😀"])
     }
 
@@ -472,11 +479,11 @@ struct BinaryPropertyListHostileTests {
     func errorsDoNotLeak() throws {
         let canary = "CANARY-b7e1"
         let blobs: [[UInt8]] = [
-            makeBlob([[0xD2, 0x01, 0x01, 0x02, 0x02], ascii(canary), ascii(canary)]),  // duplicate key
-            makeBlob([[0xD1, 0x01, 0x02], ascii(canary), [0x5F, 0x10, 0x20] + Array(canary.utf8)]),  // bad length
-            makeBlob([[0xD1, 0x01, 0x02], ascii(canary), [0x5B] + Array(canary.utf8.dropLast()) + [0xC3]]),
-            makeBlob([[0xD1, 0x01, 0x02], ascii(canary), [0xC1, 0x01]]),  // set
-            makeBlob([[0xA1, 0x01], ascii(canary)]),  // root array
+            HandMadeBlob.make([[0xD2, 0x01, 0x01, 0x02, 0x02], ascii(canary), ascii(canary)]),  // duplicate key
+            HandMadeBlob.make([[0xD1, 0x01, 0x02], ascii(canary), [0x5F, 0x10, 0x20] + Array(canary.utf8)]),  // bad length
+            HandMadeBlob.make([[0xD1, 0x01, 0x02], ascii(canary), [0x5B] + Array(canary.utf8.dropLast()) + [0xC3]]),
+            HandMadeBlob.make([[0xD1, 0x01, 0x02], ascii(canary), [0xC1, 0x01]]),  // set
+            HandMadeBlob.make([[0xA1, 0x01], ascii(canary)]),  // root array
             Array("bplist\(canary)".utf8) + [UInt8](repeating: 0, count: 40),
         ]
         for blob in blobs {
@@ -506,7 +513,7 @@ struct BinaryPropertyListFuzzTests {
         var deep: PropertyListValue = "bottom"
         for level in 0..<12 { deep = level.isMultiple(of: 2) ? [deep, .integer(level)] : ["k\(level)": deep] }
         let foundation = try PropertyListSerialization.data(
-            fromPropertyList: toFoundation(.dictionary(mixed)), format: .binary, options: 0)
+            fromPropertyList: PropertyListValue.dictionary(mixed).foundationObject, format: .binary, options: 0)
         return [
             try BinaryPropertyList.encode(mixed, limits: .default),
             try BinaryPropertyList.encode(wide, limits: .default),
@@ -533,7 +540,9 @@ struct BinaryPropertyListFuzzTests {
             let count = Int.random(in: 1...12, using: &generator)
             let table = (0..<count).map { _ in UInt8(8 + Int.random(in: 0..<body.count, using: &generator)) }
             var trailer = [UInt8](repeating: 0, count: 6) + [1, 1]
-            trailer += bigEndian(UInt64(count)) + bigEndian(UInt64.random(in: 0..<UInt64(count), using: &generator))
+            trailer +=
+                bigEndian(UInt64(count))
+                + bigEndian(UInt64.random(in: 0..<UInt64(count), using: &generator))
             trailer += bigEndian(UInt64(8 + body.count))
             check(Array("bplist00".utf8) + body + table + trailer, outcomes: &outcomes)
         }
@@ -655,16 +664,11 @@ private func expectCorrupt(_ bytes: [UInt8], sourceLocation: SourceLocation = #_
     }
 }
 
-/// An ASCII string object (fewer than 15 characters).
-private func ascii(_ string: String) -> [UInt8] {
-    [0x50 | UInt8(string.utf8.count)] + Array(string.utf8)
-}
+/// Shorter names for the blob builders of SecureDictionaryTestSupport, used on every line here.
+private let ascii = HandMadeBlob.ascii
+private let bigEndian = HandMadeBlob.bigEndian
 
 private func ref8(_ index: UInt64) -> [UInt8] { bigEndian(index) }
-
-private func bigEndian(_ value: UInt64) -> [UInt8] {
-    (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> (UInt64($0) * 8)) }
-}
 
 /// The keys of the root dictionary in the order they were written (a minimal reader for
 /// blobs we wrote ourselves).
@@ -691,32 +695,6 @@ private func writtenKeyOrder(_ blob: [UInt8]) -> [String] {
     }
 }
 
-/// Lays out a blob byte by byte: header, `objects` in order, offset table, trailer. Any trailer
-/// field can be overridden to build a hostile blob.
-private func makeBlob(
-    _ objects: [[UInt8]],
-    top: UInt64 = 0,
-    referenceSize: UInt8 = 1,
-    offsetSize: UInt8? = nil,
-    objectCount: UInt64? = nil,
-    tableOffset: UInt64? = nil
-) -> [UInt8] {
-    var blob = Array("bplist00".utf8)
-    var offsets: [Int] = []
-    for object in objects {
-        offsets.append(blob.count)
-        blob += object
-    }
-    let table = blob.count
-    let width = offsetSize ?? (table <= 0xFF ? 1 : table <= 0xFFFF ? 2 : 4)
-    for offset in offsets {
-        blob += bigEndian(UInt64(offset)).suffix(Int(min(width, 8)))
-    }
-    blob += [0, 0, 0, 0, 0, 0, width, referenceSize]
-    blob += bigEndian(objectCount ?? UInt64(objects.count)) + bigEndian(top) + bigEndian(tableOffset ?? UInt64(table))
-    return blob
-}
-
 private func fromFoundation(_ object: Any) -> PropertyListValue? {
     if type(of: object) == Bool.self, let bool = object as? Bool { return .bool(bool) }
     if let string = object as? String { return .string(string) }
@@ -738,18 +716,4 @@ private func fromFoundation(_ object: Any) -> PropertyListValue? {
         }
     }
     return nil
-}
-
-private func toFoundation(_ value: PropertyListValue) -> Any {
-    switch value {
-    case .string(let string): string
-    case .integer(let integer): integer
-    case .unsignedInteger(let integer): integer
-    case .real(let real): real
-    case .bool(let bool): bool
-    case .date(let date): date
-    case .data(let data): data
-    case .array(let elements): elements.map(toFoundation)
-    case .dictionary(let entries): entries.mapValues(toFoundation)
-    }
 }

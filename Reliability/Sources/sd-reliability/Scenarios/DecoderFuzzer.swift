@@ -59,8 +59,9 @@ extension Worker {
                 let table = (0..<objects).map { _ in UInt8(8 + Int.random(in: 0..<body.count, using: &generator)) }
                 var trailer = [UInt8](repeating: 0, count: 6) + [1, 1]
                 trailer +=
-                    Blobs.bigEndian(UInt64(objects)) + Blobs.bigEndian(UInt64.random(in: 0..<UInt64(objects), using: &generator))
-                trailer += Blobs.bigEndian(UInt64(8 + body.count))
+                    HandMadeBlob.bigEndian(UInt64(objects))
+                    + HandMadeBlob.bigEndian(UInt64.random(in: 0..<UInt64(objects), using: &generator))
+                trailer += HandMadeBlob.bigEndian(UInt64(8 + body.count))
                 blob = Array("bplist00".utf8) + body + table + trailer
             } else {
                 blob = seeds[Int.random(in: 0..<seeds.count, using: &generator)]
@@ -156,7 +157,7 @@ extension Worker {
             let values: [UInt64] = [
                 0, 1, 0x7F, 0xFF, 0x100, 0xFFFF, 0x7FFF_FFFF, 0xFFFF_FFFF, .max, .max / 2, UInt64(blob.count),
             ]
-            let bytes = Blobs.bigEndian(values.randomElement(using: &generator)!).suffix(
+            let bytes = HandMadeBlob.bigEndian(values.randomElement(using: &generator)!).suffix(
                 [1, 2, 4, 8].randomElement(using: &generator)!)
             blob.replaceSubrange(position..<min(blob.count, position + bytes.count), with: bytes)
         default:
