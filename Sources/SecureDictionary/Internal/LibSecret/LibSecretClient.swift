@@ -44,18 +44,10 @@ struct LibSecretClient: Sendable {
 
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
-            let (service, cancellable) = (call.service, call.cancellable)
-            let collection = try Self.collectionPath(call, item.collection)
-            return try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
-                if !found.locked.isEmpty { throw .locked }
-                if found.unlocked.count > 1 { throw .ambiguous(count: found.unlocked.count) }
-                guard let path = found.unlocked.first else {
-                    // Nothing found: that means "no such item" only if the collection is unlocked.
-                    if try Self.isLocked(service, collection: collection, cancellable) { throw .locked }
-                    return nil
-                }
-                return try Self.secret(service, path: path, collection: collection, cancellable)
+            try Self.matchingPaths(call, item) { paths, collection throws(SecureDictionaryError) in
+                if paths.count > 1 { throw .ambiguous(count: paths.count) }
+                guard let path = paths.first else { return nil }
+                return try Self.secret(call.service, path: path, collection: collection, call.cancellable)
             }
         }
     }
@@ -71,22 +63,35 @@ struct LibSecretClient: Sendable {
 
     func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
-            let (service, cancellable) = (call.service, call.cancellable)
-            let collection = try Self.collectionPath(call, item.collection)
-            return try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                let found = try Self.search(service, attributes: item.attributes, in: collection, cancellable)
-                if !found.locked.isEmpty { throw .locked }
-                for path in found.unlocked {
+            try Self.matchingPaths(call, item) { paths, _ throws(SecureDictionaryError) in
+                for path in paths {
                     var error: UnsafeMutablePointer<GError>?
-                    if secret_service_delete_item_dbus_path_sync(service, path, cancellable.pointer, &error) == 0 {
+                    if secret_service_delete_item_dbus_path_sync(call.service, path, call.cancellable.pointer, &error) == 0 {
                         throw KeyringErrorMapping.map(error)
                     }
                 }
-                if found.unlocked.isEmpty, try Self.isLocked(service, collection: collection, cancellable) {
-                    throw .locked
-                }
-                return !found.unlocked.isEmpty
+                return !paths.isEmpty
             }
+        }
+    }
+
+    /// Runs `body` with the paths of the unlocked items matching `item` in its collection
+    /// (unlocked first where no prompt is needed) and that collection's path.
+    ///
+    /// - Throws: ``SecureDictionaryError/locked`` when a matching item is locked, or when none
+    ///   matches and the collection is locked: only an unlocked collection can say "no such
+    ///   item".
+    private static func matchingPaths<T>(
+        _ call: Call, _ item: KeyringItem,
+        _ body: (_ paths: [String], _ collection: String) throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> T {
+        let (service, cancellable) = (call.service, call.cancellable)
+        let collection = try collectionPath(call, item.collection)
+        return try unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
+            let found = try search(service, attributes: item.attributes, in: collection, cancellable)
+            if !found.locked.isEmpty { throw .locked }
+            if found.unlocked.isEmpty, try isLocked(service, collection: collection, cancellable) { throw .locked }
+            return try body(found.unlocked, collection)
         }
     }
 
