@@ -4,25 +4,13 @@ import Synchronization
 import Testing
 
 /// A store whose writes take a while, to cancel a task in the middle of one.
-final class SlowStore: KeyringStore {
+final class SlowStore: ForwardingStore {
     let inner = InMemoryKeyringStore()
     let delay: Duration
     init(delay: Duration) { self.delay = delay }
-    var isSharedBetweenProcesses: Bool { false }
-    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
-        try inner.load(item, timeout: timeout)
-    }
     func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
         try inner.store(secret, for: item, timeout: timeout)
-    }
-    func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try inner.delete(item, timeout: timeout)
-    }
-    func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
-        throws(SecureDictionaryError) -> [KeyringItemListing]
-    {
-        try inner.listItems(applicationID: applicationID, collection: collection, timeout: timeout)
     }
 }
 

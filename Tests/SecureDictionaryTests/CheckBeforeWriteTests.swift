@@ -172,13 +172,12 @@ import Testing
 }
 
 /// A store whose writes hang until released or until their timeout, as against a frozen daemon.
-final class StuckWritesStore: KeyringStore {
-    private let memory = InMemoryKeyringStore()
+final class StuckWritesStore: ForwardingStore {
+    let inner = InMemoryKeyringStore()
     private let released = DispatchSemaphore(value: 0)
     private let entered = DispatchSemaphore(value: 0)
     private let stuckCount = Atomic<Int>(0)
 
-    var isSharedBetweenProcesses: Bool { false }
     var writeIsStuck: Bool { stuckCount.load(ordering: .acquiring) > 0 }
 
     func waitUntilAWriteIsStuck(timeout: Duration) -> Bool {
@@ -187,27 +186,13 @@ final class StuckWritesStore: KeyringStore {
 
     func release() { released.signal() }
 
-    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
-        try memory.load(item, timeout: timeout)
-    }
-
     func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         stuckCount.add(1, ordering: .acquiringAndReleasing)
         defer { stuckCount.subtract(1, ordering: .acquiringAndReleasing) }
         entered.signal()
         let milliseconds = Int(timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         guard released.wait(timeout: .now() + .milliseconds(milliseconds)) == .success else { throw .timedOut }
-        try memory.store(secret, for: item, timeout: timeout)
-    }
-
-    func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try memory.delete(item, timeout: timeout)
-    }
-
-    func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
-        throws(SecureDictionaryError) -> [KeyringItemListing]
-    {
-        try memory.listItems(applicationID: applicationID, collection: collection, timeout: timeout)
+        try inner.store(secret, for: item, timeout: timeout)
     }
 }
 
