@@ -7,10 +7,7 @@ import Synchronization
 /// stuck lock holder is named.
 enum FairWaiting {
     static func run(_ harness: Harness, _ report: Report) {
-        if let reason = harness.keyringMissing {
-            report.cannotRun("fair waiting", target: "0 timedOut", reason: reason)
-            return
-        }
+        guard harness.hasKeyring(report, check: "fair waiting", target: "0 timedOut") else { return }
         guard let single = medianSingleWrite(harness, report) else { return }
         manyBackToBackWriters(harness, report, single: single)
         occasionalWriterBesideBusyOnes(harness, report, single: single)

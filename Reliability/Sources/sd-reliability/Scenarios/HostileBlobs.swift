@@ -119,10 +119,7 @@ enum HostileBlobs {
     static func run(_ harness: Harness, _ report: Report) {
         DecoderFuzzer.run(harness, report)
         inProcessHundredMB(report)
-        if let reason = harness.keyringMissing {
-            report.cannotRun("hostile blobs through D-Bus", target: "typed error ≤ 100 ms", reason: reason)
-            return
-        }
+        guard harness.hasKeyring(report, check: "hostile blobs through D-Bus", target: "typed error ≤ 100 ms") else { return }
         planted(harness, report)
         dbusLimit(harness, report)
     }

@@ -5,10 +5,7 @@ import SecureDictionaryTestSupport
 /// Scenario 1: writers in several processes, two instances each, lose nothing.
 enum LostUpdates {
     static func run(_ harness: Harness, _ report: Report) {
-        if let reason = harness.keyringMissing {
-            report.cannotRun("processes × mutations", target: "0 lost, 0 phantom", reason: reason)
-            return
-        }
+        guard harness.hasKeyring(report, check: "processes × mutations", target: "0 lost, 0 phantom") else { return }
         manyProcesses(harness, report)
         loadOtherWritesThenWrite(harness, report)
     }

@@ -32,10 +32,7 @@ enum MemoryHygiene {
     }
 
     static func run(_ harness: Harness, _ report: Report) {
-        if let reason = harness.keyringMissing {
-            report.cannotRun("memory hygiene", target: "0 fragments", reason: reason)
-            return
-        }
+        guard harness.hasKeyring(report, check: "memory hygiene", target: "0 fragments") else { return }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gcore") else {
             report.cannotRun("memory hygiene", target: "0 fragments", reason: "gdb's gcore is missing (apt-get install gdb)")
             return

@@ -15,10 +15,7 @@ enum Neighbours {
     static let collectionLabel = "sdreliability"
 
     static func run(_ harness: Harness, _ report: Report) {
-        if let reason = harness.keyringMissing {
-            report.cannotRun("neighbours in a password-less collection", target: "read back", reason: reason)
-            return
-        }
+        guard harness.hasKeyring(report, check: "neighbours in a password-less collection", target: "read back") else { return }
         let fixture: FixtureServer
         let login: String
         let path: String

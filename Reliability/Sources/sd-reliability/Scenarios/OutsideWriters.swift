@@ -8,10 +8,7 @@ import Synchronization
 /// the keyring; and the width of the one window left.
 enum OutsideWriters {
     static func run(_ harness: Harness, _ report: Report) {
-        if let reason = harness.keyringMissing {
-            report.cannotRun("writers in other environments", target: "0 lost", reason: reason)
-            return
-        }
+        guard harness.hasKeyring(report, check: "writers in other environments", target: "0 lost") else { return }
         mixedEnvironments(harness, report)
         outsideToolBetweenLoadAndWrite(harness, report)
         noFilesAndUnusableFolders(harness, report)

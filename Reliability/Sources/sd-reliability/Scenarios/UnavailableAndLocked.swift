@@ -6,10 +6,7 @@ enum UnavailableAndLocked {
     static func run(_ harness: Harness, _ report: Report) {
         noBus(harness, report)
         noService(harness, report)
-        if let reason = harness.keyringMissing {
-            report.cannotRun("locked collection", target: "locked ≤ 1 s", reason: reason)
-            return
-        }
+        guard harness.hasKeyring(report, check: "locked collection", target: "locked ≤ 1 s") else { return }
         locked(harness, report)
         lockedBetweenReadAndWrite(harness, report)
     }

@@ -55,6 +55,17 @@ final class Harness: @unchecked Sendable {  // used from the main thread only
             ? "no private keyring: run inside scripts/with-private-keyring (scripts/reliability does)" : nil
     }
 
+    /// Whether a keyring is there to test against; if not, reports `check` as not run.
+    ///
+    /// ```swift
+    /// guard harness.hasKeyring(report, check: "memory hygiene", target: "0 fragments") else { return }
+    /// ```
+    func hasKeyring(_ report: Report, check: String, target: String) -> Bool {
+        guard let reason = keyringMissing else { return true }
+        report.cannotRun(check, target: target, reason: reason)
+        return false
+    }
+
     func script(_ name: String) -> String { root.appendingPathComponent("scripts/\(name)").path }
 
     /// `scripts/keyring-daemon COMMAND`.
