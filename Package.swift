@@ -51,7 +51,7 @@ let package = Package(
         // A second process for the cross-process integration tests.
         .executableTarget(
             name: "sd-test-writer",
-            dependencies: ["SecureDictionary"],
+            dependencies: ["SecureDictionary", "SecureDictionaryTestSupport"],
             path: "Tests/Support/sd-test-writer"
         ),
         .target(

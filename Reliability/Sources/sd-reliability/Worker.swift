@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 /// `sd-reliability worker COMMAND …`: the second process of a scenario. Each prints a
 /// `WorkerReply` as JSON on its last stdout line. Hidden: only the runner calls these.

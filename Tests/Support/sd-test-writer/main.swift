@@ -9,31 +9,11 @@
 //                                              "error <case>" and the elapsed milliseconds
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("sd-test-writer: \(message)\n".utf8))
     exit(1)
-}
-
-/// The case name alone, e.g. `timedOut`.
-func caseName(_ error: SecureDictionaryError) -> String {
-    switch error {
-    case .serviceUnavailable: "serviceUnavailable"
-    case .sandboxed: "sandboxed"
-    case .locked: "locked"
-    case .timedOut: "timedOut"
-    case .connectionLost: "connectionLost"
-    case .cancelled: "cancelled"
-    case .corrupt: "corrupt"
-    case .unsupportedFormatVersion: "unsupportedFormatVersion"
-    case .tooLarge: "tooLarge"
-    case .invalidValue: "invalidValue"
-    case .invalidName: "invalidName"
-    case .typeMismatch: "typeMismatch"
-    case .ambiguous: "ambiguous"
-    case .lockHeld: "lockHeld"
-    case .keyring: "keyring"
-    }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())

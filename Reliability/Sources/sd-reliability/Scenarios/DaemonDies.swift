@@ -86,7 +86,7 @@ enum DaemonDies {
             }
             guard worker.readLine(timeout: .seconds(20)) == "ready" else {
                 let result = worker.finish(timeout: .seconds(5))
-                fail("the worker did not load: \(result.how) \(result.lastLine) \(result.errorText.suffix(200))")
+                fail("the worker did not load: \(result.how) \(result.lastLine) \(result.stderr.suffix(200))")
                 continue
             }
             // A random moment: from at once to a little after a typical write has finished.
@@ -96,12 +96,12 @@ enum DaemonDies {
             fixture.reset()
             worker.send("check")
             let result = worker.finish(timeout: .seconds(30))
-            if !restart.succeeded { fail("the daemon did not restart: \(restart.errorText)") }
+            if !restart.succeeded { fail("the daemon did not restart: \(restart.stderr)") }
             let lines = result.text.split(separator: "\n").map(String.init)
             let reply = lines.count >= 2 ? try? JSONDecoder().decode(WorkerReply.self, from: Data(lines[1].utf8)) : nil
             let afterwards = lines.count >= 3 ? try? JSONDecoder().decode(WorkerReply.self, from: Data(lines[2].utf8)) : nil
             if result.signaled || result.timedOut || reply == nil || afterwards == nil {
-                fail("worker \(result.how) \(result.text.suffix(200)) \(result.errorText.suffix(200))")
+                fail("worker \(result.how) \(result.text.suffix(200)) \(result.stderr.suffix(200))")
             }
             let outcome = reply.map { $0.outcome == "ok" ? "ok" : ($0.error ?? "?") } ?? result.how
             outcomes[outcome, default: 0] += 1

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SecureDictionary
+import SecureDictionaryTestSupport
 import Synchronization
 
 /// Scenario 12 (issue 9): writers are served in turn, one deadline bounds a whole call, and a
@@ -33,7 +34,7 @@ enum FairWaiting {
         }
         let result = harness.worker(["burst", app, "fair", "alone", "\(writes)", "0"])
         guard let latencies = Burst(result), latencies.errors.isEmpty, !latencies.microseconds.isEmpty else {
-            report.add(check, target: "measured", measured: "failed: \(result.how)", pass: false, note: result.errorText)
+            report.add(check, target: "measured", measured: "failed: \(result.how)", pass: false, note: result.stderr)
             return nil
         }
         let median = latencies.percentile(50)

@@ -164,7 +164,7 @@ enum HostileBlobs {
                 wrong("the open \(result.how)")
             }
             guard let reply = WorkerReply.parse(result) else {
-                if !result.signaled && !result.timedOut { wrong("no reply: \(result.how) \(result.errorText.suffix(200))") }
+                if !result.signaled && !result.timedOut { wrong("no reply: \(result.how) \(result.stderr.suffix(200))") }
                 continue
             }
             let milliseconds = reply.milliseconds ?? .infinity

@@ -62,7 +62,7 @@ enum LostUpdates {
             guard result.succeeded, let reply = WorkerReply.parse(result), let blob = reply.detail,
                 let data = Data(base64Encoded: blob), let model = try? BinaryPropertyListCoding.decode(data)
             else {
-                outcome.errors.append("writer \(result.how): \(result.errorText.suffix(300))")
+                outcome.errors.append("writer \(result.how): \(result.stderr.suffix(300))")
                 continue
             }
             for (key, value) in model {
@@ -103,7 +103,7 @@ enum LostUpdates {
             guard other.succeeded else {
                 report.add(
                     check, target: "X and Y both kept", measured: "other process \(other.how)", pass: false,
-                    note: other.errorText)
+                    note: other.stderr)
                 return
             }
             try a.setValue("from-a", forKey: "y")

@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -94,7 +95,7 @@ enum MemoryHygiene {
         guard let line = worker.readLine(timeout: .seconds(30)), line == "ready" else {
             let result = worker.finish(timeout: .seconds(5))
             return Measurement(
-                fragments: 0, whole: 0, error: "worker \(result.how): \(result.text.suffix(200)) \(result.errorText.suffix(300))")
+                fragments: 0, whole: 0, error: "worker \(result.how): \(result.text.suffix(200)) \(result.stderr.suffix(300))")
         }
         let pid = worker.pid
         let gcore = Subprocess.run("/usr/bin/gcore", ["-o", corePrefix.path, "\(pid)"], timeout: .seconds(120))
@@ -106,7 +107,7 @@ enum MemoryHygiene {
             return Measurement(fragments: 0, whole: 0, error: "no canary file")
         }
         guard let core = try? Data(contentsOf: coreFile, options: .alwaysMapped) else {
-            return Measurement(fragments: 0, whole: 0, error: "gcore made no core: \(gcore.how) \(gcore.errorText.suffix(300))")
+            return Measurement(fragments: 0, whole: 0, error: "gcore made no core: \(gcore.how) \(gcore.stderr.suffix(300))")
         }
         var measurement = Measurement(fragments: 0, whole: 0)
         guard let layout = CoreLayout(core: coreFile) else {

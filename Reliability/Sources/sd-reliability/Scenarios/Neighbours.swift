@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 /// Scenario 7: in a password-less collection (gnome-keyring keeps those in a plain "textual"
 /// file), our writes never damage the other items, before and after a daemon restart.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SecureDictionary
+import SecureDictionaryTestSupport
 import Synchronization
 
 /// Scenario 11 (issue 9): no acknowledged write is lost to a writer the library did not see:
@@ -103,7 +104,7 @@ enum OutsideWriters {
         report.add(
             "a write with a fresh runtime folder and TMPDIR", target: "succeeds, 0 files created",
             measured: "\(written.succeeded ? "succeeded" : "failed (\(written.how))"), \(files.count) files created",
-            pass: written.succeeded && files.isEmpty, note: written.succeeded ? nil : written.errorText)
+            pass: written.succeeded && files.isEmpty, note: written.succeeded ? nil : written.stderr)
 
         // A `securedictionary` file (mode 0400) where the old lock folder would go, a folder
         // left by another user's `sudo -E`, a missing folder, a read-only folder.

@@ -115,13 +115,13 @@ enum Secrecy {
         if !result.succeeded || reply == nil {
             report.add(
                 "the canary workload", target: "runs to the end", measured: "worker \(result.how)", pass: false,
-                note: String((result.lastLine + " " + result.errorText).suffix(300)))
+                note: String((result.lastLine + " " + result.stderr).suffix(300)))
         } else if let reply {
             report.add(
                 "the canary workload", target: "every API and error path ran",
                 measured: reply.detail ?? "?", pass: reply.outcome == "ok", note: reply.error)
         }
-        let outputs = result.stdout + result.stderr
+        let outputs = result.stdout + result.stderrBytes
         let inOutputs = count(canaries, in: outputs)
         report.add(
             "stdout + stderr of the process", target: "0 occurrences",

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SecureDictionary
+import SecureDictionaryTestSupport
 import Synchronization
 
 // Scenario 8's second process: the canary goes through every API and error path here.

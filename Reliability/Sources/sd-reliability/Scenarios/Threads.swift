@@ -125,7 +125,7 @@ enum Threads {
             ],
             timeout: .seconds(3_600))
         let minutes = (ContinuousClock.now - start).timeInterval / 60
-        let output = result.text + result.errorText
+        let output = result.text + result.stderr
         let reports =
             occurrences(of: "WARNING: ThreadSanitizer", in: Data(output.utf8))
             + occurrences(of: "ERROR: AddressSanitizer", in: Data(output.utf8))

@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 /// Scenario 4: no bus, no Secret Service, a locked collection, a lock in the middle of a write.
 enum UnavailableAndLocked {
@@ -16,7 +17,7 @@ enum UnavailableAndLocked {
         guard let reply = WorkerReply.parse(result) else {
             report.add(
                 check, target: target, measured: "worker \(result.how)", pass: false,
-                note: String(result.errorText.suffix(300)))
+                note: String(result.stderr.suffix(300)))
             return
         }
         let milliseconds = reply.milliseconds ?? .infinity

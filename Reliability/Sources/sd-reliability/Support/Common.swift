@@ -1,32 +1,10 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// The case name of an error alone, e.g. `timedOut`: never its payload.
-func caseName(_ error: any Error) -> String {
-    guard let error = error as? SecureDictionaryError else { return "untyped(\(type(of: error)))" }
-    switch error {
-    case .serviceUnavailable: return "serviceUnavailable"
-    case .sandboxed: return "sandboxed"
-    case .locked: return "locked"
-    case .timedOut: return "timedOut"
-    case .connectionLost: return "connectionLost"
-    case .cancelled: return "cancelled"
-    case .corrupt: return "corrupt"
-    case .unsupportedFormatVersion: return "unsupportedFormatVersion"
-    case .tooLarge: return "tooLarge"
-    case .invalidValue: return "invalidValue"
-    case .invalidName: return "invalidName"
-    case .typeMismatch: return "typeMismatch"
-    case .ambiguous: return "ambiguous"
-    case .lockHeld: return "lockHeld"
-    case .keyring: return "keyring"
-    default: return "other"
-    }
-}
 
 /// What a worker prints as its last stdout line.
 struct WorkerReply: Codable, Sendable {

@@ -72,7 +72,7 @@ final class Harness: @unchecked Sendable {  // used from the main thread only
     @discardableResult
     func daemon(_ command: String) -> ProcessResult {
         let result = Subprocess.run(script("keyring-daemon"), [command], timeout: .seconds(30))
-        if !result.succeeded { log("keyring-daemon \(command) failed: \(result.how) \(result.errorText)") }
+        if !result.succeeded { log("keyring-daemon \(command) failed: \(result.how) \(result.stderr)") }
         return result
     }
 

@@ -1,34 +1,18 @@
 import Foundation
+import SecureDictionaryTestSupport
 import Synchronization
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// What a finished child process left behind.
-struct ProcessResult: Sendable {
-    var status: Int32
-    /// Killed by a signal (a crash, or our own kill after a timeout).
-    var signaled: Bool
-    var timedOut: Bool
-    var stdout: Data
-    var stderr: Data
-    var elapsed: Duration
+/// What a finished child process left behind (SecureDictionaryTestSupport's runner).
+typealias ProcessResult = ChildProcess.Output
 
-    var text: String { String(decoding: stdout, as: UTF8.self) }
-    var errorText: String { String(decoding: stderr, as: UTF8.self) }
-    var succeeded: Bool { !signaled && !timedOut && status == 0 }
-
+extension ChildProcess.Output {
     /// The last non-empty line of stdout: where workers put their JSON reply.
     var lastLine: String {
         text.split(separator: "\n", omittingEmptySubsequences: true).last.map(String.init) ?? ""
-    }
-
-    /// "exit 3", "signal 11 (crash)", "killed after the timeout".
-    var how: String {
-        if timedOut { return "killed after the timeout" }
-        if signaled { return "signal \(status) (crash)" }
-        return "exit \(status)"
     }
 }
 
@@ -51,58 +35,18 @@ enum Subprocess {
         return environment
     }
 
-    /// Runs a program to completion (or kills it at `timeout`), capturing both outputs.
+    /// Runs a program to completion (or kills it at `timeout`), capturing both outputs; a
+    /// program that cannot be started gives status 127.
     static func run(
         _ program: String, _ arguments: [String], environment extra: [String: String?] = [:],
         stdin input: Data? = nil, timeout: Duration = .seconds(300)
     ) -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        process.environment = environment(extra)
-        let out = Pipe()
-        let err = Pipe()
-        let inPipe = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input == nil ? FileHandle.nullDevice : inPipe
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        let clock = ContinuousClock()
-        let start = clock.now
         do {
-            try process.run()
+            return try ChildProcess.run(
+                program, arguments, input: input ?? Data(), environment: environment(extra), timeout: timeout)
         } catch {
-            return ProcessResult(
-                status: 127, signaled: false, timedOut: false, stdout: Data(),
-                stderr: Data("cannot start \(program): \(error)".utf8), elapsed: .zero)
+            return ProcessResult(status: 127, stdout: Data(), stderrBytes: Data("cannot start \(program): \(error)".utf8))
         }
-        let stdoutBox = Box(Data())
-        let stderrBox = Box(Data())
-        let readers = DispatchGroup()
-        let outHandle = out.fileHandleForReading
-        let errHandle = err.fileHandleForReading
-        DispatchQueue.global().async(group: readers) { stdoutBox.value = outHandle.readDataToEndOfFile() }
-        DispatchQueue.global().async(group: readers) { stderrBox.value = errHandle.readDataToEndOfFile() }
-        if let input {
-            let handle = inPipe.fileHandleForWriting
-            DispatchQueue.global().async {
-                try? handle.write(contentsOf: input)
-                try? handle.close()
-            }
-        }
-        var timedOut = false
-        if exited.wait(timeout: .now() + timeout.timeInterval) == .timedOut {
-            timedOut = true
-            kill(process.processIdentifier, SIGKILL)
-            exited.wait()
-        }
-        let elapsed = clock.now - start
-        // A grandchild may keep the pipes open: do not wait for it forever.
-        _ = readers.wait(timeout: .now() + 5)
-        return ProcessResult(
-            status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-            timedOut: timedOut, stdout: stdoutBox.value, stderr: stderrBox.value, elapsed: elapsed)
     }
 }
 
@@ -187,7 +131,7 @@ final class LiveProcess {
         _ = stderrDone.wait(timeout: .now() + 5)
         return ProcessResult(
             status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-            timedOut: timedOut, stdout: transcript, stderr: stderrBox.value, elapsed: .zero)
+            timedOut: timedOut, stdout: transcript, stderrBytes: stderrBox.value)
     }
 }
 

@@ -1,0 +1,29 @@
+import SecureDictionary
+
+/// The case name of an error alone, e.g. `timedOut`: never its payload, which may name a
+/// path or echo a value. What test processes print and what reports show.
+///
+/// ```swift
+/// do { try dictionary.setValue("x", forKey: "k") } catch { print("error \(caseName(error))") }
+/// ```
+public func caseName(_ error: any Error) -> String {
+    guard let error = error as? SecureDictionaryError else { return "untyped(\(type(of: error)))" }
+    switch error {
+    case .serviceUnavailable: return "serviceUnavailable"
+    case .sandboxed: return "sandboxed"
+    case .locked: return "locked"
+    case .timedOut: return "timedOut"
+    case .connectionLost: return "connectionLost"
+    case .cancelled: return "cancelled"
+    case .corrupt: return "corrupt"
+    case .unsupportedFormatVersion: return "unsupportedFormatVersion"
+    case .tooLarge: return "tooLarge"
+    case .invalidValue: return "invalidValue"
+    case .invalidName: return "invalidName"
+    case .typeMismatch: return "typeMismatch"
+    case .ambiguous: return "ambiguous"
+    case .lockHeld: return "lockHeld"
+    case .keyring: return "keyring"
+    default: return "other"
+    }
+}
