@@ -47,10 +47,10 @@ sd_no_prompt_service_class_init (SdNoPromptServiceClass *klass)
 }
 
 SecretService *
-sd_service_open (gboolean allow_prompts, GCancellable *cancellable, GError **error)
+sd_service_open (GCancellable *cancellable, GError **error)
 {
-    GType type = allow_prompts ? SECRET_TYPE_SERVICE : sd_no_prompt_service_get_type ();
-    SecretService *service = secret_service_open_sync (type, NULL, SECRET_SERVICE_OPEN_SESSION,
+    SecretService *service = secret_service_open_sync (sd_no_prompt_service_get_type (), NULL,
+                                                       SECRET_SERVICE_OPEN_SESSION,
                                                        cancellable, error);
     if (service != NULL) {
         GDBusConnection *connection = g_dbus_proxy_get_connection (G_DBUS_PROXY (service));

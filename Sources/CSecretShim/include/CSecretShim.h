@@ -5,11 +5,11 @@
 #include "../../CLibSecret/shim.h"
 
 /* Opens a new, unshared connection to the Secret Service with a negotiated transport
-   session. When allow_prompts is FALSE, the service is of a subclass whose prompt
-   functions fail at once with SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown
-   and nothing waits for one. The bus connection is set not to exit the process when it
-   closes (GLib's default for the shared session bus). */
-SecretService *sd_service_open(gboolean allow_prompts, GCancellable *cancellable, GError **error);
+   session. The service is of a subclass whose prompt functions fail at once with
+   SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown and nothing waits for one.
+   The bus connection is set not to exit the process when it closes (GLib's default for
+   the shared session bus). */
+SecretService *sd_service_open(GCancellable *cancellable, GError **error);
 
 /* A string-to-string attribute table; a NULL value leaves that attribute out. */
 GHashTable *sd_attributes_new(const char *service, const char *application,

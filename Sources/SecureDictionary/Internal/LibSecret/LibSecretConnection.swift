@@ -21,7 +21,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     func openService(_ cancellable: Cancellable) throws(SecureDictionaryError) -> UnsafeMutablePointer<SecretService> {
         if let service { return service }
         var error: UnsafeMutablePointer<GError>?
-        guard let opened = sd_service_open(0, cancellable.pointer, &error) else {
+        guard let opened = sd_service_open(cancellable.pointer, &error) else {
             let mapped = KeyringErrorMapping.map(error, connecting: true)
             throw mapped
         }
