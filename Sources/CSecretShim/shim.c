@@ -163,10 +163,18 @@ sd_value_bytes (SecretValue *value, size_t *length)
     return (const unsigned char *) bytes;
 }
 
-SecretValue *
-sd_value_new_binary (const unsigned char *bytes, size_t length)
+static void
+borrowed_free (gpointer bytes)
 {
-    return secret_value_new ((const gchar *) bytes, (gssize) length, "application/octet-stream");
+    /* Not ours to free: see sd_value_new_borrowing. */
+}
+
+SecretValue *
+sd_value_new_borrowing (const unsigned char *bytes, size_t length)
+{
+    /* secret_value_new would copy the bytes into memory of libsecret's own: one more copy
+       of the secret per write. The owner's buffer is wiped by its owner instead. */
+    return secret_value_new_full ((gchar *) bytes, (gssize) length, "application/octet-stream", borrowed_free);
 }
 
 GQuark sd_secret_error_quark (void) { return SECRET_ERROR; }

@@ -483,15 +483,19 @@ final class Benchmark {
                 try cleanUp(name)
             }
         }
-        let blob = Stats([Double(blobBytes)])
-        let rawStats = Stats(rawPeaks)
+        // Issue 13's target: no more than raw libsecret's own peak for the same blob plus one
+        // copy of the blob (the encoded buffer the library must hold while it writes).
+        let allowed = Stats(rawPeaks.map { $0 + Double(blobBytes) })
+        let libraryStats = Stats(library)
         report.rows.append(
             TargetRow(
                 id: "memory-1mib", operation: "peak memory writing a 1 MiB dictionary", unit: .bytes,
-                library: Stats(library), baselineName: "blob size", baseline: blob, kind: .atMost, target: 4,
-                blobBytes: blobBytes,
-                note: "peak RSS above the idle process (VmHWM after a reset, fresh process); raw store of the same blob: "
-                    + "\(Format.bytes(rawStats.median)) = \(Format.ratio(rawStats.median / Double(blobBytes)))× the blob"))
+                library: libraryStats, baselineName: "raw store's peak + 1 × blob", baseline: allowed, kind: .atMost,
+                target: 1, blobBytes: blobBytes,
+                note: "peak RSS above the idle process (VmHWM after a reset, fresh process); SecureDictionary "
+                    + "\(Format.ratio(libraryStats.median / Double(blobBytes)))× the blob, raw store of the same blob "
+                    + "\(Format.bytes(Stats(rawPeaks).median)) = \(Format.ratio(Stats(rawPeaks).median / Double(blobBytes)))× the blob"
+            ))
     }
 
     // MARK: Growth

@@ -30,8 +30,10 @@ GHashTable *sd_item_attributes(SecretService *service, const char *path,
 /* The bytes inside a SecretValue, valid while the value lives (NULL when the value is NULL). */
 const unsigned char *sd_value_bytes(SecretValue *value, size_t *length);
 
-/* secret_value_new for binary content (content type application/octet-stream). */
-SecretValue *sd_value_new_binary(const unsigned char *bytes, size_t length);
+/* A SecretValue of binary content (application/octet-stream) that borrows `bytes` without
+   copying them: they must stay valid, unchanged, for as long as the value is used, and
+   are neither freed nor wiped by it (their owner wipes them). */
+SecretValue *sd_value_new_borrowing(const unsigned char *bytes, size_t length);
 
 /* The error domains, which are macros that Swift does not import. */
 GQuark sd_secret_error_quark(void);

@@ -27,7 +27,7 @@ final class SecretBytes: @unchecked Sendable {  // immutable after init; freed a
 
     let count: Int
 
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(rebasing: base[0..<count]))
     }
 

@@ -240,19 +240,21 @@ struct LibSecretClient: Sendable {
         let properties = sd_item_properties_new(item.name, table)
         g_hash_table_unref(table)
         defer { g_hash_table_unref(properties) }
-        let value = secret.withUnsafeBytes {
-            sd_value_new_binary($0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count)
+        // The value borrows `secret`'s bytes (no copy): they outlive it, since libsecret
+        // encrypts them during the call and the value is released before `secret` is.
+        try secret.withUnsafeBytes { bytes throws(SecureDictionaryError) in
+            let value = sd_value_new_borrowing(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            var error: UnsafeMutablePointer<GError>?
+            guard
+                let path = secret_service_create_item_dbus_path_sync(
+                    service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, cancellable.pointer, &error
+                )
+            else {
+                throw KeyringErrorMapping.map(error)
+            }
+            g_free(path)
         }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-        var error: UnsafeMutablePointer<GError>?
-        guard
-            let path = secret_service_create_item_dbus_path_sync(
-                service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, cancellable.pointer, &error
-            )
-        else {
-            throw KeyringErrorMapping.map(error)
-        }
-        g_free(path)
     }
 
     /// The item's `Attributes` property.
