@@ -49,16 +49,19 @@ GQuark sd_dbus_error_quark(void);
    after the request. Then exactly one of:
    - sd_bus_name_request_finish: waits until deadline_us (g_get_monotonic_time() clock).
      Returns 1 (owned; *at_once is TRUE when the bus granted the request without queueing
-     it), 0 (deadline passed; out of the queue again) or -1 with error set (the bus refused,
+     it; *held is the connection that owns the name, kept alive until sd_bus_name_unlock),
+     0 (deadline passed; out of the queue again) or -1 with error set (the bus refused,
      as a sandbox's proxy does for foreign names). Frees the request.
    - sd_bus_name_request_abandon: leaves the queue or gives the name back; frees the request. */
 typedef struct SdNameRequest SdNameRequest;
 SdNameRequest *sd_bus_name_request(const char *name, GError **error);
-int sd_bus_name_request_finish(SdNameRequest *request, gint64 deadline_us, gboolean *at_once, GError **error);
+int sd_bus_name_request_finish(SdNameRequest *request, gint64 deadline_us, gboolean *at_once,
+                               GDBusConnection **held, GError **error);
 void sd_bus_name_request_abandon(SdNameRequest *request);
 
-/* Gives the name back (ReleaseName). */
-void sd_bus_name_unlock(const char *name);
+/* Gives the name back (ReleaseName) on the connection that holds it, and lets go of that
+   connection. */
+void sd_bus_name_unlock(GDBusConnection *held, const char *name);
 
 /* The process id of the name's current owner, or -1. */
 gint64 sd_bus_name_owner_pid(const char *name);

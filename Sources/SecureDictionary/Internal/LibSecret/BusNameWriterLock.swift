@@ -40,6 +40,15 @@ final class BusNameWriterLock: ItemWriterLock {
     private let warned = Atomic<Bool>(false)
     /// Whether the bus queued the last request: the next one then waits before it checks.
     private let contended = Atomic<Bool>(false)
+    /// The connection that owns the name while it is held: the name lasts only as long as
+    /// that connection, so the lock keeps it until the release.
+    private let held = Mutex<BusConnection?>(nil)
+
+    /// A GDBusConnection reference handed over by the shim, released by `sd_bus_name_unlock`.
+    private struct BusConnection: @unchecked Sendable {  // used only by the thread holding the lock
+        let pointer: OpaquePointer
+        init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    }
 
     init(item: KeyringItem, logger: Logger) {
         busName = Self.busName(for: item)
@@ -69,8 +78,10 @@ final class BusNameWriterLock: ItemWriterLock {
             }
         }
         var atOnce: gboolean = 0
-        switch sd_bus_name_request_finish(request, Self.monotonicMicroseconds(deadline), &atOnce, &error) {
+        var connection: OpaquePointer?
+        switch sd_bus_name_request_finish(request, Self.monotonicMicroseconds(deadline), &atOnce, &connection, &error) {
         case 1:
+            held.withLock { $0 = connection.map { BusConnection($0) } }
             contended.store(atOnce == 0, ordering: .relaxed)
             if atOnce != 0, let early { return (true, early) }
             do throws(SecureDictionaryError) {
@@ -104,7 +115,12 @@ final class BusNameWriterLock: ItemWriterLock {
     }
 
     func release() {
-        sd_bus_name_unlock(busName)
+        if let connection = held.withLock({ held in
+            defer { held = nil }
+            return held
+        }) {
+            sd_bus_name_unlock(connection.pointer, busName)
+        }
         local.unlock()
     }
 
