@@ -115,7 +115,7 @@ import Testing
     /// A dictionary large enough that setValue encodes ahead of the check.
     func openLarge(_ options: SecureDictionary.Options? = nil) throws -> SecureDictionary {
         let settings = try open(options)
-        let count = SpeculativeWrite<Void>.minimumEntries * 2
+        let count = SpeculativeWrite.minimumEntries * 2
         try settings.update { entries in
             for index in 0..<count { entries["key\(index)"] = .integer(index) }
         }

@@ -152,7 +152,7 @@ final class ItemState: Sendable {
             do throws(SecureDictionaryError) {
                 return try lockedCheck(context.limits, deadline)
             } catch {
-                speculation?.discard()
+                speculation?.write.discard()
                 throw error
             }
         }
@@ -167,10 +167,10 @@ final class ItemState: Sendable {
         var bytes: [UInt8] = []
         defer { Wipe.bytes(&bytes) }
         let speculationHolds = try MutationFailure<E>.store { () throws(SecureDictionaryError) -> Bool in
-            try speculation?.moveBlob(into: &bytes, ifStoredIs: check.digest) ?? false
+            try speculation?.write.moveBlob(into: &bytes, ifStoredIs: check.digest, until: deadline) ?? false
         }
         if let speculation, speculationHolds {
-            (entries, result) = (speculation.entries, speculation.result)
+            (entries, result) = (speculation.write.entries, speculation.result)
         } else {
             entries = check.entries
             do throws(E) { result = try body(&entries) } catch { throw .body(error) }
@@ -206,18 +206,18 @@ final class ItemState: Sendable {
     /// writer active (the last check found the cache stale).
     private func speculate<R, E: Error>(
         _ context: OperationContext, _ body: (inout [String: PropertyListValue]) throws(E) -> R
-    ) throws(MutationFailure<E>) -> SpeculativeWrite<R>? {
+    ) throws(MutationFailure<E>) -> (write: SpeculativeWrite, result: R)? {
         let current: (entries: [String: PropertyListValue], digest: StoredDigest)? = cache.withLock { cache in
             if case .loaded(let entries, let digest) = cache, digest != .unknown { return (entries, digest) }
             return nil
         }
-        guard let current, current.entries.count >= SpeculativeWrite<R>.minimumEntries,
+        guard let current, current.entries.count >= SpeculativeWrite.minimumEntries,
             lastCheckFoundCacheCurrent.load(ordering: .relaxed)
         else { return nil }
         var entries = current.entries
         let result: R
         do throws(E) { result = try body(&entries) } catch { throw .body(error) }
-        return SpeculativeWrite(entries: entries, result: result, basedOn: current.digest, limits: context.limits)
+        return (SpeculativeWrite(entries: entries, basedOn: current.digest, limits: context.limits), result)
     }
 
     /// Deletes the item from the store (under both locks), leaving an empty, loaded cache.

@@ -1,43 +1,57 @@
 import Dispatch
-import Synchronization
+import Foundation
 
 /// A pure change applied to the cached entries, whose blob is encoded on another thread while
 /// the caller checks the stored item (``ItemState`` rule 7).
 ///
 /// ```swift
-/// let speculation = SpeculativeWrite(entries: changed, result: old, basedOn: digest, limits: limits)
+/// let speculation = SpeculativeWrite(entries: changed, basedOn: digest, limits: limits)
 /// let check = try lockedCheck(limits, deadline)
 /// var bytes: [UInt8] = []
-/// if try speculation.moveBlob(into: &bytes, ifStoredIs: check.digest) { … }  // else: start over
+/// if try speculation.moveBlob(into: &bytes, ifStoredIs: check.digest, until: deadline) { … }  // else: start over
 /// ```
 ///
 /// The blob is encoded straight into the storage it is moved out of, and moved by swapping,
 /// so no second reference to its bytes ever exists: a wipe of the caller's array (or of the
 /// stored one, when the speculation is discarded) reaches the bytes themselves rather than a
 /// copy made on write.
-final class SpeculativeWrite<Result>: Sendable {
+final class SpeculativeWrite: Sendable {
     /// Below this many entries, encoding takes less than handing it to another thread
     /// (about 10 µs here; 100 entries encode in about 15 µs).
     static var minimumEntries: Int { 100 }
 
     let entries: [String: PropertyListValue]
-    /// What the change returned; handed back only to the thread that made the change.
-    nonisolated(unsafe) let result: Result
     private let basis: StoredDigest
-    private let encoded = Mutex(Encoded())
+    private let encoded = Encoded()
     private let done = DispatchSemaphore(value: 0)
 
-    private struct Encoded {
-        var bytes: [UInt8] = []
-        var failure: SecureDictionaryError?
+    /// What the encoder made, behind a lock. An `NSLock` (a pthread mutex) rather than
+    /// `Mutex`, whose futex the thread sanitizer cannot see: it reported these accesses as
+    /// races.
+    private final class Encoded: @unchecked Sendable {  // every access holds `lock`
+        struct State {
+            var bytes: [UInt8] = []
+            var failure: SecureDictionaryError?
+            /// The caller stopped waiting: the encoder must not start, or must wipe what it made.
+            var abandoned = false
+        }
+
+        private let lock = NSLock()
+        private var state = State()
+
+        func withLock<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
+            lock.lock()
+            defer { lock.unlock() }
+            return try body(&state)
+        }
     }
 
-    init(entries: [String: PropertyListValue], result: Result, basedOn digest: StoredDigest, limits: PropertyListLimits) {
+    init(entries: [String: PropertyListValue], basedOn digest: StoredDigest, limits: PropertyListLimits) {
         self.entries = entries
-        self.result = result
         basis = digest
         DispatchQueue.global(qos: .userInitiated).async { [self] in
             encoded.withLock { encoded in
+                guard !encoded.abandoned else { return }
                 do throws(SecureDictionaryError) {
                     encoded.bytes = try BinaryPropertyList.blob(of: entries, limits: limits)
                 } catch {
@@ -49,16 +63,18 @@ final class SpeculativeWrite<Result>: Sendable {
     }
 
     /// Moves the encoded blob into `bytes` and returns `true` when the stored item is still
-    /// the one the change was applied to; otherwise wipes the blob and returns `false`.
+    /// the one the change was applied to; otherwise, or when the encoder has not finished by
+    /// `deadline` (a thread pool too busy to start it), wipes the blob and returns `false`.
     ///
     /// - Throws: what encoding threw (``SecureDictionaryError/tooLarge(size:limit:)``…), when
     ///   the stored item is still the one the change was applied to.
-    func moveBlob(into bytes: inout [UInt8], ifStoredIs digest: StoredDigest) throws(SecureDictionaryError) -> Bool {
-        guard digest == basis else {
+    func moveBlob(
+        into bytes: inout [UInt8], ifStoredIs digest: StoredDigest, until deadline: Deadline
+    ) throws(SecureDictionaryError) -> Bool {
+        guard digest == basis, wait(until: deadline) else {
             discard()
             return false
         }
-        done.wait()  // bounded: encoding is CPU work on a dictionary under the size limits
         return try encoded.withLock { encoded throws(SecureDictionaryError) -> Bool in
             if let failure = encoded.failure { throw failure }
             swap(&bytes, &encoded.bytes)
@@ -66,9 +82,17 @@ final class SpeculativeWrite<Result>: Sendable {
         }
     }
 
-    /// Waits for the encoder and wipes what it made.
+    /// Wipes what the encoder made, and makes sure it makes nothing later.
     func discard() {
-        done.wait()
-        encoded.withLock { Wipe.bytes(&$0.bytes) }
+        encoded.withLock { encoded in
+            encoded.abandoned = true
+            Wipe.bytes(&encoded.bytes)
+        }
+    }
+
+    private func wait(until deadline: Deadline) -> Bool {
+        let (seconds, attoseconds) = deadline.remaining.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + attoseconds / 1_000_000_000
+        return done.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds))) == .success
     }
 }
