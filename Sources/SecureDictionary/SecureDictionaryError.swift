@@ -21,9 +21,12 @@ public import Foundation
 /// `catch` list or a `switch` over this type with a general case. Cases are removed or
 /// renamed only in a major release (before 1.0: in any release, listed in the CHANGELOG).
 public enum SecureDictionaryError: Error, Sendable, Equatable {
-    /// No Secret Service could be reached: no D-Bus session bus, no provider on it, no
-    /// collection behind the requested alias, or a provider that refused an encrypted session.
+    /// No Secret Service could be reached: no D-Bus session bus, no provider on it, or a
+    /// provider that refused an encrypted session.
     case serviceUnavailable(reason: String)
+    /// The Secret Service runs but has no collection under `alias`. KWallet and KeePassXC,
+    /// for instance, offer `default` but not gnome-keyring's `session`.
+    case noSuchCollection(alias: String)
     /// The process runs in an application sandbox (Flatpak, snap) from which no Secret
     /// Service can be reached; `advice` says which permission to grant.
     case sandboxed(advice: String)
@@ -95,6 +98,9 @@ extension SecureDictionaryError: CustomStringConvertible {
         switch self {
         case .serviceUnavailable(let reason):
             "no Secret Service is available (\(reason)): start a keyring such as gnome-keyring in this session"
+        case .noSuchCollection(let alias):
+            "the keyring has no collection called '\(alias)' (the Secret Service runs, but its provider does not offer "
+                + "that alias): use the default collection, or create one under that alias in your keyring manager"
         case .sandboxed(let advice):
             "no Secret Service can be reached from this sandbox: \(advice)"
         case .locked:

@@ -6,6 +6,18 @@ import Testing
 extension KeyringIntegration {
     /// Invariants 1–4 against the real daemon: locked, frozen, restarted, corrupt, absent.
     @Suite struct Failures {
+        /// Issue 11: an alias the provider does not offer is its own error, not "no Secret
+        /// Service" (which told the user to start a keyring that was running).
+        @Test func anAliasWithoutACollectionIsNamedAsSuch() throws {
+            let test = TestItem("alias")
+            let options = SecureDictionary.Options(collection: KeyringCollection(alias: "sd-no-such-alias"))
+            let expected = SecureDictionaryError.noSuchCollection(alias: "sd-no-such-alias")
+            #expect(throws: expected) { try test.open(options) }
+            #expect(throws: expected) { try SecureDictionary.items(applicationID: test.appID, options: options) }
+            #expect(!expected.description.contains("start a keyring"))
+            #expect(try test.open()["k"] == nil)  // the default collection is there all along
+        }
+
         @Test func lockedCollectionIsAnErrorNeverEmpty() throws {
             let test = TestItem("locked")
             let dictionary = try test.open()

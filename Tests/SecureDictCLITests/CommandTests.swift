@@ -165,6 +165,7 @@ struct SecureDictCLI {
         #expect(try app.cli("read", "k").status == 1)  // not in the default collection
         let missing = try app.cli("read", "--collection", "no-such-alias", "k")
         #expect(missing.status == 3, "\(missing)")
-        #expect(missing.stderr.hasPrefix("Error: no Secret Service is available"), "\(missing)")
+        // Issue 11: not "no Secret Service is available … start gnome-keyring": it is running.
+        #expect(missing.stderr.hasPrefix("Error: the keyring has no collection called 'no-such-alias'"), "\(missing)")
     }
 }

@@ -10,6 +10,7 @@ public func caseName(_ error: any Error) -> String {
     guard let error = error as? SecureDictionaryError else { return "untyped(\(type(of: error)))" }
     switch error {
     case .serviceUnavailable: return "serviceUnavailable"
+    case .noSuchCollection: return "noSuchCollection"
     case .sandboxed: return "sandboxed"
     case .locked: return "locked"
     case .timedOut: return "timedOut"

@@ -171,7 +171,7 @@ struct LibSecretClient: Sendable {
             )
         else {
             if error != nil { throw KeyringErrorMapping.map(error) }
-            throw .serviceUnavailable(reason: "no keyring collection has the alias '\(collection.alias)'")
+            throw .noSuchCollection(alias: collection.alias)  // ReadAlias answered "/"
         }
         defer { g_free(path) }
         let resolved = String(cString: path)
