@@ -90,9 +90,12 @@ final class ItemState: Sendable {
     }
 
     /// The cached entries when they are known to be what this process last loaded or wrote.
-    private var currentEntries: [String: PropertyListValue]? {
+    private var currentEntries: [String: PropertyListValue]? { currentCache?.entries }
+
+    /// ``currentEntries`` with the digest of the blob they came from.
+    private var currentCache: (entries: [String: PropertyListValue], digest: StoredDigest)? {
         cache.withLock { cache in
-            if case .loaded(let entries, let digest) = cache, digest != .unknown { return entries }
+            if case .loaded(let entries, let digest) = cache, digest != .unknown { return (entries, digest) }
             return nil
         }
     }
@@ -207,11 +210,7 @@ final class ItemState: Sendable {
     private func speculate<R, E: Error>(
         _ context: OperationContext, _ body: (inout [String: PropertyListValue]) throws(E) -> R
     ) throws(MutationFailure<E>) -> (write: SpeculativeWrite, result: R)? {
-        let current: (entries: [String: PropertyListValue], digest: StoredDigest)? = cache.withLock { cache in
-            if case .loaded(let entries, let digest) = cache, digest != .unknown { return (entries, digest) }
-            return nil
-        }
-        guard let current, current.entries.count >= SpeculativeWrite.minimumEntries,
+        guard let current = currentCache, current.entries.count >= SpeculativeWrite.minimumEntries,
             lastCheckFoundCacheCurrent.load(ordering: .relaxed)
         else { return nil }
         var entries = current.entries
