@@ -66,6 +66,23 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// hung while writing. `pid` and `command` name it when the bus tells (`nil` otherwise).
     /// Nothing was written.
     case lockHeld(pid: Int?, command: String?)
+    /// The keyring asked its user to confirm this write or removal (KeePassXC does when
+    /// access confirmation is on) and nobody answered by the deadline
+    /// (``SecureDictionary/Options/timeout``). The dialog was withdrawn; treat the outcome as
+    /// unknown, as after ``timedOut``: the dictionary reloads before its next use.
+    case confirmationRequired
+    /// The keyring asked its user to confirm this write or removal and the request was
+    /// declined (the user pressed Deny or Cancel). Nothing was changed.
+    case confirmationDenied
+    /// The Secret Service runs, but the encrypted session it negotiated failed on every try:
+    /// it refused the session, or sent secrets the session could not decrypt. KWallet before
+    /// KDE Frameworks 6.25 does either about once in a hundred sessions, and SecureDictionary
+    /// tries a new session each time; failing every time points at the provider.
+    case sessionRejected(reason: String)
+    /// A write was read back and the keyring held other bytes than those written, on every
+    /// try with a new session: the provider mangles secrets. The write is not acknowledged;
+    /// the dictionary reloads before its next use.
+    case writeNotVerified
     /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
     case keyring(domain: String, code: Int, message: String)
 }
@@ -74,7 +91,7 @@ extension SecureDictionaryError {
     /// Whether a write that failed with this error may nonetheless have reached the keyring.
     var leavesWriteOutcomeUnknown: Bool {
         switch self {
-        case .timedOut, .connectionLost, .cancelled: true
+        case .timedOut, .connectionLost, .cancelled, .confirmationRequired, .writeNotVerified: true
         default: false
         }
     }
@@ -132,6 +149,18 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .lockHeld(let pid, let command):
             "another process (\(Self.name(pid: pid, command: command))) held this dictionary's writer lock until the deadline: "
                 + "check that process, which may be stopped or hung while writing; the keyring itself was not the problem"
+        case .confirmationRequired:
+            "the keyring asked to confirm this change and nobody answered in time; the request was withdrawn: "
+                + "allow it in the keyring's window, or turn confirmation off for this application "
+                + "(KeePassXC: Settings, Secret Service Integration), and try again"
+        case .confirmationDenied:
+            "the keyring asked to confirm this change and it was declined; nothing was changed"
+        case .sessionRejected(let reason):
+            "the keyring runs, but its encrypted session failed on every try (\(reason)): try again; "
+                + "if it keeps failing, update the keyring provider (KWallet: KDE Frameworks 6.25 or later fixes this)"
+        case .writeNotVerified:
+            "the keyring stored other bytes than those written, on every try; the write was not acknowledged: "
+                + "the keyring provider mangles secrets, update or replace it"
         case .keyring(let domain, let code, let message):
             "keyring error \(domain) \(code): \(message)"
         }

@@ -67,6 +67,9 @@ import Testing
         row(
             .dbus, G_DBUS_ERROR_FAILED.rawValue,
             .keyring(domain: Failure.Domain.dbus.name, code: Int(G_DBUS_ERROR_FAILED.rawValue), message: "m")),
+        // A confirmation prompt that was dismissed (issue 11)
+        row(.prompt, UInt32(SD_PROMPT_DISMISSED), .confirmationDenied),
+        row(.prompt, 99, .keyring(domain: "sd-prompt-error-quark", code: 99, message: "m")),
         // Any domain: the service's own error names, then the raw error
         row(.other("my-domain"), 7, remote: "org.freedesktop.Secret.Error.NoSuchObject", .connectionLost),
         row(.other("my-domain"), 7, .keyring(domain: "my-domain", code: 7, message: "m")),
@@ -80,6 +83,18 @@ import Testing
         #expect(Failure.Domain.io.name == "g-io-error-quark")
         #expect(Failure.Domain.dbus.name == "g-dbus-error-quark")
         #expect(!Failure.Domain.secret.name.isEmpty && Failure.Domain.secret.name != "unknown")
+    }
+
+    /// KWallet 5 rejects some sessions with InvalidArgs: only that error earns a new session.
+    @Test func aRejectedSessionIsToldApart() {
+        let rejected = g_dbus_error_new_for_dbus_error(
+            "org.freedesktop.DBus.Error.InvalidArgs", "Client public key size is invalid")
+        defer { g_error_free(rejected) }
+        #expect(KeyringErrorMapping.isRejectedSession(rejected))
+        let gone = g_dbus_error_new_for_dbus_error("org.freedesktop.DBus.Error.ServiceUnknown", "no owner")
+        defer { g_error_free(gone) }
+        #expect(!KeyringErrorMapping.isRejectedSession(gone))
+        #expect(!KeyringErrorMapping.isRejectedSession(nil))
     }
 
     @Test func aRealGErrorIsReadThenMapped() {

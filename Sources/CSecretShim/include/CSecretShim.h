@@ -6,10 +6,38 @@
 
 /* Opens a new, unshared connection to the Secret Service with a negotiated transport
    session. The service is of a subclass whose prompt functions fail at once with
-   SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown and nothing waits for one.
+   SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown and nothing waits for one;
+   only while confirmations are allowed (below) does it run a prompt.
    The bus connection is set not to exit the process when it closes (GLib's default for
    the shared session bus). */
 SecretService *sd_service_open(GCancellable *cancellable, GError **error);
+
+/* While allowed, a prompt the service returns is run (Prompt.Prompt, then its Completed
+   signal): KeePassXC returns one from every CreateItem and Item.Delete, which completes at
+   once when nothing needs confirming. A dismissed prompt fails with SD_PROMPT_DISMISSED;
+   cancelling the call dismisses the prompt (Prompt.Dismiss) and fails with
+   G_IO_ERROR_CANCELLED. Set it around create and delete calls only, never around unlocking. */
+void sd_service_allow_confirmations(SecretService *service, gboolean allowed);
+GQuark sd_prompt_error_quark(void);
+enum { SD_PROMPT_DISMISSED = 1 };
+
+/* A GCancellable that remembers whether a prompt was run under it
+   (sd_cancellable_prompted, readable from any thread): a call that reaches its deadline
+   while a prompt waits for a human is reported as such, not as a keyring that hangs. */
+GCancellable *sd_cancellable_new(void);
+gboolean sd_cancellable_prompted(GCancellable *cancellable);
+
+/* Item.SetSecret on the item at path: replaces the secret of an existing item, with no
+   prompt on any provider (KeePassXC 2.7.4 asks the user before CreateItem replaces an
+   item). The secret travels encrypted with the service's session. */
+gboolean sd_item_set_secret(SecretService *service, const char *path, SecretValue *value,
+                            GCancellable *cancellable, GError **error);
+
+/* Which provider owns the service's bus name, told by the other well-known names its
+   connection owns (so it works where /proc shows nothing, as in a sandbox): KeePassXC owns
+   org.keepassxc.KeePassXC.MainWindow, KWallet org.kde.kwalletd5 or org.kde.kwalletd6. */
+enum { SD_PROVIDER_OTHER = 0, SD_PROVIDER_KEEPASSXC = 1, SD_PROVIDER_KWALLET = 2 };
+int sd_service_provider(SecretService *service);
 
 /* A string-to-string attribute table; a NULL value leaves that attribute out. */
 GHashTable *sd_attributes_new(const char *service, const char *application,

@@ -31,6 +31,14 @@ final class SecretBytes: @unchecked Sendable {  // immutable after init; freed a
         try body(UnsafeRawBufferPointer(rebasing: base[0..<count]))
     }
 
+    /// Whether both hold the same bytes (compared in place, no copy).
+    func holdsSameBytes(as other: SecretBytes) -> Bool {
+        count == other.count
+            && withUnsafeBytes { mine in
+                other.withUnsafeBytes { theirs in count == 0 || memcmp(mine.baseAddress!, theirs.baseAddress!, count) == 0 }
+            }
+    }
+
     /// A new array with the bytes; the caller owns (and should wipe) it.
     var array: [UInt8] { withUnsafeBytes { Array($0) } }
 

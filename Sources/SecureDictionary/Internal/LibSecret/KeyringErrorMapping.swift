@@ -18,12 +18,14 @@ import CSecretShim
 /// 3. While connecting, a missing bus or service is ``SecureDictionaryError/serviceUnavailable(reason:)``;
 ///    on an open connection the same errors mean the daemon went away, which is
 ///    ``SecureDictionaryError/connectionLost`` (the next call reconnects and finds a restarted one).
-/// 4. Anything else keeps its GLib domain, code and message in ``SecureDictionaryError/keyring(domain:code:message:)``.
+/// 4. A confirmation prompt that was dismissed (see `sd_service_allow_confirmations`) is
+///    ``SecureDictionaryError/confirmationDenied``.
+/// 5. Anything else keeps its GLib domain, code and message in ``SecureDictionaryError/keyring(domain:code:message:)``.
 enum KeyringErrorMapping {
     /// A `GError` as plain values.
     struct Failure: Equatable {
         enum Domain: Equatable {
-            case secret, io, dbus
+            case secret, io, dbus, prompt
             case other(String)
         }
 
@@ -79,6 +81,8 @@ enum KeyringErrorMapping {
             default:
                 if connecting { return .serviceUnavailable(reason: message) }
             }
+        case .prompt:
+            if code == Int32(SD_PROMPT_DISMISSED) { return .confirmationDenied }
         case .other:
             break
         }
@@ -91,6 +95,13 @@ enum KeyringErrorMapping {
         return .keyring(domain: failure.domain.name, code: Int(code), message: message)
     }
 
+    /// Whether opening a session failed because the provider rejected it as invalid
+    /// (`org.freedesktop.DBus.Error.InvalidArgs`), which a new session may pass. Does not free `error`.
+    static func isRejectedSession(_ error: UnsafeMutablePointer<GError>?) -> Bool {
+        guard let error else { return false }
+        return error.pointee.domain == sd_dbus_error_quark() && error.pointee.code == Int32(G_DBUS_ERROR_INVALID_ARGS.rawValue)
+    }
+
     /// Reads a `GError` (without freeing it).
     private static func failure(of error: UnsafeMutablePointer<GError>) -> Failure {
         let quark = error.pointee.domain
@@ -99,6 +110,7 @@ enum KeyringErrorMapping {
             case sd_secret_error_quark(): .secret
             case sd_io_error_quark(): .io
             case sd_dbus_error_quark(): .dbus
+            case sd_prompt_error_quark(): .prompt
             default: .other(g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown")
             }
         let remoteName = g_dbus_error_get_remote_error(error).map { name in
@@ -119,6 +131,7 @@ extension KeyringErrorMapping.Failure.Domain {
         case .secret: quark = sd_secret_error_quark()
         case .io: quark = sd_io_error_quark()
         case .dbus: quark = sd_dbus_error_quark()
+        case .prompt: quark = sd_prompt_error_quark()
         case .other(let name): return name
         }
         return g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown"

@@ -28,7 +28,7 @@ struct LibSecretClient: Sendable {
                 } catch {
                     if error.keepsConnection == false { connection.close() }
                     outcomeUnknown = outcomeUnknown || error.leavesWriteOutcomeUnknown
-                    if error.deservesFreshConnection && attempt == 1 { continue }
+                    if error.deservesFreshConnection && attempt < LibSecretConnection.sessionAttempts { continue }
                     // A write whose first attempt died with the connection may have landed,
                     // whatever the retry says: keep the outcome "unknown".
                     if outcomeUnknown && !error.leavesWriteOutcomeUnknown { return .failure(.connectionLost) }
@@ -36,7 +36,9 @@ struct LibSecretClient: Sendable {
                 }
             }
         }
-        guard let result else { throw .timedOut }
+        // A call stopped at its deadline while a confirmation prompt was up waited for a
+        // human, not for a hung keyring (the prompt was dismissed on the way out).
+        guard let result else { throw cancellable.prompted ? .confirmationRequired : .timedOut }
         return try result.get()
     }
 
@@ -46,6 +48,7 @@ struct LibSecretClient: Sendable {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
             try Self.matchingPaths(call, item) { paths, collection throws(SecureDictionaryError) in
                 if paths.count > 1 { throw .ambiguous(count: paths.count) }
+                call.connection.remember(itemPath: paths.first, of: item, in: collection)
                 guard let path = paths.first else { return nil }
                 return try Self.secret(call.service, path: path, collection: collection, call.cancellable)
             }
@@ -56,18 +59,83 @@ struct LibSecretClient: Sendable {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
             let collection = try Self.collectionPath(call, item.collection)
             try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                try Self.createOrReplace(call.service, collection: collection, item: item, secret: secret, call.cancellable)
+                try Self.write(call, secret, to: item, in: collection)
             }
         }
+    }
+
+    /// Writes `secret` to `item` and, until this session has proven itself, reads it back.
+    ///
+    /// - Throws: ``SecureDictionaryError/writeNotVerified`` when the bytes read back differ
+    ///   (the caller's retry then uses a new session).
+    private static func write(
+        _ call: Call, _ secret: SecretBytes, to item: KeyringItem, in collection: String
+    ) throws(SecureDictionaryError) {
+        let path =
+            call.connection.provider == .keepassxc
+            ? try replaceInPlace(call, secret, item: item, in: collection)
+            : try create(call, secret, item: item, in: collection)
+        guard !call.connection.sessionVerified else { return }
+        // A session whose ends derived different keys stores garbage about once in 256
+        // writes and fails to decrypt almost every read: one exact read-back proves the keys
+        // match, for every later write on this session.
+        let stored = try Self.secret(call.service, path: path, collection: collection, call.cancellable)
+        guard stored.holdsSameBytes(as: secret) else { throw .writeNotVerified }
+        call.connection.sessionVerified = true
+    }
+
+    /// Replaces the secret of the existing item in place (`Item.SetSecret`), or creates the
+    /// item when there is none; returns its path. The path comes from the check that precedes
+    /// every write (``load(_:timeout:)``), else from a search.
+    ///
+    /// For KeePassXC, which asks the user before it lets `CreateItem` replace an item (2.7.4;
+    /// fixed in 2.7.6), while `SetSecret` needs no confirmation. The label and attributes of
+    /// an existing item already follow the contract (it was found by them).
+    private static func replaceInPlace(
+        _ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String
+    ) throws(SecureDictionaryError) -> String {
+        var path: String?
+        if let lookup = call.connection.takeLookup(of: item, in: collection) {
+            path = lookup.path
+        } else {
+            path = try existingPath(call, item, in: collection)
+        }
+        if let known = path {
+            do {
+                try setSecret(call, secret, path: known)
+                return known
+            } catch .connectionLost {
+                // The item may have been removed since the check (the provider answers
+                // NoSuchObject or UnknownObject): look again before creating one.
+                if let found = try existingPath(call, item, in: collection) {
+                    try setSecret(call, secret, path: found)
+                    return found
+                }
+            }
+        }
+        return try create(call, secret, item: item, in: collection)
+    }
+
+    /// The path of the one unlocked item matching `item` in `collection`, or `nil`.
+    private static func existingPath(_ call: Call, _ item: KeyringItem, in collection: String) throws(SecureDictionaryError)
+        -> String?
+    {
+        let found = try search(call.service, attributes: item.attributes, in: collection, call.cancellable)
+        if !found.locked.isEmpty { throw .locked }
+        if found.unlocked.count > 1 { throw .ambiguous(count: found.unlocked.count) }
+        return found.unlocked.first
     }
 
     func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
             try Self.matchingPaths(call, item) { paths, _ throws(SecureDictionaryError) in
                 for path in paths {
-                    var error: UnsafeMutablePointer<GError>?
-                    if secret_service_delete_item_dbus_path_sync(call.service, path, call.cancellable.pointer, &error) == 0 {
-                        throw KeyringErrorMapping.map(error)
+                    // KeePassXC returns a prompt from every Item.Delete.
+                    try Self.confirming(call) { () throws(SecureDictionaryError) in
+                        var error: UnsafeMutablePointer<GError>?
+                        if secret_service_delete_item_dbus_path_sync(call.service, path, call.cancellable.pointer, &error) == 0 {
+                            throw KeyringErrorMapping.map(error)
+                        }
                     }
                 }
                 return !paths.isEmpty
@@ -135,6 +203,17 @@ struct LibSecretClient: Sendable {
             guard try unlockWithoutPrompt(call, collection: collection) else { throw .locked }
             return try body()
         }
+    }
+
+    /// Runs `body` with the service allowed to run confirmation prompts (never unlock
+    /// prompts): a prompt that needs no human completes at once; one that waits for a human
+    /// is dismissed at the deadline (``SecureDictionaryError/confirmationRequired``).
+    private static func confirming<T>(_ call: Call, _ body: () throws(SecureDictionaryError) -> T)
+        throws(SecureDictionaryError) -> T
+    {
+        sd_service_allow_confirmations(call.service, 1)
+        defer { sd_service_allow_confirmations(call.service, 0) }
+        return try body()
     }
 
     // MARK: One function per libsecret call
@@ -219,9 +298,10 @@ struct LibSecretClient: Sendable {
         var error: UnsafeMutablePointer<GError>?
         guard let value = secret_service_get_secret_for_dbus_path_sync(service, path, cancellable.pointer, &error) else {
             if error != nil { throw KeyringErrorMapping.map(error) }
-            // No secret and no error: the item was locked (or removed) since the search.
+            // No secret and no error: the item was locked since the search, or libsecret could
+            // not decrypt what arrived (the two ends of the session derived different keys).
             if try isLocked(service, collection: collection, cancellable) { throw .locked }
-            throw .connectionLost
+            throw .sessionRejected(reason: "a secret arrived that the session could not decrypt")
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var length = 0
@@ -231,29 +311,54 @@ struct LibSecretClient: Sendable {
         return SecretBytes(copying: UnsafeRawBufferPointer(start: bytes, count: length))
     }
 
-    /// `secret_service_create_item_dbus_path_sync` with `SECRET_ITEM_CREATE_REPLACE`.
-    private static func createOrReplace(
-        _ service: UnsafeMutablePointer<SecretService>, collection: String, item: KeyringItem, secret: SecretBytes,
-        _ cancellable: Cancellable
-    ) throws(SecureDictionaryError) {
+    /// `secret_service_create_item_dbus_path_sync` with `SECRET_ITEM_CREATE_REPLACE` (should
+    /// another process have created the item since the lookup), confirmations allowed.
+    @discardableResult
+    private static func create(_ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String)
+        throws(SecureDictionaryError) -> String
+    {
         let table = sd_attributes_new(item.name, item.applicationID, item.dictionaryName, KeyringItem.schemaName)
         let properties = sd_item_properties_new(item.name, table)
         g_hash_table_unref(table)
         defer { g_hash_table_unref(properties) }
-        // The value borrows `secret`'s bytes (no copy): they outlive it, since libsecret
-        // encrypts them during the call and the value is released before `secret` is.
+        var created = ""
+        try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
+            try confirming(call) { () throws(SecureDictionaryError) in
+                var error: UnsafeMutablePointer<GError>?
+                guard
+                    let path = secret_service_create_item_dbus_path_sync(
+                        call.service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, call.cancellable.pointer,
+                        &error)
+                else {
+                    throw KeyringErrorMapping.map(error)
+                }
+                created = String(cString: path)
+                g_free(path)
+            }
+        }
+        return created
+    }
+
+    /// `Item.SetSecret` on the item at `path` (see `sd_item_set_secret`).
+    private static func setSecret(_ call: Call, _ secret: SecretBytes, path: String) throws(SecureDictionaryError) {
+        try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
+            var error: UnsafeMutablePointer<GError>?
+            if sd_item_set_secret(call.service, path, value, call.cancellable.pointer, &error) == 0 {
+                throw KeyringErrorMapping.map(error)
+            }
+        }
+    }
+
+    /// Runs `body` with a SecretValue that borrows `secret`'s bytes (no copy): they outlive
+    /// it, since libsecret encrypts them during the call and the value is released before
+    /// `secret` is.
+    private static func withBorrowedValue(
+        _ secret: SecretBytes, _ body: (OpaquePointer?) throws(SecureDictionaryError) -> Void
+    ) throws(SecureDictionaryError) {
         try secret.withUnsafeBytes { bytes throws(SecureDictionaryError) in
             let value = sd_value_new_borrowing(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-            var error: UnsafeMutablePointer<GError>?
-            guard
-                let path = secret_service_create_item_dbus_path_sync(
-                    service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, cancellable.pointer, &error
-                )
-            else {
-                throw KeyringErrorMapping.map(error)
-            }
-            g_free(path)
+            try body(value)
         }
     }
 
@@ -298,7 +403,7 @@ extension SecureDictionaryError {
     /// daemon no longer knows). Every operation is idempotent, so retrying once is safe.
     fileprivate var deservesFreshConnection: Bool {
         switch self {
-        case .connectionLost: true
+        case .connectionLost, .sessionRejected, .writeNotVerified: true
         case .keyring(let domain, let code, _):
             domain == "g-io-error-quark" && code == Int(G_IO_ERROR_DBUS_ERROR.rawValue)
         default: false

@@ -12,6 +12,19 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// within seconds, and dropped with the connection.
     private var aliases: [String: (path: String, readAt: ContinuousClock.Instant)] = [:]
     static let aliasLifetime = Duration.seconds(2)
+    /// What the last lookup of each item (by item name) found in its collection, taken by the
+    /// write that follows it: a write always follows a check of the stored item, so it can
+    /// replace the secret in place (`Item.SetSecret`) or create the item without a search of
+    /// its own. Dropped with the connection.
+    private var lookups: [String: ItemLookup] = [:]
+    /// Which provider answers; told when the service opens.
+    private(set) var provider = SecretServiceProvider.other
+    /// Whether a write on this session read back exactly as written. Until one has, every
+    /// write is read back: a session whose two ends derived different keys (KWallet before
+    /// KDE Frameworks 6.25 does so about once in a hundred sessions) can store garbage.
+    var sessionVerified = false
+    /// How many times a session is offered before the provider counts as refusing them.
+    static let sessionAttempts = 3
 
     deinit { close() }
 
@@ -20,17 +33,28 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// Calls `sd_service_open` → `secret_service_open_sync` with the no-prompt subclass.
     func openService(_ cancellable: Cancellable) throws(SecureDictionaryError) -> UnsafeMutablePointer<SecretService> {
         if let service { return service }
-        var error: UnsafeMutablePointer<GError>?
-        guard let opened = sd_service_open(cancellable.pointer, &error) else {
-            let mapped = KeyringErrorMapping.map(error, connecting: true)
-            throw mapped
+        var opened: UnsafeMutablePointer<SecretService>?
+        for attempt in 1...Self.sessionAttempts {
+            var error: UnsafeMutablePointer<GError>?
+            opened = sd_service_open(cancellable.pointer, &error)
+            if opened != nil { break }
+            // KWallet 5 rejects about one public key in 200 as "invalid" (it mishandles a key
+            // with leading zero bytes); a new session brings a new key.
+            guard KeyringErrorMapping.isRejectedSession(error) else { throw KeyringErrorMapping.map(error, connecting: true) }
+            if attempt == Self.sessionAttempts {
+                throw .sessionRejected(reason: KeyringErrorMapping.map(error, connecting: true).description)
+            }
+            g_error_free(error)
         }
+        guard let opened else { throw .serviceUnavailable(reason: "the Secret Service could not be opened") }
         let algorithms = secret_service_get_session_algorithms(opened).map { String(cString: $0) } ?? "plain"
         if algorithms == "plain" {
             g_object_unref(opened)
             throw .serviceUnavailable(reason: "the Secret Service offered no encrypted transport session")
         }
         service = opened
+        provider = SecretServiceProvider(sd_service_provider(opened))
+        sessionVerified = false
         return opened
     }
 
@@ -39,6 +63,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         if let service { g_object_unref(service) }
         service = nil
         aliases.removeAll()
+        lookups.removeAll()
     }
 
     /// The cached path of `alias`, if read less than ``aliasLifetime`` ago.
@@ -50,15 +75,53 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     func remember(_ path: String, for alias: String) {
         aliases[alias] = (path, ContinuousClock.now)
     }
+
+    /// Records what a lookup of `item` found in `collection` (`nil` path: no such item).
+    func remember(itemPath: String?, of item: KeyringItem, in collection: String) {
+        lookups[item.name] = ItemLookup(collection: collection, path: itemPath)
+    }
+
+    /// What the last lookup of `item` in `collection` found, forgotten as it is taken.
+    func takeLookup(of item: KeyringItem, in collection: String) -> ItemLookup? {
+        guard let lookup = lookups.removeValue(forKey: item.name), lookup.collection == collection else { return nil }
+        return lookup
+    }
+}
+
+/// The providers whose behaviour SecureDictionary adapts to.
+enum SecretServiceProvider {
+    /// KeePassXC: asks the user before `CreateItem` replaces an item, so an existing item's
+    /// secret is replaced with `Item.SetSecret`.
+    case keepassxc
+    case kwallet
+    /// gnome-keyring and every other: `CreateItem` with replace, which also tells watchers
+    /// with `ItemChanged` (gnome-keyring sends nothing after `SetSecret`).
+    case other
+
+    init(_ code: Int32) {
+        switch code {
+        case Int32(SD_PROVIDER_KEEPASSXC): self = .keepassxc
+        case Int32(SD_PROVIDER_KWALLET): self = .kwallet
+        default: self = .other
+        }
+    }
+}
+
+/// Where a lookup found an item: its object path, or `nil` when the collection had none.
+struct ItemLookup {
+    let collection: String
+    let path: String?
 }
 
 /// A `GCancellable`, which GLib documents as safe to cancel from any thread.
 final class Cancellable: @unchecked Sendable {  // GCancellable is thread-safe
     let pointer: UnsafeMutablePointer<GCancellable>
 
-    init() { pointer = g_cancellable_new() }
+    init() { pointer = sd_cancellable_new() }
     deinit { g_object_unref(pointer) }
     func cancel() { g_cancellable_cancel(pointer) }
+    /// Whether a call under this cancellable ran a prompt (one that may wait for a human).
+    var prompted: Bool { sd_cancellable_prompted(pointer) != 0 }
 }
 
 /// What one operation works with, on the lane's queue.
