@@ -53,7 +53,8 @@ extension KeyringIntegration {
 
 extension KeyringIntegration.CrossProcess {
     /// issue 5: another process's write arrives through changes() without polling.
-    @Test func anotherProcessesWriteArrivesAsAChange() async throws {
+    // A change that never arrives must fail the run, not hang it.
+    @Test(.timeLimit(.minutes(1))) func anotherProcessesWriteArrivesAsAChange() async throws {
         let test = TestItem("observed")
         let dictionary = try test.open()
         var delays: [Duration] = []
@@ -69,7 +70,13 @@ extension KeyringIntegration.CrossProcess {
             #expect(other.status == 0, "\(other.stderr)")
             // The writer printed the wall-clock time right after its write returned.
             let written = Double(other.trimmedText.split(separator: " ").last ?? "") ?? 0
-            let (change, arrived) = await listener.value
+            // The time limit cancels this test's task, not the listener's: pass it on, so a
+            // change that never arrives fails the test instead of hanging the run.
+            let (change, arrived) = await withTaskCancellationHandler {
+                await listener.value
+            } onCancel: {
+                listener.cancel()
+            }
             #expect(change?.key == "x")
             #expect(change?.newValue == .string(value))
             delays.append(.microseconds(Int((arrived - written) * 1_000_000)))
@@ -77,5 +84,41 @@ extension KeyringIntegration.CrossProcess {
         let median = delays.sorted()[delays.count / 2]
         print("cross-process change delay: median \(median), all \(delays)")
         #expect(median < .seconds(1))  // a sanity bound; the figure itself is reported above
+    }
+}
+
+extension KeyringIntegration.CrossProcess {
+    /// Issue 11: KeePassXC sends no `ItemChanged` for a write it takes while it saves its
+    /// database (150 ms after the previous change, for about 100 ms here). A second write in
+    /// that window still arrives, through the watcher's trailing look. Before it, 7 of 7 such
+    /// writes never arrived against KeePassXC 2.7.4.
+    @Test(.timeLimit(.minutes(1))) func aWriteDuringTheProvidersSaveStillArrives() async throws {
+        let test = TestItem("silent")
+        let dictionary = try test.open()
+        _ = try KeyringHarness.run(KeyringHarness.writer, ["set", test.appID, test.name, "x", "init"])
+        _ = try dictionary.reload()
+        for (round, pause) in [160, 180, 200].enumerated() {
+            try await Task.sleep(for: .seconds(1))  // the previous round's save is over
+            let target = "second-\(round)"
+            let listener = Task { () -> Bool in
+                for await change in dictionary.changes() where change.newValue == .string(target) { return true }
+                return false
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            _ = try KeyringHarness.run(KeyringHarness.writer, ["set", test.appID, test.name, "x", "first-\(round)"])
+            try await Task.sleep(for: .milliseconds(pause))
+            _ = try KeyringHarness.run(KeyringHarness.writer, ["set", test.appID, test.name, "x", target])
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(6))
+                listener.cancel()
+            }
+            let arrived = await withTaskCancellationHandler {
+                await listener.value
+            } onCancel: {
+                listener.cancel()
+            }
+            watchdog.cancel()
+            #expect(arrived, "round \(round): the second write (\(pause) ms after the first) never arrived")
+        }
     }
 }

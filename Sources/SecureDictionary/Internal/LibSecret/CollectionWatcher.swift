@@ -12,7 +12,8 @@ import Synchronization
 /// SecureDictionary process, `secret-tool`, a python script), so nothing needs polling and
 /// no side channel is trusted. The GLib main loop runs on a thread of its own (in C);
 /// `onChange` runs on a private serial queue, at most once per burst of signals, so a slow
-/// reload never holds up the signal thread.
+/// reload never holds up the signal thread, and once more 2.5 s after the last burst of
+/// item signals (a write KeePassXC takes while saving its database sends no signal).
 final class CollectionWatcher: ChangeWatch, @unchecked Sendable {  // `watcher` is set in init and stopped once under `stopped`
     private final class Callback: Sendable {
         let queue = DispatchQueue(label: "SecureDictionary.changes")
@@ -22,6 +23,14 @@ final class CollectionWatcher: ChangeWatch, @unchecked Sendable {  // `watcher` 
 
         init(_ onChange: @escaping @Sendable (KeyringChange) -> Void) { self.onChange = onChange }
 
+        /// Bursts of item signals so far; a trailing look runs only for the latest one.
+        let bursts = Atomic<UInt64>(0)
+        /// How long after a burst of item signals to look once more. KeePassXC (2.7.4 and
+        /// later) saves its database 150 ms after a change, and a write it receives while that
+        /// save runs (its key derivation alone takes the database's "decryption time", 1 s by
+        /// default) changes the item without any `ItemChanged` signal.
+        static let trailingLook = DispatchTimeInterval.milliseconds(2500)
+
         /// Runs `onChange(change)` soon, unless a run for that kind is already waiting to start.
         func signal(_ change: KeyringChange) {
             let bit: UInt8 = change == .items ? 1 : 2
@@ -29,6 +38,11 @@ final class CollectionWatcher: ChangeWatch, @unchecked Sendable {  // `watcher` 
             queue.async { [self] in
                 scheduled.bitwiseAnd(~bit, ordering: .acquiringAndReleasing)
                 onChange(change)
+                guard change == .items else { return }
+                let burst = bursts.add(1, ordering: .relaxed).newValue
+                queue.asyncAfter(deadline: .now() + Self.trailingLook) { [self] in
+                    if bursts.load(ordering: .relaxed) == burst { onChange(.items) }
+                }
             }
         }
     }
