@@ -40,6 +40,8 @@ import sys
 # for a pyenv or venv python3 that may come first on PATH.
 try:
     import dbus
+    import dbus.mainloop.glib
+    from gi.repository import GLib
 except ImportError:
     if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and os.path.exists(
         "/usr/bin/python3"
@@ -57,6 +59,9 @@ SERVICE_PATH = "/org/freedesktop/secrets"
 SERVICE_IFACE = "org.freedesktop.Secret.Service"
 COLLECTION_IFACE = "org.freedesktop.Secret.Collection"
 ITEM_IFACE = "org.freedesktop.Secret.Item"
+PROMPT_IFACE = "org.freedesktop.Secret.Prompt"
+# Attributes KeePassXC adds to every item it stores.
+KEEPASSXC_ATTRIBUTES = {"Title", "URL", "UserName", "Notes", "Path", "Uuid", "FDO_SECRETS_CONTENT_TYPE"}
 INTERNAL_IFACE = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
 PROPS_IFACE = "org.freedesktop.DBus.Properties"
 NO_SERVICE_ERRORS = {
@@ -81,6 +86,9 @@ class SecretService:
 
     def __init__(self, timeout):
         self.timeout = timeout
+        # A GLib main loop, to wait for the Completed signal of a prompt (KeePassXC returns
+        # one from every CreateItem and Item.Delete).
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
         try:
             self.bus = dbus.SessionBus()
         except dbus.DBusException as error:
@@ -134,6 +142,42 @@ class SecretService:
             raise Failure(EXIT_LOCKED, f"{paths[0]} is locked")
         return paths[0]
 
+    def prompt(self, path, what):
+        """Runs the prompt at path (nothing for "/") and waits for its Completed signal.
+
+        KeePassXC's prompts complete at once when nothing needs confirming; one that
+        waits for a human is dismissed after the timeout (at most 10 s)."""
+        if str(path) == "/":
+            return
+        loop = GLib.MainLoop()
+        answer = {}
+
+        def completed(dismissed, result):
+            answer["dismissed"] = bool(dismissed)
+            answer["result"] = result
+            loop.quit()
+
+        match = self.bus.add_signal_receiver(completed, "Completed", PROMPT_IFACE, None, str(path))
+        try:
+            self.obj(path).get_dbus_method("Prompt", PROMPT_IFACE)("", timeout=self.timeout)
+        except dbus.DBusException as error:
+            match.remove()
+            # KeePassXC sometimes completes a prompt that needs nothing before the client
+            # calls it, and removes it: the caller checks the outcome itself.
+            if error.get_dbus_name() in ("org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownInterface"):
+                return None
+            raise self.failure("Prompt", error)
+        GLib.timeout_add(int(min(self.timeout, 10) * 1000), loop.quit)
+        if not answer:
+            loop.run()
+        match.remove()
+        if not answer:
+            self.call(self.obj(path), PROMPT_IFACE, "Dismiss")
+            raise Failure(EXIT_LOCKED, f"{what}: its prompt ({path}) waits for a human")
+        if answer["dismissed"]:
+            raise Failure(EXIT_LOCKED, f"{what}: its prompt ({path}) was dismissed")
+        return answer["result"]
+
     def secret(self, path):
         # Item.GetSecret, not Service.GetSecrets: GetSecrets wraps the secret in
         # one more array, so gnome-keyring cannot send one above 2^26 - ~112
@@ -177,16 +221,36 @@ def cmd_plant(svc, args):
         (svc.session, dbus.ByteArray(b""), dbus.ByteArray(data), dbus.String(args.content_type)),
         signature="oayays",
     )
-    item, prompt = svc.call(
-        svc.obj(collection),
-        COLLECTION_IFACE,
-        "CreateItem",
-        dbus.Dictionary(properties, signature="sv"),
-        secret,
-        dbus.Boolean(True),
-    )
-    if str(prompt) != "/":
-        raise Failure(EXIT_LOCKED, f"CreateItem wants a prompt ({prompt}): collection locked")
+    # An item with exactly these attributes gets the new secret in place: KeePassXC 2.7.4
+    # asks a human before CreateItem replaces one. Its own attributes (Title, Uuid...) are
+    # not ours to compare.
+    unlocked, _ = svc.search(attributes)
+    same = [
+        path
+        for path in unlocked
+        if {k: v for k, v in svc.prop(path, ITEM_IFACE, "Attributes").items() if str(k) not in KEEPASSXC_ATTRIBUTES}
+        == attributes
+    ]
+    if same:
+        item = same[0]
+        svc.call(svc.obj(item), ITEM_IFACE, "SetSecret", secret)
+        svc.call(svc.obj(item), PROPS_IFACE, "Set", ITEM_IFACE, "Label", dbus.String(args.label, variant_level=1))
+    else:
+        item, prompt = svc.call(
+            svc.obj(collection),
+            COLLECTION_IFACE,
+            "CreateItem",
+            dbus.Dictionary(properties, signature="sv"),
+            secret,
+            dbus.Boolean(True),
+        )
+        if str(prompt) != "/":
+            svc.prompt(prompt, "CreateItem")
+            item = svc.prompt(prompt, "CreateItem")  # completes with the new item's path
+            if item is None:
+                item = next(iter(path for path in svc.search(attributes)[0]), None)
+                if item is None:
+                    raise Failure(EXIT_ERROR, "CreateItem's prompt vanished and no item was created")
     if args.print_path:
         print(item)
 
@@ -221,9 +285,7 @@ def cmd_delete(svc, args):
     if not unlocked and not locked:
         raise Failure(EXIT_NONE, f"no item matches {json.dumps(attributes, sort_keys=True)}")
     for path in unlocked:
-        prompt = svc.call(svc.obj(path), ITEM_IFACE, "Delete")
-        if str(prompt) != "/":
-            raise Failure(EXIT_LOCKED, f"{path}: Delete wants a prompt ({prompt})")
+        svc.prompt(svc.call(svc.obj(path), ITEM_IFACE, "Delete"), f"{path}: Delete")
     if locked:
         raise Failure(EXIT_LOCKED, f"locked, not deleted: {' '.join(locked)}")
 

@@ -89,7 +89,7 @@ final class BusMonitor {
         log = FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-monitor-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        process.arguments = ["--session", "type='method_call',member='CreateItem'"]
+        process.arguments = ["--session", "type='method_call',member='CreateItem'", "type='method_call',member='SetSecret'"]
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
@@ -126,5 +126,11 @@ final class BusMonitor {
         text.components(separatedBy: "\nmethod call ").filter { call in
             call.contains("member=CreateItem") && call.contains("\"\(item)\"")
         }.count
+    }
+
+    /// How many `Item.SetSecret` calls went out (KeePassXC's writes to an existing item). They
+    /// name only the item's path: count them where one item alone already exists.
+    var secretReplacements: Int {
+        text.components(separatedBy: "\nmethod call ").filter { $0.contains("member=SetSecret") }.count
     }
 }

@@ -15,6 +15,13 @@ public enum PrivateKeyring {
     /// Set by scripts/test in CI: a missing keyring fails the tests instead of skipping them.
     public static let required = environment["SD_REQUIRE_KEYRING"] == "1"
     public static let enabled = available || required
+    /// The provider of the private keyring (`SD_TEST_PROVIDER`): gnome-keyring, kwallet or keepassxc.
+    public static let provider = environment["SD_TEST_PROVIDER"] ?? "gnome-keyring"
+    /// Whether the provider offers a collection under the `session` alias: gnome-keyring
+    /// does (in memory); KWallet and KeePassXC offer `default` only.
+    public static let hasSessionCollection = provider == "gnome-keyring"
+    /// The reason printed when a test that needs a `session` collection is skipped.
+    public static let noSessionCollection = "\(provider) has no 'session' collection (only gnome-keyring offers one)"
 
     /// The repository: the folder above this file that holds Package.swift.
     public static let packageRoot: URL = {
