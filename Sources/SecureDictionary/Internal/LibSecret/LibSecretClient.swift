@@ -94,12 +94,11 @@ struct LibSecretClient: Sendable {
     private static func replaceInPlace(
         _ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String
     ) throws(SecureDictionaryError) -> String {
-        var path: String?
-        if let lookup = call.connection.takeLookup(of: item, in: collection) {
-            path = lookup.path
-        } else {
-            path = try existingPath(call, item, in: collection)
-        }
+        // A found path is used as is (a stale one fails, and is looked up again); "no such
+        // item" is checked once more, since a CreateItem that meets an item another process
+        // created meanwhile would ask the user (one search, once per item's life).
+        var path = call.connection.takeLookup(of: item, in: collection)?.path
+        if path == nil { path = try existingPath(call, item, in: collection) }
         if let known = path {
             do {
                 try setSecret(call, secret, path: known)
