@@ -162,9 +162,9 @@ class SecretService:
             self.obj(path).get_dbus_method("Prompt", PROMPT_IFACE)("", timeout=self.timeout)
         except dbus.DBusException as error:
             match.remove()
-            # KeePassXC sometimes completes a prompt that needs nothing before the client
-            # calls it, and removes it: the caller checks the outcome itself.
-            if error.get_dbus_name() in ("org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownInterface"):
+            # KeePassXC sometimes completes a CreateItem prompt and removes it before this
+            # client calls it (the item is created): the caller checks the outcome itself.
+            if error.get_dbus_name() == "org.freedesktop.DBus.Error.UnknownObject":
                 return None
             raise self.failure("Prompt", error)
         GLib.timeout_add(int(min(self.timeout, 10) * 1000), loop.quit)
@@ -248,7 +248,7 @@ def cmd_plant(svc, args):
             svc.prompt(prompt, "CreateItem")
             item = svc.prompt(prompt, "CreateItem")  # completes with the new item's path
             if item is None:
-                item = next(iter(path for path in svc.search(attributes)[0]), None)
+                item = next(iter(svc.search(attributes)[0]), None)
                 if item is None:
                     raise Failure(EXIT_ERROR, "CreateItem's prompt vanished and no item was created")
     if args.print_path:
