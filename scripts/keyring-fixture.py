@@ -162,9 +162,9 @@ class SecretService:
             self.obj(path).get_dbus_method("Prompt", PROMPT_IFACE)("", timeout=self.timeout)
         except dbus.DBusException as error:
             match.remove()
-            # KeePassXC sometimes completes a CreateItem prompt and removes it before this
+            # KeePassXC sometimes completes a CreateItem prompt and removes (or is removing) it before this
             # client calls it (the item is created): the caller checks the outcome itself.
-            if error.get_dbus_name() == "org.freedesktop.DBus.Error.UnknownObject":
+            if error.get_dbus_name() in ("org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownInterface"):
                 return None
             raise self.failure("Prompt", error)
         GLib.timeout_add(int(min(self.timeout, 10) * 1000), loop.quit)
