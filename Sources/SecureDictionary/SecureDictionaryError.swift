@@ -123,7 +123,9 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .locked:
             "the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. "
                 + "Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) "
-                + "or sign out and in; KDE: open the wallet in KWalletManager; SSH or headless: start or re-unlock "
+                + "or sign out and in; KDE: open the wallet in KWalletManager (right after login, KWallet reports "
+                + "locked until some application has opened it); KeePassXC: unlock the database in its window; "
+                + "SSH or headless: start or re-unlock "
                 + "gnome-keyring with 'gnome-keyring-daemon --replace --unlock --components=secrets', "
                 + "which reads the password on standard input"
         case .timedOut:

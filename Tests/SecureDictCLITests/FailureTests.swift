@@ -4,7 +4,7 @@ import Testing
 
 extension SecureDictCLI {
     static let lockedLine =
-        "Error: the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) or sign out and in; KDE: open the wallet in KWalletManager; SSH or headless: start or re-unlock gnome-keyring with 'gnome-keyring-daemon --replace --unlock --components=secrets', which reads the password on standard input\n"
+        "Error: the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) or sign out and in; KDE: open the wallet in KWalletManager (right after login, KWallet reports locked until some application has opened it); KeePassXC: unlock the database in its window; SSH or headless: start or re-unlock gnome-keyring with 'gnome-keyring-daemon --replace --unlock --components=secrets', which reads the password on standard input\n"
 
     @Test func lockedKeyringExitsWith3AndOneLine() throws {
         let app = TestApp()
