@@ -48,7 +48,10 @@ struct LibSecretClient: Sendable {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
             try Self.matchingPaths(call, item) { paths, collection throws(SecureDictionaryError) in
                 if paths.count > 1 { throw .ambiguous(count: paths.count) }
-                call.connection.remember(itemPath: paths.first, of: item, in: collection)
+                // Only KeePassXC's writes use it (`replaceInPlace`): no work for the others.
+                if call.connection.provider == .keepassxc {
+                    call.connection.remember(itemPath: paths.first, of: item, in: collection)
+                }
                 guard let path = paths.first else { return nil }
                 return try Self.secret(call.service, path: path, collection: collection, call.cancellable)
             }

@@ -12,10 +12,10 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// within seconds, and dropped with the connection.
     private var aliases: [String: (path: String, readAt: ContinuousClock.Instant)] = [:]
     static let aliasLifetime = Duration.seconds(2)
-    /// What the last lookup of each item (by item name) found in its collection, taken by the
-    /// write that follows it: a write always follows a check of the stored item, so it can
-    /// replace the secret in place (`Item.SetSecret`) or create the item without a search of
-    /// its own. Dropped with the connection.
+    /// On KeePassXC, what the last lookup of each item (by item name) found in its collection,
+    /// taken by the write that follows it: a write always follows a check of the stored item,
+    /// so it can replace the secret in place (`Item.SetSecret`) without a search of its own.
+    /// Dropped with the connection.
     private var lookups: [String: ItemLookup] = [:]
     /// Which provider answers; told when the service opens.
     private(set) var provider = SecretServiceProvider.other
