@@ -20,10 +20,13 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore {
     /// The store every ``SecureDictionary`` uses unless its options name another.
     public static let shared = SecretServiceStore()
 
-    private let client = LibSecretClient()
+    private let client: LibSecretClient
 
     /// A store with its own connection and call lane. Most programs use ``shared``.
-    public init() {}
+    public init() { client = LibSecretClient() }
+
+    /// A store over `client` (tests inject faults through it).
+    init(client: LibSecretClient) { self.client = client }
 
     public var isSharedBetweenProcesses: Bool { true }
 

@@ -80,9 +80,11 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// tries a new session each time; failing every time points at the provider.
     case sessionRejected(reason: String)
     /// A write was read back and the keyring held other bytes than those written, on every
-    /// try with a new session: the provider mangles secrets. The write is not acknowledged;
-    /// the dictionary reloads before its next use.
-    case writeNotVerified
+    /// try with a new session: the provider mangles secrets. The write is not acknowledged.
+    /// `restored`: what the item held before (or its absence) was put back and read back
+    /// exactly; when `false`, the item may hold damaged bytes (the next load may throw
+    /// ``corrupt``). Either way the dictionary reloads before its next use.
+    case writeNotVerified(restored: Bool)
     /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
     case keyring(domain: String, code: Int, message: String)
 }
@@ -160,8 +162,11 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .sessionRejected(let reason):
             "the keyring runs, but its encrypted session failed on every try (\(reason)): try again; "
                 + "if it keeps failing, update the keyring provider (KWallet: KDE Frameworks 6.25 or later fixes this)"
-        case .writeNotVerified:
-            "the keyring stored other bytes than those written, on every try; the write was not acknowledged: "
+        case .writeNotVerified(let restored):
+            "the keyring stored other bytes than those written, on every try; the write was not acknowledged "
+                + (restored
+                    ? "and the previous content was put back: "
+                    : "and the previous content could not be put back, so the item may be damaged: ")
                 + "the keyring provider mangles secrets, update or replace it"
         case .keyring(let domain, let code, let message):
             "keyring error \(domain) \(code): \(message)"

@@ -8,6 +8,10 @@ import CSecretShim
 /// The libsecret calls SecureDictionary makes, each against the collection behind an alias.
 struct LibSecretClient: Sendable {
     let lane = DeadlineLane(label: "SecureDictionary.keyring") { LibSecretConnection() }
+    /// Tests only: writes to mangle on their way out.
+    let fault: ManglingFault?
+
+    init(fault: ManglingFault? = nil) { self.fault = fault }
 
     /// Runs `operation` on the lane with a deadline, reconnecting once when the connection
     /// turns out to be dead (the daemon restarted).
@@ -48,8 +52,9 @@ struct LibSecretClient: Sendable {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
             try Self.matchingPaths(call, item) { paths, collection throws(SecureDictionaryError) in
                 if paths.count > 1 { throw .ambiguous(count: paths.count) }
-                // Only KeePassXC's writes use it (`replaceInPlace`): no work for the others.
-                if call.connection.provider == .keepassxc {
+                // Used by KeePassXC's writes (`replaceInPlace`) and by the first write of a
+                // session (to keep what it replaces): no work for the others.
+                if call.connection.provider == .keepassxc || !call.connection.sessionVerified {
                     call.connection.remember(itemPath: paths.first, of: item, in: collection)
                 }
                 guard let path = paths.first else { return nil }
@@ -58,32 +63,84 @@ struct LibSecretClient: Sendable {
         }
     }
 
+    /// Writes `secret` to `item`. A write that no session stores faithfully puts back what
+    /// the item held before.
+    ///
+    /// - Throws: ``SecureDictionaryError/writeNotVerified(restored:)`` when every try read
+    ///   back other bytes than written.
     func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
-            let collection = try Self.collectionPath(call, item.collection)
-            try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                try Self.write(call, secret, to: item, in: collection)
+        let deadline = Deadline(after: timeout)
+        let prior = PriorContent()
+        do {
+            try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+                let collection = try Self.collectionPath(call, item.collection)
+                try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
+                    try Self.write(call, outgoing(secret), expecting: secret, to: item, in: collection, keeping: prior)
+                }
             }
+        } catch .writeNotVerified {
+            throw .writeNotVerified(restored: restore(prior, of: item, until: deadline))
         }
     }
 
-    /// Writes `secret` to `item` and, until this session has proven itself, reads it back.
+    /// Puts back what `item` held before a write that failed its read-back, verified the same
+    /// way; whether that worked. Removes the item if there was none.
+    private func restore(_ prior: PriorContent, of item: KeyringItem, until deadline: Deadline) -> Bool {
+        guard let content = prior.content, deadline.remaining > .zero else { return false }
+        do throws(SecureDictionaryError) {
+            switch content {
+            case .absent:
+                _ = try delete(item, timeout: deadline.remaining)
+            case .bytes(let bytes):
+                try perform(timeout: deadline.remaining) { call throws(SecureDictionaryError) in
+                    let collection = try Self.collectionPath(call, item.collection)
+                    try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
+                        try Self.write(call, outgoing(bytes), expecting: bytes, to: item, in: collection, keeping: nil)
+                    }
+                }
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// `secret` as it leaves for the keyring: mangled only when a test's fault says so.
+    private func outgoing(_ secret: SecretBytes) -> SecretBytes {
+        fault?.takeOne() == true ? ManglingFault.mangled(secret) : secret
+    }
+
+    /// Sends `sent` (which is `expected` but in fault-injection tests) to `item` and, until
+    /// this session has proven itself, reads it back; before that first write, records in
+    /// `prior` what the item held.
     ///
-    /// - Throws: ``SecureDictionaryError/writeNotVerified`` when the bytes read back differ
-    ///   (the caller's retry then uses a new session).
+    /// - Throws: ``SecureDictionaryError/writeNotVerified(restored:)`` when the bytes read
+    ///   back differ from `expected` (the caller's retry then uses a new session).
     private static func write(
-        _ call: Call, _ secret: SecretBytes, to item: KeyringItem, in collection: String
+        _ call: Call, _ sent: SecretBytes, expecting expected: SecretBytes, to item: KeyringItem, in collection: String,
+        keeping prior: PriorContent?
     ) throws(SecureDictionaryError) {
+        let verifying = !call.connection.sessionVerified
+        // Where the check before this write found the item (`nil`: no check on this session).
+        var found = call.connection.takeLookup(of: item, in: collection)
+        if verifying, let prior, !prior.isCaptured {
+            if found == nil { found = ItemLookup(collection: collection, path: try existingPath(call, item, in: collection)) }
+            if let path = found?.path {
+                prior.capture(.bytes(try Self.secret(call.service, path: path, collection: collection, call.cancellable)))
+            } else {
+                prior.capture(.absent)
+            }
+        }
         let path =
             call.connection.provider == .keepassxc
-            ? try replaceInPlace(call, secret, item: item, in: collection)
-            : try create(call, secret, item: item, in: collection)
-        guard !call.connection.sessionVerified else { return }
+            ? try replaceInPlace(call, sent, item: item, in: collection, knownPath: found?.path)
+            : try create(call, sent, item: item, in: collection)
+        guard verifying else { return }
         // A session whose ends derived different keys stores garbage about once in 256
         // writes and fails to decrypt almost every read: one exact read-back proves the keys
         // match, for every later write on this session.
         let stored = try Self.secret(call.service, path: path, collection: collection, call.cancellable)
-        guard stored.holdsSameBytes(as: secret) else { throw .writeNotVerified }
+        guard stored.holdsSameBytes(as: expected) else { throw .writeNotVerified(restored: false) }
         call.connection.sessionVerified = true
     }
 
@@ -95,12 +152,12 @@ struct LibSecretClient: Sendable {
     /// fixed in 2.7.6), while `SetSecret` needs no confirmation. The label and attributes of
     /// an existing item already follow the contract (it was found by them).
     private static func replaceInPlace(
-        _ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String
+        _ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String, knownPath: String?
     ) throws(SecureDictionaryError) -> String {
         // A found path is used as is (a stale one fails, and is looked up again); "no such
         // item" is checked once more, since a CreateItem that meets an item another process
         // created meanwhile would ask the user (one search, once per item's life).
-        var path = call.connection.takeLookup(of: item, in: collection)?.path
+        var path = knownPath
         if path == nil { path = try existingPath(call, item, in: collection) }
         if let known = path {
             do {

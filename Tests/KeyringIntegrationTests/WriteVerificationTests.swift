@@ -1,0 +1,67 @@
+import Foundation
+import SecureDictionaryTestSupport
+import Testing
+
+@testable import SecureDictionary
+
+extension KeyringIntegration {
+    /// Issue 11, "no corrupt write is ever acknowledged": the first write of every session is
+    /// read back. Here a fault mangles the bytes on their way out, as a session whose two ends
+    /// derived different keys does; the keyring itself is the real one.
+    @Suite struct WriteVerification {
+        /// A dictionary whose store mangles the next `writes` writes.
+        private func open(_ test: TestItem, manglingNext writes: Int) throws -> SecureDictionary {
+            let store = SecretServiceStore(client: LibSecretClient(fault: ManglingFault(writes: writes)))
+            return try test.open(.init(store: store))
+        }
+
+        @Test func aWriteMangledOnceIsRetriedOnANewSession() throws {
+            let test = TestItem("verify-once")
+            try test.open().setValue("before", forKey: "k")
+            let dictionary = try open(test, manglingNext: 1)
+            try dictionary.setValue("after", forKey: "k")
+            #expect(try test.openFresh()["k"] == "after")
+        }
+
+        @Test func aWriteMangledOnEveryTryPutsThePreviousContentBack() throws {
+            let test = TestItem("verify-restore")
+            try test.open().setValue("before", forKey: "k")
+            let digest = try test.sha256()
+            let dictionary = try open(test, manglingNext: LibSecretConnection.sessionAttempts)
+
+            #expect(throws: SecureDictionaryError.writeNotVerified(restored: true)) {
+                try dictionary.setValue("after", forKey: "k")
+            }
+            #expect(try test.sha256() == digest)  // byte for byte what was there
+            #expect(try dictionary.value(forKey: "k") == "before")
+            #expect(try test.openFresh()["k"] == "before")
+        }
+
+        @Test func aNewItemMangledOnEveryTryIsRemovedAgain() throws {
+            let test = TestItem("verify-new")
+            let dictionary = try open(test, manglingNext: LibSecretConnection.sessionAttempts)
+            #expect(throws: SecureDictionaryError.writeNotVerified(restored: true)) {
+                try dictionary.setValue("after", forKey: "k")
+            }
+            #expect(try SecureDictionary.names(applicationID: test.appID).isEmpty)
+            #expect(try dictionary.value(forKey: "k") == nil)
+        }
+
+        @Test func aProviderThatManglesEveryWriteIsReportedAsNotRestored() throws {
+            let test = TestItem("verify-damaged")
+            try test.open().setValue("before", forKey: "k")
+            // Every try of the write and every try of putting "before" back.
+            let dictionary = try open(test, manglingNext: 2 * LibSecretConnection.sessionAttempts)
+            let error = #expect(throws: SecureDictionaryError.writeNotVerified(restored: false)) {
+                try dictionary.setValue("after", forKey: "k")
+            }
+            #expect(error?.description.contains("may be damaged") == true)
+            // The last restore try stored mangled bytes: the dictionary says so, it does not guess.
+            #expect {
+                try test.openFresh()
+            } throws: { error in
+                if case SecureDictionaryError.corrupt = error { true } else { false }
+            }
+        }
+    }
+}
