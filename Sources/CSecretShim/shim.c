@@ -340,6 +340,21 @@ sd_collection_is_locked (SecretService *service, const char *path,
     return locked;
 }
 
+char *
+sd_collection_label (SecretService *service, const char *path,
+                     GCancellable *cancellable, GError **error)
+{
+    GVariant *value = get_property (service, path, "org.freedesktop.Secret.Collection",
+                                    "Label", cancellable, error);
+    if (value == NULL)
+        return NULL;
+    char *label = g_variant_is_of_type (value, G_VARIANT_TYPE_STRING)
+                      ? g_variant_dup_string (value, NULL)
+                      : g_strdup ("");
+    g_variant_unref (value);
+    return label;
+}
+
 GHashTable *
 sd_item_attributes (SecretService *service, const char *path,
                     GCancellable *cancellable, GError **error)

@@ -56,6 +56,20 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore {
         }
     }
 
+    /// Opens the service (an encrypted session) and describes it and the collection behind
+    /// `collection`'s alias. Shows no prompt and changes nothing.
+    ///
+    /// - Throws: what opening the service throws: ``SecureDictionaryError/serviceUnavailable(reason:)``,
+    ///   ``SecureDictionaryError/sandboxed(advice:)``, ``SecureDictionaryError/sessionRejected(reason:)``,
+    ///   ``SecureDictionaryError/timedOut``…
+    package func diagnose(collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError)
+        -> SecretServiceDiagnosis
+    {
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in
+            try client.diagnose(collection, timeout: timeout)
+        }
+    }
+
     /// `serviceUnavailable` inside a sandbox is the sandbox's doing: say which permission
     /// is missing instead of suggesting to start a keyring.
     private static func explainingSandbox<T>(_ call: () throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T {

@@ -22,6 +22,7 @@ struct SecureDict: ParsableCommand {
               secure-dict export --app com.example.app -o backup.json
               secure-dict import --app com.example.app backup.json --replace
               secure-dict delete --app com.example.app --name settings theme
+              secure-dict doctor
 
             \(TypedJSON.helpSummary)
 
@@ -33,11 +34,12 @@ struct SecureDict: ParsableCommand {
               0   success
               1   no such key, or no such dictionary
               3   the keyring failed: locked, unavailable, timed out, unreadable item…
-                  (one line on standard error says why and what to do)
+                  (one line on standard error says why and what to do); for
+                  'doctor', a problem was found
               4   a file or standard input could not be read or written, or holds no
                   valid dictionary
               64  usage error: a missing or invalid argument or option
             """,
-        subcommands: [List.self, Read.self, Write.self, Delete.self, Export.self, Import.self]
+        subcommands: [List.self, Read.self, Write.self, Delete.self, Export.self, Import.self, Doctor.self]
     )
 }

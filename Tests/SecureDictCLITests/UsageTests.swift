@@ -3,7 +3,7 @@ import Testing
 
 /// Help and usage errors: argument parsing only, no keyring call, so no keyring needed.
 @Suite struct SecureDictUsage {
-    static let subcommands = ["list", "read", "write", "delete", "export", "import"]
+    static let subcommands = ["list", "read", "write", "delete", "export", "import", "doctor"]
 
     @Test func rootHelpExplainsTheToolTheJSONFormAndTheExitCodes() throws {
         let help = try CLIHarness.cli(["--help"])

@@ -51,6 +51,11 @@ GHashTable *sd_item_properties_new(const char *label, GHashTable *attributes);
 int sd_collection_is_locked(SecretService *service, const char *path,
                             GCancellable *cancellable, GError **error);
 
+/* Reads org.freedesktop.Secret.Collection.Label of the collection at path: a new string
+   (g_free it), or NULL with error set. */
+char *sd_collection_label(SecretService *service, const char *path,
+                          GCancellable *cancellable, GError **error);
+
 /* The item's attributes (as stored, from its D-Bus properties): a new table, or NULL with error set. */
 GHashTable *sd_item_attributes(SecretService *service, const char *path,
                                GCancellable *cancellable, GError **error);

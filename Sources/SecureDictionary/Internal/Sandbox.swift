@@ -6,17 +6,17 @@ import Foundation
 /// Why: inside a Flatpak without `--talk-name=org.freedesktop.secrets` (the Adwaita for Swift
 /// template grants none) the keyring is simply not on the bus, and "start a keyring such as
 /// gnome-keyring" would be the wrong advice.
-enum Sandbox: Sendable, Equatable {
+package enum Sandbox: Sendable, Equatable {
     case flatpak(appID: String?)
     case snap(name: String)
 
     /// This process's sandbox (read once).
-    static let current: Sandbox? = detect(
+    package static let current: Sandbox? = detect(
         flatpakInfo: (try? String(contentsOfFile: "/.flatpak-info", encoding: .utf8)),
         environment: ProcessInfo.processInfo.environment)
 
     /// Flatpak puts `/.flatpak-info` in every sandbox; snapd sets `SNAP_NAME`.
-    static func detect(flatpakInfo: String?, environment: [String: String]) -> Sandbox? {
+    package static func detect(flatpakInfo: String?, environment: [String: String]) -> Sandbox? {
         if let flatpakInfo {
             // The `name=` line of the `[Application]` group.
             var inApplication = false
@@ -35,7 +35,7 @@ enum Sandbox: Sendable, Equatable {
     }
 
     /// What the user or the packager must do. Application IDs are not secrets.
-    var advice: String {
+    package var advice: String {
         switch self {
         case .flatpak(let appID):
             "this Flatpak app\(appID.map { " (\($0))" } ?? "") may not talk to org.freedesktop.secrets: add "

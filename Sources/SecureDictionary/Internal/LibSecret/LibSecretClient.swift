@@ -202,6 +202,26 @@ struct LibSecretClient: Sendable {
         }
     }
 
+    /// Opens the service and describes it and the collection behind `alias` (no prompt, no change).
+    func diagnose(_ alias: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) -> SecretServiceDiagnosis {
+        var diagnosis = try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+            var diagnosis = SecretServiceDiagnosis(
+                providerName: call.connection.provider.name, sessionAlgorithm: call.connection.sessionAlgorithm)
+            do throws(SecureDictionaryError) {
+                let path = try Self.collectionPath(call, alias)
+                diagnosis.collection = .init(
+                    path: path, label: try Self.label(call, collection: path),
+                    isLocked: try Self.isLocked(call.service, collection: path, call.cancellable))
+            } catch .noSuchCollection {
+                diagnosis.collection = nil
+            }
+            return diagnosis
+        }
+        let pid = sd_bus_name_owner_pid("org.freedesktop.secrets")
+        diagnosis.providerPID = pid > 0 ? Int(pid) : nil
+        return diagnosis
+    }
+
     /// Runs `body` with the paths of the unlocked items matching `item` in its collection
     /// (unlocked first where no prompt is needed) and that collection's path.
     ///
@@ -348,6 +368,16 @@ struct LibSecretClient: Sendable {
         let answer = sd_collection_is_locked(service, collection, cancellable.pointer, &error)
         if answer < 0 { throw KeyringErrorMapping.map(error) }
         return answer != 0
+    }
+
+    /// The `Label` property of a collection.
+    private static func label(_ call: Call, collection: String) throws(SecureDictionaryError) -> String {
+        var error: UnsafeMutablePointer<GError>?
+        guard let label = sd_collection_label(call.service, collection, call.cancellable.pointer, &error) else {
+            throw KeyringErrorMapping.map(error)
+        }
+        defer { g_free(label) }
+        return String(cString: label)
     }
 
     /// `secret_service_get_secret_for_dbus_path_sync`: a copy of the item's secret bytes.

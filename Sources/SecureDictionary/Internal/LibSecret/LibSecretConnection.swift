@@ -19,6 +19,8 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     private var lookups: [String: ItemLookup] = [:]
     /// Which provider answers; told when the service opens.
     private(set) var provider = SecretServiceProvider.other
+    /// The transport session's algorithm (never `plain`: such a service is refused).
+    private(set) var sessionAlgorithm = ""
     /// Whether a write on this session read back exactly as written. Until one has, every
     /// write is read back: a session whose two ends derived different keys (KWallet before
     /// KDE Frameworks 6.25 does so about once in a hundred sessions) can store garbage.
@@ -53,6 +55,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
             throw .serviceUnavailable(reason: "the Secret Service offered no encrypted transport session")
         }
         service = opened
+        sessionAlgorithm = algorithms
         provider = SecretServiceProvider(sd_service_provider(opened))
         sessionVerified = false
         return opened
@@ -97,6 +100,15 @@ enum SecretServiceProvider {
     /// gnome-keyring and every other: `CreateItem` with replace, which also tells watchers
     /// with `ItemChanged` (gnome-keyring sends nothing after `SetSecret`).
     case other
+
+    /// How `secure-dict doctor` names it (`nil`: not told apart).
+    var name: String? {
+        switch self {
+        case .keepassxc: "KeePassXC"
+        case .kwallet: "KWallet"
+        case .other: nil
+        }
+    }
 
     init(_ code: Int32) {
         switch code {

@@ -1,0 +1,291 @@
+import ArgumentParser
+import Foundation
+import SecureDictionary
+
+extension SecureDict {
+    struct Doctor: ReportingCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check that the keyring works here, and say how to fix what does not.",
+            discussion: """
+                Names the session bus, the keyring provider (the process that owns \
+                org.freedesktop.secrets, with its version where it can tell), the encrypted \
+                session, the collection behind --collection and whether it is locked, and \
+                notes about the environment (SSH without a desktop, a Flatpak or snap \
+                sandbox, WSL, root). Lists SecureDictionary items that exist more than once. \
+                Then writes 4,096 binary bytes to a scratch dictionary, reads them back \
+                through a new connection, removes it, and times that.
+
+                Each problem comes with the exact fix. Shows no prompt; changes nothing but \
+                its own scratch dictionary.
+
+                Exit codes: 0 healthy (notes are fine), 3 at least one problem.
+
+                Examples:
+                  secure-dict doctor
+                  secure-dict doctor --json
+                  secure-dict doctor --collection session
+                """)
+
+        @Flag(help: "Print the report as JSON, for scripts.")
+        var json = false
+
+        @OptionGroup var global: GlobalOptions
+
+        func perform() throws {
+            let report = DoctorReport.make(environment: .current(), options: global.options)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                Terminal.write(try encoder.encode(report) + Data("\n".utf8))
+            } else {
+                Terminal.write(report.text)
+            }
+            if !report.healthy { throw ExitStatus.keyringError }
+        }
+    }
+}
+
+/// Everything `secure-dict doctor` found, in report order.
+struct DoctorReport: Encodable {
+    /// No finding is a problem (set once every check has run).
+    var healthy = false
+    var findings: [DoctorFinding] = []
+    var provider: ProviderProcess?
+    var providerName: String?
+    var sessionAlgorithm: String?
+    var collection: CollectionState?
+    /// How long the scratch round trip took (write, read back through a new connection, remove).
+    var roundTripMilliseconds: Double?
+
+    struct CollectionState: Encodable {
+        var alias: String
+        var path: String?
+        var label: String?
+        var locked: Bool?
+    }
+
+    /// The application ID of the scratch dictionary.
+    static let scratchApplicationID = "io.github.securedictionary.doctor"
+
+    /// Runs every check. Keyring checks stop at the first that cannot go on (no service, no
+    /// collection, locked); environment notes are always given.
+    static func make(environment: DoctorEnvironment, options: SecureDictionary.Options) -> DoctorReport {
+        var report = DoctorReport()
+        let environmentFindings = environment.findings()
+        report.findings += environmentFindings.filter { $0.check == "bus" }
+        report.checkService(environment: environment, options: options)
+        report.findings += environmentFindings.filter { $0.check != "bus" }
+        report.healthy = !report.findings.contains { $0.status == .problem }
+        return report
+    }
+
+    private mutating func checkService(environment: DoctorEnvironment, options: SecureDictionary.Options) {
+        let alias = options.collection.alias
+        let diagnosis: SecretServiceDiagnosis
+        do {
+            diagnosis = try SecretServiceStore().diagnose(collection: options.collection, timeout: options.timeout)
+        } catch {
+            findings.append(
+                DoctorFinding(
+                    check: "provider", status: .problem, detail: error.description,
+                    fix: Self.fixForUnreachableService(error, environment)))
+            return
+        }
+        providerName = diagnosis.providerName
+        sessionAlgorithm = diagnosis.sessionAlgorithm
+        provider = diagnosis.providerPID.map(ProviderProcess.inspect(pid:))
+        findings += providerFindings(diagnosis)
+        findings.append(
+            DoctorFinding(check: "session", status: .ok, detail: "\(diagnosis.sessionAlgorithm) (secrets travel encrypted)"))
+
+        guard let found = diagnosis.collection else {
+            collection = CollectionState(alias: alias)
+            findings.append(
+                DoctorFinding(
+                    check: "collection", status: .problem,
+                    detail: "the provider has no collection under the alias '\(alias)'",
+                    fix: alias == "default"
+                        ? (environment.hasDesktop
+                            ? "create a keyring (collection) and make it the default in your keyring manager"
+                            : "create the login keyring from this shell: gnome-keyring-daemon --replace --unlock "
+                                + "--components=secrets (it reads the new keyring's password on standard input)")
+                        : "use the default collection (leave out --collection), or create one under '\(alias)' in your keyring manager"
+                ))
+            return
+        }
+        collection = CollectionState(alias: alias, path: found.path, label: found.label, locked: found.isLocked)
+        let described = "'\(alias)' is \(found.path) (\"\(found.label)\")"
+        guard !found.isLocked else {
+            findings.append(
+                DoctorFinding(
+                    check: "collection", status: .problem, detail: "\(described), locked",
+                    fix: Self.unlockFix(providerName: diagnosis.providerName, environment: environment)))
+            return
+        }
+        findings.append(DoctorFinding(check: "collection", status: .ok, detail: "\(described), unlocked"))
+        findings.append(duplicatesFinding(options))
+        findings.append(roundTrip(options))
+    }
+
+    // MARK: Checks
+
+    private func providerFindings(_ diagnosis: SecretServiceDiagnosis) -> [DoctorFinding] {
+        // The executable's name: `comm` stops at 15 characters ("gnome-keyring-d").
+        let name =
+            provider?.executable.map { URL(fileURLWithPath: $0).lastPathComponent } ?? provider?.command
+            ?? diagnosis.providerName ?? "unknown"
+        var facts: [String] = []
+        if let pid = provider?.pid { facts.append("pid \(pid)") }
+        if let executable = provider?.executable { facts.append(executable) }
+        let version = provider?.version.map { " \($0)" } ?? " (version unknown)"
+        var findings = [
+            DoctorFinding(
+                check: "provider", status: .ok,
+                detail: "\(name)\(version)" + (facts.isEmpty ? "" : " (\(facts.joined(separator: ", ")))"))
+        ]
+        switch diagnosis.providerName {
+        case "KWallet":
+            let frameworks = provider?.version?.split(separator: " ").last.map(String.init)
+            if frameworks.map(ProviderProcess.frameworksBeforeSessionFix) ?? true {
+                findings.append(
+                    DoctorFinding(
+                        check: "provider", status: .note,
+                        detail: "KWallet before KDE Frameworks 6.25 mishandles about 1 encrypted session in 100; "
+                            + "SecureDictionary opens a new session and reads back the first write of each",
+                        fix: "update KDE Frameworks to 6.25 or later"))
+            }
+        case "KeePassXC":
+            findings.append(
+                DoctorFinding(
+                    check: "provider", status: .note,
+                    detail: "KeePassXC: the 'default' alias follows the active database tab, and deleted "
+                        + "dictionaries go to the database's Recycle Bin when it has one"))
+        default:
+            break
+        }
+        return findings
+    }
+
+    private func duplicatesFinding(_ options: SecureDictionary.Options) -> DoctorFinding {
+        let items: [KeyringItemListing]
+        do {
+            items = try SecureDictionary.items(options: options)
+        } catch {
+            return DoctorFinding(check: "duplicates", status: .problem, detail: "cannot list the items: \(error)")
+        }
+        let counts = Dictionary(grouping: items, by: \.item.name).filter { $0.value.count > 1 }
+        guard !counts.isEmpty else {
+            return DoctorFinding(
+                check: "duplicates", status: .ok, detail: "none among \(items.count) SecureDictionary item(s)")
+        }
+        let names = counts.keys.sorted()
+        let first = counts[names[0]]![0].item
+        let remove =
+            "secure-dict delete --app \(first.applicationID)"
+            + (first.dictionaryName.isEmpty ? "" : " --name \(first.dictionaryName)") + " --force"
+        return DoctorFinding(
+            check: "duplicates", status: .problem,
+            detail: "\(names.count) dictionary item(s) exist more than once, and SecureDictionary will not guess "
+                + "which is right (error 'ambiguous'): " + names.map { "\($0) (×\(counts[$0]!.count))" }.joined(separator: ", "),
+            fix: "see them with 'secret-tool search --all service \(first.name)'; keep one and remove the others in your "
+                + "keyring manager, or remove them all with '\(remove)'")
+    }
+
+    /// Writes 4,096 bytes holding every byte value, reads them back through a new connection
+    /// (as another process would), and removes the scratch dictionary; times all of it.
+    private mutating func roundTrip(_ options: SecureDictionary.Options) -> DoctorFinding {
+        var options = options
+        let blob = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 167 &+ 13) })
+        let name = "scratch-\(UUID().uuidString.prefix(8).lowercased())"
+        let started = ContinuousClock.now
+        do {
+            // Scratch dictionaries left by an interrupted run go first.
+            for leftover in try SecureDictionary.names(applicationID: Self.scratchApplicationID, options: options) {
+                _ = try SecureDictionary.delete(name: leftover, applicationID: Self.scratchApplicationID, options: options)
+            }
+            options.store = SecretServiceStore()
+            let writer = try SecureDictionary(name: name, applicationID: Self.scratchApplicationID, options: options)
+            var removed = false
+            defer { if !removed { _ = try? writer.delete() } }
+            try writer.setValue(blob, forKey: "blob")
+            options.store = SecretServiceStore()  // a new connection, as another process would have
+            let reader = try SecureDictionary(name: name, applicationID: Self.scratchApplicationID, options: options)
+            let readBack = try reader.value(forKey: "blob", as: Data.self)
+            reader.forget()
+            guard readBack == blob else {
+                return DoctorFinding(
+                    check: "round trip", status: .problem,
+                    detail: "4,096 bytes written to a scratch dictionary read back differently",
+                    fix: "the keyring provider mangles secrets: update or replace it")
+            }
+            removed = true
+            guard try writer.delete() else {
+                return DoctorFinding(
+                    check: "round trip", status: .problem, detail: "the scratch dictionary was gone before it was removed",
+                    fix: "another program removes keyring items; find which")
+            }
+        } catch {
+            return DoctorFinding(check: "round trip", status: .problem, detail: "\(error)")
+        }
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Double(elapsed.components.seconds) * 1e3 + Double(elapsed.components.attoseconds) / 1e15
+        roundTripMilliseconds = (milliseconds * 10).rounded() / 10
+        return DoctorFinding(
+            check: "round trip", status: .ok,
+            detail: "4,096 bytes of every value written, read back exactly through a new connection and removed "
+                + "in \(String(format: "%.1f", milliseconds)) ms")
+    }
+
+    // MARK: Fixes
+
+    static func fixForUnreachableService(_ error: SecureDictionaryError, _ environment: DoctorEnvironment) -> String? {
+        switch error {
+        case .sandboxed(let advice):
+            return advice
+        case .serviceUnavailable:
+            if environment.busAddress == nil || !environment.hasDesktop {
+                return "start a keyring on this bus: \(DoctorEnvironment.headlessKeyring)"
+            }
+            return "start your desktop's keyring (gnome-keyring, KWallet, or KeePassXC with Secret Service "
+                + "integration on); on GNOME it starts with the session"
+        case .sessionRejected:
+            return "try again; if it keeps failing, update the keyring provider"
+        case .timedOut:
+            return "the provider hangs: restart it (e.g. gnome-keyring-daemon --replace), or allow more time with --timeout"
+        default:
+            return nil
+        }
+    }
+
+    static func unlockFix(providerName: String?, environment: DoctorEnvironment) -> String {
+        switch providerName {
+        case "KeePassXC":
+            return "unlock the database in KeePassXC's window"
+        case "KWallet":
+            return "open the wallet in KWalletManager; right after a KDE login KWallet reports locked until some "
+                + "application has opened it"
+        default:
+            if environment.hasDesktop {
+                return "unlock the keyring in your keyring manager (GNOME Passwords and Keys), or sign out and in"
+            }
+            return "unlock gnome-keyring from this shell: gnome-keyring-daemon --replace --unlock --components=secrets "
+                + "(it reads the password on standard input)"
+        }
+    }
+}
+
+extension DoctorReport {
+    /// The report for a person: one line per finding, its fix below it, and a verdict.
+    var text: String {
+        var lines: [String] = []
+        for finding in findings {
+            let status = finding.status == .problem ? "PROBLEM" : finding.status.rawValue
+            lines.append(status.padding(toLength: 9, withPad: " ", startingAt: 0) + "\(finding.check): \(finding.detail)")
+            if let fix = finding.fix { lines.append("         fix: \(fix)") }
+        }
+        let problems = findings.filter { $0.status == .problem }.count
+        lines.append("")
+        lines.append(problems == 0 ? "Healthy." : "\(problems) problem\(problems == 1 ? "" : "s") found.")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// The process that owns `org.freedesktop.secrets`, as far as `/proc` tells (nothing inside
+/// a sandbox, which hides the host's processes).
+///
+/// ```swift
+/// let provider = ProviderProcess.inspect(pid: 4242)
+/// print(provider.command ?? "?", provider.version ?? "version unknown")
+/// ```
+struct ProviderProcess: Encodable, Equatable {
+    var pid: Int
+    /// `/proc/PID/comm`.
+    var command: String?
+    /// Where `/proc/PID/exe` points.
+    var executable: String?
+    /// The provider's version, e.g. `42.1` or `KDE Frameworks 5.103.0`, where it can be told.
+    var version: String?
+
+    static func inspect(pid: Int) -> ProviderProcess {
+        let command = procFile(pid, "comm")?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+        var process = ProviderProcess(pid: pid, command: command, executable: executable)
+        process.version = process.findVersion()
+        return process
+    }
+
+    /// gnome-keyring and KeePassXC print it with `--version` (run only for those two, known to
+    /// exit at once); KWallet's is the KDE Frameworks version of the wallet library it has
+    /// loaded, read from `/proc/PID/maps`.
+    private func findVersion() -> String? {
+        switch executable.map({ URL(fileURLWithPath: $0).lastPathComponent }) ?? command {
+        case "gnome-keyring-daemon":
+            return executable.flatMap { Self.firstVersion(in: Self.output(of: $0, ["--version"])) }
+        case "keepassxc":
+            return executable.flatMap { Self.firstVersion(in: Self.output(of: $0, ["--version"])) }
+        case "kwalletd5", "kwalletd6", "ksecretd":
+            guard let maps = Self.procFile(pid, "maps") else { return nil }
+            return Self.frameworksVersion(inMaps: maps).map { "KDE Frameworks \($0)" }
+        default:
+            return nil
+        }
+    }
+
+    /// A file of `/proc/PID/`, read to its end (they report a size of 0).
+    private static func procFile(_ pid: Int, _ name: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/\(name)") else { return nil }
+        defer { try? handle.close() }
+        return (try? handle.readToEnd()).map { String(decoding: $0 ?? Data(), as: UTF8.self) }
+    }
+
+    /// The version in the name of a loaded KWallet library, e.g. `libKF5Wallet.so.5.103.0`.
+    static func frameworksVersion(inMaps maps: String) -> String? {
+        for library in ["libKF6Wallet.so.", "libKF5Wallet.so."] {
+            guard let range = maps.range(of: library) else { continue }
+            let version = maps[range.upperBound...].prefix { $0.isNumber || $0 == "." }
+            if version.contains(".") { return String(version) }
+        }
+        return nil
+    }
+
+    /// The first dotted number in `text`, e.g. `2.7.4` in "KeePassXC 2.7.4".
+    static func firstVersion(in text: String?) -> String? {
+        guard let text else { return nil }
+        for word in text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == ":" }) {
+            let parts = word.split(separator: ".", omittingEmptySubsequences: false)
+            if parts.count >= 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isNumber) }) { return String(word) }
+        }
+        return nil
+    }
+
+    /// Whether a KDE Frameworks version is before 6.25, whose KWallet mishandles about one
+    /// encrypted session in a hundred.
+    static func frameworksBeforeSessionFix(_ version: String) -> Bool {
+        let numbers = version.split(separator: ".").compactMap { Int($0) }
+        guard numbers.count >= 2 else { return false }
+        return (numbers[0], numbers[1]) < (6, 25)
+    }
+
+    /// Standard output of a short-lived program, or `nil` when it did not finish within 2 s.
+    private static func output(of program: String, _ arguments: [String]) -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["QT_QPA_PLATFORM"] = "offscreen"  // KeePassXC makes a Qt application first
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        let finished = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in finished.signal() }
+        do { try process.run() } catch { return nil }
+        // A version line fits the pipe's buffer, so the program never waits for this reader.
+        if finished.wait(timeout: .now() + 2) == .timedOut {
+            process.terminate()
+            return nil
+        }
+        let data = (try? pipe.fileHandleForReading.read(upToCount: 4096)) ?? nil
+        return data.map { String(decoding: $0, as: UTF8.self) }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import SecureDictionaryTestSupport
+import Testing
+
+/// `secure-dict doctor` against the real provider of `scripts/with-private-keyring`.
+extension SecureDictCLI {
+    /// The findings of `doctor --json` as (check, status) pairs, with the parsed report.
+    private static func doctor(_ arguments: [String] = [], environment: [String: String] = [:]) throws -> (
+        output: CLIHarness.Output, report: [String: Any], findings: [[String: String]]
+    ) {
+        let output = try CLIHarness.cli(["doctor", "--json"] + arguments, environment: environment)
+        let report = try #require(try JSONSerialization.jsonObject(with: output.stdout) as? [String: Any], "\(output)")
+        let findings = try #require(report["findings"] as? [[String: String]])
+        return (output, report, findings)
+    }
+
+    private static func finding(_ findings: [[String: String]], _ check: String, _ status: String) -> [String: String]? {
+        findings.first { $0["check"] == check && $0["status"] == status }
+    }
+
+    @Test func doctorIsHealthyRoundTripsAndCleansUp() throws {
+        // A scratch dictionary left by an interrupted run is removed first.
+        let scratchApp = "io.github.securedictionary.doctor"
+        #expect(try CLIHarness.cli(["write", "--app", scratchApp, "--name", "scratch-left", "k", "v"]).status == 0)
+
+        let (output, report, findings) = try Self.doctor()
+        #expect(output.status == 0, "\(output)")
+        #expect(report["healthy"] as? Bool == true)
+        let checks = findings.filter { $0["status"] == "ok" }.compactMap { $0["check"] }
+        #expect(checks == ["bus", "provider", "session", "collection", "duplicates", "round trip"], "\(findings)")
+        #expect((report["roundTripMilliseconds"] as? Double ?? 0) > 0)
+        #expect(report["sessionAlgorithm"] as? String == "dh-ietf1024-sha256-aes128-cbc-pkcs7")
+        let provider = try #require(report["provider"] as? [String: Any], "\(report)")
+        #expect((provider["pid"] as? Int ?? 0) > 0)
+        let expected: [String: (name: String?, executable: String)] = [
+            "gnome-keyring": (nil, "gnome-keyring-daemon"), "kwallet": ("KWallet", "kwalletd5"),
+            "keepassxc": ("KeePassXC", "keepassxc"),
+        ]
+        let provided = try #require(expected[PrivateKeyring.provider])
+        #expect(report["providerName"] as? String == provided.name)
+        #expect((provider["executable"] as? String)?.hasSuffix("/" + provided.executable) == true, "\(provider)")
+        #expect((provider["version"] as? String)?.isEmpty == false, "\(provider)")
+        let collection = try #require(report["collection"] as? [String: Any])
+        #expect(collection["locked"] as? Bool == false)
+
+        #expect(try CLIHarness.cli(["list", "--app", scratchApp]).trimmedText.isEmpty)
+
+        let text = try CLIHarness.cli(["doctor"])
+        #expect(text.status == 0 && text.text.hasSuffix("\nHealthy.\n"), "\(text)")
+    }
+
+    @Test func doctorNamesALockedCollectionAndHowToUnlockIt() throws {
+        try CLIHarness.daemon("lock")
+        defer { try? CLIHarness.daemon("unlock") }
+        let (output, report, findings) = try Self.doctor()
+        #expect(output.status == 3, "\(output)")
+        #expect(report["healthy"] as? Bool == false)
+        let locked = try #require(Self.finding(findings, "collection", "problem"), "\(findings)")
+        let fix = locked["fix"] ?? ""
+        switch PrivateKeyring.provider {
+        case "keepassxc": #expect(fix.contains("KeePassXC's window"), "\(fix)")
+        case "kwallet": #expect(fix.contains("KWalletManager"), "\(fix)")
+        default: #expect(fix.contains("gnome-keyring-daemon --replace --unlock"), "\(fix)")
+        }
+        #expect(!findings.contains { $0["check"] == "round trip" })  // stops before writing
+    }
+
+    @Test func doctorFindsDuplicateItems() throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "--name", "twice", "a", "1").status == 0)
+        let item = "\(app.id).__SecureDictionary__.twice"
+        let planted = try CLIHarness.fixture(
+            ["plant", "--label", item, "--attr", "extra=1"] + app.attributes(name: "twice"), input: Data("bplist00".utf8))
+        #expect(planted.status == 0, "\(planted)")
+        defer { _ = try? app.cli("delete", "--name", "twice", "--force") }
+
+        let (output, _, findings) = try Self.doctor()
+        #expect(output.status == 3, "\(output)")
+        let duplicates = try #require(Self.finding(findings, "duplicates", "problem"), "\(findings)")
+        #expect(duplicates["detail"]?.contains("\(item) (×2)") == true, "\(duplicates)")
+        #expect(duplicates["fix"]?.contains("secure-dict delete --app \(app.id) --name twice --force") == true)
+    }
+
+    @Test func doctorWithoutAServiceSaysHowToStartOne() throws {
+        let (output, _, findings) = try Self.doctor(environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+        #expect(output.status == 3, "\(output)")
+        let provider = try #require(Self.finding(findings, "provider", "problem"), "\(findings)")
+        #expect(provider["detail"]?.contains("no Secret Service is available") == true, "\(provider)")
+        #expect(provider["fix"]?.contains("gnome-keyring-daemon --unlock --components=secrets") == true, "\(provider)")
+    }
+
+    @Test func doctorNamesAMissingAlias() throws {
+        let (output, _, findings) = try Self.doctor(["--collection", "sd-no-such-alias"])
+        #expect(output.status == 3, "\(output)")
+        let missing = try #require(Self.finding(findings, "collection", "problem"), "\(findings)")
+        #expect(missing["detail"] == "the provider has no collection under the alias 'sd-no-such-alias'")
+    }
+}

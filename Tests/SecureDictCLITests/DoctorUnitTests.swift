@@ -1,0 +1,80 @@
+import Foundation
+import SecureDictionary
+import Testing
+
+@testable import secure_dict
+
+/// `secure-dict doctor`'s rules about the environment and the provider process, from plain
+/// values: environments this machine is not (WSL, a Flatpak, SSH, sudo).
+@Suite struct DoctorUnits {
+    private func environment(
+        _ variables: [String: String], root: Bool = false, kernel: String = "6.1.0-amd64", runtimeBus: Bool = false,
+        sandbox: Sandbox? = nil
+    ) -> DoctorEnvironment {
+        DoctorEnvironment(
+            variables: variables, isRoot: root, kernelRelease: kernel, runtimeBusExists: runtimeBus, sandbox: sandbox)
+    }
+
+    @Test func aDesktopSessionIsHealthyWithoutNotes() {
+        let findings = environment(["DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus", "WAYLAND_DISPLAY": "wayland-0"])
+            .findings()
+        #expect(findings == [DoctorFinding(check: "bus", status: .ok, detail: "unix:path=/run/user/1000/bus")])
+    }
+
+    @Test func theRuntimeFoldersBusCountsWhenTheVariableIsUnset() {
+        let found = environment(["XDG_RUNTIME_DIR": "/run/user/1000"], runtimeBus: true)
+        #expect(found.busAddress == "unix:path=/run/user/1000/bus")
+        let missing = environment(["XDG_RUNTIME_DIR": "/run/user/1000"])
+        #expect(missing.busAddress == nil)
+        let bus = missing.findings().first
+        #expect(bus?.status == .problem && bus?.fix?.contains("dbus-run-session") == true)
+    }
+
+    @Test func sshWithoutADesktopIsNotedButNotWithOne() {
+        let bus = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus"]
+        let ssh = bus.merging(["SSH_CONNECTION": "10.0.0.2 5000 10.0.0.1 22"]) { $1 }
+        #expect(environment(ssh).findings().contains { $0.detail.hasPrefix("SSH session without a desktop") })
+        let forwarded = ssh.merging(["DISPLAY": "localhost:10.0"]) { $1 }
+        #expect(!environment(forwarded).findings().contains { $0.detail.hasPrefix("SSH") })
+    }
+
+    @Test func wslIsToldByTheKernelOrTheVariable() {
+        #expect(environment([:], kernel: "5.15.153.1-microsoft-standard-WSL2").isWSL)
+        #expect(environment(["WSL_DISTRO_NAME": "Debian"]).isWSL)
+        #expect(!environment([:]).isWSL)
+        #expect(environment(["WSL_DISTRO_NAME": "Debian"]).findings().contains { $0.detail.hasPrefix("Windows Subsystem") })
+    }
+
+    @Test func rootUnderSudoIsToldWhoseKeyringItIs() {
+        let finding = environment(["SUDO_USER": "ada"], root: true).findings().last
+        #expect(finding?.detail == "running as root (sudo from ada): this is root's keyring and bus, not a user's")
+        #expect(finding?.fix == "to reach ada's keyring, run the command as ada, without sudo")
+    }
+
+    @Test func aFlatpakIsNamedWithThePermissionItNeeds() {
+        let finding = environment([:], sandbox: .flatpak(appID: "org.example.App")).findings().last
+        #expect(finding?.detail == "inside a sandbox: Flatpak (org.example.App)")
+        #expect(finding?.fix?.contains("--talk-name=org.freedesktop.secrets") == true)
+    }
+
+    @Test func theUnlockFixNamesTheProvidersWay() {
+        let headless = environment([:])
+        #expect(DoctorReport.unlockFix(providerName: "KeePassXC", environment: headless).contains("KeePassXC's window"))
+        #expect(DoctorReport.unlockFix(providerName: "KWallet", environment: headless).contains("KWalletManager"))
+        #expect(DoctorReport.unlockFix(providerName: nil, environment: headless).contains("--replace --unlock"))
+        let desktop = environment(["DISPLAY": ":0"])
+        #expect(DoctorReport.unlockFix(providerName: nil, environment: desktop).contains("keyring manager"))
+    }
+
+    @Test func versionsAreReadFromWhatProvidersPrint() {
+        #expect(ProviderProcess.firstVersion(in: "gnome-keyring-daemon: 42.1\ntesting: disabled\n") == "42.1")
+        #expect(ProviderProcess.firstVersion(in: "KeePassXC 2.7.4\n") == "2.7.4")
+        #expect(ProviderProcess.firstVersion(in: "no version here 3.\n") == nil)
+        let maps = "7f3a000-7f3b000 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libKF5Wallet.so.5.103.0\n"
+        #expect(ProviderProcess.frameworksVersion(inMaps: maps) == "5.103.0")
+        #expect(ProviderProcess.frameworksVersion(inMaps: "/usr/lib/libc.so.6\n") == nil)
+        #expect(ProviderProcess.frameworksBeforeSessionFix("5.103.0"))
+        #expect(ProviderProcess.frameworksBeforeSessionFix("6.24.1"))
+        #expect(!ProviderProcess.frameworksBeforeSessionFix("6.25.0"))
+    }
+}
