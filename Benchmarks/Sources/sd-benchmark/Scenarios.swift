@@ -646,6 +646,8 @@ final class Benchmark {
                         done.wait()
                     }), note: "the library runs every keyring call on its deadline lane"))
 
+        try sessionVerification()
+
         try open(name).update { $0.dictionary = Fixtures.mixedEntries(count: 1000) }
         var holder: SecureDictionary?
         var reloaded: SecureDictionary?
@@ -671,6 +673,43 @@ final class Benchmark {
             Stage(
                 name: "reload(), 1,000 entries", stats: reload,
                 note: "load + decode of an open instance (alternating with init)"))
+        try cleanUp(name)
+    }
+}
+
+extension Benchmark {
+    /// What reading back the first write of a session costs (issue 11): a one-key write on
+    /// a new store (a new session, not yet verified: the item is read before the write and
+    /// read back after) vs the same write on a store whose session is verified.
+    func sessionVerification() throws {
+        let name = "stages-verify"
+        try open(name).update { $0.dictionary = Fixtures.mixedEntries(count: 10) }
+        func openOnNewStore() throws -> SecureDictionary {
+            var options = self.options
+            options.store = SecretServiceStore()
+            return try SecureDictionary(name: name, applicationID: Self.applicationID, options: options)
+        }
+        var round = 0
+        func write(_ dictionary: SecureDictionary) throws {
+            round += 1
+            try dictionary.setValue("value \(round)", forKey: "verify")
+        }
+        var first: SecureDictionary?
+        let later = try openOnNewStore()
+        try write(later)  // its session is verified from here on
+        let (unverified, verified) = try Timer.compare(
+            plan.stages,
+            Side(prepare: { first = try openOnNewStore() }, run: { try write(first!) }),
+            Side { try write(later) })
+        first = nil
+        report.stages.append(
+            Stage(
+                name: "first write of a session, 10 entries", stats: unverified,
+                note: "reads the item before writing and reads it back after: 2 GetSecrets more"))
+        report.stages.append(
+            Stage(
+                name: "later write of a session, 10 entries", stats: verified,
+                note: "check + store (alternating with the first write)"))
         try cleanUp(name)
     }
 }
