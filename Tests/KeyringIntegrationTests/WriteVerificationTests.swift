@@ -47,6 +47,22 @@ extension KeyringIntegration {
             #expect(try dictionary.value(forKey: "k") == nil)
         }
 
+        /// The review of the first version: a "no such item" remembered from an earlier load
+        /// was trusted, and putting the item "back" removed what another process had created.
+        @Test func aStaleNoSuchItemIsCheckedBeforeAnythingIsRemoved() throws {
+            let test = TestItem("verify-stale")
+            let item = try test.item
+            let store = SecretServiceStore(
+                client: LibSecretClient(fault: ManglingFault(writes: LibSecretConnection.sessionAttempts)))
+            #expect(try store.load(item, timeout: .seconds(3)) == nil)
+            try test.openFresh().setValue("other", forKey: "k")  // another process creates it
+            let digest = try test.sha256()
+            #expect(throws: SecureDictionaryError.writeNotVerified(restored: true)) {
+                try store.store(Array("new".utf8), for: item, timeout: .seconds(3))
+            }
+            #expect(try test.sha256() == digest)
+        }
+
         @Test func aProviderThatManglesEveryWriteIsReportedAsNotRestored() throws {
             let test = TestItem("verify-damaged")
             try test.open().setValue("before", forKey: "k")

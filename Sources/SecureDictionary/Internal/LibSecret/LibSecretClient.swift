@@ -63,84 +63,96 @@ struct LibSecretClient: Sendable {
         }
     }
 
-    /// Writes `secret` to `item`. A write that no session stores faithfully puts back what
-    /// the item held before.
+    /// Writes `secret` to `item`. When a try on a session not yet proven may have stored
+    /// garbage and no later try stored `secret` faithfully, puts back what the item held.
     ///
     /// - Throws: ``SecureDictionaryError/writeNotVerified(restored:)`` when every try read
-    ///   back other bytes than written.
+    ///   back other bytes than written; otherwise the last try's error (after the same
+    ///   attempt to put the previous content back, when a try may have damaged the item).
     func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         let deadline = Deadline(after: timeout)
-        let prior = PriorContent()
+        let attempt = VerifiedWrite()
         do {
-            try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+            try perform(timeout: timeout) { [fault] call throws(SecureDictionaryError) in
                 let collection = try Self.collectionPath(call, item.collection)
                 try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                    try Self.write(call, outgoing(secret), expecting: secret, to: item, in: collection, keeping: prior)
+                    try Self.write(call, secret, to: item, in: collection, attempt: attempt, fault: fault)
                 }
             }
-        } catch .writeNotVerified {
-            throw .writeNotVerified(restored: restore(prior, of: item, until: deadline))
+        } catch {
+            guard attempt.mayHaveDamaged else { throw error }
+            let restored = restore(attempt.prior, of: item, until: deadline)
+            if attempt.readBackDiffered { throw .writeNotVerified(restored: restored) }
+            throw error
         }
     }
 
-    /// Puts back what `item` held before a write that failed its read-back, verified the same
-    /// way; whether that worked. Removes the item if there was none.
-    private func restore(_ prior: PriorContent, of item: KeyringItem, until deadline: Deadline) -> Bool {
-        guard let content = prior.content, deadline.remaining > .zero else { return false }
+    /// Puts back `prior`, what an item held before a write that may have damaged it, verified
+    /// the same way; whether that worked. Removes the item if there was none (and checks).
+    private func restore(_ prior: VerifiedWrite.Prior?, of item: KeyringItem, until deadline: Deadline) -> Bool {
+        guard let prior, deadline.remaining > .zero else { return false }
         do throws(SecureDictionaryError) {
-            switch content {
+            switch prior {
             case .absent:
                 _ = try delete(item, timeout: deadline.remaining)
+                return try load(item, timeout: deadline.remaining) == nil
             case .bytes(let bytes):
-                try perform(timeout: deadline.remaining) { call throws(SecureDictionaryError) in
+                try perform(timeout: deadline.remaining) { [fault] call throws(SecureDictionaryError) in
                     let collection = try Self.collectionPath(call, item.collection)
                     try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                        try Self.write(call, outgoing(bytes), expecting: bytes, to: item, in: collection, keeping: nil)
+                        try Self.write(call, bytes, to: item, in: collection, attempt: nil, fault: fault)
                     }
                 }
+                return true
             }
-            return true
         } catch {
             return false
         }
     }
 
-    /// `secret` as it leaves for the keyring: mangled only when a test's fault says so.
-    private func outgoing(_ secret: SecretBytes) -> SecretBytes {
-        fault?.takeOne() == true ? ManglingFault.mangled(secret) : secret
-    }
-
-    /// Sends `sent` (which is `expected` but in fault-injection tests) to `item` and, until
-    /// this session has proven itself, reads it back; before that first write, records in
-    /// `prior` what the item held.
+    /// Sends `secret` to `item` (mangled, in tests, when `fault` says so) and, until this
+    /// session has proven itself, reads it back. Before the first bytes of `attempt` leave,
+    /// records in it what the item held.
     ///
     /// - Throws: ``SecureDictionaryError/writeNotVerified(restored:)`` when the bytes read
-    ///   back differ from `expected` (the caller's retry then uses a new session).
+    ///   back differ from `secret` (the caller's retry then uses a new session).
     private static func write(
-        _ call: Call, _ sent: SecretBytes, expecting expected: SecretBytes, to item: KeyringItem, in collection: String,
-        keeping prior: PriorContent?
+        _ call: Call, _ secret: SecretBytes, to item: KeyringItem, in collection: String, attempt: VerifiedWrite?,
+        fault: ManglingFault?
     ) throws(SecureDictionaryError) {
         let verifying = !call.connection.sessionVerified
         // Where the check before this write found the item (`nil`: no check on this session).
         var found = call.connection.takeLookup(of: item, in: collection)
-        if verifying, let prior, !prior.isCaptured {
-            if found == nil { found = ItemLookup(collection: collection, path: try existingPath(call, item, in: collection)) }
+        var searchedJustNow = false
+        if verifying, let attempt, attempt.needsPrior {
+            // "No such item" from an earlier check may be stale: removing an item another
+            // process created since would be worse than one more search.
+            if found?.path == nil {
+                found = ItemLookup(collection: collection, path: try existingPath(call, item, in: collection))
+                searchedJustNow = true
+            }
             if let path = found?.path {
-                prior.capture(.bytes(try Self.secret(call.service, path: path, collection: collection, call.cancellable)))
+                attempt.record(.bytes(try Self.secret(call.service, path: path, collection: collection, call.cancellable)))
             } else {
-                prior.capture(.absent)
+                attempt.record(.absent)
             }
         }
+        let sent = fault?.takeOne() == true ? ManglingFault.mangled(secret) : secret
+        attempt?.sending(onVerifiedSession: !verifying)
         let path =
             call.connection.provider == .keepassxc
-            ? try replaceInPlace(call, sent, item: item, in: collection, knownPath: found?.path)
+            ? try replaceInPlace(call, sent, item: item, in: collection, knownPath: found?.path, searchedJustNow: searchedJustNow)
             : try create(call, sent, item: item, in: collection)
         guard verifying else { return }
         // A session whose ends derived different keys stores garbage about once in 256
         // writes and fails to decrypt almost every read: one exact read-back proves the keys
         // match, for every later write on this session.
         let stored = try Self.secret(call.service, path: path, collection: collection, call.cancellable)
-        guard stored.holdsSameBytes(as: expected) else { throw .writeNotVerified(restored: false) }
+        guard stored.holdsSameBytes(as: secret) else {
+            attempt?.readBackDiffers()
+            throw .writeNotVerified(restored: false)
+        }
+        attempt?.readBackMatches()
         call.connection.sessionVerified = true
     }
 
@@ -152,13 +164,15 @@ struct LibSecretClient: Sendable {
     /// fixed in 2.7.6), while `SetSecret` needs no confirmation. The label and attributes of
     /// an existing item already follow the contract (it was found by them).
     private static func replaceInPlace(
-        _ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String, knownPath: String?
+        _ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String, knownPath: String?,
+        searchedJustNow: Bool
     ) throws(SecureDictionaryError) -> String {
         // A found path is used as is (a stale one fails, and is looked up again); "no such
-        // item" is checked once more, since a CreateItem that meets an item another process
-        // created meanwhile would ask the user (one search, once per item's life).
+        // item" is checked once more (unless it was just now), since a CreateItem that meets
+        // an item another process created meanwhile would ask the user (one search, once per
+        // item's life).
         var path = knownPath
-        if path == nil { path = try existingPath(call, item, in: collection) }
+        if path == nil && !searchedJustNow { path = try existingPath(call, item, in: collection) }
         if let known = path {
             do {
                 try setSecret(call, secret, path: known)

@@ -3,30 +3,59 @@ import Synchronization
 // What a verified write needs besides the keyring calls: the content to put back when no
 // session stores the new one faithfully, and, for tests, a way to make a write go wrong.
 
-/// What an item held before a write that is read back, kept across the write's tries.
+/// One write's tries, as far as putting the item back is concerned: what it held before the
+/// first bytes left, whether a try may have left garbage there, and whether a read-back
+/// differed.
 ///
 /// ```swift
-/// let prior = PriorContent()
-/// try perform(timeout: timeout) { call in try Self.write(call, secret, to: item, in: collection, keeping: prior) }
+/// let attempt = VerifiedWrite()
+/// try perform(timeout: timeout) { call in try Self.write(call, secret, to: item, in: collection, attempt: attempt, fault: nil) }
 /// ```
 ///
-/// Captured once, by the first try on a session not yet verified, before it writes: after a
-/// failed try the item may hold garbage, so a later try must not capture again.
-final class PriorContent: Sendable {
-    enum Content {
+/// A try on a session not yet proven may store garbage (KWallet before KDE Frameworks 6.25);
+/// a later try that reads back exactly overwrote it. What the item held is recorded only
+/// before any try has sent anything: after that, the item may hold this write's bytes, or
+/// garbage, and neither may be "put back".
+final class VerifiedWrite: Sendable {
+    enum Prior {
         /// There was no such item: putting it back means removing it.
         case absent
         case bytes(SecretBytes)
     }
 
-    private let captured = Mutex<Content?>(nil)
-
-    var content: Content? { captured.withLock { $0 } }
-    var isCaptured: Bool { content != nil }
-
-    func capture(_ content: Content) {
-        captured.withLock { if $0 == nil { $0 = content } }
+    private struct State {
+        var prior: Prior?
+        var sent = false
+        var unprovenWriteStands = false
+        var readBackDiffered = false
     }
+
+    private let state = Mutex(State())
+
+    /// What the item held before the first try sent anything (`nil`: not recorded).
+    var prior: Prior? { state.withLock { $0.prior } }
+    /// Whether the item's previous content should still be recorded: nothing sent yet.
+    var needsPrior: Bool { state.withLock { $0.prior == nil && !$0.sent } }
+    /// Whether a try on an unproven session sent bytes that no later read-back confirmed.
+    var mayHaveDamaged: Bool { state.withLock { $0.unprovenWriteStands } }
+    /// Whether some try read back other bytes than it wrote.
+    var readBackDiffered: Bool { state.withLock { $0.readBackDiffered } }
+
+    func record(_ prior: Prior) {
+        state.withLock { if !$0.sent && $0.prior == nil { $0.prior = prior } }
+    }
+
+    /// A try is about to send its bytes; `onVerifiedSession`: one that is not read back.
+    func sending(onVerifiedSession: Bool) {
+        state.withLock { state in
+            state.sent = true
+            // A write on a proven session replaces whatever an earlier try left.
+            state.unprovenWriteStands = !onVerifiedSession
+        }
+    }
+
+    func readBackMatches() { state.withLock { $0.unprovenWriteStands = false } }
+    func readBackDiffers() { state.withLock { $0.readBackDiffered = true } }
 }
 
 /// Makes the next writes send other bytes than asked, as a provider that mangles secrets
@@ -37,7 +66,7 @@ final class PriorContent: Sendable {
 /// let store = SecretServiceStore(client: LibSecretClient(fault: fault))
 /// ```
 ///
-/// Counts every write sent, restoring the prior content included.
+/// Counts every write sent, putting the previous content back included.
 final class ManglingFault: Sendable {
     private let remaining: Mutex<Int>
 
