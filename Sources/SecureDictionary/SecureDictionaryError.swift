@@ -66,10 +66,13 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// hung while writing. `pid` and `command` name it when the bus tells (`nil` otherwise).
     /// Nothing was written.
     case lockHeld(pid: Int?, command: String?)
-    /// The keyring asked its user to confirm this write or removal (KeePassXC does when
-    /// access confirmation is on) and nobody answered by the deadline
-    /// (``SecureDictionary/Options/timeout``). The dialog was withdrawn; treat the outcome as
-    /// unknown, as after ``timedOut``: the dictionary reloads before its next use.
+    /// The keyring wants its user to confirm this access or change. KeePassXC asks before an
+    /// application reads an item the first time ("Confirm when passwords are retrieved by
+    /// clients", on by default): SecureDictionary opens no such dialog and fails at once.
+    /// With its other confirmations on, KeePassXC asks before some writes and removals:
+    /// nobody answered by the deadline (``SecureDictionary/Options/timeout``) and the request
+    /// was withdrawn. Treat the outcome as unknown, as after ``timedOut``: the dictionary
+    /// reloads before its next use.
     case confirmationRequired
     /// The keyring asked its user to confirm this write or removal and the request was
     /// declined (the user pressed Deny or Cancel). Nothing was changed.
@@ -154,9 +157,9 @@ extension SecureDictionaryError: CustomStringConvertible {
             "another process (\(Self.name(pid: pid, command: command))) held this dictionary's writer lock until the deadline: "
                 + "check that process, which may be stopped or hung while writing; the keyring itself was not the problem"
         case .confirmationRequired:
-            "the keyring asked to confirm this change and nobody answered in time; the request was withdrawn: "
-                + "allow it in the keyring's window, or turn confirmation off for this application "
-                + "(KeePassXC: Settings, Secret Service Integration), and try again"
+            "the keyring wants its user to confirm this access or change, and SecureDictionary shows no such dialog "
+                + "(or nobody answered in time): in KeePassXC, Settings, Secret Service Integration, turn off "
+                + "'Confirm when passwords are retrieved by clients' (and the confirmations of deletions), then try again"
         case .confirmationDenied:
             "the keyring asked to confirm this change and it was declined; nothing was changed"
         case .sessionRejected(let reason):

@@ -104,8 +104,6 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
         switch error {
         case .timedOut:
             "or allow more time with --timeout SECONDS"
-        case .confirmationRequired:
-            "or allow more time to answer with --timeout SECONDS"
         case .connectionLost, .cancelled:
             "try again"
         case .unsupportedFormatVersion:

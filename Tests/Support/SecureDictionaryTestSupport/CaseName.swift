@@ -24,7 +24,10 @@ public func caseName(_ error: any Error) -> String {
     case .typeMismatch: return "typeMismatch"
     case .ambiguous: return "ambiguous"
     case .lockHeld: return "lockHeld"
+    case .confirmationRequired: return "confirmationRequired"
+    case .confirmationDenied: return "confirmationDenied"
+    case .sessionRejected: return "sessionRejected"
+    case .writeNotVerified: return "writeNotVerified"
     case .keyring: return "keyring"
-    default: return "other"
     }
 }

@@ -43,9 +43,20 @@ public enum PrivateKeyring {
         return name
     }
 
-    /// `scripts/keyring-daemon COMMAND` (lock, unlock, restart, freeze, thaw…).
-    public static func daemon(_ command: String) throws -> ChildProcess.Output {
-        try ChildProcess.run(packageRoot.appendingPathComponent("scripts/keyring-daemon").path, [command])
+    /// `scripts/keyring-daemon COMMAND` (lock, unlock, restart, freeze, thaw…), with `extra`
+    /// added to the environment (e.g. `SD_KEEPASSXC_CONFIRM_ACCESS` for a start).
+    public static func daemon(_ command: String, environment extra: [String: String] = [:]) throws -> ChildProcess.Output {
+        let environment = extra.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
+        return try ChildProcess.run(
+            packageRoot.appendingPathComponent("scripts/keyring-daemon").path, [command], environment: environment)
+    }
+
+    /// Restarts the private KeePassXC (kill -9: what it did not save is lost) with its access
+    /// confirmation on (`true`: it asks its user before a client reads an item the first
+    /// time, its own default) or off. A clean stop could take 12 s once a client that still
+    /// runs was refused access.
+    public static func restartKeePassXC(confirmingAccess: Bool) throws -> [ChildProcess.Output] {
+        [try daemon("restart", environment: ["SD_KEEPASSXC_CONFIRM_ACCESS": confirmingAccess ? "1" : "0"])]
     }
 
     /// `scripts/keyring-fixture.py …`: raw access to items over D-Bus, bypassing
