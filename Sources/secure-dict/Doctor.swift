@@ -12,11 +12,14 @@ extension SecureDict {
                 session, the collection behind --collection and whether it is locked, and \
                 notes about the environment (SSH without a desktop, a Flatpak or snap \
                 sandbox, WSL, root). Lists SecureDictionary items that exist more than once. \
-                Then writes 4,096 binary bytes to a scratch dictionary, reads them back \
-                through a new connection, removes it, and times that.
+                Then writes 4,096 binary bytes to a scratch dictionary (application \
+                io.github.securedictionary.doctor), reads them back through a new session, \
+                removes it (on KeePassXC it is kept, since KeePassXC would move it to its \
+                Recycle Bin), and times that.
 
                 Each problem comes with the exact fix. Shows no prompt; changes nothing but \
-                its own scratch dictionary.
+                its own scratch dictionary. In --json output, fields that do not apply are \
+                left out.
 
                 Exit codes: 0 healthy (notes are fine), 3 at least one problem.
 
@@ -54,7 +57,7 @@ struct DoctorReport: Encodable {
     var providerName: String?
     var sessionAlgorithm: String?
     var collection: CollectionState?
-    /// How long the scratch round trip took (write, read back through a new connection, remove).
+    /// How long the scratch round trip took (write, read back through a new session, remove).
     var roundTripMilliseconds: Double?
 
     struct CollectionState: Encodable {
@@ -93,7 +96,8 @@ struct DoctorReport: Encodable {
         }
         providerName = diagnosis.providerName
         sessionAlgorithm = diagnosis.sessionAlgorithm
-        provider = diagnosis.providerPID.map(ProviderProcess.inspect(pid:))
+        // Inside a sandbox the bus tells the host's pid, which names another process here.
+        if environment.sandbox == nil { provider = diagnosis.providerPID.map(ProviderProcess.inspect(pid:)) }
         findings += providerFindings(diagnosis)
         findings.append(
             DoctorFinding(check: "session", status: .ok, detail: "\(diagnosis.sessionAlgorithm) (secrets travel encrypted)"))
@@ -123,8 +127,8 @@ struct DoctorReport: Encodable {
             return
         }
         findings.append(DoctorFinding(check: "collection", status: .ok, detail: "\(described), unlocked"))
-        findings.append(duplicatesFinding(options))
-        findings.append(roundTrip(options))
+        findings += itemFindings(options, providerName: diagnosis.providerName)
+        findings.append(roundTrip(options, keep: diagnosis.providerName == "KeePassXC"))
     }
 
     // MARK: Checks
@@ -166,13 +170,31 @@ struct DoctorReport: Encodable {
         return findings
     }
 
-    private func duplicatesFinding(_ options: SecureDictionary.Options) -> DoctorFinding {
+    /// Duplicates, and on KeePassXC the items it hides from this process until its user allows
+    /// access (reported locked in an unlocked collection).
+    private func itemFindings(_ options: SecureDictionary.Options, providerName: String?) -> [DoctorFinding] {
         let items: [KeyringItemListing]
         do {
             items = try SecureDictionary.items(options: options)
         } catch {
-            return DoctorFinding(check: "duplicates", status: .problem, detail: "cannot list the items: \(error)")
+            return [DoctorFinding(check: "duplicates", status: .problem, detail: "cannot list the items: \(error)")]
         }
+        var findings = [duplicatesFinding(items)]
+        let hidden = items.filter(\.isLocked).count
+        if providerName == "KeePassXC", hidden > 0 {
+            findings.append(
+                DoctorFinding(
+                    check: "access", status: .problem,
+                    detail: "KeePassXC hides \(hidden) SecureDictionary item(s) from this process until you allow access "
+                        + "(\"Confirm when passwords are retrieved by clients\"); SecureDictionary opens no such dialog "
+                        + "and reports 'confirmationRequired'",
+                    fix: "in KeePassXC, Settings, Secret Service Integration, turn off 'Confirm when passwords are "
+                        + "retrieved by clients'"))
+        }
+        return findings
+    }
+
+    private func duplicatesFinding(_ items: [KeyringItemListing]) -> DoctorFinding {
         let counts = Dictionary(grouping: items, by: \.item.name).filter { $0.value.count > 1 }
         guard !counts.isEmpty else {
             return DoctorFinding(
@@ -181,35 +203,37 @@ struct DoctorReport: Encodable {
         let names = counts.keys.sorted()
         let first = counts[names[0]]![0].item
         let remove =
-            "secure-dict delete --app \(first.applicationID)"
-            + (first.dictionaryName.isEmpty ? "" : " --name \(first.dictionaryName)") + " --force"
+            "secure-dict delete --app \(shellQuoted(first.applicationID))"
+            + (first.dictionaryName.isEmpty ? "" : " --name \(shellQuoted(first.dictionaryName))") + " --force"
         return DoctorFinding(
             check: "duplicates", status: .problem,
             detail: "\(names.count) dictionary item(s) exist more than once, and SecureDictionary will not guess "
                 + "which is right (error 'ambiguous'): " + names.map { "\($0) (×\(counts[$0]!.count))" }.joined(separator: ", "),
-            fix: "see them with 'secret-tool search --all service \(first.name)'; keep one and remove the others in your "
-                + "keyring manager, or remove them all with '\(remove)'")
+            fix: "see them with: secret-tool search --all service \(shellQuoted(first.name)); keep one and remove the "
+                + "others in your keyring manager, or remove them all with: \(remove)")
     }
 
-    /// Writes 4,096 bytes holding every byte value, reads them back through a new connection
-    /// (as another process would), and removes the scratch dictionary; times all of it.
-    private mutating func roundTrip(_ options: SecureDictionary.Options) -> DoctorFinding {
+    /// The scratch dictionary's name: always the same, so an interrupted run leaves at most
+    /// one, which the next run overwrites and removes.
+    static let scratchName = "scratch"
+
+    /// Writes 4,096 bytes holding every byte value, reads them back through a new session and
+    /// a new store (no shared cache), and removes the scratch dictionary; times all of it. On
+    /// KeePassXC the dictionary is kept: removing it would move it to the database's Recycle
+    /// Bin, one more entry per run (or ask the user to confirm, with its confirmations on).
+    private mutating func roundTrip(_ options: SecureDictionary.Options, keep: Bool) -> DoctorFinding {
         var options = options
         let blob = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 167 &+ 13) })
-        let name = "scratch-\(UUID().uuidString.prefix(8).lowercased())"
+        let (app, name) = (Self.scratchApplicationID, Self.scratchName)
         let started = ContinuousClock.now
         do {
-            // Scratch dictionaries left by an interrupted run go first.
-            for leftover in try SecureDictionary.names(applicationID: Self.scratchApplicationID, options: options) {
-                _ = try SecureDictionary.delete(name: leftover, applicationID: Self.scratchApplicationID, options: options)
-            }
             options.store = SecretServiceStore()
-            let writer = try SecureDictionary(name: name, applicationID: Self.scratchApplicationID, options: options)
-            var removed = false
+            let writer = try SecureDictionary(name: name, applicationID: app, options: options)
+            var removed = keep
             defer { if !removed { _ = try? writer.delete() } }
-            try writer.setValue(blob, forKey: "blob")
-            options.store = SecretServiceStore()  // a new connection, as another process would have
-            let reader = try SecureDictionary(name: name, applicationID: Self.scratchApplicationID, options: options)
+            try writer.update { $0.dictionary = ["blob": .data(blob)] }  // whatever an interrupted run left
+            options.store = SecretServiceStore()
+            let reader = try SecureDictionary(name: name, applicationID: app, options: options)
             let readBack = try reader.value(forKey: "blob", as: Data.self)
             reader.forget()
             guard readBack == blob else {
@@ -218,11 +242,13 @@ struct DoctorReport: Encodable {
                     detail: "4,096 bytes written to a scratch dictionary read back differently",
                     fix: "the keyring provider mangles secrets: update or replace it")
             }
-            removed = true
-            guard try writer.delete() else {
-                return DoctorFinding(
-                    check: "round trip", status: .problem, detail: "the scratch dictionary was gone before it was removed",
-                    fix: "another program removes keyring items; find which")
+            if !keep {
+                removed = true
+                guard try writer.delete() else {
+                    return DoctorFinding(
+                        check: "round trip", status: .problem, detail: "the scratch dictionary was gone before it was removed",
+                        fix: "another program removes keyring items; find which")
+                }
             }
         } catch {
             return DoctorFinding(check: "round trip", status: .problem, detail: "\(error)")
@@ -232,8 +258,8 @@ struct DoctorReport: Encodable {
         roundTripMilliseconds = (milliseconds * 10).rounded() / 10
         return DoctorFinding(
             check: "round trip", status: .ok,
-            detail: "4,096 bytes of every value written, read back exactly through a new connection and removed "
-                + "in \(String(format: "%.1f", milliseconds)) ms")
+            detail: "4,096 bytes of every value written, read back exactly through a new session and "
+                + (keep ? "kept (\(app), '\(name)')" : "removed") + " in \(String(format: "%.1f", milliseconds)) ms")
     }
 
     // MARK: Fixes

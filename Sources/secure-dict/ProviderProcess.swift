@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The process that owns `org.freedesktop.secrets`, as far as `/proc` tells (nothing inside
 /// a sandbox, which hides the host's processes).
@@ -76,7 +77,8 @@ struct ProviderProcess: Encodable, Equatable {
         return (numbers[0], numbers[1]) < (6, 25)
     }
 
-    /// Standard output of a short-lived program, or `nil` when it did not finish within 2 s.
+    /// Standard output of a short-lived program (its first 4 KiB), or `nil` when it did not
+    /// finish, and close its output, within 2 s; it is then killed.
     private static func output(of program: String, _ arguments: [String]) -> String? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
@@ -91,12 +93,33 @@ struct ProviderProcess: Encodable, Equatable {
         let finished = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in finished.signal() }
         do { try process.run() } catch { return nil }
-        // A version line fits the pipe's buffer, so the program never waits for this reader.
-        if finished.wait(timeout: .now() + 2) == .timedOut {
-            process.terminate()
+        // Read on another thread: a child of the program could hold the pipe open forever.
+        let output = ReadOutput()
+        DispatchQueue.global().async { output.read(pipe.fileHandleForReading, limit: 4096) }
+        let deadline = DispatchTime.now() + 2
+        guard finished.wait(timeout: deadline) == .success, output.done.wait(timeout: deadline) == .success else {
+            kill(process.processIdentifier, SIGKILL)
             return nil
         }
-        let data = (try? pipe.fileHandleForReading.read(upToCount: 4096)) ?? nil
-        return data.map { String(decoding: $0, as: UTF8.self) }
+        return output.text
+    }
+}
+
+/// What a reader thread got from a pipe, handed over once it signals `done`.
+private final class ReadOutput: Sendable {
+    let done = DispatchSemaphore(value: 0)
+    private let data = Mutex(Data())
+
+    var text: String { String(decoding: data.withLock { $0 }, as: UTF8.self) }
+
+    func read(_ handle: FileHandle, limit: Int) {
+        while let chunk = try? handle.read(upToCount: limit), !chunk.isEmpty {
+            let full = data.withLock { data in
+                data.append(chunk.prefix(limit - data.count))
+                return data.count >= limit
+            }
+            if full { break }
+        }
+        done.signal()
     }
 }

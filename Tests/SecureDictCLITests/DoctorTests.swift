@@ -19,9 +19,9 @@ extension SecureDictCLI {
     }
 
     @Test func doctorIsHealthyRoundTripsAndCleansUp() throws {
-        // A scratch dictionary left by an interrupted run is removed first.
+        // A scratch dictionary left by an interrupted run is overwritten, then removed.
         let scratchApp = "io.github.securedictionary.doctor"
-        #expect(try CLIHarness.cli(["write", "--app", scratchApp, "--name", "scratch-left", "k", "v"]).status == 0)
+        #expect(try CLIHarness.cli(["write", "--app", scratchApp, "--name", "scratch", "k", "v"]).status == 0)
 
         let (output, report, findings) = try Self.doctor()
         #expect(output.status == 0, "\(output)")
@@ -43,7 +43,15 @@ extension SecureDictCLI {
         let collection = try #require(report["collection"] as? [String: Any])
         #expect(collection["locked"] as? Bool == false)
 
-        #expect(try CLIHarness.cli(["list", "--app", scratchApp]).trimmedText.isEmpty)
+        // KeePassXC keeps it (removing it would fill the Recycle Bin), holding only the blob.
+        let left = try CLIHarness.cli(["list", "--app", scratchApp, "--json"])
+        #expect(left.status == 0, "\(left)")
+        let listed = try #require(try JSONSerialization.jsonObject(with: left.stdout) as? [[String: Any]], "\(left)")
+        if PrivateKeyring.provider == "keepassxc" {
+            #expect(listed.count == 1 && listed.first?["entries"] as? Int == 1, "\(listed)")
+        } else {
+            #expect(listed.isEmpty, "\(listed)")
+        }
 
         let text = try CLIHarness.cli(["doctor"])
         #expect(text.status == 0 && text.text.hasSuffix("\nHealthy.\n"), "\(text)")
@@ -87,6 +95,23 @@ extension SecureDictCLI {
         let provider = try #require(Self.finding(findings, "provider", "problem"), "\(findings)")
         #expect(provider["detail"]?.contains("no Secret Service is available") == true, "\(provider)")
         #expect(provider["fix"]?.contains("gnome-keyring-daemon --unlock --components=secrets") == true, "\(provider)")
+    }
+
+    @Test(.enabled(if: PrivateKeyring.provider == "keepassxc", "KeePassXC's access confirmation"))
+    func doctorNamesKeePassXCsAccessConfirmation() throws {
+        for output in try PrivateKeyring.restartKeePassXC(confirmingAccess: true) {
+            #expect(output.status == 0, "\(output)")
+        }
+        defer { _ = try? PrivateKeyring.restartKeePassXC(confirmingAccess: false) }
+        // Written by one process, so hidden from every other until KeePassXC's user allows it.
+        let app = TestApp()
+        #expect(try app.cli("write", "k", "v").status == 0)
+        let read = try app.cli("read", "k")
+        #expect(read.status == 3 && read.stderr.contains("Confirm when passwords are retrieved by clients"), "\(read)")
+        let (output, _, findings) = try Self.doctor()
+        #expect(output.status == 3, "\(output)")
+        let access = try #require(Self.finding(findings, "access", "problem"), "\(findings)")
+        #expect(access["fix"]?.contains("Confirm when passwords are retrieved by clients") == true)
     }
 
     @Test func doctorNamesAMissingAlias() throws {
