@@ -19,7 +19,7 @@ let usage = """
       --chart FILE   draw the growth series as an SVG chart
       --only IDS     comma-separated scenarios: cached-read, mutation-10, mutation-1000,
                      mutation-10000, mutation-idle, init-1000, init-cold, update-100,
-                     read-100, contention, memory, growth, stages
+                     read-100, contention, memory, cli, growth, stages
       --allow-any-keyring
                      run against whatever Secret Service the session has (default: refuse
                      unless inside scripts/with-private-keyring; the benchmark writes and
@@ -41,7 +41,7 @@ struct CommandLineOptions {
 
 let scenarioIDs = [
     "cached-read", "mutation-10", "mutation-1000", "mutation-10000", "mutation-idle", "init-1000",
-    "init-cold", "update-100", "read-100", "contention", "memory", "growth", "stages",
+    "init-cold", "update-100", "read-100", "contention", "memory", "cli", "growth", "stages",
 ]
 
 func standardError(_ text: String) {
@@ -117,6 +117,7 @@ func runBenchmark(_ options: CommandLineOptions) throws -> Int32 {
     try step("read-100") { try benchmark.readManyKeys() }
     try step("contention") { try benchmark.contention(worker: worker) }
     try step("memory") { try benchmark.peakMemory(worker: worker) }
+    try step("cli") { try benchmark.commandLine() }
     try step("growth") { try benchmark.growth() }
     try step("stages") { try benchmark.stages() }
 
