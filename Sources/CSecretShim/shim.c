@@ -5,6 +5,7 @@
 typedef struct {
     SecretService parent;
     gboolean confirmations_allowed;   /* set by sd_service_allow_confirmations */
+    gboolean keep_prompt_on_cancel;   /* set by sd_service_set_dismiss_on_cancel */
 } SdNoPromptService;
 typedef struct { SecretServiceClass parent_class; } SdNoPromptServiceClass;
 
@@ -47,6 +48,12 @@ sd_service_allow_confirmations (SecretService *service, gboolean allowed)
     ((SdNoPromptService *) service)->confirmations_allowed = allowed;
 }
 
+void
+sd_service_set_dismiss_on_cancel (SecretService *service, gboolean dismiss)
+{
+    ((SdNoPromptService *) service)->keep_prompt_on_cancel = !dismiss;
+}
+
 /* One confirmation prompt in flight: Prompt.Prompt, then the prompt's Completed signal.
    libsecret's own prompt code is not used: it fails without an error when a prompt is
    dismissed (the caller would wait for the deadline), and it cannot tell us it is waiting
@@ -58,6 +65,7 @@ typedef struct {
     GVariantType *return_type;
     guint subscription;
     gulong cancelled_handler;
+    gboolean dismiss_on_cancel;
 } ConfirmClosure;
 
 static void
@@ -141,9 +149,11 @@ on_confirm_cancelled (GCancellable *cancellable, gpointer data)
     GTask *task = data;
     ConfirmClosure *closure = g_task_get_task_data (task);
     /* The deadline passed: take the dialog off the screen (nobody waits for the answer),
+       unless told not to (gnome-keyring 42.1 aborts on Dismiss of a shown unlock prompt),
        then end the task from its own context (this handler may run on another thread). */
-    g_dbus_connection_call (closure->connection, closure->name, closure->path, "org.freedesktop.Secret.Prompt",
-                            "Dismiss", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
+    if (closure->dismiss_on_cancel)
+        g_dbus_connection_call (closure->connection, closure->name, closure->path, "org.freedesktop.Secret.Prompt",
+                                "Dismiss", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
     GSource *idle = g_idle_source_new ();
     g_source_set_callback (idle, return_cancelled, g_object_ref (task), g_object_unref);
     g_source_attach (idle, g_task_get_context (task));
@@ -161,6 +171,7 @@ confirm_async (SecretService *self, SecretPrompt *prompt, const GVariantType *re
     closure->name = g_strdup (g_dbus_proxy_get_name (proxy));
     closure->path = g_strdup (g_dbus_proxy_get_object_path (G_DBUS_PROXY (prompt)));
     closure->return_type = return_type != NULL ? g_variant_type_copy (return_type) : NULL;
+    closure->dismiss_on_cancel = !((SdNoPromptService *) self)->keep_prompt_on_cancel;
     g_task_set_task_data (task, closure, confirm_closure_free);
     mark_prompted (cancellable);
     /* Subscribed before Prompt is called, so a Completed sent at once is not missed. The

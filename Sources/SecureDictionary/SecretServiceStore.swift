@@ -9,14 +9,15 @@ import Logging
 ///
 /// What it promises, whatever the provider does:
 /// - every call returns by its deadline (a frozen daemon gives ``SecureDictionaryError/timedOut``);
-/// - no unlock prompt is ever shown: a locked collection gives ``SecureDictionaryError/locked``;
+/// - no unlock dialog is shown unless ``SecureDictionary/Options/unlock`` allows it: a locked
+///   collection gives ``SecureDictionaryError/locked``;
 /// - secrets travel only through an encrypted transport session (a provider that offers only
 ///   `plain` gives ``SecureDictionaryError/serviceUnavailable(reason:)``);
 /// - calls are serialised, and after the daemon restarts the next call reconnects by itself;
 /// - a lookup that finds nothing is "no such item" only if the collection is unlocked;
 /// - writers of one item queue for a lock on the D-Bus session bus, in every process that
 ///   reaches this keyring, and changes are watched through the service's own signals.
-public final class SecretServiceStore: KeyringStore, CoordinatedStore {
+public final class SecretServiceStore: KeyringStore, CoordinatedStore, InteractivelyUnlockingStore {
     /// The store every ``SecureDictionary`` uses unless its options name another.
     public static let shared = SecretServiceStore()
 
@@ -78,6 +79,13 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore {
         } catch .serviceUnavailable(let reason) {
             guard let sandbox = Sandbox.current else { throw .serviceUnavailable(reason: reason) }
             throw .sandboxed(advice: sandbox.advice)
+        }
+    }
+
+    func unlockInteractively(_ collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) {
+        // A client of its own: the user may take a minute, and this store's calls go on meanwhile.
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in
+            try LibSecretClient().unlockInteractively(collection, timeout: timeout)
         }
     }
 

@@ -22,6 +22,9 @@ extension SecureDictionary {
         /// ``SecureDictionaryError/lockHeld(pid:command:)`` when another process held the
         /// writer lock all along).
         public var timeout: Duration
+        /// What a call does when the keyring is locked. Default: ``UnlockPolicy/never``, which
+        /// throws ``SecureDictionaryError/locked`` and never shows a dialog.
+        public var unlock: UnlockPolicy
         /// The largest encoded dictionary this instance writes or reads, in bytes.
         /// Default: ``defaultMaximumSize``. Larger stored blobs are rejected by length before
         /// parsing; larger writes throw ``SecureDictionaryError/tooLarge(size:limit:)`` with
@@ -41,6 +44,7 @@ extension SecureDictionary {
         public init(
             collection: KeyringCollection = .default,
             timeout: Duration = .seconds(3),
+            unlock: UnlockPolicy = .never,
             maximumSize: Int = Options.defaultMaximumSize,
             store: any KeyringStore = SecretServiceStore.shared,
             failureHandler: (@Sendable (SecureDictionaryError) -> Void)? = nil,
@@ -48,6 +52,7 @@ extension SecureDictionary {
         ) {
             self.collection = collection
             self.timeout = timeout
+            self.unlock = unlock
             self.maximumSize = maximumSize
             self.store = store
             self.failureHandler = failureHandler
@@ -55,7 +60,30 @@ extension SecureDictionary {
         }
 
         var context: OperationContext {
-            OperationContext(timeout: timeout, limits: PropertyListLimits(maximumSize: maximumSize), logger: logger)
+            OperationContext(
+                timeout: timeout, unlock: unlock, limits: PropertyListLimits(maximumSize: maximumSize), logger: logger)
         }
+    }
+}
+
+extension SecureDictionary.Options {
+    /// What a call does when it finds the keyring locked.
+    ///
+    /// ```swift
+    /// // A desktop app: ask the user to unlock, and wait up to a minute for them.
+    /// let settings = try await SecureDictionary.Async.open(name: "settings", options: .init(unlock: .prompt()))
+    /// ```
+    public enum UnlockPolicy: Sendable, Equatable {
+        /// Throw ``SecureDictionaryError/locked``; never show a dialog. Right for tools and
+        /// services, where nobody may be there to answer.
+        case never
+        /// Ask the keyring to show its unlock dialog, wait for the user up to `timeout`
+        /// (separate from ``SecureDictionary/Options/timeout``, which still bounds each keyring
+        /// call), then go on. The user pressing Cancel throws
+        /// ``SecureDictionaryError/unlockDismissed``; nobody answering by `timeout` throws
+        /// ``SecureDictionaryError/locked``. gnome-keyring cannot take its dialog back
+        /// (dismissing a shown unlock prompt crashes gnome-keyring-daemon 42.1), so there it
+        /// stays up until the user answers; other keyrings are asked to withdraw it.
+        case prompt(timeout: Duration = .seconds(60))
     }
 }

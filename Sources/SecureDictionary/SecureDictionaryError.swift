@@ -30,8 +30,9 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// The process runs in an application sandbox (Flatpak, snap) from which no Secret
     /// Service can be reached; `advice` says which permission to grant.
     case sandboxed(advice: String)
-    /// The collection or the item is locked. SecureDictionary never treats this as "empty"
-    /// and never shows an unlock prompt.
+    /// The collection or the item is locked. SecureDictionary never treats this as "empty",
+    /// and shows no unlock dialog unless ``SecureDictionary/Options/unlock`` allows it (then
+    /// this means nobody unlocked it in time).
     case locked
     /// The keyring did not answer within the deadline
     /// (``SecureDictionary/Options/timeout``). When this interrupted a write, its outcome is
@@ -77,6 +78,9 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// The keyring asked its user to confirm this write or removal and the request was
     /// declined (the user pressed Deny or Cancel). Nothing was changed.
     case confirmationDenied
+    /// The keyring's unlock dialog, shown because ``SecureDictionary/Options/unlock`` allows
+    /// it, was cancelled by the user. Nothing was read or written.
+    case unlockDismissed
     /// The Secret Service runs, but the encrypted session it negotiated failed on every try:
     /// it refused the session, or sent secrets the session could not decrypt. KWallet before
     /// KDE Frameworks 6.25 does either about once in a hundred sessions, and SecureDictionary
@@ -126,7 +130,7 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .sandboxed(let advice):
             "no Secret Service can be reached from this sandbox: \(advice)"
         case .locked:
-            "the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. "
+            "the keyring is locked (SecureDictionary shows no unlock dialog unless Options.unlock allows it): unlock it and try again. "
                 + "Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) "
                 + "or sign out and in; KDE: open the wallet in KWalletManager (right after login, KWallet reports "
                 + "locked until some application has opened it); KeePassXC: unlock the database in its window; "
@@ -162,6 +166,8 @@ extension SecureDictionaryError: CustomStringConvertible {
                 + "'Confirm when passwords are retrieved by clients' (and the confirmations of deletions), then try again"
         case .confirmationDenied:
             "the keyring asked to confirm this change and it was declined; nothing was changed"
+        case .unlockDismissed:
+            "the keyring's unlock dialog was cancelled; nothing was read or written"
         case .sessionRejected(let reason):
             "the keyring runs, but its encrypted session failed on every try (\(reason)): try again; "
                 + "if it keeps failing, update the keyring provider (KWallet: KDE Frameworks 6.25 or later fixes this)"

@@ -112,6 +112,8 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
             "nothing was written; store less"
         case .lockHeld:
             "or allow it more time with --timeout SECONDS"
+        case .locked:
+            "or run the command again with --unlock, to be shown the keyring's unlock dialog"
         default:
             nil
         }

@@ -17,6 +17,11 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How long to wait for each keyring call before failing.", valueName: "SECONDS"))
     var timeout: Double = 3
 
+    @Flag(
+        help: ArgumentHelp(
+            "When the keyring is locked, show its unlock dialog and wait up to 60 seconds for you (default: fail at once)."))
+    var unlock = false
+
     func validate() throws {
         guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
             throw ValidationError("--timeout must be a number of seconds above 0 and at most 3600")
@@ -34,6 +39,7 @@ struct GlobalOptions: ParsableArguments {
         SecureDictionary.Options(
             collection: KeyringCollection(alias: collection),
             timeout: .milliseconds(Int((timeout * 1000).rounded(.up))),
+            unlock: unlock ? .prompt(timeout: .seconds(60)) : .never,
             logger: Logger(label: "secure-dict", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 }

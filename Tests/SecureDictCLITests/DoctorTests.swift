@@ -8,7 +8,9 @@ extension SecureDictCLI {
     private static func doctor(_ arguments: [String] = [], environment: [String: String] = [:]) throws -> (
         output: CLIHarness.Output, report: [String: Any], findings: [[String: String]]
     ) {
-        let output = try CLIHarness.cli(["doctor", "--json"] + arguments, environment: environment)
+        // No desktop, whatever runs the tests (--prompter sets DISPLAY): the fixes differ with one.
+        let headless = ["DISPLAY": "", "WAYLAND_DISPLAY": ""].merging(environment) { _, new in new }
+        let output = try CLIHarness.cli(["doctor", "--json"] + arguments, environment: headless)
         let report = try #require(try JSONSerialization.jsonObject(with: output.stdout) as? [String: Any], "\(output)")
         let findings = try #require(report["findings"] as? [[String: String]])
         return (output, report, findings)

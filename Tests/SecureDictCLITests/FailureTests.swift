@@ -4,7 +4,7 @@ import Testing
 
 extension SecureDictCLI {
     static let lockedLine =
-        "Error: the keyring is locked (SecureDictionary never shows an unlock prompt): unlock it and try again. Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) or sign out and in; KDE: open the wallet in KWalletManager (right after login, KWallet reports locked until some application has opened it); KeePassXC: unlock the database in its window; SSH or headless: start or re-unlock gnome-keyring with 'gnome-keyring-daemon --replace --unlock --components=secrets', which reads the password on standard input\n"
+        "Error: the keyring is locked (SecureDictionary shows no unlock dialog unless Options.unlock allows it): unlock it and try again. Desktop: unlock the login keyring in your keyring manager (GNOME Passwords and Keys, KWalletManager) or sign out and in; KDE: open the wallet in KWalletManager (right after login, KWallet reports locked until some application has opened it); KeePassXC: unlock the database in its window; SSH or headless: start or re-unlock gnome-keyring with 'gnome-keyring-daemon --replace --unlock --components=secrets', which reads the password on standard input: or run the command again with --unlock, to be shown the keyring's unlock dialog\n"
 
     @Test func lockedKeyringExitsWith3AndOneLine() throws {
         let app = TestApp()
@@ -93,5 +93,28 @@ extension SecureDictCLI {
 
         #expect(try app.cli("delete", "--name", "broken", "--force").status == 0)
         #expect(try app.cli("read", "--name", "broken").status == 1)
+    }
+}
+
+extension SecureDictCLI {
+    /// Issue 12: `--unlock` shows the keyring's unlock dialog (the real GNOME prompter of
+    /// `scripts/with-private-keyring --prompter`), answered here with keys as a user would.
+    @Test(
+        .enabled(
+            if: PrivateKeyring.provider == "gnome-keyring" && (PrivateKeyring.hasPrompter || PrivateKeyring.required),
+            "needs gnome-keyring with the GNOME prompter: scripts/with-private-keyring --prompter"))
+    func unlockShowsTheDialogAndReadsOnceUnlocked() async throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "k", "kept").status == 0)
+        try CLIHarness.daemon("lock")
+        defer { try? CLIHarness.daemon("unlock") }
+        let id = app.id
+        let reading = Task.detached { try CLIHarness.cli(["read", "--app", id, "k", "--unlock"]) }
+        for command in ["wait-shown", "type-password", "wait-gone"] {
+            let output = try PrivateKeyring.prompter(command)
+            #expect(output.succeeded, "prompter \(command): \(output)")
+        }
+        let read = try await reading.value
+        #expect(read.status == 0 && read.text == "kept\n", "\(read)")
     }
 }

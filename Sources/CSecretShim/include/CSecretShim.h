@@ -18,6 +18,11 @@ SecretService *sd_service_open(GCancellable *cancellable, GError **error);
    cancelling the call dismisses the prompt (Prompt.Dismiss) and fails with
    G_IO_ERROR_CANCELLED. Set it around create and delete calls only, never around unlocking. */
 void sd_service_allow_confirmations(SecretService *service, gboolean allowed);
+
+/* Whether a prompt still open when the call's cancellable is cancelled is dismissed
+   (Prompt.Dismiss; the default) or left to its user. gnome-keyring-daemon 42.1 aborts
+   when a shown unlock prompt is dismissed. */
+void sd_service_set_dismiss_on_cancel(SecretService *service, gboolean dismiss);
 GQuark sd_prompt_error_quark(void);
 enum { SD_PROMPT_DISMISSED = 1 };
 

@@ -45,6 +45,16 @@ protocol ChangeWatch: Sendable {
 }
 
 /// A store that processes share, whose writers coordinate and whose changes can be watched.
+/// A store that can ask its keyring to show the unlock dialog (``SecretServiceStore``).
+protocol InteractivelyUnlockingStore: KeyringStore {
+    /// Shows the unlock dialog of `collection` when it is locked and waits for the user up to
+    /// `timeout`; returns once it is unlocked.
+    ///
+    /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
+    ///   ``SecureDictionaryError/locked`` when nobody answered by `timeout`.
+    func unlockInteractively(_ collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError)
+}
+
 protocol CoordinatedStore: KeyringStore {
     /// The cross-process writer lock of `item`. `logger` gets one warning if the lock
     /// turns out to be unusable.

@@ -5,6 +5,8 @@ import Synchronization
 struct OperationContext: Sendable {
     /// The time one public call may take in all, waits included.
     var timeout: Duration
+    /// Whether a locked keyring may be unlocked with its dialog (then the call runs again).
+    var unlock: SecureDictionary.Options.UnlockPolicy = .never
     var limits: PropertyListLimits
     var logger: Logger
 }
@@ -103,18 +105,46 @@ final class ItemState: Sendable {
     /// The entries, loading them first when unloaded or after a write whose outcome is unknown.
     func entries(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
         if let entries = currentEntries { return entries }
-        return try exclusively(context) { deadline throws(SecureDictionaryError) in
-            if let entries = currentEntries { return entries }  // another thread loaded meanwhile
-            return try checkedEntries(context.limits, deadline).entries
+        return try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
+            try exclusively(context) { deadline throws(SecureDictionaryError) in
+                if let entries = currentEntries { return entries }  // another thread loaded meanwhile
+                return try checkedEntries(context.limits, deadline).entries
+            }
         }
     }
 
     /// The stored entries, read from the keyring (decoded only when they changed).
     @discardableResult
     func reload(_ context: OperationContext) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        try exclusively(context) { deadline throws(SecureDictionaryError) in
-            try checkedEntries(context.limits, deadline).entries
+        try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
+            try exclusively(context) { deadline throws(SecureDictionaryError) in
+                try checkedEntries(context.limits, deadline).entries
+            }
         }
+    }
+
+    /// Runs `operation`; when it finds the keyring locked and `context` allows the unlock
+    /// dialog, has the store show it (waiting for the user up to the policy's timeout) and
+    /// runs `operation` once more.
+    private func unlockingIfAllowed<T>(
+        _ context: OperationContext, _ operation: () throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> T {
+        do {
+            return try operation()
+        } catch .locked {
+            try unlockInteractively(context)
+            return try operation()
+        }
+    }
+
+    /// Has the store show the keyring's unlock dialog and waits for the user, as `context`
+    /// allows; else, or when the store cannot, throws ``SecureDictionaryError/locked``.
+    private func unlockInteractively(_ context: OperationContext) throws(SecureDictionaryError) {
+        guard case .prompt(let timeout) = context.unlock, let store = store as? any InteractivelyUnlockingStore else {
+            throw .locked
+        }
+        context.logger.info("the keyring is locked: showing its unlock dialog", metadata: ["item": "\(item.name)"])
+        try store.unlockInteractively(item.collection, timeout: timeout)
     }
 
     /// Drops the cache and wipes the `Data` bytes it owns: the state is unloaded until a
@@ -144,6 +174,23 @@ final class ItemState: Sendable {
         _ context: OperationContext, bodyIsPure: Bool = false,
         _ body: (inout [String: PropertyListValue]) throws(E) -> R
     ) throws(MutationFailure<E>) -> R {
+        var checked = false
+        do {
+            return try mutateOnce(context, bodyIsPure: bodyIsPure, checked: &checked, body)
+        } catch .store(.locked) where !checked && context.unlock != .never {
+            // Locked at the check, before `body` ran: unlock, then start again (with a new
+            // deadline, since the user may have taken a minute).
+            try MutationFailure<E>.store { () throws(SecureDictionaryError) in try unlockInteractively(context) }
+            return try mutateOnce(context, bodyIsPure: bodyIsPure, checked: &checked, body)
+        }
+    }
+
+    /// One try of ``mutate(_:bodyIsPure:_:)``; `checked` is set once the stored item was read
+    /// (so a failure after it may have run `body`).
+    private func mutateOnce<R, E: Error>(
+        _ context: OperationContext, bodyIsPure: Bool, checked: inout Bool,
+        _ body: (inout [String: PropertyListValue]) throws(E) -> R
+    ) throws(MutationFailure<E>) -> R {
         let started = ContinuousClock.now
         let deadline = Deadline(after: context.timeout)
         guard serial.lock(until: deadline) else { throw .store(.timedOut) }
@@ -160,6 +207,7 @@ final class ItemState: Sendable {
             }
         }
         defer { if locked { writerLock?.release() } }
+        checked = true
         // Waiting for other threads and other processes (what fair queueing bounds): the time
         // to here, less the speculation and the check whose answer is used.
         let waited = (ContinuousClock.now - started) - speculated - (check.finished - check.started)
@@ -221,6 +269,10 @@ final class ItemState: Sendable {
 
     /// Deletes the item from the store (under both locks), leaving an empty, loaded cache.
     func deleteItem(_ context: OperationContext) throws(SecureDictionaryError) -> Bool {
+        try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in try deleteItemOnce(context) }
+    }
+
+    private func deleteItemOnce(_ context: OperationContext) throws(SecureDictionaryError) -> Bool {
         try exclusively(context) { deadline throws(SecureDictionaryError) -> Bool in
             let locked = try writerLock?.acquire(until: deadline) ?? false
             defer { if locked { writerLock?.release() } }

@@ -26,6 +26,7 @@ public func caseName(_ error: any Error) -> String {
     case .lockHeld: return "lockHeld"
     case .confirmationRequired: return "confirmationRequired"
     case .confirmationDenied: return "confirmationDenied"
+    case .unlockDismissed: return "unlockDismissed"
     case .sessionRejected: return "sessionRejected"
     case .writeNotVerified: return "writeNotVerified"
     case .keyring: return "keyring"

@@ -22,6 +22,10 @@ public enum PrivateKeyring {
     public static let hasSessionCollection = provider == "gnome-keyring"
     /// The reason printed when a test that needs a `session` collection is skipped.
     public static let noSessionCollection = "\(provider) has no 'session' collection (only gnome-keyring offers one)"
+    /// A real GNOME unlock dialog (gcr-prompter on a virtual X server) answers the private
+    /// gnome-keyring's prompts, for ``prompter(_:_:)`` to drive: `scripts/with-private-keyring
+    /// --prompter` (`SD_TEST_PROMPTER=1`). Without it an unlock prompt shows nothing.
+    public static let hasPrompter = environment["SD_TEST_PROMPTER"] == "1"
 
     /// The repository: the folder above this file that holds Package.swift.
     public static let packageRoot: URL = {
@@ -49,6 +53,22 @@ public enum PrivateKeyring {
         let environment = extra.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
         return try ChildProcess.run(
             packageRoot.appendingPathComponent("scripts/keyring-daemon").path, [command], environment: environment)
+    }
+
+    /// `scripts/prompter COMMAND ARGUMENTS…`: drives the unlock dialog like a user
+    /// (needs ``hasPrompter``). `wait-shown [SECONDS]` (its window id on stdout), `wait-gone
+    /// [SECONDS]`, `visible` (status 0 or 1), `type-password`, `type TEXT` (a wrong password),
+    /// `cancel` (Escape), `screenshot FILE` (.png or XWD). Never `Prompt.Dismiss` a shown
+    /// unlock prompt instead of `cancel`: it crashes gnome-keyring-daemon 42.1.
+    ///
+    /// ```swift
+    /// guard PrivateKeyring.hasPrompter else { return }
+    /// // … start the unlock in the background, then:
+    /// #expect(try PrivateKeyring.prompter("wait-shown").succeeded)
+    /// #expect(try PrivateKeyring.prompter("type-password").succeeded)
+    /// ```
+    public static func prompter(_ command: String, _ arguments: [String] = []) throws -> ChildProcess.Output {
+        try ChildProcess.run(packageRoot.appendingPathComponent("scripts/prompter").path, [command] + arguments)
     }
 
     /// Restarts the private KeePassXC (kill -9: what it did not save is lost) with its access

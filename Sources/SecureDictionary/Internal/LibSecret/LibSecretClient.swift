@@ -237,6 +237,33 @@ struct LibSecretClient: Sendable {
         }
     }
 
+    /// Shows the provider's unlock dialog for the collection behind `alias`, when it is
+    /// locked, and waits for the user up to `timeout`.
+    ///
+    /// At `timeout` the prompt is dismissed (`Prompt.Dismiss`), except on gnome-keyring:
+    /// dismissing a shown unlock prompt aborts gnome-keyring-daemon 42.1 (an assertion in
+    /// `gkd-secret-unlock.c`, unchanged upstream), so there the dialog stays until answered.
+    ///
+    /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
+    ///   ``SecureDictionaryError/locked`` when nobody answered in time.
+    func unlockInteractively(_ alias: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) {
+        do {
+            try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+                let collection = try Self.collectionPath(call, alias)
+                guard try Self.isLocked(call.service, collection: collection, call.cancellable) else { return }
+                sd_service_set_dismiss_on_cancel(call.service, call.connection.provider == .other ? 0 : 1)
+                let unlocked = try Self.confirming(call) { () throws(SecureDictionaryError) -> Int in
+                    try Self.unlock(call, paths: [collection])
+                }
+                if unlocked == 0 { throw .unlockDismissed }
+            }
+        } catch .confirmationDenied {
+            throw .unlockDismissed  // the prompt completed as dismissed: the user said no
+        } catch .confirmationRequired {
+            throw .locked  // nobody answered in time
+        }
+    }
+
     /// Opens the service and describes it and the collection behind `alias` (no prompt, no change).
     func diagnose(_ alias: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) -> SecretServiceDiagnosis {
         var diagnosis = try perform(timeout: timeout) { call throws(SecureDictionaryError) in
@@ -544,7 +571,7 @@ extension SecureDictionaryError {
     /// Whether the connection that produced this error can still be used.
     fileprivate var keepsConnection: Bool {
         switch self {
-        case .locked, .ambiguous, .tooLarge, .invalidName, .invalidValue, .corrupt: true
+        case .locked, .ambiguous, .tooLarge, .invalidName, .invalidValue, .corrupt, .unlockDismissed: true
         default: false
         }
     }
