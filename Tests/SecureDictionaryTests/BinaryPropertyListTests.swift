@@ -40,6 +40,17 @@ struct BinaryPropertyListRoundTripTests {
         #expect(try BinaryPropertyList.decode(blob, limits: .default).isEmpty)
     }
 
+    @Test("large dictionaries, beyond the reservation the reader makes ahead of reading")
+    func largeDictionaries() throws {
+        for count in [4_095, 4_097, 20_000] {
+            var entries: [String: PropertyListValue] = [:]
+            for index in 0..<count {
+                entries["k\(index)"] = index.isMultiple(of: 2) ? .integer(index) : ["v": .string("value \(index)")]
+            }
+            #expect(identical(try roundTrip(entries), entries))
+        }
+    }
+
     @Test("-0.0 and NaN payloads keep their bits; integer, real and bool stay apart")
     func bitExactReals() throws {
         let payloadNaN = Double(bitPattern: 0x7FF8_0000_0000_1234)
@@ -319,6 +330,14 @@ struct BinaryPropertyListHostileTests {
         // "é" and "e\u{301}": distinct bytes, but one key to a Swift dictionary.
         expectCorrupt(
             HandMadeBlob.make([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x61, 0x00, 0xE9], [0x62, 0x00, 0x65, 0x03, 0x01], [0x09]]))
+    }
+
+    @Test("a dictionary that claims more entries than it holds is corrupt, however large its claim")
+    func overclaimedCount() {
+        // 200,000 entries claimed (2-byte references, all zero: the dictionary itself as key).
+        let claimed = 200_000
+        let dictionary = [0xDF, 0x12] + bigEndian(UInt64(claimed)).suffix(4) + [UInt8](repeating: 0, count: 4 * claimed)
+        expectCorrupt(HandMadeBlob.make([dictionary], referenceSize: 2))
     }
 
     @Test("a dictionary shaped like a keyed archive is corrupt, at any level, and is not written")

@@ -30,14 +30,19 @@ struct BinaryPropertyListReader {
     /// in `scalars`. A scalar is cached on its second use only: most are used once.
     private var states: [Int32]
     private var scalars: [PropertyListValue] = []
+    /// Element slots containers may still reserve before reading their elements, for the
+    /// whole decode: a count read from the input is only a claim. See ``reservation(for:)``.
+    private var reservationBudget: Int
 
     private static let unseen: Int32 = -1
     private static let containerSeen: Int32 = -2
     private static let scalarSeen: Int32 = -3
     private static let headerSize = 8
     private static let trailerSize = 32
-    /// Initial capacity reserved for a container at most; larger ones grow as they are read.
-    private static let reservationLimit = 4096
+    /// The reservation budget of a small blob; a larger one gets one slot per
+    /// `bytesPerReservedSlot` bytes of object area (a 4 MiB blob: 262,144 slots in all).
+    private static let minimumReservationBudget = 4096
+    private static let bytesPerReservedSlot = 16
 
     /// Validates the header and the trailer.
     init(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int) throws(BinaryPropertyListError) {
@@ -87,6 +92,7 @@ struct BinaryPropertyListReader {
         self.topObject = Int(topObject)
         self.maximumDepth = maximumDepth
         self.states = [Int32](repeating: Self.unseen, count: Int(objectCount))
+        self.reservationBudget = Swift.max(Self.minimumReservationBudget, Int(tableOffset) / Self.bytesPerReservedSlot)
     }
 
     /// Decodes the whole tree; the top object must be a dictionary.
@@ -145,13 +151,14 @@ struct BinaryPropertyListReader {
         return key
     }
 
-    /// Marks a scalar as seen on its first use, and caches it on its second.
-    private mutating func remember(_ scalar: PropertyListValue, for index: Int, state: Int32) {
+    /// Marks a scalar as seen on its first use, and caches it on its second (only then is
+    /// `scalar` evaluated: a key need not be wrapped in a value that is thrown away).
+    private mutating func remember(_ scalar: @autoclosure () -> PropertyListValue, for index: Int, state: Int32) {
         if state == Self.unseen {
             states[index] = Self.scalarSeen
         } else {
             states[index] = Int32(truncatingIfNeeded: scalars.count)
-            scalars.append(scalar)
+            scalars.append(scalar())
         }
     }
 
@@ -163,7 +170,7 @@ struct BinaryPropertyListReader {
         }
         let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
         var elements: [PropertyListValue] = []
-        elements.reserveCapacity(Swift.min(count, Self.reservationLimit))
+        elements.reserveCapacity(reservation(for: count))
         var position = start
         for _ in 0..<count {
             let element = try reference(at: position)
@@ -180,14 +187,14 @@ struct BinaryPropertyListReader {
             throw .corrupt(reason: "containers nest deeper than the depth limit")
         }
         let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 2 * objectRefSize)
-        var entries = [String: PropertyListValue](minimumCapacity: Swift.min(count, Self.reservationLimit))
+        var entries = [String: PropertyListValue](minimumCapacity: reservation(for: count))
         let valuesStart = start + count * objectRefSize
         var hasDollarKey = false
         for entry in 0..<count {
             let key = try key(at: reference(at: start + entry * objectRefSize))
             hasDollarKey = hasDollarKey || key.utf8.first == UInt8(ascii: "$")
-            let value = try value(at: reference(at: valuesStart + entry * objectRefSize), depth: depth + 1)
-            guard entries.updateValue(value, forKey: key) == nil else {
+            entries[key] = try value(at: reference(at: valuesStart + entry * objectRefSize), depth: depth + 1)
+            guard entries.count == entry + 1 else {
                 // Two keys Swift holds equal: the same bytes, or canonically equivalent
                 // (é as U+00E9 and as e + U+0301). Keeping one would drop the other's value.
                 var earlier = 0
@@ -204,6 +211,16 @@ struct BinaryPropertyListReader {
             throw .corrupt(reason: "keyed archives are not supported")
         }
         return entries
+    }
+
+    /// The capacity to reserve for a container that claims `count` elements, taken from the
+    /// budget. Reserving the whole count spares a large dictionary its rehashing as it grows;
+    /// the budget bounds what a blob that lies about its counts makes us allocate, in all,
+    /// to a small multiple of its size. Once it is spent, containers grow as they are read.
+    private mutating func reservation(for count: Int) -> Int {
+        let slots = Swift.min(count, reservationBudget)
+        reservationBudget -= slots
+        return slots
     }
 
     // MARK: Reading bytes
