@@ -92,6 +92,26 @@ extension KeyringIntegration {
             try prompter("wait-gone")
         }
 
+        /// Cancelling the task ends the wait at once; the dialog is not taken back (it
+        /// cannot be on gnome-keyring), so the user can still unlock, for everyone.
+        @Test func cancellingTheTaskEndsTheWaitWithCancelled() async throws {
+            let test = TestItem("prompt-task-cancel")
+            try test.open().setValue("kept", forKey: "k")
+            try KeyringHarness.daemon("lock")
+            defer { try? KeyringHarness.daemon("unlock") }
+
+            let opening = openInBackground(test, waiting: .seconds(30))
+            try prompter("wait-shown")
+            let cancelled = ContinuousClock.now
+            opening.cancel()
+            await #expect(throws: SecureDictionaryError.cancelled) { try await opening.value }
+            #expect(ContinuousClock.now - cancelled < .seconds(1))  // not a perf goal: it did not wait for the user
+            try prompter("visible")
+            try prompter("type-password")
+            try prompter("wait-gone")
+            #expect(try test.openFresh()["k"] == "kept")
+        }
+
         @Test func withoutThePolicyNoDialogAppears() throws {
             let test = TestItem("prompt-never")
             try test.open().setValue("kept", forKey: "k")
