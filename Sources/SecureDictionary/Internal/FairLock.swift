@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// A mutual-exclusion lock whose waiters give up at a deadline and are served roughly in
 /// arrival order.
@@ -20,5 +21,20 @@ final class FairLock: Sendable {
 
     func unlock() {
         semaphore.signal()
+    }
+}
+
+extension FairLock {
+    private static let named = Mutex<[String: FairLock]>([:])
+
+    /// The one lock of this process for `name` (a writer lock's bus name or lock file), so
+    /// that every instance locking the same thing queues on the same lock.
+    static func shared(for name: String) -> FairLock {
+        named.withLock { locks in
+            if let lock = locks[name] { return lock }
+            let lock = FairLock()
+            locks[name] = lock
+            return lock
+        }
     }
 }

@@ -52,7 +52,7 @@ final class BusNameWriterLock: ItemWriterLock {
 
     init(item: KeyringItem, logger: Logger) {
         busName = Self.busName(for: item)
-        local = Self.localLock(for: busName)
+        local = FairLock.shared(for: busName)
         self.logger = logger
     }
 
@@ -161,17 +161,6 @@ final class BusNameWriterLock: ItemWriterLock {
             hash &*= 0x0000_0100_0000_01b3
         }
         return hash
-    }
-
-    private static let localLocks = Mutex<[String: FairLock]>([:])
-
-    private static func localLock(for name: String) -> FairLock {
-        localLocks.withLock { locks in
-            if let lock = locks[name] { return lock }
-            let lock = FairLock()
-            locks[name] = lock
-            return lock
-        }
     }
 
     // MARK: Helpers
