@@ -20,6 +20,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // AES-GCM and HKDF for the encrypted file of the Secret portal path (SecretPortalStore).
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         // `swift package generate-documentation` for the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
@@ -38,6 +40,7 @@ let package = Package(
                 "CLibSecret",
                 "CSecretShim",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // Imports are internal unless marked `public import`: libsecret and GLib (CLibSecret,
             // CSecretShim) can then never appear in the public API, which the compiler checks.

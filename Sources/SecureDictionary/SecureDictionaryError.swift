@@ -92,6 +92,16 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// exactly; when `false`, the item may hold damaged bytes (the next load may throw
     /// ``corrupt``). Either way the dictionary reloads before its next use.
     case writeNotVerified(restored: Bool)
+    /// The Secret portal cannot give this app its master secret (``SecretPortalStore``): it
+    /// is missing, has no Secret backend, or this process is not a sandboxed app. Nothing
+    /// was read or written.
+    case portalUnavailable(reason: String)
+    /// A file of ``SecretPortalStore`` cannot be read or written (a full disk, a read-only
+    /// or missing folder). A write that fails with it left the previous file in place.
+    case fileUnavailable(path: String, reason: String)
+    /// ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)`` found the dictionary
+    /// in the destination already, with other content: nothing was moved or removed.
+    case alreadyExists(name: String)
     /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
     case keyring(domain: String, code: Int, message: String)
 }
@@ -177,6 +187,13 @@ extension SecureDictionaryError: CustomStringConvertible {
                     ? "and the previous content was put back: "
                     : "and the previous content could not be put back, so the item may be damaged: ")
                 + "the keyring provider mangles secrets, update or replace it"
+        case .portalUnavailable(let reason):
+            "the Secret portal cannot give this app its secret (\(reason)); nothing was read or written"
+        case .fileUnavailable(let path, let reason):
+            "cannot use the file \(path) (\(reason)); a write left the previous file in place"
+        case .alreadyExists(let name):
+            "\(name) exists in the destination already, with other content: nothing was moved; open both and "
+                + "decide what to keep"
         case .keyring(let domain, let code, let message):
             "keyring error \(domain) \(code): \(message)"
         }

@@ -40,7 +40,8 @@ package enum Sandbox: Sendable, Equatable {
         case .flatpak(let appID):
             "this Flatpak app\(appID.map { " (\($0))" } ?? "") may not talk to org.freedesktop.secrets: add "
                 + "'--talk-name=org.freedesktop.secrets' to finish-args in its manifest (or, to try it, run "
-                + "'flatpak override --user --talk-name=org.freedesktop.secrets \(appID ?? "APP-ID")'); the Secret portal is not supported yet"
+                + "'flatpak override --user --talk-name=org.freedesktop.secrets \(appID ?? "APP-ID")'), or keep the dictionary in "
+                + "the app's data folder with the Secret portal instead (options: .init(store: SecretPortalStore.shared))"
         case .snap(let name):
             "this snap (\(name)) needs the password-manager-service interface: declare the plug and run "
                 + "'snap connect \(name):password-manager-service'"

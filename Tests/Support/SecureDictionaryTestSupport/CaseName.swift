@@ -29,6 +29,9 @@ public func caseName(_ error: any Error) -> String {
     case .unlockDismissed: return "unlockDismissed"
     case .sessionRejected: return "sessionRejected"
     case .writeNotVerified: return "writeNotVerified"
+    case .portalUnavailable: return "portalUnavailable"
+    case .fileUnavailable: return "fileUnavailable"
+    case .alreadyExists: return "alreadyExists"
     case .keyring: return "keyring"
     }
 }

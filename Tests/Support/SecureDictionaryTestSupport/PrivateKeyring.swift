@@ -26,6 +26,10 @@ public enum PrivateKeyring {
     /// gnome-keyring's prompts, for ``prompter(_:_:)`` to drive: `scripts/with-private-keyring
     /// --prompter` (`SD_TEST_PROMPTER=1`). Without it an unlock prompt shows nothing.
     public static let hasPrompter = environment["SD_TEST_PROMPTER"] == "1"
+    /// xdg-desktop-portal with gnome-keyring's Secret backend runs on the private bus
+    /// (`scripts/with-private-keyring --portal`, `SD_TEST_PORTAL=1`), for sandboxed test
+    /// processes (``sandboxed(appID:talk:data:_:_:environment:)``).
+    public static let hasPortal = environment["SD_TEST_PORTAL"] == "1"
 
     /// The repository: the folder above this file that holds Package.swift.
     public static let packageRoot: URL = {
@@ -69,6 +73,21 @@ public enum PrivateKeyring {
     /// ```
     public static func prompter(_ command: String, _ arguments: [String] = []) throws -> ChildProcess.Output {
         try ChildProcess.run(packageRoot.appendingPathComponent("scripts/prompter").path, [command] + arguments)
+    }
+
+    /// Runs `program` as the Flatpak app `appID` would run (`scripts/sandbox-run`): under
+    /// bubblewrap with a `/.flatpak-info`, the bus only through a filtering proxy that lets
+    /// it talk to the portals and to the names in `talk`, and `data` as its data folder
+    /// (`XDG_DATA_HOME`). `environment` is added inside.
+    public static func sandboxed(
+        appID: String, talk: [String] = [], data: String, _ program: String, _ arguments: [String],
+        environment extra: [String: String] = [:]
+    ) throws -> ChildProcess.Output {
+        let options = ["--app-id", appID, "--data", data] + talk.flatMap { ["--talk", $0] }
+        let setting = extra.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        return try ChildProcess.run(
+            packageRoot.appendingPathComponent("scripts/sandbox-run").path,
+            options + ["--", "/usr/bin/env"] + setting + [program] + arguments)
     }
 
     /// Restarts the private KeePassXC (kill -9: what it did not save is lost) with its access

@@ -1,0 +1,73 @@
+import CLibSecret
+import CSecretShim
+
+/// The Secret portal (`org.freedesktop.portal.Secret`): it gives a sandboxed app a master
+/// secret of its own, kept by the host's keyring (gnome-keyring's portal backend stores
+/// one per app ID), without access to the keyring itself.
+///
+/// ```swift
+/// let secret = try SecretPortal.retrieveMasterSecret(timeout: .seconds(3))
+/// ```
+enum SecretPortal {
+    /// The most bytes accepted (gnome-keyring's backend gives 64).
+    static let capacity = 1024
+
+    /// Asks the portal for this app's master secret.
+    ///
+    /// When the host keyring is locked, gnome-keyring's backend shows its unlock dialog (if
+    /// a prompter runs) and answers once the user did: the call then waits up to `timeout`.
+    ///
+    /// - Throws: ``SecureDictionaryError/portalUnavailable(reason:)`` when no portal with a
+    ///   Secret backend is on the session bus; ``SecureDictionaryError/locked`` when the
+    ///   backend could not give the secret (portal response 2: gnome-keyring 42.1 answers so
+    ///   when its login keyring is locked and no dialog can be shown, when its unlock dialog
+    ///   is cancelled, and when its daemon is gone); ``SecureDictionaryError/unlockDismissed``
+    ///   for response 1 (the user cancelled, where a backend reports it so);
+    ///   ``SecureDictionaryError/timedOut`` past `timeout`.
+    static func retrieveMasterSecret(timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
+        let (seconds, attoseconds) = timeout.components
+        let milliseconds = Int32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        defer { Wipe.bytes(&buffer) }
+        var length: gsize = 0
+        var response: UInt32 = 0
+        var error: UnsafeMutablePointer<GError>?
+        let ok = buffer.withUnsafeMutableBufferPointer { buffer in
+            sd_portal_retrieve_secret(milliseconds, buffer.baseAddress, gsize(buffer.count), &length, &response, &error)
+        }
+        if ok != 0 {
+            guard length > 0 else { throw .portalUnavailable(reason: "the Secret portal gave an empty secret") }
+            return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<Int(length)])) }
+        }
+        switch response {
+        case 1: throw .unlockDismissed
+        case 2: throw .locked
+        default: break
+        }
+        defer { g_clear_error(&error) }
+        guard let error else { throw .portalUnavailable(reason: "the Secret portal failed") }
+        throw mapped(error.pointee)
+    }
+
+    private static func mapped(_ error: GError) -> SecureDictionaryError {
+        let message = String(cString: error.message)
+        if error.domain == g_io_error_quark() && error.code == G_IO_ERROR_TIMED_OUT.rawValue { return .timedOut }
+        if error.domain == g_dbus_error_quark() {
+            switch GDBusError(rawValue: UInt32(error.code)) {
+            case G_DBUS_ERROR_TIMED_OUT, G_DBUS_ERROR_TIMEOUT, G_DBUS_ERROR_NO_REPLY: return .timedOut
+            case G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER:
+                return .portalUnavailable(
+                    reason: "no desktop portal (org.freedesktop.portal.Desktop) on the session bus: install and "
+                        + "start xdg-desktop-portal")
+            case G_DBUS_ERROR_UNKNOWN_METHOD, G_DBUS_ERROR_UNKNOWN_INTERFACE, G_DBUS_ERROR_UNKNOWN_OBJECT:
+                return .portalUnavailable(
+                    reason: "the desktop portal has no Secret backend: install one (gnome-keyring provides it) "
+                        + "and restart xdg-desktop-portal")
+            case G_DBUS_ERROR_ACCESS_DENIED:
+                return .portalUnavailable(reason: "the Secret portal refused: \(message)")
+            default: break
+            }
+        }
+        return .portalUnavailable(reason: "the Secret portal failed: \(message)")
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The ``KeyringStore`` for sandboxed apps (Flatpak, snap) that may not talk to the Secret
+/// Service: each dictionary is one encrypted file in the app's data folder, under a key
+/// that only the desktop's Secret portal gives this app.
+///
+/// ```swift
+/// // In a Flatpak without --talk-name=org.freedesktop.secrets:
+/// let settings = try SecureDictionary(
+///     name: "settings", applicationID: "org.example.App",
+///     options: .init(store: SecretPortalStore.shared))
+/// settings["token"] = "s3cr3t"
+/// ```
+///
+/// How it works: the Secret portal (`org.freedesktop.portal.Secret`, served by
+/// xdg-desktop-portal with the host keyring's backend, e.g. gnome-keyring) hands the app a
+/// master secret of its own, which the host keyring keeps. Each file is encrypted and
+/// authenticated with AES-256-GCM under a key derived from it with HKDF-SHA256 (a new salt
+/// and nonce on every write), and its header names the item, authenticated too, so a file
+/// cannot be swapped for another item's. Files are replaced atomically (write, `fsync`,
+/// rename), and writers of one item take a lock file beside it, so processes of the app
+/// never lose each other's writes. What is read is decoded as hostile input, as from the
+/// keyring.
+///
+/// The files live in `$XDG_DATA_HOME/securedictionary`: inside a Flatpak that is the app's
+/// own `~/.var/app/APP-ID/data/securedictionary`. The master secret is fetched once, on
+/// the first call that needs it, and kept (wiped on release) until ``forgetMasterSecret()``.
+///
+/// - Important: the files are only as safe as the portal's secret: anyone who can read
+///   both the app's data folder and the host keyring (any unsandboxed process of the
+///   user, while the keyring is unlocked) can decrypt them, as they can read the keyring.
+///   Moving a dictionary from the host keyring: ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)``.
+public final class SecretPortalStore: KeyringStore, CoordinatedStore {
+    /// The store in the default folder, shared by every dictionary that names it.
+    public static let shared = SecretPortalStore()
+
+    /// The folder of the encrypted files.
+    public let folderPath: String
+    private let folder: ItemFileFolder
+    private let fetchMasterSecret: @Sendable (Duration) throws(SecureDictionaryError) -> SecretBytes
+    private let masterSecret = Mutex<SecretBytes?>(nil)
+    private let fetching = FairLock()
+
+    /// A store in `folderPath`, by default `$XDG_DATA_HOME/securedictionary` (or
+    /// `~/.local/share/securedictionary` when `XDG_DATA_HOME` is unset or relative).
+    ///
+    /// Creates nothing until the first write. Every call needs the Secret portal, which
+    /// serves sandboxed apps only: outside a sandbox, calls that read or write throw
+    /// ``SecureDictionaryError/portalUnavailable(reason:)``.
+    public convenience init(folderPath: String? = nil) {
+        self.init(folderPath: folderPath ?? Self.defaultFolderPath()) { timeout throws(SecureDictionaryError) in
+            guard Sandbox.current != nil else {
+                throw .portalUnavailable(
+                    reason: "the Secret portal serves sandboxed apps (Flatpak, snap) only; outside a sandbox use "
+                        + "SecretServiceStore")
+            }
+            return try SecretPortal.retrieveMasterSecret(timeout: timeout)
+        }
+    }
+
+    /// A store whose master secret comes from `fetchMasterSecret` (tests).
+    init(
+        folderPath: String,
+        fetchMasterSecret: @escaping @Sendable (Duration) throws(SecureDictionaryError) -> SecretBytes
+    ) {
+        self.folderPath = folderPath
+        folder = ItemFileFolder(path: folderPath)
+        self.fetchMasterSecret = fetchMasterSecret
+    }
+
+    public var isSharedBetweenProcesses: Bool { true }
+
+    /// Drops the master secret from memory (wiped); the next call fetches it again.
+    public func forgetMasterSecret() {
+        masterSecret.withLock { $0 = nil }
+    }
+
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        let deadline = Deadline(after: timeout)
+        guard let file = try folder.read(item) else { return nil }
+        return try EncryptedItemFile.open(file, for: item, masterSecret: secret(until: deadline))
+    }
+
+    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        let deadline = Deadline(after: timeout)
+        let file = try EncryptedItemFile.seal(secret, for: item, masterSecret: self.secret(until: deadline))
+        try folder.replace(item, with: file)
+    }
+
+    public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
+        try folder.remove(item)
+    }
+
+    public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [KeyringItemListing]
+    {
+        folder.identities()
+            .filter { $0.alias == collection.alias && (applicationID == nil || $0.applicationID == applicationID) }
+            .compactMap { identity in
+                try? KeyringItem(
+                    dictionaryName: identity.dictionaryName.isEmpty ? nil : identity.dictionaryName,
+                    applicationID: identity.applicationID, collection: collection)
+            }
+            .sorted { $0.name < $1.name }
+            .map { KeyringItemListing(item: $0, isLocked: false) }
+    }
+
+    func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
+        FileWriterLock(item: item, in: folder, logger: logger)
+    }
+
+    func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
+
+    // MARK: Helpers
+
+    /// The master secret, fetched once (one fetch at a time, within the deadline).
+    private func secret(until deadline: Deadline) throws(SecureDictionaryError) -> SecretBytes {
+        if let secret = masterSecret.withLock({ $0 }) { return secret }
+        guard fetching.lock(until: deadline) else { throw .timedOut }
+        defer { fetching.unlock() }
+        if let secret = masterSecret.withLock({ $0 }) { return secret }
+        let secret = try fetchMasterSecret(deadline.remainingForCall())
+        masterSecret.withLock { $0 = secret }
+        return secret
+    }
+
+    static func defaultFolderPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
+        return "\(home)/.local/share/securedictionary"
+    }
+}

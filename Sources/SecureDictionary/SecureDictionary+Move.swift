@@ -1,0 +1,77 @@
+extension SecureDictionary {
+    /// Moves a dictionary from one store to another, verified: the copy is read back and
+    /// compared byte for byte before the source is removed.
+    ///
+    /// ```swift
+    /// // A Flatpak app moving to the Secret portal while it may still reach the keyring:
+    /// let moved = try SecureDictionary.move(
+    ///     name: "settings", applicationID: "org.example.App",
+    ///     from: SecretServiceStore.shared, to: SecretPortalStore.shared)
+    /// ```
+    ///
+    /// Returns `false`, changing nothing, when the source has no such dictionary. The
+    /// source's bytes are decoded (as hostile input) before anything is written, so a
+    /// damaged dictionary is never copied. When the destination already holds exactly the
+    /// same bytes (an earlier move stopped before removing the source) the move completes.
+    /// When the source changes while it is copied, the copy is made again (up to three
+    /// times) so that what is removed is what was copied; a write to the source in the one
+    /// call between the last check and the removal is the only one that can be lost.
+    ///
+    /// Open dictionaries of either store keep their caches: open them again afterwards.
+    ///
+    /// - Throws: ``SecureDictionaryError/alreadyExists(name:)`` when the destination holds
+    ///   the dictionary with other content (nothing changed);
+    ///   ``SecureDictionaryError/writeNotVerified(restored:)`` when the copy read back
+    ///   differently (the source is kept); what either store throws (``SecureDictionaryError/locked``,
+    ///   ``SecureDictionaryError/portalUnavailable(reason:)``…), and
+    ///   ``SecureDictionaryError/corrupt(reason:)`` for a source that does not decode.
+    @discardableResult
+    public static func move(
+        name: String? = nil, applicationID: String = SecureDictionary.defaultApplicationID,
+        collection: KeyringCollection = .default,
+        from source: any KeyringStore, to destination: any KeyringStore,
+        timeout: Duration = .seconds(10)
+    ) throws(SecureDictionaryError) -> Bool {
+        let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: collection)
+        let deadline = Deadline(after: timeout)
+        guard var bytes = try source.load(item, timeout: deadline.remainingForCall()) else { return false }
+        defer { Wipe.bytes(&bytes) }
+        var copied = false
+        for _ in 0..<3 {
+            var entries = try BinaryPropertyList.entries(of: bytes, limits: PropertyListLimits(maximumSize: bytes.count))
+            Wipe.entries(&entries)
+            try copy(bytes, of: item, to: destination, replacingOwnCopy: copied, deadline)
+            copied = true
+            guard var now = try source.load(item, timeout: deadline.remainingForCall()) else {
+                return true  // removed from the source meanwhile: the copy is what it held last
+            }
+            defer { Wipe.bytes(&now) }
+            if now == bytes {
+                _ = try source.delete(item, timeout: deadline.remainingForCall())
+                return true
+            }
+            Wipe.bytes(&bytes)
+            bytes = now
+        }
+        throw .timedOut  // the source kept changing
+    }
+
+    /// Writes `bytes` to `destination` and reads them back. Unless `replacingOwnCopy`, the
+    /// destination must not hold other content already.
+    private static func copy(
+        _ bytes: [UInt8], of item: KeyringItem, to destination: any KeyringStore, replacingOwnCopy: Bool,
+        _ deadline: Deadline
+    ) throws(SecureDictionaryError) {
+        if var existing = try destination.load(item, timeout: deadline.remainingForCall()) {
+            defer { Wipe.bytes(&existing) }
+            if existing == bytes { return }
+            if !replacingOwnCopy { throw .alreadyExists(name: item.name) }
+        }
+        try destination.store(bytes, for: item, timeout: deadline.remainingForCall())
+        guard var stored = try destination.load(item, timeout: deadline.remainingForCall()) else {
+            throw .writeNotVerified(restored: false)
+        }
+        defer { Wipe.bytes(&stored) }
+        guard stored == bytes else { throw .writeNotVerified(restored: false) }
+    }
+}
