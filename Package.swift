@@ -71,7 +71,10 @@ let package = Package(
         ),
         .testTarget(
             name: "KeyringIntegrationTests",
-            dependencies: ["SecureDictionary", "SecureDictionaryTestSupport", "sd-test-writer", "CLibSecret", "CSecretShim"]
+            dependencies: [
+                "SecureDictionary", "SecureDictionaryTestSupport", "sd-test-writer", "wait-for-keyring", "CLibSecret",
+                "CSecretShim",
+            ]
         ),
         // The command-line tool: read, write, list, export and import dictionaries.
         .executableTarget(
@@ -86,6 +89,7 @@ let package = Package(
         .executableTarget(name: "token-cache", dependencies: ["SecureDictionary"], path: "Examples/token-cache"),
         .executableTarget(
             name: "feature-dictionaries", dependencies: ["SecureDictionary"], path: "Examples/feature-dictionaries"),
+        .executableTarget(name: "wait-for-keyring", dependencies: ["SecureDictionary"], path: "Examples/wait-for-keyring"),
         // Runs the built secure-dict against the private keyring (the dependency gets it built).
         .testTarget(
             name: "SecureDictCLITests",

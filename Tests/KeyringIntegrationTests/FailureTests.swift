@@ -175,4 +175,23 @@ extension KeyringIntegration.Failures {
             "unlock wait: opened \(delay) after the unlock command started (the command took \(unlockReturned - unlockStarted))")
         #expect(delay < .seconds(5), "the wait ended only after \(delay): no signal arrived")
     }
+
+    /// Issue 12, part 5: the runnable example says it waits, and goes on once unlocked.
+    @Test func theWaitForKeyringExampleWaitsAndGoesOnByItself() async throws {
+        try TestItem("example-warm-up").open().setValue(1, forKey: "k")  // the keyring exists
+        try KeyringHarness.daemon("lock")
+        var unlocked = false
+        defer { if !unlocked { try? KeyringHarness.daemon("unlock") } }
+        let running = Task.detached {
+            try KeyringHarness.run(PrivateKeyring.builtProduct("wait-for-keyring"), [])
+        }
+        try await Task.sleep(for: .seconds(1))
+        try KeyringHarness.daemon("unlock")
+        unlocked = true
+        let output = try await running.value
+        #expect(output.succeeded, "\(output)")
+        let lines = output.text.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("Waiting for your keyring to be unlocked") == true, "\(output)")
+        #expect(lines.last?.hasPrefix("The keyring is unlocked: this example has run") == true, "\(output)")
+    }
 }
