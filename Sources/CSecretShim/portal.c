@@ -137,10 +137,12 @@ sd_portal_retrieve_secret (gint timeout_ms, guint8 *buffer, gsize capacity, gsiz
     GVariantBuilder options;
     g_variant_builder_init (&options, G_VARIANT_TYPE_VARDICT);
     g_variant_builder_add (&options, "{sv}", "handle_token", g_variant_new_string (token));
+    /* Auto-start allowed: on a desktop, xdg-desktop-portal is often D-Bus activated on
+       first use. */
     GVariant *reply = g_dbus_connection_call_with_unix_fd_list_sync (
         connection, PORTAL_BUS_NAME, PORTAL_OBJECT_PATH, "org.freedesktop.portal.Secret", "RetrieveSecret",
         g_variant_new ("(h@a{sv})", index, g_variant_builder_end (&options)), G_VARIANT_TYPE ("(o)"),
-        G_DBUS_CALL_FLAGS_NO_AUTO_START, MAX (remaining_ms (deadline), 1), fd_list, NULL, NULL, error);
+        G_DBUS_CALL_FLAGS_NONE, MAX (remaining_ms (deadline), 1), fd_list, NULL, NULL, error);
     g_object_unref (fd_list);
     if (reply == NULL)
         goto out;

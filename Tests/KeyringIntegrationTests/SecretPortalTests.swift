@@ -23,12 +23,13 @@ extension KeyringIntegration {
         /// Runs sd-test-writer as app `appID` with the Secret portal's files as its store.
         private func app(
             _ arguments: [String], appID: String = appA, data: String? = nil, talk: [String] = [],
-            store: String = "portal", timeoutMilliseconds: Int = 3_000
+            store: String = "portal", timeoutMilliseconds: Int = 3_000, killedAfter: Duration? = nil
         ) throws -> ChildProcess.Output {
             let output = try PrivateKeyring.sandboxed(
                 appID: appID, talk: talk, data: data ?? self.data, KeyringHarness.writer, arguments,
-                environment: ["SD_TEST_WRITER_STORE": store, "SD_TEST_WRITER_TIMEOUT_MS": "\(timeoutMilliseconds)"])
-            #expect(!output.signaled && !output.timedOut, "\(arguments): \(output)")
+                environment: ["SD_TEST_WRITER_STORE": store, "SD_TEST_WRITER_TIMEOUT_MS": "\(timeoutMilliseconds)"],
+                timeout: killedAfter ?? .seconds(300))
+            if killedAfter == nil { #expect(!output.signaled && !output.timedOut, "\(arguments): \(output)") }
             return output
         }
 
@@ -78,6 +79,21 @@ extension KeyringIntegration {
             let probe = try app(["probe", test.appID, test.name, "3000"])
             // Each writer leaves count − count/10 keys (every tenth is removed again), plus the counter.
             #expect(probe.trimmedText == "ok \(writers * (count - count / 10) + 1)", "\(probe)")
+        }
+
+        /// Atomic replacement: a writer killed (SIGKILL) at any moment leaves the old file or
+        /// the new one, never a torn one, and never a lock that blocks the next writer.
+        @Test func aWriterKilledMidWriteLeavesAWholeFile() throws {
+            var killed = 0
+            for round in 0..<12 {
+                let delay = Duration.milliseconds(150 + 60 * round)
+                let output = try app(["write", test.appID, test.name, "r\(round)", "400", "0"], killedAfter: delay)
+                if output.timedOut { killed += 1 }
+                let probe = try app(["probe", test.appID, test.name, "3000"])
+                #expect(probe.trimmedText.hasPrefix("ok "), "round \(round): \(probe)")
+            }
+            #expect(killed >= 6, "only \(killed) of 12 writers were killed while writing: make them write longer")
+            #expect(try app(["set", test.appID, test.name, "after", "kills"]).trimmedText.hasPrefix("ok "))
         }
 
         @Test func aDictionaryMovesFromTheHostKeyringVerified() throws {

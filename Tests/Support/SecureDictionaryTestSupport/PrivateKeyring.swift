@@ -78,16 +78,17 @@ public enum PrivateKeyring {
     /// Runs `program` as the Flatpak app `appID` would run (`scripts/sandbox-run`): under
     /// bubblewrap with a `/.flatpak-info`, the bus only through a filtering proxy that lets
     /// it talk to the portals and to the names in `talk`, and `data` as its data folder
-    /// (`XDG_DATA_HOME`). `environment` is added inside.
+    /// (`XDG_DATA_HOME`). `environment` is added inside. Still running after `timeout`, the
+    /// sandbox is killed (SIGKILL; the program inside dies with it).
     public static func sandboxed(
         appID: String, talk: [String] = [], data: String, _ program: String, _ arguments: [String],
-        environment extra: [String: String] = [:]
+        environment extra: [String: String] = [:], timeout: Duration = .seconds(300)
     ) throws -> ChildProcess.Output {
         let options = ["--app-id", appID, "--data", data] + talk.flatMap { ["--talk", $0] }
         let setting = extra.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         return try ChildProcess.run(
             packageRoot.appendingPathComponent("scripts/sandbox-run").path,
-            options + ["--", "/usr/bin/env"] + setting + [program] + arguments)
+            options + ["--", "/usr/bin/env"] + setting + [program] + arguments, timeout: timeout)
     }
 
     /// Restarts the private KeePassXC (kill -9: what it did not save is lost) with its access
