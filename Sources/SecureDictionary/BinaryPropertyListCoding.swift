@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// The binary property-list format SecureDictionary stores, for tools that move
 /// dictionaries in and out of the keyring (export, import, backups).

@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 // The other types people reach for. Integers of every width store as ``PropertyListValue/integer(_:)``
 // (``PropertyListValue/unsignedInteger(_:)`` above `Int.max`) and read back only when the

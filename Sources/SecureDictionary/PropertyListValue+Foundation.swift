@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials  // `foundationObject` is an `Any`: no Foundation type in the API
+#else
+    public import Foundation
+#endif
 
 extension PropertyListValue {
     /// The value as a Foundation property-list object, for `PropertyListSerialization`

@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// One value of a ``SecureDictionary``: the property-list types, kept apart exactly as stored.
 ///

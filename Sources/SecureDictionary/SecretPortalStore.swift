@@ -1,6 +1,11 @@
-import Foundation
 import Logging
 import Synchronization
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The ``KeyringStore`` for sandboxed apps (Flatpak, snap) that may not talk to the Secret
 /// Service: each dictionary is one encrypted file in the app's data folder, under a key

@@ -1,5 +1,10 @@
-import Foundation
 import Logging
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A dictionary that lives in the user's keyring.
 ///
@@ -77,7 +82,7 @@ public final class SecureDictionary: Sendable {
     /// is one, otherwise the executable's name. Give one explicitly when the executable may
     /// be renamed.
     public static var defaultApplicationID: String {
-        if let identifier = Bundle.main.bundleIdentifier, !identifier.isEmpty { return identifier }
+        if let identifier = MainBundle.identifier, !identifier.isEmpty { return identifier }
         let name = ProcessInfo.processInfo.processName
         return name.isEmpty ? "SecureDictionary" : name
     }

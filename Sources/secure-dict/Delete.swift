@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension SecureDict {
     struct Delete: ReportingCommand {

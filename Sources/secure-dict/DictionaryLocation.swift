@@ -1,5 +1,10 @@
-import Foundation
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// One dictionary in the keyring, and the ways the commands open it.
 struct DictionaryLocation {
@@ -67,7 +72,10 @@ struct DictionaryLocation {
 /// `word` quoted for a POSIX shell when it needs it.
 func shellQuoted(_ word: String) -> String {
     let safe = word.unicodeScalars.allSatisfy { scalar in
-        scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "-_.,:/@%+=".unicodeScalars.contains(scalar))
+        ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+            || "-_.,:/@%+=".unicodeScalars.contains(scalar)
     }
-    return safe && !word.isEmpty ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    guard !safe || word.isEmpty else { return word }
+    // Each ' ends the quoted text, adds an escaped quote, and starts quoting again.
+    return "'" + word.unicodeScalars.map { $0 == "'" ? "'\\''" : String($0) }.joined() + "'"
 }

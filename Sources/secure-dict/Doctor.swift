@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension SecureDict {
     struct Doctor: ReportingCommand {
@@ -39,9 +44,9 @@ extension SecureDict {
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                Terminal.write(try encoder.encode(report) + Data("\n".utf8))
+                try Terminal.write(try encoder.encode(report) + Data("\n".utf8))
             } else {
-                Terminal.write(report.text)
+                try Terminal.write(report.text)
             }
             if !report.healthy { throw ExitStatus.keyringError }
         }
@@ -259,7 +264,7 @@ struct DoctorReport: Encodable {
         return DoctorFinding(
             check: "round trip", status: .ok,
             detail: "4,096 bytes of every value written, read back exactly through a new session and "
-                + (keep ? "kept (\(app), '\(name)')" : "removed") + " in \(String(format: "%.1f", milliseconds)) ms")
+                + (keep ? "kept (\(app), '\(name)')" : "removed") + " in \(formatted("%.1f", milliseconds)) ms")
     }
 
     // MARK: Fixes
@@ -306,7 +311,7 @@ extension DoctorReport {
         var lines: [String] = []
         for finding in findings {
             let status = finding.status == .problem ? "PROBLEM" : finding.status.rawValue
-            lines.append(status.padding(toLength: 9, withPad: " ", startingAt: 0) + "\(finding.check): \(finding.detail)")
+            lines.append(status.padded(to: 9) + "\(finding.check): \(finding.detail)")
             if let fix = finding.fix { lines.append("         fix: \(fix)") }
         }
         let problems = findings.filter { $0.status == .problem }.count

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// ISO 8601 dates in UTC that read back to the very same `Date`.
 ///
@@ -24,10 +28,10 @@ enum ExactDate {
         let (year, month, day) = civil(fromDays: days)
         guard (1...9999).contains(year) else { return nil }
         for digits in 3...20 {
-            let text = String(format: "%.\(digits)f", fraction)  // "0.123…", or "1.000…" when rounded up
+            let text = formatted("%.\(digits)f", fraction)  // "0.123…", or "1.000…" when rounded up
             guard text.hasPrefix("0."), Double(referenceSeconds) + Double(text)! == seconds else { continue }
-            return String(
-                format: "%04d-%02d-%02dT%02d:%02d:%02d", year, month, day,
+            return formatted(
+                "%04ld-%02ld-%02ldT%02ld:%02ld:%02ld", year, month, day,
                 secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60)
                 + text.dropFirst() + "Z"
         }

@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension SecureDict {
     struct Export: ReportingCommand {
@@ -68,7 +73,7 @@ extension SecureDict {
             if let output, output != "-" {
                 try PrivateFile.write(bytes, to: output)
             } else {
-                Terminal.write(bytes)
+                try Terminal.write(bytes)
             }
         }
     }

@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The exit codes of `secure-dict`, documented in the root command's help.
 ///
@@ -80,7 +85,7 @@ func reportingFailures(_ body: () throws -> Void) throws {
     } catch {
         // Not expected (e.g. Foundation failing to encode the output); never exit 1, which
         // means "not found".
-        printError("cannot produce the output: \(error.localizedDescription)")
+        printError("cannot produce the output: \(localizedDescription(of: error))")
         throw ExitStatus.inputOutputError
     }
 }
@@ -123,10 +128,19 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
 /// Writes `Error: <message>` as one line to standard error, as argument-parser does.
 func printError(_ message: String) {
     let line = message.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : String($0) }.joined()
-    FileHandle.standardError.write(Data("Error: \(line)\n".utf8))
+    try? FileDescriptor.standardError.write(Data("Error: \(line)\n".utf8))
 }
 
 /// Writes a note (not an error) to standard error.
 func printNote(_ message: String) {
-    FileHandle.standardError.write(Data("\(message)\n".utf8))
+    try? FileDescriptor.standardError.write(Data("\(message)\n".utf8))
+}
+
+/// What Foundation's `localizedDescription` says of `error` (which FoundationEssentials does
+/// not have): a `LocalizedError`'s description, else a sentence naming the error's domain and
+/// code, never its payload (which could hold a value).
+func localizedDescription(of error: any Error) -> String {
+    if let description = (error as? any LocalizedError)?.errorDescription { return description }
+    if error is EncodingError { return "The operation could not be completed. The data isn’t in the correct format." }
+    return "The operation could not be completed. (\(error._domain) error \(error._code).)"
 }

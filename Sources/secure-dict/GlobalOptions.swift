@@ -1,7 +1,12 @@
 import ArgumentParser
-import Foundation
 import Logging
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The environment variable that `--app` falls back to.
 let applicationEnvironmentVariable = "SECURE_DICT_APP"

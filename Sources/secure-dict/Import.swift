@@ -1,9 +1,16 @@
 import ArgumentParser
-import Foundation
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 extension SecureDict {
@@ -103,22 +110,24 @@ extension SecureDict {
             if file == "-" {
                 data = try Terminal.readStandardInput(limit: limit, tooLarge: "standard input: \(tooLarge)")
             } else {
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), isDirectory.boolValue {
+                var status = stat()
+                if stat(file, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
                     throw .inputOutput("cannot read \(file): it is a directory")
                 }
-                guard let handle = FileHandle(forReadingAtPath: file) else {
-                    throw .inputOutput("cannot read \(file): \(String(cString: strerror(errno)))")
+                let input: FileDescriptor
+                do {
+                    input = try FileDescriptor.open(file, O_RDONLY)
+                } catch {
+                    throw .inputOutput("cannot read \(file): \(error)")
                 }
-                defer { try? handle.close() }
+                defer { try? input.close() }
                 // By size first, for a regular file: nothing is read when it is too large.
-                var status = stat()
-                if fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
+                if fstat(input.rawValue, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
                     Int(status.st_size) > limit
                 {
                     throw .inputOutput("cannot import \(file): \(tooLarge)")
                 }
-                data = try Terminal.read(handle, source: file, limit: limit, tooLarge: "cannot import \(file): \(tooLarge)")
+                data = try Terminal.read(input, source: file, limit: limit, tooLarge: "cannot import \(file): \(tooLarge)")
             }
             if data.starts(with: Data("bplist".utf8)) {
                 do {

@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension SecureDict {
     struct List: ReportingCommand {
@@ -55,11 +60,11 @@ extension SecureDict {
             let rows = try SecureDictionary.items(applicationID: applicationID, options: options)
                 .map { listing throws(SecureDictionaryError) in try Row(listing, options: options) }
             if json {
-                Terminal.write(try Row.json(rows))
+                try Terminal.write(try Row.json(rows))
             } else if rows.isEmpty {
                 Terminal.noteForHumans("No SecureDictionary dictionaries in collection '\(global.collection)'.")
             } else {
-                Terminal.write(Row.table(rows))
+                try Terminal.write(Row.table(rows))
             }
         }
     }
@@ -124,7 +129,7 @@ private struct Row: Encodable {
         let widths = header.indices.map { column in ([header] + cells).map { $0[column].count }.max()! }
         return ([header] + cells).map { line in
             line.enumerated().map { column, cell in
-                column == line.count - 1 ? cell : cell.padding(toLength: widths[column] + 2, withPad: " ", startingAt: 0)
+                column == line.count - 1 ? cell : cell.padded(to: widths[column] + 2)
             }.joined()
         }.joined(separator: "\n") + "\n"
     }

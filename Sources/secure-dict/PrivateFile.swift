@@ -1,7 +1,13 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// Files that hold secrets: created with mode 0600, replaced atomically.
@@ -33,13 +39,10 @@ enum PrivateFile {
         defer {
             if !done { unlink(temporary) }
         }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         do {
-            try handle.write(contentsOf: data)
-            try handle.synchronize()
-            try handle.close()
+            try Self.write(data, to: FileDescriptor(rawValue: descriptor), synchronize: true)
         } catch {
-            throw .inputOutput("cannot write \(path): \(error.localizedDescription)")
+            throw .inputOutput("cannot write \(path): \(error)")
         }
         guard rename(temporary, path) == 0 else {
             throw .inputOutput("cannot write \(path): \(String(cString: strerror(errno)))")
@@ -49,14 +52,24 @@ enum PrivateFile {
 
     /// Writes to something that is not a regular file (a pipe, a device) without replacing it.
     private static func writeInPlace(_ data: Data, to path: String) throws(CommandFailure) {
-        guard let handle = FileHandle(forWritingAtPath: path) else {
-            throw .inputOutput("cannot write \(path): \(String(cString: strerror(errno)))")
-        }
         do {
-            try handle.write(contentsOf: data)
-            try handle.close()
+            try write(data, to: FileDescriptor.open(path, O_WRONLY), synchronize: false)
         } catch {
-            throw .inputOutput("cannot write \(path): \(error.localizedDescription)")
+            throw .inputOutput("cannot write \(path): \(error)")
         }
+    }
+
+    /// Writes all of `data` to `file` and closes it (also when writing fails).
+    private static func write(
+        _ data: Data, to file: FileDescriptor, synchronize: Bool
+    ) throws(FileDescriptor.Failure) {
+        do {
+            try file.write(data)
+            if synchronize { try file.synchronize() }
+        } catch {
+            try? file.close()
+            throw error
+        }
+        try file.close()
     }
 }

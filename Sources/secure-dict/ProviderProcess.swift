@@ -1,5 +1,17 @@
-import Foundation
+import Dispatch
 import Synchronization
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// The process that owns `org.freedesktop.secrets`, as far as `/proc` tells (nothing inside
 /// a sandbox, which hides the host's processes).
@@ -18,7 +30,7 @@ struct ProviderProcess: Encodable, Equatable {
     var version: String?
 
     static func inspect(pid: Int) -> ProviderProcess {
-        let command = procFile(pid, "comm")?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let command = procFile(pid, "comm")?.trimmingWhitespace(andNewlines: true)
         let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
         var process = ProviderProcess(pid: pid, command: command, executable: executable)
         process.version = process.findVersion()
@@ -44,15 +56,15 @@ struct ProviderProcess: Encodable, Equatable {
 
     /// A file of `/proc/PID/`, read to its end (they report a size of 0).
     private static func procFile(_ pid: Int, _ name: String) -> String? {
-        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/\(name)") else { return nil }
-        defer { try? handle.close() }
-        return (try? handle.readToEnd()).map { String(decoding: $0 ?? Data(), as: UTF8.self) }
+        guard let file = try? FileDescriptor.open("/proc/\(pid)/\(name)", O_RDONLY) else { return nil }
+        defer { try? file.close() }
+        return (try? file.readToEnd()).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The version in the name of a loaded KWallet library, e.g. `libKF5Wallet.so.5.103.0`.
     static func frameworksVersion(inMaps maps: String) -> String? {
         for library in ["libKF6Wallet.so.", "libKF5Wallet.so."] {
-            guard let range = maps.range(of: library) else { continue }
+            guard let range = maps.firstRange(of: library) else { continue }
             let version = maps[range.upperBound...].prefix { $0.isNumber || $0 == "." }
             if version.contains(".") { return String(version) }
         }
@@ -80,25 +92,20 @@ struct ProviderProcess: Encodable, Equatable {
     /// Standard output of a short-lived program (its first 4 KiB), or `nil` when it did not
     /// finish, and close its output, within 2 s; it is then killed.
     private static func output(of program: String, _ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["QT_QPA_PLATFORM"] = "offscreen"  // KeePassXC makes a Qt application first
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        guard let child = ChildProcess(program, arguments, environment: environment) else { return nil }
         let finished = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in finished.signal() }
-        do { try process.run() } catch { return nil }
+        DispatchQueue.global().async {
+            child.waitForExit()
+            finished.signal()
+        }
         // Read on another thread: a child of the program could hold the pipe open forever.
         let output = ReadOutput()
-        DispatchQueue.global().async { output.read(pipe.fileHandleForReading, limit: 4096) }
+        DispatchQueue.global().async { output.read(child.output, limit: 4096) }
         let deadline = DispatchTime.now() + 2
         guard finished.wait(timeout: deadline) == .success, output.done.wait(timeout: deadline) == .success else {
-            kill(process.processIdentifier, SIGKILL)
+            kill(child.pid, SIGKILL)
             return nil
         }
         return output.text
@@ -112,14 +119,12 @@ private final class ReadOutput: Sendable {
 
     var text: String { String(decoding: data.withLock { $0 }, as: UTF8.self) }
 
-    func read(_ handle: FileHandle, limit: Int) {
-        while let chunk = try? handle.read(upToCount: limit), !chunk.isEmpty {
-            let full = data.withLock { data in
-                data.append(chunk.prefix(limit - data.count))
-                return data.count >= limit
-            }
-            if full { break }
+    /// Reads up to `limit` bytes from `pipe`, then closes it.
+    func read(_ pipe: FileDescriptor, limit: Int) {
+        if let chunk = try? pipe.read(upToCount: limit) {
+            data.withLock { $0 = chunk }
         }
+        try? pipe.close()
         done.signal()
     }
 }

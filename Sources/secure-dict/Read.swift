@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension SecureDict {
     struct Read: ReportingCommand {
@@ -40,13 +45,13 @@ extension SecureDict {
             let entries = opened.snapshot
             if let key {
                 guard let value = entries[key] else { throw location.noSuchKey() }
-                Terminal.write(json ? try TypedJSON.encode(value) : Data((HumanFormat.bare(value) + "\n").utf8))
+                try Terminal.write(json ? try TypedJSON.encode(value) : Data((HumanFormat.bare(value) + "\n").utf8))
             } else if json {
-                Terminal.write(try TypedJSON.encode(entries))
+                try Terminal.write(try TypedJSON.encode(entries))
             } else if entries.isEmpty {
                 Terminal.noteForHumans("No entries in \(location.description).")
             } else {
-                Terminal.write(HumanFormat.lines(entries).joined(separator: "\n") + "\n")
+                try Terminal.write(HumanFormat.lines(entries).joined(separator: "\n") + "\n")
             }
         }
     }

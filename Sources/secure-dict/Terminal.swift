@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -16,9 +20,16 @@ enum Terminal {
     static var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
     /// Writes `text` to standard output, all of it.
-    static func write(_ text: String) { write(Data(text.utf8)) }
+    static func write(_ text: String) throws(CommandFailure) { try write(Data(text.utf8)) }
 
-    static func write(_ data: Data) { FileHandle.standardOutput.write(data) }
+    /// Writes `data` to standard output, all of it.
+    static func write(_ data: Data) throws(CommandFailure) {
+        do {
+            try FileDescriptor.standardOutput.write(data)
+        } catch {
+            throw .inputOutput("cannot write to standard output: \(error)")
+        }
+    }
 
     /// A note for a person on a terminal; nothing when standard output goes to a program.
     static func noteForHumans(_ message: String) {
@@ -27,17 +38,19 @@ enum Terminal {
 
     /// Everything on standard input, up to `limit` bytes.
     static func readStandardInput(limit: Int = inputLimit, tooLarge: String? = nil) throws(CommandFailure) -> Data {
-        try read(FileHandle.standardInput, source: "standard input", limit: limit, tooLarge: tooLarge)
+        try read(.standardInput, source: "standard input", limit: limit, tooLarge: tooLarge)
     }
 
-    /// Everything in `handle`, up to `limit` bytes: reading stops at the first byte over it,
+    /// Everything in `file`, up to `limit` bytes: reading stops at the first byte over it,
     /// with the failure `tooLarge` (or a message naming the limit).
     static func read(
-        _ handle: FileHandle, source: String, limit: Int = inputLimit, tooLarge: String? = nil
+        _ file: FileDescriptor, source: String, limit: Int = inputLimit, tooLarge: String? = nil
     ) throws(CommandFailure) -> Data {
         var data = Data()
         do {
-            while let chunk = try handle.read(upToCount: min(1 << 20, limit + 1 - data.count)), !chunk.isEmpty {
+            while true {
+                let chunk = try file.read(upToCount: min(1 << 20, limit + 1 - data.count))
+                if chunk.isEmpty { break }
                 data += chunk
                 if data.count > limit {
                     throw CommandFailure.inputOutput(tooLarge ?? "\(source) is larger than \(limit) bytes")
@@ -46,7 +59,7 @@ enum Terminal {
         } catch let failure as CommandFailure {
             throw failure
         } catch {
-            throw .inputOutput("cannot read \(source): \(error.localizedDescription)")
+            throw .inputOutput("cannot read \(source): \(error)")
         }
         return data
     }
@@ -55,7 +68,7 @@ enum Terminal {
     ///
     /// - Returns: the line without its newline, or `nil` at end of input.
     static func readHiddenLine(prompt: String) -> String? {
-        FileHandle.standardError.write(Data(prompt.utf8))
+        try? FileDescriptor.standardError.write(Data(prompt.utf8))
         var saved = termios()
         let hidden = tcgetattr(STDIN_FILENO, &saved) == 0
         if hidden {
@@ -70,8 +83,8 @@ enum Terminal {
 
     /// Asks a yes/no question on the terminal; only `y` or `yes` is a yes.
     static func confirm(_ question: String) -> Bool {
-        FileHandle.standardError.write(Data("\(question) [y/N] ".utf8))
-        let answer = readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces).lowercased()
+        try? FileDescriptor.standardError.write(Data("\(question) [y/N] ".utf8))
+        let answer = readLine(strippingNewline: true)?.trimmingWhitespace().lowercased()
         return answer == "y" || answer == "yes"
     }
 }

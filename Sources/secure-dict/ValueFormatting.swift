@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The types `write --type` accepts.
 enum ValueType: String, CaseIterable, ExpressibleByArgument {
@@ -44,7 +49,7 @@ enum ValueType: String, CaseIterable, ExpressibleByArgument {
     ///
     /// - Throws: a `ValidationError` that says what was expected, never what was given.
     func value(from text: String, what: String = "VALUE") throws -> PropertyListValue {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmingWhitespace(andNewlines: true)
         let value: PropertyListValue? =
             switch self {
             case .string: .string(text)

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The application sandbox this process runs in, if any, and what to do when the Secret
 /// Service cannot be reached from it.
@@ -21,7 +25,7 @@ package enum Sandbox: Sendable, Equatable {
             // The `name=` line of the `[Application]` group.
             var inApplication = false
             for line in flatpakInfo.split(whereSeparator: \.isNewline) {
-                let text = line.trimmingCharacters(in: .whitespaces)
+                let text = line.trimmingWhitespace()
                 if text.hasPrefix("[") {
                     inApplication = text == "[Application]"
                     continue
@@ -46,5 +50,23 @@ package enum Sandbox: Sendable, Equatable {
             "this snap (\(name)) needs the password-manager-service interface: declare the plug and run "
                 + "'snap connect \(name):password-manager-service'"
         }
+    }
+}
+
+extension Substring {
+    /// The text without the spaces around it: what `trimmingCharacters(in: .whitespaces)`
+    /// removes (tab, Unicode's space separators and U+200B), which FoundationEssentials lacks.
+    fileprivate func trimmingWhitespace() -> Substring {
+        func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+            switch scalar.value {
+            case 0x09, 0x20, 0xA0, 0x1680, 0x2000...0x200B, 0x202F, 0x205F, 0x3000: true
+            default: false
+            }
+        }
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isWhitespace($0) }),
+            let last = scalars.lastIndex(where: { !isWhitespace($0) })
+        else { return "" }
+        return Substring(scalars[first...last])
     }
 }

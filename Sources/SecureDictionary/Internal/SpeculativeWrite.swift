@@ -1,5 +1,10 @@
 import Dispatch
-import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// A pure change applied to the cached entries, whose blob is encoded on another thread while
 /// the caller checks the stored item (``ItemState`` rule 7).
@@ -25,10 +30,10 @@ final class SpeculativeWrite: Sendable {
     private let encoded = Encoded()
     private let done = DispatchSemaphore(value: 0)
 
-    /// What the encoder made, behind a lock. An `NSLock` (a pthread mutex) rather than
-    /// `Mutex`, whose futex the thread sanitizer cannot see: it reported these accesses as
-    /// races.
-    private final class Encoded: @unchecked Sendable {  // every access holds `lock`
+    /// What the encoder made, behind a lock. A pthread mutex (what `NSLock` wraps) rather
+    /// than `Mutex`, whose futex the thread sanitizer cannot see: it reported these accesses
+    /// as races.
+    private final class Encoded: @unchecked Sendable {  // every access holds `mutex`
         struct State {
             var bytes: [UInt8] = []
             var failure: SecureDictionaryError?
@@ -36,12 +41,24 @@ final class SpeculativeWrite: Sendable {
             var abandoned = false
         }
 
-        private let lock = NSLock()
+        /// Allocated once and never moved, as `pthread_mutex_t` requires.
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+            let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+            return mutex
+        }()
         private var state = State()
 
+        deinit {
+            pthread_mutex_destroy(mutex)
+            mutex.deinitialize(count: 1)
+            mutex.deallocate()
+        }
+
         func withLock<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
-            lock.lock()
-            defer { lock.unlock() }
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
             return try body(&state)
         }
     }

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Our own codec for the stored secret: a binary property list (`bplist00`) whose root is a
 /// dictionary with `String` keys.
