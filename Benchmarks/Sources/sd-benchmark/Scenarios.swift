@@ -41,18 +41,22 @@ struct Plan {
         growthValueBytes: [100, 1000, 10_000, 100_000, 1_000_000],
         stages: Sampling(warmup: 5, samples: 201))
 
-    /// Every scenario, with few samples and small sizes: a smoke run for CI.
+    /// Every scenario, with few samples and small sizes: a smoke run for CI (about 30 s).
+    /// Enough samples that each ratio is steady enough for the regression guard
+    /// (`quick-guard.json`): with 5 writes, 1 idle write, 1 batch, 3 cold starts and 10
+    /// contended mutations per process, one commit's `contention` ratio ranged from 0.33× to
+    /// 3.19× over 13 runs on a busy machine (see Benchmarks/README.md).
     static let quick = Plan(
         quick: true, readBatch: 200,
         cachedReads: Sampling(warmup: 2, samples: 11),
-        writes: Sampling(warmup: 1, samples: 5),
-        bigWrites: Sampling(warmup: 1, samples: 3),
-        batches: Sampling(warmup: 0, samples: 1),
-        contentionProcesses: 4, contentionMutations: 10,
-        contentionBaseline: Sampling(warmup: 1, samples: 5),
+        writes: Sampling(warmup: 2, samples: 31),
+        bigWrites: Sampling(warmup: 1, samples: 11),
+        batches: Sampling(warmup: 0, samples: 3),
+        contentionProcesses: 4, contentionMutations: 25,
+        contentionBaseline: Sampling(warmup: 1, samples: 21),
         memoryRuns: 1,
-        idle: .milliseconds(2500), idleWrites: Sampling(warmup: 0, samples: 1),
-        coldStarts: Sampling(warmup: 0, samples: 3),
+        idle: .milliseconds(2500), idleWrites: Sampling(warmup: 0, samples: 3),
+        coldStarts: Sampling(warmup: 1, samples: 7),
         growth: Sampling(warmup: 1, samples: 3),
         growthEntries: [1, 100, 1000],
         growthValueBytes: [100, 10_000, 100_000],

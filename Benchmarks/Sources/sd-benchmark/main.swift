@@ -4,7 +4,8 @@
 import Foundation
 
 let usage = """
-    usage: sd-benchmark [--quick] [--strict] [--json FILE] [--csv FILE] [--chart FILE] [--only IDS]
+    usage: sd-benchmark [--quick [--guard FILE]] [--strict] [--json FILE] [--csv FILE] [--chart FILE] [--only IDS]
+           sd-benchmark calibrate-guard --out FILE [OPTIONS] RUN.json...
 
     Times SecureDictionary and its baselines (raw libsecret store/lookup of the same bytes,
     one item per key, a Mutex-guarded dictionary) in one process against the Secret Service
@@ -12,8 +13,12 @@ let usage = """
     Normally started by scripts/benchmark inside a private keyring (scripts/with-private-keyring).
 
       --quick        every scenario with few samples and small sizes (a smoke run, seconds)
+      --guard FILE   with --quick: judge every row against the regression limits in FILE
+                     (Benchmarks/quick-guard.json; scripts/benchmark --quick passes it);
+                     run the scenario of a row past its limit again, and exit 4 when the
+                     row is past its limit in both runs
       --strict       exit 3 when a target fails in a full run (default: print FAIL rows
-                     and exit 0; --quick runs never fail on timing)
+                     and exit 0; --quick runs never fail on a target, only on --guard)
       --json FILE    write every figure as JSON
       --csv FILE     write the growth series as CSV (times in ms)
       --chart FILE   draw the growth series as an SVG chart
@@ -25,12 +30,17 @@ let usage = """
                      unless inside scripts/with-private-keyring; the benchmark writes and
                      deletes items in the default collection)
 
-    Exit status: 0 the run completed (in --quick mode timing targets never fail it),
-    1 an error, 2 bad usage, 3 a target failed in a full run with --strict.
+    `calibrate-guard` writes a guard file from the JSON of several --quick runs
+    (`sd-benchmark calibrate-guard --help`).
+
+    Exit status: 0 the run completed (in --quick mode targets never fail it), 1 an error,
+    2 bad usage, 3 a target failed in a full run with --strict, 4 a --quick run with
+    --guard regressed: a ratio is past its limit, twice.
     """
 
 struct CommandLineOptions {
     var quick = false
+    var guardFile: String?
     var strict = false
     var json: String?
     var csv: String?
@@ -39,10 +49,24 @@ struct CommandLineOptions {
     var allowAnyKeyring = false
 }
 
-let scenarioIDs = [
-    "cached-read", "mutation-10", "mutation-1000", "mutation-10000", "mutation-idle", "init-1000",
-    "init-cold", "update-100", "read-100", "contention", "memory", "cli", "growth", "stages",
+/// Every scenario in run order: its id (for --only) and what runs it.
+let scenarios: [(id: String, run: @Sendable (Benchmark, WorkerLauncher) throws -> Void)] = [
+    ("cached-read", { benchmark, _ in try benchmark.cachedRead() }),
+    ("mutation-10", { benchmark, _ in try benchmark.mutation(entries: 10, target: 1.15) }),
+    ("mutation-1000", { benchmark, _ in try benchmark.mutation(entries: 1000, target: 1.15) }),
+    ("mutation-10000", { benchmark, _ in try benchmark.mutation(entries: 10_000, target: 1.15) }),
+    ("mutation-idle", { benchmark, _ in try benchmark.idleMutation() }),
+    ("init-1000", { benchmark, _ in try benchmark.initialLoad() }),
+    ("init-cold", { benchmark, worker in try benchmark.coldInit(worker: worker) }),
+    ("update-100", { benchmark, _ in try benchmark.batchedUpdate() }),
+    ("read-100", { benchmark, _ in try benchmark.readManyKeys() }),
+    ("contention", { benchmark, worker in try benchmark.contention(worker: worker) }),
+    ("memory", { benchmark, worker in try benchmark.peakMemory(worker: worker) }),
+    ("cli", { benchmark, _ in try benchmark.commandLine() }),
+    ("growth", { benchmark, _ in try benchmark.growth() }),
+    ("stages", { benchmark, _ in try benchmark.stages() }),
 ]
+let scenarioIDs = scenarios.map(\.id)
 
 func standardError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
@@ -61,6 +85,7 @@ func parse(_ arguments: [String]) -> CommandLineOptions {
     while let argument = remaining.popFirst() {
         switch argument {
         case "--quick": options.quick = true
+        case "--guard": options.guardFile = value(argument)
         case "--strict": options.strict = true
         case "--json": options.json = value(argument)
         case "--csv": options.csv = value(argument)
@@ -82,6 +107,10 @@ func parse(_ arguments: [String]) -> CommandLineOptions {
             exit(2)
         }
     }
+    if options.guardFile != nil && !options.quick {
+        standardError("sd-benchmark: --guard needs --quick (its limits come from quick runs)")
+        exit(2)
+    }
     return options
 }
 
@@ -93,33 +122,25 @@ func runBenchmark(_ options: CommandLineOptions) throws -> Int32 {
     guard environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
         throw BenchmarkError("no D-Bus session bus: run scripts/benchmark")
     }
+    let quickGuard = try options.guardFile.map(QuickGuard.load)
     let loadAtStart = Machine.loadAverage()
     let started = Timer.clock.now
     let plan = options.quick ? Plan.quick : Plan.full
     let benchmark = try Benchmark(plan: plan, log: standardError)
     let worker = try WorkerLauncher()
-    func wanted(_ id: String) -> Bool { options.only?.contains(id) ?? true }
-    func step(_ id: String, _ body: () throws -> Void) throws {
-        guard wanted(id) else { return }
-        standardError("sd-benchmark: \(id)…")
-        try body()
+    /// The scenario that made each row, for the guard's re-run.
+    var scenarioOfRow: [String: String] = [:]
+    func run(on benchmark: Benchmark, _ wanted: (String) -> Bool) throws {
+        for (id, body) in scenarios where wanted(id) {
+            standardError("sd-benchmark: \(id)…")
+            let before = benchmark.report.rows.count
+            try body(benchmark, worker)
+            for row in benchmark.report.rows[before...] { scenarioOfRow[row.id] = id }
+        }
     }
 
     standardError("sd-benchmark: \(plan.quick ? "quick" : "full") run, load average \(loadAtStart)")
-    try step("cached-read") { try benchmark.cachedRead() }
-    try step("mutation-10") { try benchmark.mutation(entries: 10, target: 1.15) }
-    try step("mutation-1000") { try benchmark.mutation(entries: 1000, target: 1.15) }
-    try step("mutation-10000") { try benchmark.mutation(entries: 10_000, target: 1.15) }
-    try step("mutation-idle") { try benchmark.idleMutation() }
-    try step("init-1000") { try benchmark.initialLoad() }
-    try step("init-cold") { try benchmark.coldInit(worker: worker) }
-    try step("update-100") { try benchmark.batchedUpdate() }
-    try step("read-100") { try benchmark.readManyKeys() }
-    try step("contention") { try benchmark.contention(worker: worker) }
-    try step("memory") { try benchmark.peakMemory(worker: worker) }
-    try step("cli") { try benchmark.commandLine() }
-    try step("growth") { try benchmark.growth() }
-    try step("stages") { try benchmark.stages() }
+    try run(on: benchmark) { options.only?.contains($0) ?? true }
 
     var report = benchmark.report
     report.machine = Machine.current(loadAtStart: loadAtStart)
@@ -175,14 +196,66 @@ func runBenchmark(_ options: CommandLineOptions) throws -> Int32 {
     if !failures.isEmpty {
         let list = failures.map(\.id).joined(separator: ", ")
         if options.quick {
-            print("\n\(failures.count) target(s) missed in --quick mode (not judged: too few samples): \(list)")
+            print("\n\(failures.count) target(s) missed in --quick mode (not judged on so few samples: see the guard): \(list)")
         } else {
             print("\n\(failures.count) target(s) missed: \(list)")
         }
         fflush(nil)  // all streams: stdout before what stderr says next
         if options.strict && !options.quick { return 3 }
     }
-    return 0
+    guard let quickGuard else { return 0 }
+
+    // The regression guard. A row past its limit must stay past it when its scenario runs
+    // again: a regression reproduces, a burst of load from other processes seldom does.
+    let path = options.guardFile!
+    let calibration = quickGuard.calibration
+    print(
+        """
+
+        Regression guard (\(path): \(calibration.runs) quick runs of \(calibration.commit), \(calibration.date), \(calibration.machine))
+
+        """)
+    let (verdicts, unguarded) = quickGuard.judge(report.rows)
+    print(QuickGuard.table(verdicts))
+    if !unguarded.isEmpty {
+        print("\nnot guarded (no limit in \(path)): \(unguarded.joined(separator: ", "))")
+    }
+    let suspects = verdicts.filter { !$0.passes }
+    guard !suspects.isEmpty else {
+        print("\nguard: all \(verdicts.count) guarded rows within their limits")
+        return 0
+    }
+    let again = Set(suspects.compactMap { scenarioOfRow[$0.row.id] })
+    print(
+        "\nguard: \(suspects.map(\.row.id).joined(separator: ", ")) past the limit; running "
+            + "\(scenarioIDs.filter(again.contains).joined(separator: ", ")) again to confirm\n")
+    fflush(nil)  // all streams: stdout before what stderr says next
+    let retry = try Benchmark(plan: plan, log: standardError)
+    try run(on: retry, again.contains)
+    let retried = quickGuard.judge(retry.report.rows).verdicts
+    print(QuickGuard.table(retried))
+    let confirmed = suspects.compactMap { first -> (QuickGuard.Verdict, QuickGuard.Verdict)? in
+        guard let second = retried.first(where: { $0.row.id == first.row.id }), !second.passes else { return nil }
+        return (first, second)
+    }
+    guard !confirmed.isEmpty else {
+        print("\nguard: within the limits on the second run: no regression")
+        return 0
+    }
+    print("")
+    for (first, second) in confirmed {
+        print(
+            "REGRESSED \(first.row.id) (\(first.row.operation)): \(first.explanation); "
+                + "second run \(Format.ratio(second.row.ratio))×")
+    }
+    fflush(nil)
+    standardError(
+        "sd-benchmark: \(confirmed.count) row(s) regressed past the guard's limit, in two runs: "
+            + confirmed.map { first, second in
+                "\(first.row.id) \(Format.ratio(first.row.ratio))× and \(Format.ratio(second.row.ratio))× "
+                    + "(limit \(Format.ratio(first.limit))×)"
+            }.joined(separator: ", ") + "; see Benchmarks/README.md, \"The --quick regression guard\"")
+    return 4
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -191,7 +264,14 @@ do {
         try Worker.run(Array(arguments.dropFirst()))
         exit(0)
     }
+    if arguments.first == "calibrate-guard" {
+        try GuardCalibration.run(Array(arguments.dropFirst()))
+        exit(0)
+    }
     exit(try runBenchmark(parse(arguments)))
+} catch let error as UsageError {
+    standardError("sd-benchmark: \(error)")
+    exit(2)
 } catch {
     standardError("sd-benchmark: \(error)")
     exit(1)
