@@ -10,6 +10,7 @@ import SecureDictionary
 extension SecureDict {
     struct Delete: ReportingCommand {
         static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Remove one key, or a whole dictionary.",
             discussion: """
                 With KEY, removes that key (exit 1 if there is none). Without KEY, removes the \

@@ -10,6 +10,7 @@ import SecureDictionary
 extension SecureDict {
     struct Doctor: ReportingCommand {
         static let configuration = CommandConfiguration(
+            commandName: "doctor",
             abstract: "Check that the keyring works here, and say how to fix what does not.",
             discussion: """
                 Names the session bus, the keyring provider (the process that owns \

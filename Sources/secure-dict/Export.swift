@@ -10,6 +10,7 @@ import SecureDictionary
 extension SecureDict {
     struct Export: ReportingCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Write a whole dictionary to a file or to standard output.",
             discussion: """
                 Formats:

@@ -16,6 +16,7 @@ import SecureDictionary
 extension SecureDict {
     struct Import: ReportingCommand {
         static let configuration = CommandConfiguration(
+            commandName: "import",
             abstract: "Load a dictionary from a file written by 'export'.",
             discussion: """
                 FILE is typed JSON or a binary property list (as 'export' writes them; the \

@@ -10,6 +10,7 @@ import SecureDictionary
 extension SecureDict {
     struct List: ReportingCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List the SecureDictionary dictionaries in the keyring.",
             discussion: """
                 Shows each dictionary's application, name ('(default)' for the unnamed one), \

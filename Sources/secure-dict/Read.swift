@@ -10,6 +10,7 @@ import SecureDictionary
 extension SecureDict {
     struct Read: ReportingCommand {
         static let configuration = CommandConfiguration(
+            commandName: "read",
             abstract: "Print a whole dictionary, or the value of one key.",
             discussion: """
                 Without KEY, prints every entry as 'key (type): value', keys sorted, strings \

@@ -10,6 +10,7 @@ import SecureDictionary
 extension SecureDict {
     struct Write: ReportingCommand {
         static let configuration = CommandConfiguration(
+            commandName: "write",
             abstract: "Set the value of one key (creating the dictionary if needed).",
             discussion: """
                 Without --type, VALUE keeps the type the key already holds (an integer stays \
