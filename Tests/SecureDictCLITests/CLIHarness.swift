@@ -85,11 +85,12 @@ final class BusMonitor {
     private let process = Process()
     private let log: URL
 
-    init() throws {
+    /// Watches the calls named `members` (by default the writes).
+    init(members: [String] = ["CreateItem", "SetSecret"]) throws {
         log = FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-monitor-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        process.arguments = ["--session", "type='method_call',member='CreateItem'", "type='method_call',member='SetSecret'"]
+        process.arguments = ["--session"] + members.map { "type='method_call',member='\($0)'" }
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
@@ -126,6 +127,20 @@ final class BusMonitor {
         text.components(separatedBy: "\nmethod call ").filter { call in
             call.contains("member=CreateItem") && call.contains("\"\(item)\"")
         }.count
+    }
+
+    /// The calls seen so far, in order: each one's member name, or "CreateItem ITEM" for a
+    /// write whose attributes name an item of the test's application.
+    func calls(namingItemsOf applicationID: String) -> [String] {
+        text.components(separatedBy: "\nmethod call ").compactMap { call in
+            guard let member = call.split(separator: "member=").dropFirst().first?.prefix(while: { $0 != "\n" }) else {
+                return nil
+            }
+            let prefix = "\"\(applicationID).__SecureDictionary__"
+            guard member == "CreateItem", let start = call.range(of: prefix) else { return String(member) }
+            let name = call[start.lowerBound...].dropFirst().prefix(while: { $0 != "\"" })
+            return "CreateItem \(name)"
+        }
     }
 
     /// How many `Item.SetSecret` calls went out (KeePassXC's writes to an existing item). They

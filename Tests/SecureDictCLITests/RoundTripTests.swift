@@ -191,3 +191,31 @@ extension SecureDictCLI {
         #expect(try app.cli("read", "--name", "target").text.split(separator: "\n").count == 4)
     }
 }
+
+extension SecureDictCLI {
+    /// `write` reads the item when it opens the dictionary and again in the check before the
+    /// write. A read that decrypts to a property list proves the session's key, so the write
+    /// is not read back: two `GetSecrets`, where an unproven session needs four (the content
+    /// to put back, the read-back). A new item has nothing to read: its write is read back.
+    @Test func aWriteAfterAReadThatProvesTheSessionIsNotReadBack() throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "--name", "proven", "k", "1").status == 0)
+        let monitor = try BusMonitor(members: ["CreateItem", "SetSecret", "GetSecrets"])
+        #expect(try app.cli("write", "--name", "proven", "k", "2").status == 0)
+        #expect(try app.cli("write", "--name", "new", "k", "1").status == 0)
+        try monitor.wait(for: "\"\(app.id).__SecureDictionary__.new\"")
+        let calls = monitor.calls(namingItemsOf: app.id)
+        guard let newItem = calls.firstIndex(of: "CreateItem \(app.id).__SecureDictionary__.new") else {
+            Issue.record("no CreateItem of the new item in \(calls)")
+            return
+        }
+        // The existing item's load, check and write (CreateItem, or SetSecret on KeePassXC);
+        // nothing of the new item's write reads a secret before its CreateItem.
+        let beforeNewItem = calls[..<newItem]
+        #expect(beforeNewItem.filter { $0 == "GetSecrets" }.count == 2, "\(calls)")
+        #expect(beforeNewItem.filter { $0.hasPrefix("CreateItem") || $0 == "SetSecret" }.count == 1, "\(calls)")
+        // The new item's session read nothing first: its write is read back.
+        #expect(calls[(newItem + 1)...].filter { $0 == "GetSecrets" }.count == 1, "\(calls)")
+        #expect(try app.cli("read", "--name", "proven", "k").text == "2\n")
+    }
+}

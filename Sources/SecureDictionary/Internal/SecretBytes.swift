@@ -39,6 +39,11 @@ final class SecretBytes: @unchecked Sendable {  // immutable after init; freed a
             }
     }
 
+    /// Whether the bytes begin with `prefix`.
+    func hasPrefix(_ prefix: [UInt8]) -> Bool {
+        count >= prefix.count && withUnsafeBytes { prefix.elementsEqual($0.prefix(prefix.count)) }
+    }
+
     /// A new array with the bytes; the caller owns (and should wipe) it.
     var array: [UInt8] { withUnsafeBytes { Array($0) } }
 

@@ -49,7 +49,7 @@ struct LibSecretClient: Sendable {
     // MARK: Operations
 
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
-        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+        try perform(timeout: timeout) { [fault] call throws(SecureDictionaryError) in
             try Self.matchingPaths(call, item) { paths, collection throws(SecureDictionaryError) in
                 if paths.count > 1 { throw .ambiguous(count: paths.count) }
                 // Used by KeePassXC's writes (`replaceInPlace`) and by the first write of a
@@ -58,10 +58,21 @@ struct LibSecretClient: Sendable {
                     call.connection.remember(itemPath: paths.first, of: item, in: collection)
                 }
                 guard let path = paths.first else { return nil }
-                return try Self.secret(call.service, path: path, collection: collection, call.cancellable)
+                let secret = try Self.secret(call.service, path: path, collection: collection, call.cancellable)
+                // A secret that decrypted to a property list proves what the read-back of a
+                // session's first write checks: both ends derived the same key (under another
+                // key each block decrypts to random bytes; 8 of them match the magic once in
+                // 2^64). `fault` stands for a session whose keys differ, which decrypts no read.
+                if !call.connection.sessionVerified, fault == nil, secret.hasPrefix(Self.propertyListMagic) {
+                    call.connection.sessionVerified = true
+                }
+                return secret
             }
         }
     }
+
+    /// How every blob SecureDictionary writes begins.
+    private static let propertyListMagic = Array("bplist00".utf8)
 
     /// Writes `secret` to `item`. When a try on a session not yet proven may have stored
     /// garbage and no later try stored `secret` faithfully, puts back what the item held.

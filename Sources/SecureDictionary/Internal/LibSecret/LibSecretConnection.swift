@@ -21,7 +21,8 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     private(set) var provider = SecretServiceProvider.other
     /// The transport session's algorithm (never `plain`: such a service is refused).
     private(set) var sessionAlgorithm = ""
-    /// Whether a write on this session read back exactly as written. Until one has, every
+    /// Whether this session has proven that both ends derived the same key: a write read
+    /// back exactly as written, or a read that decrypted to a property list. Until then, every
     /// write is read back: a session whose two ends derived different keys (KWallet before
     /// KDE Frameworks 6.25 does so about once in a hundred sessions) can store garbage.
     var sessionVerified = false
