@@ -289,12 +289,36 @@ struct BinaryPropertyListWriter {
     }
 
     /// The smallest of 1, 2, 4 or 8 bytes that holds `value`.
-    private static func byteWidth(of value: UInt64) -> Int {
+    static func byteWidth(of value: UInt64) -> Int {
         switch value {
         case 0...0xFF: 1
         case 0x100...0xFFFF: 2
         case 0x1_0000...0xFFFF_FFFF: 4
         default: 8
+        }
+    }
+}
+
+extension BinaryPropertyListWriter {
+    /// The bytes of one object that refers to no other (a scalar, an empty array or
+    /// dictionary), exactly as ``blob(of:census:)`` writes it as a value of the root
+    /// dictionary; `nil` for a container with elements. For ``BinaryPropertyListSplice``.
+    ///
+    /// - Throws: what the census throws for such a value at depth 2 (an unsigned integer
+    ///   that must be stored as `.integer`, a container deeper than `maximumDepth`).
+    static func objectBytes(of value: PropertyListValue, maximumDepth: Int) throws(BinaryPropertyListError) -> [UInt8]? {
+        switch value {
+        case .array(let elements) where !elements.isEmpty: return nil
+        case .dictionary(let entries) where !entries.isEmpty: return nil
+        default: break
+        }
+        var census = Census(maximumDepth: maximumDepth)
+        try census.count(value, depth: 2)
+        return [UInt8](unsafeUninitializedCapacity: census.byteBound) { buffer, initialized in
+            var writer = BinaryPropertyListWriter(
+                base: buffer.baseAddress!, capacity: buffer.count, objectCount: 1, referenceSize: 1)
+            writer.write(value, index: 0)
+            initialized = writer.position
         }
     }
 }
