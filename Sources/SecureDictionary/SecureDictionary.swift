@@ -162,13 +162,13 @@ public final class SecureDictionary: Sendable {
     ///   result would exceed ``Options/maximumSize``; ``SecureDictionaryError/locked``,
     ///   ``SecureDictionaryError/timedOut``… The cache changes only if the write succeeded.
     public func setValue(_ value: Value?, forKey key: String) throws(SecureDictionaryError) {
-        try mutate(bodyIsPure: true) { $0[key] = value }
+        try mutate(edit: KeyEdit(key: key, value: value)) { $0[key] = value }
     }
 
     /// Removes `key` with one keyring write and returns its old value.
     @discardableResult
     public func removeValue(forKey key: String) throws(SecureDictionaryError) -> Value? {
-        try mutate(bodyIsPure: true) { $0.removeValue(forKey: key) }
+        try mutate(edit: KeyEdit(key: key, value: nil)) { $0.removeValue(forKey: key) }
     }
 
     /// Removes every entry with one keyring write (the item stays, holding an empty dictionary).
@@ -363,10 +363,10 @@ public final class SecureDictionary: Sendable {
     /// `bodyIsPure`: `body` is the library's own change, with no other effect (see
     /// `ItemState.mutate`); never for a caller's closure.
     private func mutate<R>(
-        bodyIsPure: Bool = false, _ body: (inout [String: Value]) -> R
+        bodyIsPure: Bool = false, edit: KeyEdit? = nil, _ body: (inout [String: Value]) -> R
     ) throws(SecureDictionaryError) -> R {
         do {
-            return try state.mutate(options.context, bodyIsPure: bodyIsPure, body)
+            return try state.mutate(options.context, bodyIsPure: bodyIsPure || edit != nil, edit: edit, body)
         } catch {
             switch error {
             case .store(let failure): throw failure

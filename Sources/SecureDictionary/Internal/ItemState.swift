@@ -52,6 +52,10 @@ enum MutationFailure<BodyError: Error>: Error {
 ///    is used only when the check finds the cache current (the usual case); otherwise it is
 ///    wiped and the change is applied to what the check read. After a check that found the
 ///    cache stale (another writer is active), the next write does not speculate.
+/// 8. A one-key change (``KeyEdit``) needs neither: its blob is spliced from the blob the
+///    check read, whether that was the cache's or another writer's, at the cost of a few bulk
+///    copies; only when that blob is not in the layout the splice supports does a full encode
+///    run.
 final class ItemState: Sendable {
     enum Cache {
         case unloaded
@@ -170,25 +174,27 @@ final class ItemState: Sendable {
     ///
     /// `bodyIsPure`: `body` has no effect but on the entries it is given (the library's own
     /// one-key changes), so it may run twice (rule 7). Never pass `true` for a caller's closure.
+    /// `edit`: `body` makes exactly this one-key change, so the blob is spliced from the stored
+    /// one (rule 8).
     func mutate<R, E: Error>(
-        _ context: OperationContext, bodyIsPure: Bool = false,
+        _ context: OperationContext, bodyIsPure: Bool = false, edit: KeyEdit? = nil,
         _ body: (inout [String: PropertyListValue]) throws(E) -> R
     ) throws(MutationFailure<E>) -> R {
         var checked = false
         do {
-            return try mutateOnce(context, bodyIsPure: bodyIsPure, checked: &checked, body)
+            return try mutateOnce(context, bodyIsPure: bodyIsPure, edit: edit, checked: &checked, body)
         } catch .store(.locked) where !checked && context.unlock != .never {
             // Locked at the check, before `body` ran: unlock, then start again (with a new
             // deadline, since the user may have taken a minute).
             try MutationFailure<E>.store { () throws(SecureDictionaryError) in try unlockInteractively(context) }
-            return try mutateOnce(context, bodyIsPure: bodyIsPure, checked: &checked, body)
+            return try mutateOnce(context, bodyIsPure: bodyIsPure, edit: edit, checked: &checked, body)
         }
     }
 
     /// One try of ``mutate(_:bodyIsPure:_:)``; `checked` is set once the stored item was read
     /// (so a failure after it may have run `body`).
     private func mutateOnce<R, E: Error>(
-        _ context: OperationContext, bodyIsPure: Bool, checked: inout Bool,
+        _ context: OperationContext, bodyIsPure: Bool, edit: KeyEdit?, checked: inout Bool,
         _ body: (inout [String: PropertyListValue]) throws(E) -> R
     ) throws(MutationFailure<E>) -> R {
         let started = ContinuousClock.now
@@ -196,9 +202,9 @@ final class ItemState: Sendable {
         guard serial.lock(until: deadline) else { throw .store(.timedOut) }
         defer { serial.unlock() }
         let speculating = ContinuousClock.now
-        let speculation = bodyIsPure ? try speculate(context, body) : nil
+        let speculation = bodyIsPure && edit == nil ? try speculate(context, body) : nil
         let speculated = ContinuousClock.now - speculating
-        let (locked, check) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
+        var (locked, check) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
             do throws(SecureDictionaryError) {
                 return try lockedCheck(context.limits, deadline)
             } catch {
@@ -225,10 +231,12 @@ final class ItemState: Sendable {
         } else {
             entries = check.entries
             do throws(E) { result = try body(&entries) } catch { throw .body(error) }
-            bytes = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
-                try BinaryPropertyList.blob(of: entries, limits: context.limits)
+            bytes = try MutationFailure<E>.store { [entries] () throws(SecureDictionaryError) in
+                guard let edit else { return try BinaryPropertyList.blob(of: entries, limits: context.limits) }
+                return try edit.blob(for: entries, from: check.stored, limits: context.limits)
             }
         }
+        check.stored = nil  // wiped now: the store call's own copies are the peak of memory
         let written = StoredDigest(of: bytes)
         if written == check.digest { return result }  // the keyring already holds exactly this
         do throws(SecureDictionaryError) {
@@ -307,8 +315,12 @@ final class ItemState: Sendable {
     ) throws(SecureDictionaryError) -> (locked: Bool, checked: TimedCheck) {
         let check = { () throws(SecureDictionaryError) -> TimedCheck in
             let started = ContinuousClock.now
-            let (entries, digest) = try self.checkedEntries(limits, deadline)
-            return TimedCheck(entries: entries, digest: digest, started: started, finished: .now)
+            var stored: [UInt8] = []
+            defer { Wipe.bytes(&stored) }
+            let (entries, digest) = try self.checkedEntries(limits, deadline, keeping: &stored)
+            return TimedCheck(
+                entries: entries, digest: digest, stored: stored.isEmpty ? nil : StoredBlob(taking: &stored),
+                started: started, finished: .now)
         }
         guard let writerLock else { return (false, try check()) }
         let (held, checked) = try writerLock.acquire(until: deadline, thenCheck: check)
@@ -319,6 +331,8 @@ final class ItemState: Sendable {
     private struct TimedCheck {
         var entries: [String: PropertyListValue]
         var digest: StoredDigest
+        /// The blob read, for a ``KeyEdit`` to splice (`nil`: no item).
+        var stored: StoredBlob?
         var started: ContinuousClock.Instant
         var finished: ContinuousClock.Instant
     }
@@ -329,11 +343,21 @@ final class ItemState: Sendable {
     private func checkedEntries(
         _ limits: PropertyListLimits, _ deadline: Deadline
     ) throws(SecureDictionaryError) -> (entries: [String: PropertyListValue], digest: StoredDigest) {
-        guard var bytes = try store.load(item, timeout: try deadline.remainingForCall()) else {
+        var bytes: [UInt8] = []
+        defer { Wipe.bytes(&bytes) }
+        return try checkedEntries(limits, deadline, keeping: &bytes)
+    }
+
+    /// ``checkedEntries(_:_:)`` that leaves the blob read in `bytes` (empty when there is no
+    /// item), for the caller to use and wipe.
+    private func checkedEntries(
+        _ limits: PropertyListLimits, _ deadline: Deadline, keeping bytes: inout [UInt8]
+    ) throws(SecureDictionaryError) -> (entries: [String: PropertyListValue], digest: StoredDigest) {
+        guard var loaded = try store.load(item, timeout: try deadline.remainingForCall()) else {
             setLoaded([:], digest: .absent)
             return ([:], .absent)
         }
-        defer { Wipe.bytes(&bytes) }
+        swap(&bytes, &loaded)
         let digest = StoredDigest(of: bytes)
         let current: [String: PropertyListValue]? = cache.withLock { cache in
             if case .loaded(let entries, let cached) = cache, cached == digest { return entries }

@@ -1,0 +1,67 @@
+/// A change of one key, described so that a write can splice it into the stored blob rather
+/// than encode the whole dictionary again.
+///
+/// ```swift
+/// let edit = KeyEdit(key: "theme", value: .string("dark"))  // `value: nil` removes the key
+/// let blob = try edit.blob(for: changedEntries, from: stored, limits: .default)
+/// ```
+///
+/// Before every write the library reads the stored blob anyway (to see whether anyone else
+/// wrote), so a one-key change costs a splice of that blob, a few bulk copies, where a full
+/// encode walks, sorts and writes every entry (1.9 ms at 10,000 entries on the benchmark
+/// machine). The splice gives exactly the bytes the full encode would
+/// (``BinaryPropertyListSplice``); when the stored blob is not in the layout it supports (a
+/// nested container, a blob another program wrote, a key that is not ASCII), the full encode
+/// runs instead.
+struct KeyEdit: Sendable {
+    let key: String
+    /// The new value, or `nil` to remove the key.
+    let value: PropertyListValue?
+
+    /// The blob of `entries`, which must be `stored`'s entries with this edit applied: spliced
+    /// from `stored` when it can be, else encoded in full.
+    ///
+    /// - Throws: what ``BinaryPropertyList/encode(_:limits:)`` throws for `entries`
+    ///   (``SecureDictionaryError/tooLarge(size:limit:)``…).
+    func blob(
+        for entries: [String: PropertyListValue], from stored: StoredBlob?, limits: PropertyListLimits
+    ) throws(SecureDictionaryError) -> [UInt8] {
+        if let stored {
+            let spliced: [UInt8]?
+            do throws(BinaryPropertyListError) {
+                spliced = try BinaryPropertyListSplice.blob(
+                    editing: stored.bytes, key: key, value: value, limits: limits)
+            } catch {
+                throw SecureDictionaryError(error)
+            }
+            if let spliced {
+                assert(Self.matchesFullEncode(spliced, entries, limits), "a splice differs from the full encode")
+                return spliced
+            }
+        }
+        return try BinaryPropertyList.blob(of: entries, limits: limits)
+    }
+
+    /// Debug builds only (an `assert`): whether `spliced` is byte for byte the full encode.
+    private static func matchesFullEncode(
+        _ spliced: [UInt8], _ entries: [String: PropertyListValue], _ limits: PropertyListLimits
+    ) -> Bool {
+        guard var full = try? BinaryPropertyList.encode(entries, limits: limits) else { return false }
+        defer { Wipe.bytes(&full) }
+        return full == spliced
+    }
+}
+
+/// The stored blob a write's check read, kept for ``KeyEdit`` and wiped when the last
+/// reference goes (a check's result may be dropped on several paths of the writer lock).
+final class StoredBlob {
+    private(set) var bytes: [UInt8]
+
+    /// Takes `bytes` over, leaving the caller's array empty, so this holds the only reference.
+    init(taking bytes: inout [UInt8]) {
+        self.bytes = []
+        swap(&self.bytes, &bytes)
+    }
+
+    deinit { Wipe.bytes(&bytes) }
+}
