@@ -52,10 +52,12 @@ enum MutationFailure<BodyError: Error>: Error {
 ///    is used only when the check finds the cache current (the usual case); otherwise it is
 ///    wiped and the change is applied to what the check read. After a check that found the
 ///    cache stale (another writer is active), the next write does not speculate.
-/// 8. A one-key change (``KeyEdit``) needs neither: its blob is spliced from the blob the
-///    check read, whether that was the cache's or another writer's, at the cost of a few bulk
-///    copies; only when that blob is not in the layout the splice supports does a full encode
-///    run.
+/// 8. A one-key change (``KeyEdit``) needs no encode at all when the stored blob is in the
+///    layout the splice supports (a flat dictionary, ASCII keys): its blob is spliced from the
+///    blob the check read, whether that was the cache's or another writer's, with a few bulk
+///    copies. Whether the last splice worked decides whether the next one-key change
+///    speculates instead (rule 7), so a dictionary the splice cannot handle writes as fast as
+///    before it existed.
 final class ItemState: Sendable {
     enum Cache {
         case unloaded
@@ -70,6 +72,9 @@ final class ItemState: Sendable {
     /// Whether the last check found the cache current. When it did not (another process is
     /// writing too), a speculative encode would likely be wasted, so none is made (rule 7).
     private let lastCheckFoundCacheCurrent = Atomic<Bool>(true)
+    /// Whether the last one-key change could splice the stored blob (rule 8); until one
+    /// could not, one-key changes do not speculate.
+    private let lastSpliceWorked = Atomic<Bool>(true)
     /// Observation state (see ItemState+Observation.swift).
     let observers = Mutex(Observers())
 
@@ -202,7 +207,8 @@ final class ItemState: Sendable {
         guard serial.lock(until: deadline) else { throw .store(.timedOut) }
         defer { serial.unlock() }
         let speculating = ContinuousClock.now
-        let speculation = bodyIsPure && edit == nil ? try speculate(context, body) : nil
+        let splicing = edit != nil && lastSpliceWorked.load(ordering: .relaxed)
+        let speculation = bodyIsPure && !splicing ? try speculate(context, body) : nil
         let speculated = ContinuousClock.now - speculating
         var (locked, check) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
             do throws(SecureDictionaryError) {
@@ -233,7 +239,9 @@ final class ItemState: Sendable {
             do throws(E) { result = try body(&entries) } catch { throw .body(error) }
             bytes = try MutationFailure<E>.store { [entries] () throws(SecureDictionaryError) in
                 guard let edit else { return try BinaryPropertyList.blob(of: entries, limits: context.limits) }
-                return try edit.blob(for: entries, from: check.stored, limits: context.limits)
+                let (blob, spliced) = try edit.blob(for: entries, from: check.stored, limits: context.limits)
+                lastSpliceWorked.store(spliced, ordering: .relaxed)
+                return blob
             }
         }
         check.stored = nil  // wiped now: the store call's own copies are the peak of memory

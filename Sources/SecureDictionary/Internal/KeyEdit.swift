@@ -3,7 +3,7 @@
 ///
 /// ```swift
 /// let edit = KeyEdit(key: "theme", value: .string("dark"))  // `value: nil` removes the key
-/// let blob = try edit.blob(for: changedEntries, from: stored, limits: .default)
+/// let (blob, spliced) = try edit.blob(for: changedEntries, from: stored, limits: .default)
 /// ```
 ///
 /// Before every write the library reads the stored blob anyway (to see whether anyone else
@@ -19,13 +19,13 @@ struct KeyEdit: Sendable {
     let value: PropertyListValue?
 
     /// The blob of `entries`, which must be `stored`'s entries with this edit applied: spliced
-    /// from `stored` when it can be, else encoded in full.
+    /// from `stored` when it can be (`spliced` is then `true`), else encoded in full.
     ///
     /// - Throws: what ``BinaryPropertyList/encode(_:limits:)`` throws for `entries`
     ///   (``SecureDictionaryError/tooLarge(size:limit:)``…).
     func blob(
         for entries: [String: PropertyListValue], from stored: StoredBlob?, limits: PropertyListLimits
-    ) throws(SecureDictionaryError) -> [UInt8] {
+    ) throws(SecureDictionaryError) -> (blob: [UInt8], spliced: Bool) {
         if let stored {
             let spliced: [UInt8]?
             do throws(BinaryPropertyListError) {
@@ -36,10 +36,10 @@ struct KeyEdit: Sendable {
             }
             if let spliced {
                 assert(Self.matchesFullEncode(spliced, entries, limits), "a splice differs from the full encode")
-                return spliced
+                return (spliced, true)
             }
         }
-        return try BinaryPropertyList.blob(of: entries, limits: limits)
+        return (try BinaryPropertyList.blob(of: entries, limits: limits), false)
     }
 
     /// Debug builds only (an `assert`): whether `spliced` is byte for byte the full encode.
