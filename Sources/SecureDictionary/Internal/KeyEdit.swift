@@ -11,8 +11,8 @@
 /// encode walks, sorts and writes every entry (1.9 ms at 10,000 entries on the benchmark
 /// machine). The splice gives exactly the bytes the full encode would
 /// (``BinaryPropertyListSplice``); when the stored blob is not in the layout it supports (a
-/// nested container, a blob another program wrote, a key that is not ASCII), the full encode
-/// runs instead.
+/// blob another program wrote, a key that is not ASCII, a new value that is a container with
+/// elements), the full encode runs instead.
 struct KeyEdit: Sendable {
     let key: String
     /// The new value, or `nil` to remove the key.

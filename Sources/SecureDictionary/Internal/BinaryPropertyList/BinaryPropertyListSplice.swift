@@ -15,15 +15,18 @@
 /// }
 /// ```
 ///
-/// It supports the blobs ``BinaryPropertyListWriter`` writes for a flat dictionary: the root
-/// dictionary is object 0 at offset 8, its references are 1…n (keys) then n+1…2n (values),
-/// the keys are ASCII and strictly ascending by their bytes, every object lies right after
-/// the one before it, every value refers to no other object, and every number, header and
-/// string form is the one the writer chooses. Only then is the result provably what a full
-/// encode would write, so anything else (a nested container, a blob another program wrote
-/// with shared objects or other forms, a key that is not ASCII or begins with `$`) gives
-/// `nil`, and the caller encodes in full. The stored blob is untrusted: every offset is
-/// checked against its bounds before it is read.
+/// It supports the blobs ``BinaryPropertyListWriter`` writes: walking the stored blob as the
+/// writer writes, every object must be where, and numbered as, the writer would put it (the
+/// root dictionary is object 0 at offset 8 with keys 1…n and values n+1…2n, nested objects
+/// follow their value, numbered from 2n+1), every key ASCII and strictly ascending, every
+/// number, header and string in the writer's form. Only then is the result provably what a
+/// full encode would write; anything else (a blob another program wrote with shared objects
+/// or other forms, a key that is not ASCII or begins with `$`, a new value that is a
+/// container with elements, nested objects whose references would change width) gives
+/// `nil`, and the caller encodes in full. The edited value's subtree is dropped, the values
+/// before and after it move as two blocks, and the references inside nested containers are
+/// renumbered. The stored blob is untrusted: every offset is checked against its bounds
+/// before it is read.
 enum BinaryPropertyListSplice {
     /// `stored` with `key` set to `value` (removed when `value` is `nil`); `nil` when the
     /// splice does not apply. Removing an absent key gives a copy of `stored`.
@@ -56,7 +59,7 @@ enum BinaryPropertyListSplice {
             keyObject.withUnsafeBytes { keyObject in
                 valueObject.withUnsafeBytes { valueObject in
                     Result { () throws(BinaryPropertyListError) in
-                        guard let layout = FlatLayout(blob) else { return nil }
+                        guard let layout = WriterLayout(blob, maximumDepth: limits.maximumDepth) else { return nil }
                         return try layout.splice(
                             keyObject: keyObject, value: value == nil ? nil : valueObject, limit: limits.maximumSize)
                     }
@@ -67,22 +70,26 @@ enum BinaryPropertyListSplice {
     }
 }
 
-/// A stored blob checked to be in the writer's flat layout (see ``BinaryPropertyListSplice``).
-private struct FlatLayout {
+/// A stored blob checked to be in the writer's layout, object by object (see
+/// ``BinaryPropertyListSplice``).
+private struct WriterLayout {
     let blob: UnsafeRawBufferPointer
-    /// Entries of the root dictionary (n); objects are 2n + 1.
+    /// Entries of the root dictionary (n): keys are objects 1…n, values n+1…2n.
     let count: Int
     let offsetSize: Int
+    let referenceSize: Int
     /// Where the offset table begins: the end of the last object.
     let tableOffset: Int
     /// Where the first key object begins, right after the root dictionary's references.
     let keysStart: Int
     /// Where the first value object begins, right after the last key.
     let valuesStart: Int
+    /// Per root value `i`, how many nested objects the values before it hold (entry n: all).
+    /// Nested objects are numbered from 2n + 1 in the order their values come.
+    let nestedBefore: [Int]
 
     /// `nil` unless `blob` is in the layout, in every detail.
-    init?(_ blob: UnsafeRawBufferPointer) {
-        self.blob = blob
+    init?(_ blob: UnsafeRawBufferPointer, maximumDepth: Int) {
         let size = blob.count
         guard size >= 8 + 1 + 32, blob.prefix(8).elementsEqual("bplist00".utf8) else { return nil }
         let trailer = size - 32
@@ -92,51 +99,146 @@ private struct FlatLayout {
         let objects = Self.bigEndian(blob, trailer + 8, 8)
         let top = Self.bigEndian(blob, trailer + 16, 8)
         let table = Self.bigEndian(blob, trailer + 24, 8)
-        guard objects >= 1, objects % 2 == 1, objects * UInt64(offsetSize) <= UInt64(trailer), top == 0,
-            table == UInt64(trailer) - objects * UInt64(offsetSize)
+        guard objects >= 1, objects * UInt64(offsetSize) <= UInt64(trailer), top == 0,
+            table == UInt64(trailer) - objects * UInt64(offsetSize),
+            referenceSize == BinaryPropertyListWriter.byteWidth(of: objects - 1)
         else { return nil }
-        let count = Int(objects / 2)
-        let tableOffset = Int(table)
-        guard referenceSize == BinaryPropertyListWriter.byteWidth(of: objects - 1) else { return nil }
-        let offset = { (index: Int) in Self.offset(blob, tableOffset, offsetSize, index) }
-        guard offset(0) == 8, let header = Self.header(blob, at: 8, marker: 0xD0, end: tableOffset), header.count == count
-        else { return nil }
-        // The references: 1…n, then n+1…2n.
-        let references = 8 + header.length
-        guard references <= tableOffset, 2 * count <= (tableOffset - references) / referenceSize else { return nil }
-        for index in 0..<(2 * count)
-        where Self.bigEndian(blob, references + index * referenceSize, referenceSize) != UInt64(index + 1) {
-            return nil
-        }
-        let keysStart = references + 2 * count * referenceSize
-        let valuesStart = count == 0 ? tableOffset : offset(count + 1)
-        guard count > 0 || keysStart == tableOffset else { return nil }
-        guard count == 0 || (offset(1) == keysStart && valuesStart > keysStart && valuesStart < tableOffset) else {
-            return nil
-        }
-        guard offsetSize == BinaryPropertyListWriter.byteWidth(of: UInt64(count == 0 ? 8 : offset(2 * count))) else {
-            return nil
-        }
-        // Every object: right after the one before it, in the writer's own form; keys ASCII
-        // and strictly ascending.
-        var previousKey: UnsafeRawBufferPointer?
-        for object in stride(from: 1, through: 2 * count, by: 1) {
-            let start = offset(object)
-            let end = object == 2 * count ? tableOffset : offset(object + 1)
-            guard start < end, end <= tableOffset else { return nil }
-            if object <= count {
-                guard let key = Self.asciiString(blob, at: start, end: end) else { return nil }
-                if let previousKey, !Self.precedes(previousKey, key) { return nil }
-                previousKey = key
-            } else {
-                guard Self.isCanonicalLeaf(blob, at: start, end: end) else { return nil }
-            }
-        }
-        (self.count, self.offsetSize, self.tableOffset) = (count, offsetSize, tableOffset)
-        (self.keysStart, self.valuesStart) = (keysStart, valuesStart)
+        var walker = Walker(
+            blob: blob, objectCount: Int(objects), offsetSize: offsetSize, referenceSize: referenceSize,
+            tableOffset: Int(table), maximumDepth: maximumDepth)
+        guard let root = walker.walkRoot() else { return nil }
+        self.blob = blob
+        (self.offsetSize, self.referenceSize, tableOffset) = (offsetSize, referenceSize, Int(table))
+        (count, keysStart, valuesStart, nestedBefore) = (root.count, root.keysStart, root.valuesStart, root.nestedBefore)
     }
 
-    /// The offset of object `index` (in bounds for `index` ≤ 2n: the table is inside the blob).
+    /// Walks the objects in the order the writer writes them, checking that each is where,
+    /// and numbered as, the writer would put it, in the writer's form.
+    private struct Walker {
+        let blob: UnsafeRawBufferPointer
+        let objectCount: Int
+        let offsetSize: Int
+        let referenceSize: Int
+        let tableOffset: Int
+        let maximumDepth: Int
+        /// The next object number the writer would hand out.
+        var next = 1
+        var maximumOffset = 8
+
+        mutating func walkRoot() -> (count: Int, keysStart: Int, valuesStart: Int, nestedBefore: [Int])? {
+            guard let (keysStart, keys, values) = containerStart(number: 0, at: 8, marker: 0xD0) else { return nil }
+            let count = keys.count
+            guard var position = walkKeys(keys, from: keysStart) else { return nil }
+            let valuesStart = position
+            var nestedBefore: [Int] = []
+            nestedBefore.reserveCapacity(count + 1)
+            for number in values {
+                nestedBefore.append(next - (2 * count + 1))
+                guard let end = walk(number: number, at: position, depth: 2) else { return nil }
+                position = end
+            }
+            nestedBefore.append(next - (2 * count + 1))
+            guard position == tableOffset, next == objectCount,
+                offsetSize == BinaryPropertyListWriter.byteWidth(of: UInt64(maximumOffset))
+            else { return nil }
+            return (count, keysStart, valuesStart, nestedBefore)
+        }
+
+        /// The object numbered `number` at `position`; where it ends.
+        private mutating func walk(number: Int, at position: Int, depth: Int) -> Int? {
+            guard position < tableOffset else { return nil }
+            switch blob[position] >> 4 {
+            case 0xA:
+                guard depth <= maximumDepth, let (start, elements) = arrayStart(number: number, at: position) else {
+                    return nil
+                }
+                var end = start
+                for element in elements {
+                    guard let next = walk(number: element, at: end, depth: depth + 1) else { return nil }
+                    end = next
+                }
+                return end
+            case 0xD:
+                guard depth <= maximumDepth,
+                    let (start, keys, values) = containerStart(number: number, at: position, marker: 0xD0),
+                    var end = walkKeys(keys, from: start)
+                else { return nil }
+                for value in values {
+                    guard let next = walk(number: value, at: end, depth: depth + 1) else { return nil }
+                    end = next
+                }
+                return end
+            default:
+                guard isAt(number, position), let length = WriterLayout.leafLength(blob, at: position, limit: tableOffset)
+                else { return nil }
+                return position + length
+            }
+        }
+
+        /// A dictionary's header and references, checked; where its keys begin and their numbers.
+        private mutating func containerStart(
+            number: Int, at position: Int, marker: UInt8
+        ) -> (start: Int, keys: Range<Int>, values: Range<Int>)? {
+            guard isAt(number, position), let header = WriterLayout.header(blob, at: position, marker: marker, end: tableOffset),
+                let keys = reserve(header.count), let values = reserve(header.count),
+                let start = references(Array(keys) + Array(values), at: position + header.length)
+            else { return nil }
+            return (start, keys, values)
+        }
+
+        /// An array's header and references, checked; where its elements begin and their numbers.
+        private mutating func arrayStart(number: Int, at position: Int) -> (start: Int, elements: Range<Int>)? {
+            guard isAt(number, position), let header = WriterLayout.header(blob, at: position, marker: 0xA0, end: tableOffset),
+                let elements = reserve(header.count), let start = references(Array(elements), at: position + header.length)
+            else { return nil }
+            return (start, elements)
+        }
+
+        /// ASCII keys, strictly ascending, one after the other from `start`; where they end.
+        private mutating func walkKeys(_ keys: Range<Int>, from start: Int) -> Int? {
+            var position = start
+            var previous: UnsafeRawBufferPointer?
+            for number in keys {
+                guard isAt(number, position),
+                    let header = WriterLayout.header(blob, at: position, marker: 0x50, end: tableOffset),
+                    header.count <= tableOffset - position - header.length,
+                    let key = WriterLayout.asciiString(blob, at: position, end: position + header.length + header.count)
+                else { return nil }
+                if let previous, !WriterLayout.precedes(previous, key) { return nil }
+                previous = key
+                position += header.length + header.count
+            }
+            return position
+        }
+
+        /// Hands out `count` object numbers, as the writer does.
+        private mutating func reserve(_ count: Int) -> Range<Int>? {
+            guard count <= objectCount - next else { return nil }
+            defer { next += count }
+            return next..<(next + count)
+        }
+
+        /// Checks that the references at `start` are `numbers`; where they end.
+        private func references(_ numbers: [Int], at start: Int) -> Int? {
+            guard start <= tableOffset, numbers.count <= (tableOffset - start) / referenceSize else { return nil }
+            for (index, number) in numbers.enumerated()
+            where WriterLayout.bigEndian(blob, start + index * referenceSize, referenceSize) != UInt64(number) {
+                return nil
+            }
+            return start + numbers.count * referenceSize
+        }
+
+        /// Whether the offset table puts object `number` at `position`.
+        private mutating func isAt(_ number: Int, _ position: Int) -> Bool {
+            guard number < objectCount, WriterLayout.offset(blob, tableOffset, offsetSize, number) == position else {
+                return false
+            }
+            maximumOffset = max(maximumOffset, position)
+            return true
+        }
+    }
+
+    /// The offset of object `index` (in bounds for `index` < the object count).
     private func offset(_ index: Int) -> Int { Self.offset(blob, tableOffset, offsetSize, index) }
 
     private static func offset(_ blob: UnsafeRawBufferPointer, _ table: Int, _ width: Int, _ index: Int) -> Int {
@@ -149,7 +251,9 @@ private struct FlatLayout {
     private func valueStart(_ index: Int) -> Int { index < count ? offset(1 + count + index) : tableOffset }
 
     /// The blob with the key of `keyObject` (its object's bytes) set to `value` (the
-    /// value object's bytes; `nil` removes the key). `nil` if `keyObject` is not ASCII.
+    /// value object's bytes, an object that refers to no other; `nil` removes the key).
+    /// `nil` if `keyObject` is not ASCII, or if the nested objects that remain would need
+    /// wider or narrower references than now.
     func splice(
         keyObject: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?, limit: Int
     ) throws(BinaryPropertyListError) -> [UInt8]? {
@@ -166,21 +270,37 @@ private struct FlatLayout {
         if value == nil && !found { return Array(blob) }
 
         // What goes where: each part (keys, values) keeps its objects before `position`, gets
-        // the new object (if any), then keeps its objects from its suffix index on.
+        // the new object (if any), then keeps its objects from its suffix index on. Nested
+        // objects keep their order; those of a replaced or removed value go.
         let newCount = count + (value != nil && !found ? 1 : 0) - (value == nil ? 1 : 0)
         let insertedKey = value != nil && !found ? keyObject : nil
         let keysSuffix = value == nil ? position + 1 : position
         let valuesSuffix = found ? position + 1 : position
+        let removedNested = found ? nestedBefore[position + 1] - nestedBefore[position] : 0
+        let keptNested = nestedBefore[count] - removedNested
+        let referenceSize = BinaryPropertyListWriter.byteWidth(of: UInt64(2 * newCount + keptNested))
+        // Nested containers are copied as they are: their references must keep their width.
+        guard keptNested == 0 || referenceSize == self.referenceSize else { return nil }
         let header = Self.headerBytes(marker: 0xD0, count: newCount)
-        let referenceSize = BinaryPropertyListWriter.byteWidth(of: UInt64(2 * newCount))
         let newKeysStart = 8 + header.count + 2 * newCount * referenceSize
         var offsets = [8]
-        offsets.reserveCapacity(2 * newCount + 1)
+        offsets.reserveCapacity(2 * newCount + 1 + keptNested)
         let newValuesStart = appendOffsets(
             &offsets, of: keyStart, from: newKeysStart, old: keysStart, position, insertedKey?.count, keysSuffix)
         let newTable = appendOffsets(
             &offsets, of: valueStart, from: newValuesStart, old: valuesStart, position, value?.count, valuesSuffix)
-        let offsetSize = BinaryPropertyListWriter.byteWidth(of: UInt64(offsets.last!))
+        // The values before the edit, and those after it, each move as one block of bytes
+        // and one block of object numbers.
+        let before = Shift(
+            bytes: newValuesStart - valuesStart, numbers: 2 * (newCount - count),
+            values: 0..<position, nested: nestedNumbers(0..<position))
+        let after = Shift(
+            bytes: newTable - tableOffset, numbers: 2 * (newCount - count) - removedNested,
+            values: valuesSuffix..<count, nested: nestedNumbers(valuesSuffix..<count))
+        for shift in [before, after] {
+            for number in shift.nested { offsets.append(offset(number) + shift.bytes) }
+        }
+        let offsetSize = BinaryPropertyListWriter.byteWidth(of: UInt64(offsets.max()!))
         let total = newTable + offsets.count * offsetSize + 32
         guard total <= limit else { throw .tooLarge(size: total, limit: limit) }
 
@@ -197,6 +317,7 @@ private struct FlatLayout {
             output.append(UnsafeRawBufferPointer(rebasing: blob[valuesStart..<valueStart(position)]))
             if let value { output.append(value) }
             output.append(UnsafeRawBufferPointer(rebasing: blob[valueStart(valuesSuffix)..<tableOffset]))
+            for shift in [before, after] { renumber(shift, in: &output) }
             for offset in offsets { output.appendBigEndian(UInt64(offset), width: offsetSize) }
             output.append([0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(referenceSize)])
             output.appendBigEndian(UInt64(offsets.count), width: 8)
@@ -204,6 +325,40 @@ private struct FlatLayout {
             output.appendBigEndian(UInt64(newTable), width: 8)
             precondition(output.position == total, "a splice wrote other than it measured")
             initialized = total
+        }
+    }
+
+    /// How a block of root values (and their nested objects) moves.
+    private struct Shift {
+        var bytes: Int
+        var numbers: Int
+        var values: Range<Int>
+        var nested: Range<Int>
+    }
+
+    /// The numbers of the nested objects of root values `values`.
+    private func nestedNumbers(_ values: Range<Int>) -> Range<Int> {
+        let base = 2 * count + 1
+        return (base + nestedBefore[values.lowerBound])..<(base + nestedBefore[values.upperBound])
+    }
+
+    /// Adds `shift.numbers` to every reference of the containers in the block, in `output`
+    /// (where the block lies `shift.bytes` from its old place).
+    private func renumber(_ shift: Shift, in output: inout Output) {
+        guard shift.numbers != 0, !shift.nested.isEmpty else { return }
+        let containers = shift.values.lazy.map { 1 + count + $0 }
+        for number in Array(containers) + Array(shift.nested) {
+            let start = offset(number)
+            let marker = blob[start] & 0xF0
+            guard marker == 0xA0 || marker == 0xD0,
+                let header = Self.header(blob, at: start, marker: marker, end: tableOffset)
+            else { continue }
+            let references = start + header.length
+            for index in 0..<(marker == 0xD0 ? 2 * header.count : header.count) {
+                let at = references + index * referenceSize
+                let renumbered = Int(Self.bigEndian(blob, at, referenceSize)) + shift.numbers
+                output.store(UInt64(renumbered), width: referenceSize, at: at + shift.bytes)
+            }
         }
     }
 
@@ -270,6 +425,28 @@ private struct FlatLayout {
         else { return nil }
         let characters = UnsafeRawBufferPointer(rebasing: blob[(start + header.length)..<end])
         return BinaryPropertyListReader.isASCII(characters) ? characters : nil
+    }
+
+    /// The length of the object at `start` that refers to no other, when it is in the form
+    /// the writer gives it and ends by `limit`.
+    static func leafLength(_ blob: UnsafeRawBufferPointer, at start: Int, limit: Int) -> Int? {
+        guard start < limit else { return nil }
+        let marker = blob[start]
+        let length: Int
+        switch marker >> 4 {
+        case 0x0, 0xA, 0xD: length = 1
+        case 0x1: length = marker == 0x14 ? 17 : 1 + (1 << Int(min(marker & 0x0F, 3)))
+        case 0x2, 0x3: length = 9
+        case 0x4, 0x5:
+            guard let header = header(blob, at: start, marker: marker & 0xF0, end: limit) else { return nil }
+            length = header.length + header.count
+        case 0x6:
+            guard let header = header(blob, at: start, marker: 0x60, end: limit) else { return nil }
+            length = header.length + 2 * header.count
+        default: return nil
+        }
+        guard length <= limit - start, isCanonicalLeaf(blob, at: start, end: start + length) else { return nil }
+        return length
     }
 
     /// Whether `start..<end` is exactly one object that refers to no other, in the form the
@@ -352,6 +529,14 @@ private struct Output {
         for byte in bytes {
             base.storeBytes(of: byte, toByteOffset: position, as: UInt8.self)
             position += 1
+        }
+    }
+
+    /// Overwrites `width` bytes at `position` (already written) with `value`, big-endian.
+    func store(_ value: UInt64, width: Int, at position: Int) {
+        for index in 0..<width {
+            let shift = 8 * (width - 1 - index)
+            base.storeBytes(of: UInt8(truncatingIfNeeded: value >> shift), toByteOffset: position + index, as: UInt8.self)
         }
     }
 
