@@ -34,10 +34,13 @@ public enum BinaryPropertyListCoding {
         _ data: Data,
         maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        // By length first, before anything is copied.
-        if data.count > maximumSize { throw .tooLarge(size: data.count, limit: maximumSize) }
-        var bytes = Array(data)
-        defer { Wipe.bytes(&bytes) }
-        return try BinaryPropertyList.entries(of: bytes, limits: PropertyListLimits(maximumSize: maximumSize))
+        // Read in place (the size limit is checked first, as ever): no copy of the secret
+        // bytes is made, so none is left to wipe.
+        let result: Result<[String: PropertyListValue], SecureDictionaryError> = data.withUnsafeBytes { bytes in
+            Result { () throws(SecureDictionaryError) in
+                try BinaryPropertyList.entries(of: bytes, limits: PropertyListLimits(maximumSize: maximumSize))
+            }
+        }
+        return try result.get()
     }
 }

@@ -76,6 +76,17 @@ enum BinaryPropertyList {
         }
     }
 
+    /// ``decode(_:limits:)-(UnsafeRawBufferPointer,_)`` with the library's error type.
+    static func entries(
+        of bytes: UnsafeRawBufferPointer, limits: PropertyListLimits
+    ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
+        do throws(BinaryPropertyListError) {
+            return try decode(bytes, limits: limits)
+        } catch {
+            throw SecureDictionaryError(error)
+        }
+    }
+
     /// ``encode(_:limits:)`` with the library's error type.
     static func blob(of entries: [String: PropertyListValue], limits: PropertyListLimits) throws(SecureDictionaryError) -> [UInt8]
     {
