@@ -9,13 +9,46 @@
 /// Every read is bounds-checked against the object area first (`requireBytes`,
 /// `countAndStart`); the loads themselves are then unchecked, and unaligned.
 extension BinaryPropertyListReader {
-    /// Decodes the scalar at `offset` whose marker byte is `marker`.
+    /// Decodes the scalar at `offset` whose marker byte is `marker`. The common ones are read
+    /// here, inlined in the caller; ``otherScalar(marker:offset:)`` reads the rest.
+    @inline(__always)
     func scalar(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
         switch marker {
         case 0x08:
             return .bool(false)
         case 0x09:
             return .bool(true)
+        case 0x10:
+            try requireBytes(1, at: offset + 1)
+            return .integer(Int(byte(at: offset + 1)))
+        case 0x11:
+            try requireBytes(2, at: offset + 1)
+            return .integer(Int(unsigned(at: offset + 1, size: 2)))
+        case 0x12:
+            try requireBytes(4, at: offset + 1)
+            return .integer(Int(unsigned(at: offset + 1, size: 4)))
+        case 0x13:
+            try requireBytes(8, at: offset + 1)
+            return .integer(Int(truncatingIfNeeded: Int64(bitPattern: unsigned(at: offset + 1, size: 8))))
+        case 0x23:
+            try requireBytes(8, at: offset + 1)
+            return .real(Double(bitPattern: unsigned(at: offset + 1, size: 8)))
+        case 0x33:
+            try requireBytes(8, at: offset + 1)
+            let seconds = Double(bitPattern: unsigned(at: offset + 1, size: 8))
+            return .date(Date(timeIntervalSinceReferenceDate: seconds))
+        case 0x50...0x5E:
+            let count = Int(marker & 0x0F)
+            try requireBytes(count, at: offset + 1)
+            return .string(try shortASCIIString(count: count, at: offset + 1))
+        default:
+            return try otherScalar(marker: marker, offset: offset)
+        }
+    }
+
+    /// ``scalar(marker:offset:)`` for the less common types, and the rejected ones.
+    private func otherScalar(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+        switch marker {
         case 0x10...0x14:
             return try integer(marker: marker, offset: offset)
         case 0x22:
@@ -75,15 +108,41 @@ extension BinaryPropertyListReader {
     /// A 0x5n string: one byte per character, each below 0x80.
     func asciiString(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> String {
         let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
-        guard count > 0 else { return "" }
+        if count <= 15 { return try shortASCIIString(count: count, at: start) }
         let source = UnsafeRawBufferPointer(start: base + start, count: count)
         guard Self.isASCII(source) else {
             throw .corrupt(reason: "non-ASCII byte in an ASCII string")
         }
-        return String(unsafeUninitializedCapacity: count) { destination in
-            UnsafeMutableRawBufferPointer(destination).copyMemory(from: source)
-            return count
+        return String(decoding: source.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+    }
+
+    /// The ASCII string of `count` (0 to 15) bytes at `start`; the caller checked bounds.
+    ///
+    /// The bytes are read as at most two 8-byte words, the second one ending where the string
+    /// ends, so it may start before the string: every object starts past the 8-byte header,
+    /// so that read never leaves the blob (checked all the same).
+    @inline(__always)
+    func shortASCIIString(count: Int, at start: Int) throws(BinaryPropertyListError) -> String {
+        guard count > 0 else { return "" }
+        guard start + count >= 8 else {
+            let source = UnsafeRawBufferPointer(start: base + start, count: count)
+            guard Self.isASCII(source) else { throw .corrupt(reason: "non-ASCII byte in an ASCII string") }
+            return String(decoding: source, as: UTF8.self)
         }
+        let last = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: start + count - 8, as: UInt64.self))
+        let leading: UInt64
+        let trailing: UInt64
+        if count <= 8 {
+            leading = last >> (8 * (8 - count))
+            trailing = 0
+        } else {
+            leading = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: start, as: UInt64.self))
+            trailing = last >> (8 * (16 - count))
+        }
+        guard (leading | trailing) & 0x8080_8080_8080_8080 == 0 else {
+            throw .corrupt(reason: "non-ASCII byte in an ASCII string")
+        }
+        return String(decoding: UnsafeRawBufferPointer(start: base + start, count: count), as: UTF8.self)
     }
 
     /// A 0x6n string: UTF-16 big-endian code units, transcoded here to UTF-8. An unpaired

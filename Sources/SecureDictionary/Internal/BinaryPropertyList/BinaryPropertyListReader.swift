@@ -20,7 +20,7 @@
 /// 4. Only the types a ``PropertyListValue`` can hold are accepted: null, fill, UIDs, sets,
 ///    non-string keys, duplicate keys and keyed archives (`$archiver` with `$objects`) are
 ///    corrupt. Error reasons are fixed texts: they never quote the input.
-struct BinaryPropertyListReader {
+struct BinaryPropertyListReader: ~Copyable {
     /// Start of the blob; valid for the reader's lifetime (the caller's buffer).
     let base: UnsafeRawPointer
     /// Offset of the offset table, which is also where the object area ends.
@@ -31,8 +31,10 @@ struct BinaryPropertyListReader {
     let topObject: Int
     let maximumDepth: Int
     /// Per object: `unseen`, `containerSeen`, `scalarSeen`, or the index of its decoded value
-    /// in `scalars`. A scalar is cached on its second use only: most are used once.
-    private var states: [Int32]
+    /// in `scalars`. A scalar is cached on its second use only: most are used once. Owned by
+    /// the reader (which is why it is not copyable) and freed in `deinit`; it holds no input
+    /// bytes.
+    private let states: UnsafeMutablePointer<Int32>
     private var scalars: [PropertyListValue] = []
     /// Element slots containers may still reserve before reading their elements, for the
     /// whole decode: a count read from the input is only a claim. See ``reservation(for:)``.
@@ -95,8 +97,13 @@ struct BinaryPropertyListReader {
         self.objectCount = Int(objectCount)
         self.topObject = Int(topObject)
         self.maximumDepth = maximumDepth
-        self.states = [Int32](repeating: Self.unseen, count: Int(objectCount))
         self.reservationBudget = Swift.max(Self.minimumReservationBudget, Int(tableOffset) / Self.bytesPerReservedSlot)
+        self.states = .allocate(capacity: Int(objectCount))
+        self.states.initialize(repeating: Self.unseen, count: Int(objectCount))
+    }
+
+    deinit {
+        states.deallocate()
     }
 
     /// Decodes the whole tree; the top object must be a dictionary.
@@ -114,7 +121,29 @@ struct BinaryPropertyListReader {
     // MARK: Objects
 
     /// The value of object `index`, a container at nesting level `depth` if it is one.
+    ///
+    /// The common case, a scalar used once, is read here, inlined in the containers' loops;
+    /// ``sharedOrContainerValue(at:depth:)`` reads the others.
+    @inline(__always)
     private mutating func value(at index: Int, depth: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+        if states[index] == Self.unseen {
+            let offset = try objectOffset(index)
+            let marker = byte(at: offset)
+            let type = marker & 0xF0
+            if type != 0xA0, type != 0xD0 {
+                let scalar = try scalar(marker: marker, offset: offset)
+                states[index] = Self.scalarSeen
+                return scalar
+            }
+        }
+        return try sharedOrContainerValue(at: index, depth: depth)
+    }
+
+    /// ``value(at:depth:)`` for a container, and for a scalar seen before.
+    @inline(never)
+    private mutating func sharedOrContainerValue(
+        at index: Int, depth: Int
+    ) throws(BinaryPropertyListError) -> PropertyListValue {
         let state = states[index]
         if state >= 0 { return scalars[Int(state)] }
         guard state != Self.containerSeen else {
@@ -137,8 +166,30 @@ struct BinaryPropertyListReader {
     }
 
     /// The string of object `index`, which must be a string: it is a dictionary key.
-    private mutating func key(at index: Int) throws(BinaryPropertyListError) -> String {
-        let state = states[index]
+    /// `startsWithDollar` tells whether its first character is "$" (keyed archives' keys are).
+    @inline(__always)
+    private mutating func key(at index: Int) throws(BinaryPropertyListError) -> (key: String, startsWithDollar: Bool) {
+        if let key = try unseenShortKey(at: index) { return key }
+        let key = try anyKey(at: index, state: states[index])
+        return (key, key.utf8.first == UInt8(ascii: "$"))
+    }
+
+    /// The common key, a short ASCII string used once; `nil` for any other object.
+    @inline(__always)
+    private func unseenShortKey(at index: Int) throws(BinaryPropertyListError) -> (key: String, startsWithDollar: Bool)? {
+        guard states[index] == Self.unseen else { return nil }
+        let offset = try objectOffset(index)
+        let marker = byte(at: offset)
+        guard marker & 0xF0 == 0x50, marker != 0x5F else { return nil }
+        let count = Int(marker & 0x0F)
+        try requireBytes(count, at: offset + 1)
+        let key = try shortASCIIString(count: count, at: offset + 1)
+        states[index] = Self.scalarSeen
+        return (key, count > 0 && byte(at: offset + 1) == UInt8(ascii: "$"))
+    }
+
+    /// ``key(at:)`` for every other case: a shared key, a long or UTF-16 one, or not a string.
+    private mutating func anyKey(at index: Int, state: Int32) throws(BinaryPropertyListError) -> String {
         if state >= 0, case .string(let key) = scalars[Int(state)] { return key }
         guard state == Self.unseen || state == Self.scalarSeen else {
             throw .corrupt(reason: "dictionary key is not a string")
@@ -195,26 +246,35 @@ struct BinaryPropertyListReader {
         let valuesStart = start + count * objectRefSize
         var hasDollarKey = false
         for entry in 0..<count {
-            let key = try key(at: reference(at: start + entry * objectRefSize))
-            hasDollarKey = hasDollarKey || key.utf8.first == UInt8(ascii: "$")
+            let (key, startsWithDollar) = try key(at: reference(at: start + entry * objectRefSize))
+            hasDollarKey = hasDollarKey || startsWithDollar
             entries[key] = try value(at: reference(at: valuesStart + entry * objectRefSize), depth: depth + 1)
             guard entries.count == entry + 1 else {
-                // Two keys Swift holds equal: the same bytes, or canonically equivalent
-                // (é as U+00E9 and as e + U+0301). Keeping one would drop the other's value.
-                var earlier = 0
-                for index in 0..<entry where try self.key(at: reference(at: start + index * objectRefSize)) == key {
-                    earlier = index
-                    break
-                }
-                throw .corrupt(
-                    reason: "duplicate key: entries \(earlier + 1) and \(entry + 1) of a dictionary at depth \(depth) "
-                        + "have keys that Swift treats as equal (the same text, or canonically equivalent Unicode)")
+                throw try duplicateKey(entry: entry, keysStart: start, depth: depth)
             }
         }
         if hasDollarKey, entries["$archiver"] != nil, entries["$objects"] != nil {
             throw .corrupt(reason: "keyed archives are not supported")
         }
         return entries
+    }
+
+    /// The error for entry `entry` of the dictionary whose key references start at `keysStart`,
+    /// whose key equals an earlier one (its key is read again: it was moved into the result).
+    /// Two keys Swift holds equal: the same bytes, or canonically equivalent (é as U+00E9 and
+    /// as e + U+0301). Keeping one would drop the other's value.
+    private mutating func duplicateKey(
+        entry: Int, keysStart: Int, depth: Int
+    ) throws(BinaryPropertyListError) -> BinaryPropertyListError {
+        let key = try self.key(at: reference(at: keysStart + entry * objectRefSize)).key
+        var earlier = 0
+        for index in 0..<entry where try self.key(at: reference(at: keysStart + index * objectRefSize)).key == key {
+            earlier = index
+            break
+        }
+        return .corrupt(
+            reason: "duplicate key: entries \(earlier + 1) and \(entry + 1) of a dictionary at depth \(depth) "
+                + "have keys that Swift treats as equal (the same text, or canonically equivalent Unicode)")
     }
 
     /// The capacity to reserve for a container that claims `count` elements, taken from the
