@@ -181,7 +181,7 @@ private struct WriterLayout {
         ) -> (start: Int, keys: Range<Int>, values: Range<Int>)? {
             guard isAt(number, position), let header = WriterLayout.header(blob, at: position, marker: marker, end: tableOffset),
                 let keys = reserve(header.count), let values = reserve(header.count),
-                let start = references(Array(keys) + Array(values), at: position + header.length)
+                let start = references(keys, then: values, at: position + header.length)
             else { return nil }
             return (start, keys, values)
         }
@@ -189,7 +189,7 @@ private struct WriterLayout {
         /// An array's header and references, checked; where its elements begin and their numbers.
         private mutating func arrayStart(number: Int, at position: Int) -> (start: Int, elements: Range<Int>)? {
             guard isAt(number, position), let header = WriterLayout.header(blob, at: position, marker: 0xA0, end: tableOffset),
-                let elements = reserve(header.count), let start = references(Array(elements), at: position + header.length)
+                let elements = reserve(header.count), let start = references(elements, at: position + header.length)
             else { return nil }
             return (start, elements)
         }
@@ -218,14 +218,18 @@ private struct WriterLayout {
             return next..<(next + count)
         }
 
-        /// Checks that the references at `start` are `numbers`; where they end.
-        private func references(_ numbers: [Int], at start: Int) -> Int? {
-            guard start <= tableOffset, numbers.count <= (tableOffset - start) / referenceSize else { return nil }
-            for (index, number) in numbers.enumerated()
-            where WriterLayout.bigEndian(blob, start + index * referenceSize, referenceSize) != UInt64(number) {
-                return nil
+        /// Checks that the references at `start` are `numbers`, then `more`; where they end.
+        private func references(_ numbers: Range<Int>, then more: Range<Int> = 0..<0, at start: Int) -> Int? {
+            let count = numbers.count + more.count
+            guard start <= tableOffset, count <= (tableOffset - start) / referenceSize else { return nil }
+            var position = start
+            for number in numbers where WriterLayout.bigEndian(blob, position, referenceSize) == UInt64(number) {
+                position += referenceSize
             }
-            return start + numbers.count * referenceSize
+            for number in more where WriterLayout.bigEndian(blob, position, referenceSize) == UInt64(number) {
+                position += referenceSize
+            }
+            return position == start + count * referenceSize ? position : nil
         }
 
         /// Whether the offset table puts object `number` at `position`.
@@ -346,19 +350,22 @@ private struct WriterLayout {
     /// (where the block lies `shift.bytes` from its old place).
     private func renumber(_ shift: Shift, in output: inout Output) {
         guard shift.numbers != 0, !shift.nested.isEmpty else { return }
-        let containers = shift.values.lazy.map { 1 + count + $0 }
-        for number in Array(containers) + Array(shift.nested) {
-            let start = offset(number)
-            let marker = blob[start] & 0xF0
-            guard marker == 0xA0 || marker == 0xD0,
-                let header = Self.header(blob, at: start, marker: marker, end: tableOffset)
-            else { continue }
-            let references = start + header.length
-            for index in 0..<(marker == 0xD0 ? 2 * header.count : header.count) {
-                let at = references + index * referenceSize
-                let renumbered = Int(Self.bigEndian(blob, at, referenceSize)) + shift.numbers
-                output.store(UInt64(renumbered), width: referenceSize, at: at + shift.bytes)
-            }
+        for value in shift.values { renumber(object: 1 + count + value, shift, in: &output) }
+        for number in shift.nested { renumber(object: number, shift, in: &output) }
+    }
+
+    /// ``renumber(_:in:)`` for one object: nothing unless it is a container.
+    private func renumber(object number: Int, _ shift: Shift, in output: inout Output) {
+        let start = offset(number)
+        let marker = blob[start] & 0xF0
+        guard marker == 0xA0 || marker == 0xD0,
+            let header = Self.header(blob, at: start, marker: marker, end: tableOffset)
+        else { return }
+        let references = start + header.length
+        for index in 0..<(marker == 0xD0 ? 2 * header.count : header.count) {
+            let at = references + index * referenceSize
+            let renumbered = Int(Self.bigEndian(blob, at, referenceSize)) + shift.numbers
+            output.store(UInt64(renumbered), width: referenceSize, at: at + shift.bytes)
         }
     }
 
