@@ -285,7 +285,7 @@ final class Benchmark {
             TargetRow(
                 id: "init-1000", operation: "init (load + decode), 1,000 entries", unit: .seconds,
                 library: library, baselineName: "raw lookup of the same blob", baseline: baseline,
-                kind: .atMost, target: 1.3, blobBytes: blob.count))
+                kind: .atMost, target: 1.15, blobBytes: blob.count))
         try cleanUp(name)
     }
 
