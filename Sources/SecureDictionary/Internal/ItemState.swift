@@ -53,11 +53,11 @@ enum MutationFailure<BodyError: Error>: Error {
 ///    wiped and the change is applied to what the check read. After a check that found the
 ///    cache stale (another writer is active), the next write does not speculate.
 /// 8. A one-key change (``KeyEdit``) needs no encode at all when the stored blob is in the
-///    layout the splice supports (what SecureDictionary wrote, ASCII keys): its blob is spliced from the
-///    blob the check read, whether that was the cache's or another writer's, with a few bulk
-///    copies. Whether the last splice worked decides whether the next one-key change
-///    speculates instead (rule 7), so a dictionary the splice cannot handle writes as fast as
-///    before it existed.
+///    layout the splice supports (what SecureDictionary wrote, ASCII keys): its blob is
+///    spliced from the blob the check read, whether that was the cache's or another writer's,
+///    with a few bulk copies. Whether the last splice worked decides whether the next one-key
+///    change speculates instead (rule 7), so a dictionary the splice cannot handle writes as
+///    fast as before it existed.
 final class ItemState: Sendable {
     enum Cache {
         case unloaded
