@@ -74,6 +74,13 @@ struct BinaryPropertyListSpliceTests {
             + [0, 0, 0, 0, 0, 0, 1, 1] + Self.bigEndian(3) + Self.bigEndian(0) + Self.bigEndian(16)
         #expect(try BinaryPropertyList.decode(wide, limits: .default) == ["a": 5])
         #expect(try splice(wide, "b", 2) == nil)
+        // A trailer whose unused bytes are not zero: a copy of it (removing an absent key)
+        // would differ from the full encode (found by a second implementation's tests).
+        var unusedByte = stored
+        unusedByte[unusedByte.count - 32 + 5] = 1
+        #expect(try BinaryPropertyList.decode(unusedByte, limits: .default) == flat)
+        #expect(try splice(unusedByte, "absent", nil) == nil)
+        #expect(try splice(unusedByte, "c", 2) == nil)
         #expect(try splice(Array("bplist00".utf8), "a", 1) == nil)
         #expect(try splice([], "a", 1) == nil)
     }
@@ -94,6 +101,11 @@ struct BinaryPropertyListSpliceTests {
         #expect(try BinaryPropertyListSplice.blob(editing: stored, key: "b", value: grown["b"], limits: atTheLimit) != nil)
         #expect(throws: BinaryPropertyListError.self) {
             try BinaryPropertyListSplice.blob(editing: stored, key: "b", value: .unsignedInteger(1), limits: .default)
+        }
+        // Removing an absent key gives the stored blob again, judged by the same limit.
+        let belowStored = PropertyListLimits(maximumSize: stored.count - 1)
+        #expect(throws: BinaryPropertyListError.tooLarge(size: stored.count, limit: stored.count - 1)) {
+            try BinaryPropertyListSplice.blob(editing: stored, key: "absent", value: nil, limits: belowStored)
         }
     }
 

@@ -93,6 +93,9 @@ private struct WriterLayout {
         let size = blob.count
         guard size >= 8 + 1 + 32, blob.prefix(8).elementsEqual("bplist00".utf8) else { return nil }
         let trailer = size - 32
+        // The writer leaves the trailer's first six bytes zero (a copy of the blob must be
+        // what it writes, byte for byte).
+        guard blob[trailer..<(trailer + 6)].allSatisfy({ $0 == 0 }) else { return nil }
         let offsetSize = Int(blob[trailer + 6])
         let referenceSize = Int(blob[trailer + 7])
         guard [1, 2, 4, 8].contains(offsetSize), [1, 2, 4, 8].contains(referenceSize) else { return nil }
@@ -271,7 +274,10 @@ private struct WriterLayout {
         }
         let position = low
         let found = position < count && self.key(position).elementsEqual(key)
-        if value == nil && !found { return Array(blob) }
+        if value == nil && !found {
+            guard blob.count <= limit else { throw .tooLarge(size: blob.count, limit: limit) }
+            return Array(blob)
+        }
 
         // What goes where: each part (keys, values) keeps its objects before `position`, gets
         // the new object (if any), then keeps its objects from its suffix index on. Nested
