@@ -1,7 +1,9 @@
 import Foundation
 
 /// The growth chart: two log-log panels (entries; size of one value), each with the
-/// SecureDictionary mutation and load next to raw libsecret's store and lookup of the same blob.
+/// SecureDictionary mutation and load next to raw libsecret's store and lookup of the same blob;
+/// below them, when the run measured them, bars for the whole operations that have no growth
+/// series (a mutation after idle, the command-line tool against `secret-tool`).
 enum GrowthChart {
     private struct Line: Sendable {
         let label: String
@@ -26,9 +28,14 @@ enum GrowthChart {
         },
     ]
 
+    /// The rows drawn as bars, in this order.
+    private static let barRows = ["mutation-idle", "cli-read", "cli-write", "cli-help"]
+
     static func svg(_ report: Report) -> String {
         let width = 1000.0
-        let height = 560.0
+        let bars = barRows.compactMap { id in report.rows.first { $0.id == id && $0.unit == .seconds } }
+        let barsTop = 520.0
+        let height = bars.isEmpty ? 560.0 : barsTop + 30 + 52 * Double(bars.count) + 60
         let panelTop = 96.0
         let panelHeight = 330.0
         let panelWidth = 380.0
@@ -70,6 +77,8 @@ enum GrowthChart {
             }
         }
 
+        svg += barPanel(bars, top: barsTop, width: width)
+
         if let machine = report.machine {
             let samples = report.notes.first { $0.hasPrefix("growth:") } ?? ""
             svg +=
@@ -84,6 +93,39 @@ enum GrowthChart {
                 + "</text>\n"
         }
         svg += "</svg>\n"
+        return svg
+    }
+
+    /// One pair of bars per row, SecureDictionary over its baseline, on one linear scale.
+    private static func barPanel(_ rows: [TargetRow], top: Double, width: Double) -> String {
+        guard !rows.isEmpty else { return "" }
+        let barLeft = 420.0
+        let barWidth = width - barLeft - 110
+        let scale = barWidth / (rows.flatMap { [$0.library.median, $0.baseline.median] }.max() ?? 1)
+        var svg =
+            "<text x=\"\(width / 2)\" y=\"\(top)\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">"
+            + "Whole operations against their baseline (median time, linear)</text>\n"
+        for (index, row) in rows.enumerated() {
+            let y = top + 24 + 52 * Double(index)
+            svg +=
+                "<text x=\"\(barLeft - 10)\" y=\"\(Format.fixed(y + 12.5, 1))\" text-anchor=\"end\">"
+                + escape(row.operation.replacingOccurrences(of: "`", with: "")) + "</text>\n"
+            svg +=
+                "<text x=\"\(barLeft - 10)\" y=\"\(Format.fixed(y + 32.5, 1))\" text-anchor=\"end\" font-size=\"12\" fill=\"#666\">"
+                + escape("vs " + row.baselineName.replacingOccurrences(of: "`", with: "")) + "</text>\n"
+            let pairs = [(row.library.median, false), (row.baseline.median, true)]
+            for (offset, (seconds, isBaseline)) in pairs.enumerated() {
+                let barY = y + 20 * Double(offset)
+                let length = max(1, seconds * scale)
+                let color = isBaseline ? "#888888" : "#1f5fa8"
+                svg +=
+                    "<rect x=\"\(barLeft)\" y=\"\(Format.fixed(barY, 1))\" width=\"\(Format.fixed(length, 1))\" height=\"16\" "
+                    + "fill=\"\(isBaseline ? "white" : color)\" stroke=\"\(color)\" stroke-width=\"1.5\"/>\n"
+                svg +=
+                    "<text x=\"\(Format.fixed(barLeft + length + 6, 1))\" y=\"\(Format.fixed(barY + 12.5, 1))\" font-size=\"12\" fill=\"#333\">"
+                    + escape(milliseconds(seconds * 1000)) + "</text>\n"
+            }
+        }
         return svg
     }
 
