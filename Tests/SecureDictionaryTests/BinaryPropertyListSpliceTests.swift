@@ -81,6 +81,12 @@ struct BinaryPropertyListSpliceTests {
         #expect(try BinaryPropertyList.decode(unusedByte, limits: .default) == flat)
         #expect(try splice(unusedByte, "absent", nil) == nil)
         #expect(try splice(unusedByte, "c", 2) == nil)
+        // A nested dictionary that reads as a keyed archive, which the reader rejects: written
+        // with "$objectz", then made "$objects".
+        var archive = try BinaryPropertyList.encode(["a": ["$archiver": 1, "$objectz": 2], "b": 2], limits: .default)
+        archive[try #require(archive.lastIndex(of: UInt8(ascii: "z")))] = UInt8(ascii: "s")
+        #expect(throws: BinaryPropertyListError.self) { try BinaryPropertyList.decode(archive, limits: .default) }
+        #expect(try splice(archive, "b", 3) == nil)
         #expect(try splice(Array("bplist00".utf8), "a", 1) == nil)
         #expect(try splice([], "a", 1) == nil)
     }
@@ -102,11 +108,11 @@ struct BinaryPropertyListSpliceTests {
         #expect(throws: BinaryPropertyListError.self) {
             try BinaryPropertyListSplice.blob(editing: stored, key: "b", value: .unsignedInteger(1), limits: .default)
         }
-        // Removing an absent key gives the stored blob again, judged by the same limit.
+        // A stored blob over the limit is one the reader rejects: nil, so the full encode
+        // judges (and throws for removing an absent key, which would give the same blob).
         let belowStored = PropertyListLimits(maximumSize: stored.count - 1)
-        #expect(throws: BinaryPropertyListError.tooLarge(size: stored.count, limit: stored.count - 1)) {
-            try BinaryPropertyListSplice.blob(editing: stored, key: "absent", value: nil, limits: belowStored)
-        }
+        #expect(try BinaryPropertyListSplice.blob(editing: stored, key: "absent", value: nil, limits: belowStored) == nil)
+        #expect(try BinaryPropertyListSplice.blob(editing: stored, key: "c", value: 1, limits: belowStored) == nil)
     }
 
     /// Hostile input: whatever the splice accepts must be in the writer's exact layout, so
@@ -135,9 +141,9 @@ struct BinaryPropertyListSpliceTests {
                         editing: blob, key: edit.key, value: edit.value, limits: .default)
                 else { continue }
                 accepted += 1
-                // The library splices only a blob it decoded: one that does not decode is not
-                // a case (the flips that make a nested dictionary read as a keyed archive).
-                guard var decoded = try? BinaryPropertyList.decode(blob, limits: .default) else { continue }
+                // What the splice accepts, the reader decodes (the write path decodes another
+                // writer's blob only after writing the splice).
+                var decoded = try BinaryPropertyList.decode(blob, limits: .default)
                 decoded[edit.key] = edit.value
                 #expect(spliced == (try BinaryPropertyList.encode(decoded, limits: .default)))
             }

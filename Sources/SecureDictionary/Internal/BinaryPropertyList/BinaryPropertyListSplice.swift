@@ -27,6 +27,12 @@
 /// before and after it move as two blocks, and the references inside nested containers are
 /// renumbered. The stored blob is untrusted: every offset is checked against its bounds
 /// before it is read.
+///
+/// A blob the splice accepts is one ``BinaryPropertyListReader`` decodes under the same
+/// limits: the layout walk checks all the reader checks (size, depth, forms, ASCII and UTF-16
+/// strings, no shared objects, no duplicate keys, no dictionary that reads as a keyed
+/// archive). The write path relies on it to decode another writer's blob only after its own
+/// write (``ItemState`` rule 9).
 enum BinaryPropertyListSplice {
     /// `stored` with `key` set to `value` (removed when `value` is `nil`); `nil` when the
     /// splice does not apply. Removing an absent key gives a copy of `stored`.
@@ -44,8 +50,9 @@ enum BinaryPropertyListSplice {
             Wipe.bytes(&valueObject)
         }
         // A key beginning with "$" may make the dictionary read as a keyed archive, which the
-        // full encode rejects: leave that judgement to it.
-        guard key.utf8.allSatisfy({ $0 < 0x80 }), key.utf8.first != UInt8(ascii: "$"),
+        // full encode rejects: leave that judgement to it. A stored blob over the size limit
+        // is one the reader rejects.
+        guard stored.count <= limits.maximumSize, key.utf8.allSatisfy({ $0 < 0x80 }), key.utf8.first != UInt8(ascii: "$"),
             let keyBytes = try BinaryPropertyListWriter.objectBytes(of: .string(key), maximumDepth: limits.maximumDepth)
         else { return nil }
         keyObject = keyBytes
@@ -197,10 +204,12 @@ private struct WriterLayout {
             return (start, elements)
         }
 
-        /// ASCII keys, strictly ascending, one after the other from `start`; where they end.
+        /// ASCII keys, strictly ascending, one after the other from `start`, not those of a
+        /// keyed archive (`$archiver` with `$objects`, which the reader rejects); where they end.
         private mutating func walkKeys(_ keys: Range<Int>, from start: Int) -> Int? {
             var position = start
             var previous: UnsafeRawBufferPointer?
+            var archiveKeys = 0
             for number in keys {
                 guard isAt(number, position),
                     let header = WriterLayout.header(blob, at: position, marker: 0x50, end: tableOffset),
@@ -208,10 +217,13 @@ private struct WriterLayout {
                     let key = WriterLayout.asciiString(blob, at: position, end: position + header.length + header.count)
                 else { return nil }
                 if let previous, !WriterLayout.precedes(previous, key) { return nil }
+                if key.first == UInt8(ascii: "$"), key.elementsEqual("$archiver".utf8) || key.elementsEqual("$objects".utf8) {
+                    archiveKeys += 1
+                }
                 previous = key
                 position += header.length + header.count
             }
-            return position
+            return archiveKeys == 2 ? nil : position
         }
 
         /// Hands out `count` object numbers, as the writer does.
