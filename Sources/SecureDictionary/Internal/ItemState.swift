@@ -58,6 +58,11 @@ enum MutationFailure<BodyError: Error>: Error {
 ///    with a few bulk copies. Whether the last splice worked decides whether the next one-key
 ///    change speculates instead (rule 7), so a dictionary the splice cannot handle writes as
 ///    fast as before it existed.
+/// 9. When the check finds another writer's blob and a one-key change splices it, the blob
+///    is written first and decoded after the writer lock is released: the lock is held for
+///    a read, a splice and a write, as when the cache is current, so writers taking turns
+///    wait for no decode. It is safe because the splice accepts only blobs the reader
+///    decodes (``BinaryPropertyListSplice``), so rule 5 holds: the blob is decoded, later.
 final class ItemState: Sendable {
     enum Cache {
         case unloaded
@@ -212,7 +217,7 @@ final class ItemState: Sendable {
         let speculated = ContinuousClock.now - speculating
         var (locked, check) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
             do throws(SecureDictionaryError) {
-                return try lockedCheck(context.limits, deadline)
+                return try lockedCheck(context.limits, deadline, decodingChanges: edit == nil)
             } catch {
                 speculation?.write.discard()
                 throw error
@@ -225,31 +230,50 @@ final class ItemState: Sendable {
         let waited = (ContinuousClock.now - started) - speculated - (check.finished - check.started)
         let checked = check.finished
 
-        var entries: [String: PropertyListValue]
-        let result: R
+        // The entries written and the body's result; `nil` while another writer's blob waits
+        // to be decoded after the write (rule 9).
+        var applied: (entries: [String: PropertyListValue], result: R)?
         var bytes: [UInt8] = []
         defer { Wipe.bytes(&bytes) }
         let speculationHolds = try MutationFailure<E>.store { () throws(SecureDictionaryError) -> Bool in
             try speculation?.write.moveBlob(into: &bytes, ifStoredIs: check.digest, until: deadline) ?? false
         }
+        let splicesFirst = !speculationHolds && check.entries == nil && edit != nil && check.stored != nil
+        let deferred = try MutationFailure<E>.store { () throws(SecureDictionaryError) -> [UInt8]? in
+            guard splicesFirst, let edit, let stored = check.stored else { return nil }
+            return try edit.splice(stored, limits: context.limits)
+        }
         if let speculation, speculationHolds {
-            (entries, result) = (speculation.write.entries, speculation.result)
+            applied = (speculation.write.entries, speculation.result)
+        } else if let deferred {
+            bytes = deferred
+            lastSpliceWorked.store(true, ordering: .relaxed)
         } else {
-            entries = check.entries
+            var entries = try MutationFailure<E>.store { () throws(SecureDictionaryError) in try decodedEntries(of: check) }
+            let result: R
             do throws(E) { result = try body(&entries) } catch { throw .body(error) }
             bytes = try MutationFailure<E>.store { [entries] () throws(SecureDictionaryError) in
                 guard let edit else { return try BinaryPropertyList.blob(of: entries, limits: context.limits) }
-                let (blob, spliced) = try edit.blob(for: entries, from: check.stored, limits: context.limits)
+                let (blob, spliced) = try edit.blob(
+                    for: entries, from: splicesFirst ? nil : check.stored, limits: context.limits)  // tried above
                 lastSpliceWorked.store(spliced, ordering: .relaxed)
                 return blob
             }
+            applied = (entries, result)
+            check.stored = nil  // wiped now: the store call's own copies are the peak of memory
         }
-        check.stored = nil  // wiped now: the store call's own copies are the peak of memory
         let written = StoredDigest(of: bytes)
-        if written == check.digest { return result }  // the keyring already holds exactly this
+        if written == check.digest {  // the keyring already holds exactly this
+            if let applied { return applied.result }
+            let (entries, result) = try afterDeferredDecode(of: check, context, body)
+            setLoaded(entries, digest: written)
+            return result
+        }
         do throws(SecureDictionaryError) {
             try store.store(bytes, for: item, timeout: try deadline.remainingForCall())
         } catch {
+            // The cache becomes what the check read, as it would have without rule 9.
+            if applied == nil { _ = try? decodedEntries(of: check) }
             if error.leavesWriteOutcomeUnknown { markOutcomeUnknown() }
             context.logger.debug("write failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
             throw .store(error)
@@ -257,6 +281,20 @@ final class ItemState: Sendable {
         // From the check's answer to the write's: the most a writer that does not take the
         // lock can slip in between (the residual window, measured by the reliability suite).
         let window = ContinuousClock.now - checked
+        if applied == nil, locked {
+            // Rule 9: the other writers wait no longer for this one.
+            writerLock?.release()
+            locked = false
+        }
+        let entries: [String: PropertyListValue]
+        let result: R
+        if let applied {
+            (entries, result) = applied
+        } else {
+            (entries, result) = try afterDeferredDecode(of: check, context, body)
+        }
+        assert(
+            edit == nil || KeyEdit.matchesFullEncode(bytes, entries, context.limits), "a splice differs from the full encode")
         setLoaded(entries, digest: written)
         context.logger.trace(
             "stored",
@@ -317,18 +355,48 @@ final class ItemState: Sendable {
         return try body(deadline)
     }
 
+    /// Rule 9, after the write of a splice of another writer's blob: that blob decoded, with
+    /// `body` applied (it makes the splice's one-key change, so it cannot throw).
+    private func afterDeferredDecode<R, E: Error>(
+        of check: TimedCheck, _ context: OperationContext, _ body: (inout [String: PropertyListValue]) throws(E) -> R
+    ) throws(MutationFailure<E>) -> (entries: [String: PropertyListValue], result: R) {
+        do throws(MutationFailure<E>) {
+            var entries = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
+                try BinaryPropertyList.entries(of: check.stored?.bytes ?? [], limits: context.limits)
+            }
+            let result: R
+            do throws(E) { result = try body(&entries) } catch { throw .body(error) }
+            return (entries, result)
+        } catch {
+            // Not for a blob the splice accepted: written, but what it holds is unknown here.
+            assertionFailure("a spliced blob did not decode, or a one-key change threw")
+            markOutcomeUnknown()
+            throw error
+        }
+    }
+
+    /// The entries of the blob `check` read: the cache's when it was current, else decoded
+    /// now, becoming the cache.
+    private func decodedEntries(of check: TimedCheck) throws(SecureDictionaryError) -> [String: PropertyListValue] {
+        if let entries = check.entries { return entries }
+        let entries = try BinaryPropertyList.entries(of: check.stored?.bytes ?? [], limits: check.limits)
+        setLoaded(entries, digest: check.digest)
+        return entries
+    }
+
     /// Takes the writer lock, when the store has one, and checks the stored item under it.
+    /// `decodingChanges: false` leaves a changed blob undecoded in the result (rule 9).
     private func lockedCheck(
-        _ limits: PropertyListLimits, _ deadline: Deadline
+        _ limits: PropertyListLimits, _ deadline: Deadline, decodingChanges: Bool
     ) throws(SecureDictionaryError) -> (locked: Bool, checked: TimedCheck) {
         let check = { () throws(SecureDictionaryError) -> TimedCheck in
             let started = ContinuousClock.now
             var stored: [UInt8] = []
             defer { Wipe.bytes(&stored) }
-            let (entries, digest) = try self.checkedEntries(limits, deadline, keeping: &stored)
+            let (entries, digest) = try self.checkedEntries(limits, deadline, keeping: &stored, decodingChanges: decodingChanges)
             return TimedCheck(
                 entries: entries, digest: digest, stored: stored.isEmpty ? nil : StoredBlob(taking: &stored),
-                started: started, finished: .now)
+                limits: limits, started: started, finished: .now)
         }
         guard let writerLock else { return (false, try check()) }
         let (held, checked) = try writerLock.acquire(until: deadline, thenCheck: check)
@@ -337,10 +405,12 @@ final class ItemState: Sendable {
 
     /// A check's answer and when it was asked and answered.
     private struct TimedCheck {
-        var entries: [String: PropertyListValue]
+        /// `nil` when the blob changed and its decode was left for later (rule 9).
+        var entries: [String: PropertyListValue]?
         var digest: StoredDigest
         /// The blob read, for a ``KeyEdit`` to splice (`nil`: no item).
         var stored: StoredBlob?
+        var limits: PropertyListLimits
         var started: ContinuousClock.Instant
         var finished: ContinuousClock.Instant
     }
@@ -353,14 +423,16 @@ final class ItemState: Sendable {
     ) throws(SecureDictionaryError) -> (entries: [String: PropertyListValue], digest: StoredDigest) {
         var bytes: [UInt8] = []
         defer { Wipe.bytes(&bytes) }
-        return try checkedEntries(limits, deadline, keeping: &bytes)
+        let (entries, digest) = try checkedEntries(limits, deadline, keeping: &bytes, decodingChanges: true)
+        return (entries ?? [:], digest)  // decoded: never nil
     }
 
     /// ``checkedEntries(_:_:)`` that leaves the blob read in `bytes` (empty when there is no
-    /// item), for the caller to use and wipe.
+    /// item), for the caller to use and wipe; with `decodingChanges: false`, a blob that
+    /// changed is not decoded (`entries` is `nil`).
     private func checkedEntries(
-        _ limits: PropertyListLimits, _ deadline: Deadline, keeping bytes: inout [UInt8]
-    ) throws(SecureDictionaryError) -> (entries: [String: PropertyListValue], digest: StoredDigest) {
+        _ limits: PropertyListLimits, _ deadline: Deadline, keeping bytes: inout [UInt8], decodingChanges: Bool
+    ) throws(SecureDictionaryError) -> (entries: [String: PropertyListValue]?, digest: StoredDigest) {
         guard var loaded = try store.load(item, timeout: try deadline.remainingForCall()) else {
             setLoaded([:], digest: .absent)
             return ([:], .absent)
@@ -373,6 +445,7 @@ final class ItemState: Sendable {
         }
         lastCheckFoundCacheCurrent.store(current != nil, ordering: .relaxed)
         if let current { return (current, digest) }
+        guard decodingChanges else { return (nil, digest) }
         let entries = try BinaryPropertyList.entries(of: bytes, limits: limits)
         setLoaded(entries, digest: digest)
         return (entries, digest)

@@ -26,24 +26,25 @@ struct KeyEdit: Sendable {
     func blob(
         for entries: [String: PropertyListValue], from stored: StoredBlob?, limits: PropertyListLimits
     ) throws(SecureDictionaryError) -> (blob: [UInt8], spliced: Bool) {
-        if let stored {
-            let spliced: [UInt8]?
-            do throws(BinaryPropertyListError) {
-                spliced = try BinaryPropertyListSplice.blob(
-                    editing: stored.bytes, key: key, value: value, limits: limits)
-            } catch {
-                throw SecureDictionaryError(error)
-            }
-            if let spliced {
-                assert(Self.matchesFullEncode(spliced, entries, limits), "a splice differs from the full encode")
-                return (spliced, true)
-            }
-        }
+        if let stored, let spliced = try splice(stored, limits: limits) { return (spliced, true) }
         return (try BinaryPropertyList.blob(of: entries, limits: limits), false)
     }
 
-    /// Debug builds only (an `assert`): whether `spliced` is byte for byte the full encode.
-    private static func matchesFullEncode(
+    /// `stored` with this edit spliced in, or `nil` when the splice does not apply. A blob it
+    /// splices is one the reader decodes (see ``BinaryPropertyListSplice``).
+    ///
+    /// - Throws: what ``BinaryPropertyList/encode(_:limits:)`` would throw for the result.
+    func splice(_ stored: StoredBlob, limits: PropertyListLimits) throws(SecureDictionaryError) -> [UInt8]? {
+        do throws(BinaryPropertyListError) {
+            return try BinaryPropertyListSplice.blob(editing: stored.bytes, key: key, value: value, limits: limits)
+        } catch {
+            throw SecureDictionaryError(error)
+        }
+    }
+
+    /// For debug builds' `assert` after every write (``ItemState``): whether `spliced` is byte
+    /// for byte the full encode of `entries`.
+    static func matchesFullEncode(
         _ spliced: [UInt8], _ entries: [String: PropertyListValue], _ limits: PropertyListLimits
     ) -> Bool {
         guard var full = try? BinaryPropertyList.encode(entries, limits: limits) else { return false }

@@ -1,0 +1,93 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import SecureDictionary
+
+/// ItemState rule 9: when a one-key change finds another writer's blob, the writer lock is
+/// held for the read, the splice and the write only; that blob is decoded after the release.
+@Suite struct LockReleaseOrderTests {
+    let store = RecordingCoordinatedStore()
+
+    /// A dictionary that wrote "a", after which another writer added "x"; the events and the
+    /// release hook start now, and the hook records whether "x" is decoded at the release.
+    func afterAnotherWriter() throws -> SecureDictionary {
+        let settings = try SecureDictionary(
+            name: "settings", applicationID: "test.order.\(UUID().uuidString)", options: .init(store: store))
+        try settings.setValue("ours", forKey: "a")
+        store.inner.plant(try BinaryPropertyList.encode(["a": "ours", "x": "theirs"], limits: .default), for: settings.item)
+        store.onRelease { [store] in
+            store.events.withLock { $0.append(settings["x"] == nil ? "release, x not decoded" : "release, x decoded") }
+        }
+        return settings
+    }
+
+    @Test func anotherWritersBlobIsDecodedAfterTheWriterLockIsReleased() throws {
+        let settings = try afterAnotherWriter()
+        try settings.setValue("also ours", forKey: "y")
+
+        #expect(store.events.withLock { $0 } == ["acquire", "load", "store", "release, x not decoded"])
+        #expect(settings["x"] == "theirs")  // decoded after the release, and the cache has all
+        #expect(settings["y"] == "also ours")
+        let stored = try store.inner.storedBytes(of: settings.item).map { try BinaryPropertyList.decode($0, limits: .default) }
+        #expect(stored == ["a": "ours", "x": "theirs", "y": "also ours"])
+    }
+
+    @Test func aChangeTheSpliceCannotMakeIsDecodedUnderTheLock() throws {
+        let settings = try afterAnotherWriter()
+        try settings.setValue(["a container": 1], forKey: "y")  // a container with elements: no splice
+
+        #expect(store.events.withLock { $0 } == ["acquire", "load", "store", "release, x decoded"])
+        #expect(settings["y"] == ["a container": 1])
+    }
+
+    @Test func aFailedWriteLeavesTheCacheEqualToTheStoreAfterAnotherWriter() throws {
+        let settings = try afterAnotherWriter()
+        store.inner.failCall(number: 2, with: .init(.serviceUnavailable(reason: "test")))  // the write
+        #expect(throws: SecureDictionaryError.self) { try settings.setValue("lost", forKey: "y") }
+
+        #expect(settings["x"] == "theirs")  // what the check read, decoded though nothing was written
+        #expect(settings["y"] == nil)
+    }
+}
+
+/// An in-memory store with a writer lock that records what happens, in order.
+final class RecordingCoordinatedStore: ForwardingStore, CoordinatedStore, Sendable {
+    let inner = InMemoryKeyringStore()
+    let events = Mutex<[String]>([])
+    private let releaseHook = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Clears the events and calls `hook` at every release from now on.
+    func onRelease(_ hook: @escaping @Sendable () -> Void) {
+        releaseHook.withLock { $0 = hook }
+        events.withLock { $0 = [] }
+    }
+
+    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        events.withLock { $0.append("load") }
+        return try inner.load(item, timeout: timeout)
+    }
+
+    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        events.withLock { $0.append("store") }
+        try inner.store(secret, for: item, timeout: timeout)
+    }
+
+    func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { Lock(store: self) }
+
+    func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
+
+    struct Lock: ItemWriterLock {
+        let store: RecordingCoordinatedStore
+
+        func acquire<T>(
+            until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
+        ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
+            store.events.withLock { $0.append("acquire") }
+            return (true, try check())
+        }
+
+        func release() { store.releaseHook.withLock { $0 }?() }
+    }
+}
