@@ -273,6 +273,8 @@ sd_service_provider (SecretService *service)
             provider = SD_PROVIDER_KEEPASSXC;
         else if (same_owner (bus, unique, "org.kde.kwalletd5") || same_owner (bus, unique, "org.kde.kwalletd6"))
             provider = SD_PROVIDER_KWALLET;
+        else if (same_owner (bus, unique, "org.gnome.keyring"))
+            provider = SD_PROVIDER_GNOME_KEYRING;
     }
     g_free (unique);
     return provider;

@@ -6,8 +6,8 @@
 /// print(diagnosis.sessionAlgorithm, diagnosis.collection?.isLocked ?? "no collection")
 /// ```
 package struct SecretServiceDiagnosis: Sendable, Equatable {
-    /// The providers SecureDictionary tells apart (and adapts to); `nil` for any other,
-    /// gnome-keyring included.
+    /// The providers SecureDictionary tells apart (and adapts to): "gnome-keyring",
+    /// "KWallet" or "KeePassXC"; `nil` for any other.
     package var providerName: String?
     /// The process that owns `org.freedesktop.secrets`, when the bus tells.
     package var providerPID: Int?

@@ -35,7 +35,7 @@ extension SecureDictCLI {
         let provider = try #require(report["provider"] as? [String: Any], "\(report)")
         #expect((provider["pid"] as? Int ?? 0) > 0)
         let expected: [String: (name: String?, executable: String)] = [
-            "gnome-keyring": (nil, "gnome-keyring-daemon"), "kwallet": ("KWallet", "kwalletd5"),
+            "gnome-keyring": ("gnome-keyring", "gnome-keyring-daemon"), "kwallet": ("KWallet", "kwalletd5"),
             "keepassxc": ("KeePassXC", "keepassxc"),
         ]
         let provided = try #require(expected[PrivateKeyring.provider])

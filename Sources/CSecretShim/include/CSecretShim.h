@@ -40,8 +40,9 @@ gboolean sd_item_set_secret(SecretService *service, const char *path, SecretValu
 
 /* Which provider owns the service's bus name, told by the other well-known names its
    connection owns (so it works where /proc shows nothing, as in a sandbox): KeePassXC owns
-   org.keepassxc.KeePassXC.MainWindow, KWallet org.kde.kwalletd5 or org.kde.kwalletd6. */
-enum { SD_PROVIDER_OTHER = 0, SD_PROVIDER_KEEPASSXC = 1, SD_PROVIDER_KWALLET = 2 };
+   org.keepassxc.KeePassXC.MainWindow, KWallet org.kde.kwalletd5 or org.kde.kwalletd6,
+   gnome-keyring org.gnome.keyring. */
+enum { SD_PROVIDER_OTHER = 0, SD_PROVIDER_KEEPASSXC = 1, SD_PROVIDER_KWALLET = 2, SD_PROVIDER_GNOME_KEYRING = 3 };
 int sd_service_provider(SecretService *service);
 
 /* A string-to-string attribute table; a NULL value leaves that attribute out. */

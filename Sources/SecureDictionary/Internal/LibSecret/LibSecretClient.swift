@@ -262,7 +262,7 @@ struct LibSecretClient: Sendable {
             try perform(timeout: timeout) { call throws(SecureDictionaryError) in
                 let collection = try Self.collectionPath(call, alias)
                 guard try Self.isLocked(call.service, collection: collection, call.cancellable) else { return }
-                sd_service_set_dismiss_on_cancel(call.service, call.connection.provider == .other ? 0 : 1)
+                sd_service_set_dismiss_on_cancel(call.service, call.connection.provider.dismissesPromptsOnCancel ? 1 : 0)
                 let unlocked = try Self.confirming(call) { () throws(SecureDictionaryError) -> Int in
                     try Self.unlock(call, paths: [collection])
                 }

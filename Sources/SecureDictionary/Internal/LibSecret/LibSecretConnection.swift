@@ -98,8 +98,10 @@ enum SecretServiceProvider {
     /// secret is replaced with `Item.SetSecret`.
     case keepassxc
     case kwallet
-    /// gnome-keyring and every other: `CreateItem` with replace, which also tells watchers
-    /// with `ItemChanged` (gnome-keyring sends nothing after `SetSecret`).
+    /// gnome-keyring (it owns `org.gnome.keyring`): `CreateItem` with replace, which also
+    /// tells watchers with `ItemChanged` (it sends nothing after `SetSecret`).
+    case gnomeKeyring
+    /// Every other: as gnome-keyring.
     case other
 
     /// How `secure-dict doctor` names it (`nil`: not told apart).
@@ -107,14 +109,21 @@ enum SecretServiceProvider {
         switch self {
         case .keepassxc: "KeePassXC"
         case .kwallet: "KWallet"
+        case .gnomeKeyring: "gnome-keyring"
         case .other: nil
         }
     }
+
+    /// Whether a prompt the caller stops waiting for is dismissed (`Prompt.Dismiss`), or
+    /// left to its user: gnome-keyring-daemon 42.1 aborts when a shown unlock prompt is
+    /// dismissed, so neither it nor a provider not told apart is sent one.
+    var dismissesPromptsOnCancel: Bool { self == .keepassxc || self == .kwallet }
 
     init(_ code: Int32) {
         switch code {
         case Int32(SD_PROVIDER_KEEPASSXC): self = .keepassxc
         case Int32(SD_PROVIDER_KWALLET): self = .kwallet
+        case Int32(SD_PROVIDER_GNOME_KEYRING): self = .gnomeKeyring
         default: self = .other
         }
     }
