@@ -408,6 +408,81 @@ sd_item_set_secret (SecretService *service, const char *path, SecretValue *value
     return TRUE;
 }
 
+static void release_name (GDBusConnection *bus, const char *name);
+
+typedef struct {
+    gboolean done;
+    GVariant *reply;
+    GError *error;
+} SdPendingCall;
+
+static void
+on_call_answered (GObject *source, GAsyncResult *result, gpointer data)
+{
+    SdPendingCall *call = data;
+    call->reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &call->error);
+    call->done = TRUE;
+}
+
+gboolean
+sd_collection_create_item (SecretService *service, const char *collection, GHashTable *properties,
+                           SecretValue *value, GDBusConnection *held, const char *name, gboolean *handed,
+                           char **item, char **prompt, GCancellable *cancellable, GError **error)
+{
+    *handed = FALSE;
+    GDBusProxy *proxy = G_DBUS_PROXY (service);
+    GDBusConnection *connection = g_dbus_proxy_get_connection (proxy);
+    GVariant *secret = secret_service_encode_dbus_secret (service, value);
+    if (secret == NULL) {
+        g_set_error_literal (error, SECRET_ERROR, SECRET_ERROR_PROTOCOL, "the secret could not be encoded for the session");
+        return FALSE;
+    }
+    GVariantBuilder builder;
+    g_variant_builder_init (&builder, G_VARIANT_TYPE ("a{sv}"));
+    GHashTableIter iter;
+    gpointer key, property;
+    g_hash_table_iter_init (&iter, properties);
+    while (g_hash_table_iter_next (&iter, &key, &property))
+        g_variant_builder_add (&builder, "{sv}", (const char *) key, (GVariant *) property);
+
+    /* The reply is awaited in a context of this call's own, so no other source runs meanwhile. */
+    GMainContext *context = g_main_context_new ();
+    g_main_context_push_thread_default (context);
+    SdPendingCall call = { FALSE, NULL, NULL };
+    /* g_dbus_connection_call queues the message on the connection before it returns; a
+       message sent later on the same connection goes out after it, in serial order. */
+    g_dbus_connection_call (connection, g_dbus_proxy_get_name (proxy), collection, "org.freedesktop.Secret.Collection",
+                            "CreateItem", g_variant_new ("(a{sv}@(oayays)b)", &builder, secret, TRUE),
+                            G_VARIANT_TYPE ("(oo)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable,
+                            on_call_answered, &call);
+    if (held != NULL && name != NULL && held == connection) {
+        release_name (held, name);
+        *handed = TRUE;
+    }
+    while (!call.done)
+        g_main_context_iteration (context, TRUE);
+    g_main_context_pop_thread_default (context);
+    g_main_context_unref (context);
+    if (call.reply == NULL) {
+        g_propagate_error (error, call.error);
+        return FALSE;
+    }
+    g_variant_get (call.reply, "(oo)", item, prompt);
+    g_variant_unref (call.reply);
+    return TRUE;
+}
+
+void
+sd_prompt_dismiss (SecretService *service, const char *path, gint timeout_ms)
+{
+    GDBusProxy *proxy = G_DBUS_PROXY (service);
+    GVariant *reply = g_dbus_connection_call_sync (
+        g_dbus_proxy_get_connection (proxy), g_dbus_proxy_get_name (proxy), path, "org.freedesktop.Secret.Prompt",
+        "Dismiss", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, timeout_ms, NULL, NULL);
+    if (reply != NULL)
+        g_variant_unref (reply);
+}
+
 /* ---- secret values -------------------------------------------------------------- */
 
 const unsigned char *
@@ -505,8 +580,6 @@ struct SdNameRequest {
     gboolean acquired;       /* a NameAcquired for name arrived */
     gboolean acquired_early; /* ... before the answer (see on_request_answered) */
 };
-
-static void release_name (GDBusConnection *bus, const char *name);
 
 static void
 on_request_answered (GObject *source, GAsyncResult *result, gpointer data)

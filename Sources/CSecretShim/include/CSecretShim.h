@@ -38,6 +38,24 @@ gboolean sd_cancellable_prompted(GCancellable *cancellable);
 gboolean sd_item_set_secret(SecretService *service, const char *path, SecretValue *value,
                             GCancellable *cancellable, GError **error);
 
+/* Collection.CreateItem with replace, sent by this shim rather than by libsecret (whose
+   asynchronous create may send its message only after a turn of a main loop), so that what
+   follows is sent after it. When `held` is the connection of the service's proxy, gives the
+   bus name `name` back (ReleaseName) right after the CreateItem message, without waiting for
+   its reply, and sets *handed: dbus-daemon then forwards CreateItem to the provider before it
+   grants the name to the next in line, whose calls reach the provider after it. When `held`
+   is NULL or another connection, leaves the name alone. The session must be open (the
+   secret travels encrypted with it). Returns the item's path and, in *prompt, the prompt's
+   path ("/": none; the caller dismisses any other, since the item is then not written); or
+   FALSE with error set. */
+gboolean sd_collection_create_item(SecretService *service, const char *collection, GHashTable *properties,
+                                   SecretValue *value, GDBusConnection *held, const char *name,
+                                   gboolean *handed, char **item, char **prompt, GCancellable *cancellable,
+                                   GError **error);
+
+/* Prompt.Dismiss on the prompt at path, waiting at most timeout_ms for the answer. */
+void sd_prompt_dismiss(SecretService *service, const char *path, gint timeout_ms);
+
 /* Which provider owns the service's bus name, told by the other well-known names its
    connection owns (so it works where /proc shows nothing, as in a sandbox): KeePassXC owns
    org.keepassxc.KeePassXC.MainWindow, KWallet org.kde.kwalletd5 or org.kde.kwalletd6,

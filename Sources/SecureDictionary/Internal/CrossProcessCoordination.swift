@@ -60,7 +60,23 @@ protocol CoordinatedStore: KeyringStore {
     /// turns out to be unusable.
     func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock
 
+    /// ``KeyringStore/store(_:for:timeout:)`` by a writer that holds `lock` (one this store
+    /// made): the store may give the lock to the next writer as the write is sent, where
+    /// the keyring then serves that writer's check after this write (see
+    /// ``BusNameWriterLock``). The caller releases `lock` afterwards all the same.
+    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration, handingOn lock: any ItemWriterLock)
+        throws(SecureDictionaryError)
+
     /// Calls `onChange` after any item or collection of the store changed, whoever changed
     /// it; `nil` when changes cannot be watched.
     func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)?
+}
+
+extension CoordinatedStore {
+    /// Writes, then leaves `lock` to the caller's release.
+    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration, handingOn lock: any ItemWriterLock)
+        throws(SecureDictionaryError)
+    {
+        try store(secret, for: item, timeout: timeout)
+    }
 }

@@ -270,7 +270,11 @@ final class ItemState: Sendable {
             return result
         }
         do throws(SecureDictionaryError) {
-            try store.store(bytes, for: item, timeout: try deadline.remainingForCall())
+            if locked, let writerLock, let store = store as? any CoordinatedStore {
+                try store.store(bytes, for: item, timeout: try deadline.remainingForCall(), handingOn: writerLock)
+            } else {
+                try store.store(bytes, for: item, timeout: try deadline.remainingForCall())
+            }
         } catch {
             // The cache becomes what the check read, as it would have without rule 9.
             if applied == nil { _ = try? decodedEntries(of: check) }

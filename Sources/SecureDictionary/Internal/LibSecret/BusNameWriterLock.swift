@@ -33,6 +33,15 @@ import Synchronization
 ///    check once the name is ours; and a lock that was queued last time waits before it
 ///    checks, so contention costs no extra keyring reads. (libsecret's service and this
 ///    lock share GLib's one session-bus connection per process.)
+/// 5. Where the provider handles calls one at a time in arrival order
+///    (``SecretServiceProvider/handlesCallsInArrivalOrder``), a write gives the name back
+///    as its `CreateItem` is sent, not once it is answered (``handingOn(_:)``): ReleaseName
+///    follows CreateItem on the connection that holds the name, so dbus-daemon forwards the
+///    write to the provider before it grants the name, and the next writer's check, sent
+///    after the grant, reaches the provider after the write. The next writer's turn then
+///    overlaps this one's answer. Only on the connection of the service's proxy (dbus-daemon
+///    orders one connection's messages, not two), and only for a write that is never tried
+///    again or undone once the name is gone: that would write over the next writer's write.
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
     private let local: FairLock
@@ -43,6 +52,8 @@ final class BusNameWriterLock: ItemWriterLock {
     /// The connection that owns the name while it is held: the name lasts only as long as
     /// that connection, so the lock keeps it until the release.
     private let held = Mutex<BusConnection?>(nil)
+    /// Whether the holder's write gave the name back as it was sent (rule 5).
+    private let handedOn = Atomic<Bool>(false)
 
     /// A GDBusConnection reference handed over by the shim, released by `sd_bus_name_unlock`.
     private struct BusConnection: @unchecked Sendable {  // used only by the thread holding the lock
@@ -121,8 +132,41 @@ final class BusNameWriterLock: ItemWriterLock {
         }) {
             sd_bus_name_unlock(connection.pointer, busName)
         }
+        handedOn.store(false, ordering: .relaxed)
         local.unlock()
     }
+
+    // MARK: Handing the name on as a write is sent (rule 5)
+
+    /// Runs `write` with the connection that holds the name (`nil` when the lock is not held
+    /// on the bus) and the name. `write` sets `handed` once it has given the name back; the
+    /// lock then lets go of that connection, and ``release()`` only lets the next thread of
+    /// this process in.
+    ///
+    /// ```swift
+    /// try lock.handingOn { held, name, handed throws(SecureDictionaryError) in
+    ///     sd_collection_create_item(service, collection, properties, value, held, name, &handed, …)
+    /// }
+    /// ```
+    func handingOn<T>(
+        _ write: (_ held: OpaquePointer?, _ name: String, _ handed: inout gboolean) throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> T {
+        var handed: gboolean = 0
+        defer { if handed != 0 { letGoOfHandedOnName() } }
+        return try write(held.withLock { $0?.pointer }, busName, &handed)
+    }
+
+    /// After the name went back with a write: drops the connection that held it, so that
+    /// ``release()`` does not give it back again.
+    private func letGoOfHandedOnName() {
+        guard let connection = held.withLock({ $0.take() }) else { return }
+        handedOn.store(true, ordering: .relaxed)
+        g_object_unref(UnsafeMutableRawPointer(connection.pointer))
+    }
+
+    /// Whether the holder's write has given the name back as it was sent: from then on the
+    /// write must not be tried again, nor undone.
+    var nameHandedOn: Bool { handedOn.load(ordering: .relaxed) }
 
     /// Who holds the name now, as the error to throw at the deadline.
     private func heldError() -> SecureDictionaryError {

@@ -14,9 +14,10 @@ struct LibSecretClient: Sendable {
     init(fault: ManglingFault? = nil) { self.fault = fault }
 
     /// Runs `operation` on the lane with a deadline, reconnecting once when the connection
-    /// turns out to be dead (the daemon restarted).
+    /// turns out to be dead (the daemon restarted). `lock`: the writer lock a write may hand
+    /// on as it is sent; once it has, the write is not tried again.
     func perform<T: Sendable>(
-        timeout: Duration,
+        timeout: Duration, handingOn lock: BusNameWriterLock? = nil,
         _ operation: @escaping @Sendable (Call) throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
         let cancellable = Cancellable()
@@ -32,11 +33,11 @@ struct LibSecretClient: Sendable {
                 } catch {
                     if error.keepsConnection == false { connection.close() }
                     outcomeUnknown = outcomeUnknown || error.leavesWriteOutcomeUnknown
-                    if error.deservesFreshConnection && attempt < LibSecretConnection.sessionAttempts { continue }
-                    // A write whose first attempt died with the connection may have landed,
-                    // whatever the retry says: keep the outcome "unknown".
-                    if outcomeUnknown && !error.leavesWriteOutcomeUnknown { return .failure(.connectionLost) }
-                    return .failure(error)
+                    let failure = Self.failure(
+                        after: error, attempt: attempt, outcomeUnknown: outcomeUnknown,
+                        lockHandedOn: lock?.nameHandedOn ?? false)
+                    guard let failure else { continue }
+                    return .failure(failure)
                 }
             }
         }
@@ -44,6 +45,26 @@ struct LibSecretClient: Sendable {
         // human, not for a hung keyring (the prompt was dismissed on the way out).
         guard let result else { throw cancellable.prompted ? .confirmationRequired : .timedOut }
         return try result.get()
+    }
+
+    /// What a failed try of ``perform(timeout:handingOn:_:)`` ends in: `nil` for another try
+    /// on a fresh connection, else the error to throw.
+    ///
+    /// - A try that failed with the connection is tried again, up to
+    ///   ``LibSecretConnection/sessionAttempts`` tries, unless its write handed the writer
+    ///   lock on: the next writer may have written since, and another try would write over
+    ///   it. Its outcome is then unknown (``SecureDictionaryError/connectionLost``).
+    /// - A write whose first try died with the connection may have landed, whatever a later
+    ///   try says: its outcome stays unknown.
+    static func failure(
+        after error: SecureDictionaryError, attempt: Int, outcomeUnknown: Bool, lockHandedOn: Bool
+    ) -> SecureDictionaryError? {
+        if error.deservesFreshConnection {
+            if lockHandedOn { return error.leavesWriteOutcomeUnknown ? error : .connectionLost }
+            if attempt < LibSecretConnection.sessionAttempts { return nil }
+        }
+        if outcomeUnknown && !error.leavesWriteOutcomeUnknown { return .connectionLost }
+        return error
     }
 
     // MARK: Operations
@@ -80,18 +101,24 @@ struct LibSecretClient: Sendable {
     /// - Throws: ``SecureDictionaryError/writeNotVerified(restored:)`` when every try read
     ///   back other bytes than written; otherwise the last try's error (after the same
     ///   attempt to put the previous content back, when a try may have damaged the item).
-    func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    ///
+    /// `lock`, held by the caller, is handed on as the write is sent where that is safe
+    /// (``BusNameWriterLock`` rule 5); the caller's ``BusNameWriterLock/release()`` stays due.
+    func store(
+        _ secret: SecretBytes, for item: KeyringItem, timeout: Duration, handingOn lock: BusNameWriterLock? = nil
+    ) throws(SecureDictionaryError) {
         let deadline = Deadline(after: timeout)
         let attempt = VerifiedWrite()
         do {
-            try perform(timeout: timeout) { [fault] call throws(SecureDictionaryError) in
+            try perform(timeout: timeout, handingOn: lock) { [fault] call throws(SecureDictionaryError) in
                 let collection = try Self.collectionPath(call, item.collection)
                 try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                    try Self.write(call, secret, to: item, in: collection, attempt: attempt, fault: fault)
+                    try Self.write(call, secret, to: item, in: collection, attempt: attempt, fault: fault, handingOn: lock)
                 }
             }
         } catch {
-            guard attempt.mayHaveDamaged else { throw error }
+            // Nothing is put back once the lock went on: the next writer may have written.
+            guard attempt.mayHaveDamaged, lock?.nameHandedOn != true else { throw error }
             let restored = restore(attempt.prior, of: item, until: deadline)
             if attempt.readBackDiffered { throw .writeNotVerified(restored: restored) }
             throw error
@@ -129,7 +156,7 @@ struct LibSecretClient: Sendable {
     ///   back differ from `secret` (the caller's retry then uses a new session).
     private static func write(
         _ call: Call, _ secret: SecretBytes, to item: KeyringItem, in collection: String, attempt: VerifiedWrite?,
-        fault: ManglingFault?
+        fault: ManglingFault?, handingOn lock: BusNameWriterLock? = nil
     ) throws(SecureDictionaryError) {
         let verifying = !call.connection.sessionVerified
         // Where the check before this write found the item (`nil`: no check on this session).
@@ -153,7 +180,11 @@ struct LibSecretClient: Sendable {
         let path =
             call.connection.provider == .keepassxc
             ? try replaceInPlace(call, sent, item: item, in: collection, knownPath: found?.path, searchedJustNow: searchedJustNow)
-            : try create(call, sent, item: item, in: collection)
+            : try create(
+                call, sent, item: item, in: collection,
+                // A write that is read back holds the lock until the read-back: the next
+                // writer must not write before it.
+                handingOn: !verifying && call.connection.provider.handlesCallsInArrivalOrder ? lock : nil)
         guard verifying else { return }
         // A session whose ends derived different keys stores garbage about once in 256
         // writes and fails to decrypt almost every read: one exact read-back proves the keys
@@ -197,7 +228,7 @@ struct LibSecretClient: Sendable {
                 }
             }
         }
-        return try create(call, secret, item: item, in: collection)
+        return try create(call, secret, item: item, in: collection, handingOn: nil)
     }
 
     /// The path of the one unlocked item matching `item` in `collection`, or `nil`.
@@ -483,13 +514,14 @@ struct LibSecretClient: Sendable {
     /// `secret_service_create_item_dbus_path_sync` with `SECRET_ITEM_CREATE_REPLACE` (should
     /// another process have created the item since the lookup), confirmations allowed.
     @discardableResult
-    private static func create(_ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String)
-        throws(SecureDictionaryError) -> String
-    {
+    private static func create(
+        _ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String, handingOn lock: BusNameWriterLock?
+    ) throws(SecureDictionaryError) -> String {
         let table = sd_attributes_new(item.name, item.applicationID, item.dictionaryName, KeyringItem.schemaName)
         let properties = sd_item_properties_new(item.name, table)
         g_hash_table_unref(table)
         defer { g_hash_table_unref(properties) }
+        if let lock { return try createHandingOn(lock, call, secret, properties: properties, in: collection) }
         var created = ""
         try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
             try confirming(call) { () throws(SecureDictionaryError) in
@@ -503,6 +535,43 @@ struct LibSecretClient: Sendable {
                 }
                 created = String(cString: path)
                 g_free(path)
+            }
+        }
+        return created
+    }
+
+    /// `CreateItem` with replace, sent by the shim, which gives the writer lock's name back
+    /// right after it when the lock's connection is the service's (``BusNameWriterLock``
+    /// rule 5); returns the item's path.
+    ///
+    /// - Throws: ``SecureDictionaryError/confirmationRequired`` when the provider answers with
+    ///   a prompt: the item is then not written (the prompt is not run; it is dismissed where
+    ///   the provider takes that well).
+    private static func createHandingOn(
+        _ lock: BusNameWriterLock, _ call: Call, _ secret: SecretBytes, properties: OpaquePointer?, in collection: String
+    ) throws(SecureDictionaryError) -> String {
+        var created = ""
+        try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
+            try lock.handingOn { held, name, handed throws(SecureDictionaryError) in
+                var error: UnsafeMutablePointer<GError>?
+                var path: UnsafeMutablePointer<gchar>?
+                var prompt: UnsafeMutablePointer<gchar>?
+                defer {
+                    g_free(path)
+                    g_free(prompt)
+                }
+                guard
+                    sd_collection_create_item(
+                        call.service, collection, properties, value, held, name, &handed, &path, &prompt,
+                        call.cancellable.pointer, &error) != 0, let path, let prompt
+                else {
+                    throw KeyringErrorMapping.map(error)
+                }
+                guard String(cString: prompt) == "/" else {
+                    if call.connection.provider.dismissesPromptsOnCancel { sd_prompt_dismiss(call.service, prompt, 1_000) }
+                    throw .confirmationRequired
+                }
+                created = String(cString: path)
             }
         }
         return created

@@ -114,6 +114,20 @@ enum SecretServiceProvider {
         }
     }
 
+    /// Whether a write may give the writer lock to the next writer as its `CreateItem` is
+    /// sent, before the answer (``BusNameWriterLock`` rule 5). That needs a provider that
+    /// handles the calls it receives one at a time, in the order they arrive, each finished
+    /// before the next begins: the next writer's read, which arrives after the write, then
+    /// sees it. Established from the provider's source, so only where it was read:
+    /// gnome-keyring 42.1 runs every Secret Service method on its main thread, one GLib idle
+    /// source per message in arrival order (GDBus skeletons without
+    /// `HANDLE_METHOD_INVOCATIONS_IN_THREAD` or `g-authorize-method` handlers), and its
+    /// `CreateItem` handler sets the item's attributes and secret with synchronous PKCS#11
+    /// calls into its own store before it replies, never asking for a prompt (a locked
+    /// collection is an `IsLocked` error). KWallet and KeePassXC are not established, nor
+    /// is any other provider: their writes give the lock back after the answer.
+    var handlesCallsInArrivalOrder: Bool { self == .gnomeKeyring }
+
     /// Whether a prompt the caller stops waiting for is dismissed (`Prompt.Dismiss`), or
     /// left to its user: gnome-keyring-daemon 42.1 aborts when a shown unlock prompt is
     /// dismissed, so neither it nor a provider not told apart is sent one.

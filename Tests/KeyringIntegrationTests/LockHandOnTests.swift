@@ -1,0 +1,121 @@
+import Foundation
+import SecureDictionaryTestSupport
+import Testing
+
+@testable import SecureDictionary
+
+extension KeyringIntegration {
+    /// BusNameWriterLock rule 5, on the bus itself: where the provider is known to handle calls
+    /// in arrival order (gnome-keyring), a write gives the writer lock's name back right after
+    /// its CreateItem, before the answer; elsewhere only after the answer.
+    @Suite struct LockHandOn {
+        @Test(.timeLimit(.minutes(1))) func theLockGoesOnAsTheWriteIsSentOnlyWhereCallsAreServedInOrder() throws {
+            let test = TestItem("hand-on")
+            let dictionary = try test.open(.init(store: SecretServiceStore()))
+            try dictionary.setValue("first", forKey: "a")  // creates the item, read back: no hand-on
+            let busName = BusNameWriterLock.busName(for: try test.item)
+
+            let monitor = try BusMonitor(rules: [
+                "type='method_call',member='CreateItem'", "type='method_call',member='SetSecret'",
+                "type='method_call',member='ReleaseName'", "type='method_return'", "type='error'",
+            ])
+            try dictionary.setValue("second", forKey: "b")
+            try dictionary.setValue("third", forKey: "c")
+            let messages = try monitor.stop()
+
+            let releases = messages.enumerated().filter { $0.element.member == "ReleaseName" && $0.element.argument == busName }
+            try #require(releases.count == 2, "\(messages.count) messages")
+            for (index, release) in releases {
+                // The write: the last CreateItem or SetSecret this process sent before the release.
+                let write = try #require(
+                    messages[..<index].last {
+                        $0.sender == release.sender && ($0.member == "CreateItem" || $0.member == "SetSecret")
+                    })
+                let answer = try #require(
+                    messages.firstIndex { $0.replySerial == write.serial && $0.destination == release.sender },
+                    "no answer to \(write.member ?? "")")
+                if PrivateKeyring.provider == "gnome-keyring" {
+                    #expect(write.member == "CreateItem")
+                    #expect(index < answer, "ReleaseName went out after the write's answer")
+                } else {
+                    #expect(answer < index, "ReleaseName went out before the write's answer on \(PrivateKeyring.provider)")
+                }
+            }
+            let fresh = try test.openFresh()
+            #expect(fresh["a"] == "first" && fresh["b"] == "second" && fresh["c"] == "third")
+        }
+    }
+}
+
+/// `dbus-monitor` on the session bus: the messages the bus routes, in the order it routes them.
+private final class BusMonitor {
+    struct Message {
+        var kind: String
+        var sender: String?
+        var destination: String?
+        var serial: Int?
+        var replySerial: Int?
+        var member: String?
+        /// The first string argument.
+        var argument: String?
+    }
+
+    private let process = Process()
+    private let output = Pipe()
+    private var text = ""
+
+    /// Starts monitoring with the given match rules; returns once the bus made it a monitor.
+    init(rules: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        process.arguments = ["--session"] + rules
+        process.standardOutput = output
+        try process.run()
+        // The bus takes its unique name away when it becomes a monitor.
+        while !text.contains("member=NameLost") {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { throw MonitorFailure(text: text) }
+            text += String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    struct MonitorFailure: Error {
+        let text: String
+    }
+
+    /// Stops the monitor (after the bus has routed what is on its way) and parses what it saw.
+    func stop() throws -> [Message] {
+        usleep(200_000)
+        // SIGKILL: the child inherits the test thread's blocked signals, SIGINT and SIGTERM
+        // among them. dbus-monitor writes each message out as it sees it.
+        kill(process.processIdentifier, SIGKILL)
+        text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        var messages: [Message] = []
+        for line in text.split(separator: "\n") {
+            if let first = line.first, first != " " {
+                messages.append(Self.header(String(line)))
+            } else if var last = messages.popLast() {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if last.argument == nil, trimmed.hasPrefix("string \""), trimmed.hasSuffix("\"") {
+                    last.argument = String(trimmed.dropFirst(8).dropLast())
+                }
+                messages.append(last)
+            }
+        }
+        return messages
+    }
+
+    /// `method call time=… sender=:1.9 -> destination=… serial=10 path=…; interface=…; member=CreateItem`
+    private static func header(_ line: String) -> Message {
+        let kind = line.components(separatedBy: " time=").first ?? ""
+        var fields: [String: String] = [:]
+        for word in line.split(separator: " ") {
+            let parts = word.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]).trimmingCharacters(in: [";"]) }
+        }
+        return Message(
+            kind: kind, sender: fields["sender"], destination: fields["destination"],
+            serial: fields["serial"].flatMap { Int($0) },
+            replySerial: fields["reply_serial"].flatMap { Int($0) }, member: fields["member"])
+    }
+}
