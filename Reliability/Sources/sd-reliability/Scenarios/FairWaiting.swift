@@ -55,7 +55,9 @@ enum FairWaiting {
         let app = harness.appID("fair")
         let check =
             "\(processes) processes × \(writes) back-to-back writes on a \(processes * writes)-entry dictionary, default 3 s deadline"
-        let target = "0 timedOut, 0 lost, p99 wait for the lock ≤ 20 × median single write (\(formatMilliseconds(20 * single)))"
+        let target =
+            "0 timedOut, 0 lost, p99 wait ≤ 20 × median single write (\(formatMilliseconds(20 * single))), "
+            + "as the wait for the lock and as the whole call less a single write"
         let writers: [LiveProcess]
         do {
             try prefill(app, keys: (0..<processes).flatMap { process in (0..<writes).map { "p\(process)-\($0)" } })
@@ -75,17 +77,23 @@ enum FairWaiting {
         } else {
             lost = -1
         }
-        // The wait is what fairness bounds; the whole call adds the writer's own turn.
+        // The wait is what fairness bounds. Where the lock is handed on as a write is sent
+        // (BusNameWriterLock rule 5), part of the wait moves from the lock to the next
+        // writer's check, which the keyring answers after that write: so the whole call less
+        // what a write alone costs is held to the same bound.
         let waitP99 = all.waitPercentile(99)
         let callP99 = all.percentile(99)
+        let beyondSingleP99 = callP99 - single
         let ratio = { (milliseconds: Double) in String(format: "%.1f", milliseconds / single) + "×" }
         report.add(
             check, target: target,
             measured: "\(all.timedOut) timedOut, \(all.errors.count) errors, \(lost) lost; wait median "
                 + "\(formatMilliseconds(all.waitPercentile(50))), p99 \(formatMilliseconds(waitP99)) (\(ratio(waitP99))); "
                 + "whole call median \(formatMilliseconds(all.percentile(50))), p99 \(formatMilliseconds(callP99)) "
-                + "(\(ratio(callP99))), max \(formatMilliseconds(all.percentile(100)))",
-            pass: all.errors.isEmpty && lost == 0 && all.waits.count == all.microseconds.count && waitP99 <= 20 * single,
+                + "(\(ratio(callP99)); less a single write \(ratio(beyondSingleP99))), "
+                + "max \(formatMilliseconds(all.percentile(100)))",
+            pass: all.errors.isEmpty && lost == 0 && all.waits.count == all.microseconds.count && waitP99 <= 20 * single
+                && beyondSingleP99 <= 20 * single,
             note: all.errors.first)
     }
 
