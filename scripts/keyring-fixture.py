@@ -290,6 +290,17 @@ def cmd_delete(svc, args):
         raise Failure(EXIT_LOCKED, f"locked, not deleted: {' '.join(locked)}")
 
 
+def cmd_retag(svc, args):
+    """Gives the single match other attributes (Item.Attributes), leaving it at its path."""
+    path = svc.single(parse_attributes(args.attr))
+    attributes = parse_attributes(args.to)
+    svc.call(
+        svc.obj(path), PROPS_IFACE, "Set", ITEM_IFACE, "Attributes",
+        dbus.Dictionary(attributes, signature="ss", variant_level=1),
+    )
+    print(path)
+
+
 def cmd_lock(svc, args):
     collection = args.collection or svc.alias(args.collection_alias)
     svc.call(svc.service, SERVICE_IFACE, "Lock", dbus.Array([collection], signature="o"))
@@ -345,6 +356,9 @@ def main(argv):
     with_attrs(sub.add_parser("sha256", help="print the SHA-256 (hex) of the single match's secret")).set_defaults(func=cmd_sha256)
     with_attrs(sub.add_parser("list", help="print path, label, locked/unlocked, attributes (JSON), tab-separated")).set_defaults(func=cmd_list)
     with_attrs(sub.add_parser("delete", help="delete every matching item"), True).set_defaults(func=cmd_delete)
+    p = with_attrs(sub.add_parser("retag", help="give the single match the attributes --to (it keeps its path, which it prints)"), True)
+    p.add_argument("--to", action="append", metavar="KEY=VALUE", required=True, help="the item's new attributes (repeatable)")
+    p.set_defaults(func=cmd_retag)
     with_collection(sub.add_parser("lock", help="lock a collection (Service.Lock)")).set_defaults(func=cmd_lock)
     p = with_collection(sub.add_parser("unlock", help="unlock a collection with its password, no prompt"))
     p.add_argument("--password", help="default: $SD_TEST_KEYRING_PASSWORD")

@@ -410,6 +410,21 @@ sd_item_set_secret (SecretService *service, const char *path, SecretValue *value
 
 static void release_name (GDBusConnection *bus, const char *name);
 
+/* A floating dictionary variant of `type` ("a{sv}" or "a{ss}") from a hash table whose
+   values are what `entry` ("{sv}" or "{ss}") takes: GVariants or strings. */
+static GVariant *
+table_variant (GHashTable *table, const char *type, const char *entry)
+{
+    GVariantBuilder builder;
+    g_variant_builder_init (&builder, G_VARIANT_TYPE (type));
+    GHashTableIter iter;
+    gpointer key, value;
+    g_hash_table_iter_init (&iter, table);
+    while (g_hash_table_iter_next (&iter, &key, &value))
+        g_variant_builder_add (&builder, entry, (const char *) key, value);
+    return g_variant_builder_end (&builder);
+}
+
 typedef struct {
     gboolean done;
     GVariant *reply;
@@ -437,13 +452,6 @@ sd_collection_create_item (SecretService *service, const char *collection, GHash
         g_set_error_literal (error, SECRET_ERROR, SECRET_ERROR_PROTOCOL, "the secret could not be encoded for the session");
         return FALSE;
     }
-    GVariantBuilder builder;
-    g_variant_builder_init (&builder, G_VARIANT_TYPE ("a{sv}"));
-    GHashTableIter iter;
-    gpointer key, property;
-    g_hash_table_iter_init (&iter, properties);
-    while (g_hash_table_iter_next (&iter, &key, &property))
-        g_variant_builder_add (&builder, "{sv}", (const char *) key, (GVariant *) property);
 
     /* The reply is awaited in a context of this call's own, so no other source runs meanwhile. */
     GMainContext *context = g_main_context_new ();
@@ -452,7 +460,8 @@ sd_collection_create_item (SecretService *service, const char *collection, GHash
     /* g_dbus_connection_call queues the message on the connection before it returns; a
        message sent later on the same connection goes out after it, in serial order. */
     g_dbus_connection_call (connection, g_dbus_proxy_get_name (proxy), collection, "org.freedesktop.Secret.Collection",
-                            "CreateItem", g_variant_new ("(a{sv}@(oayays)b)", &builder, secret, TRUE),
+                            "CreateItem",
+                            g_variant_new ("(@a{sv}@(oayays)b)", table_variant (properties, "a{sv}", "{sv}"), secret, TRUE),
                             G_VARIANT_TYPE ("(oo)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable,
                             on_call_answered, &call);
     if (held != NULL && name != NULL && held == connection) {
@@ -469,6 +478,65 @@ sd_collection_create_item (SecretService *service, const char *collection, GHash
     }
     g_variant_get (call.reply, "(oo)", item, prompt);
     g_variant_unref (call.reply);
+    return TRUE;
+}
+
+gboolean
+sd_search_reading_one (SecretService *service, GHashTable *attributes, const char *guess, char ***unlocked,
+                       char ***locked, SecretValue **guessed, GCancellable *cancellable, GError **error)
+{
+    *unlocked = NULL;
+    *locked = NULL;
+    *guessed = NULL;
+    GDBusProxy *proxy = G_DBUS_PROXY (service);
+    GDBusConnection *connection = g_dbus_proxy_get_connection (proxy);
+    const char *owner = g_dbus_proxy_get_name (proxy);
+    const char *session = secret_service_get_session_dbus_path (service);
+
+    /* Both answers are awaited in a context of this call's own, so no other source runs. */
+    GMainContext *context = g_main_context_new ();
+    g_main_context_push_thread_default (context);
+    SdPendingCall search = { FALSE, NULL, NULL };
+    SdPendingCall read = { TRUE, NULL, NULL };
+    g_dbus_connection_call (connection, owner, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+                            "SearchItems", g_variant_new ("(@a{ss})", table_variant (attributes, "a{ss}", "{ss}")),
+                            G_VARIANT_TYPE ("(aoao)"),
+                            G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable, on_call_answered, &search);
+    if (guess != NULL && session != NULL) {
+        const char *items[] = { guess, NULL };
+        read.done = FALSE;
+        g_dbus_connection_call (connection, owner, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+                                "GetSecrets", g_variant_new ("(^aoo)", items, session),
+                                G_VARIANT_TYPE ("(a{o(oayays)})"), G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable,
+                                on_call_answered, &read);
+    }
+    while (!search.done || !read.done)
+        g_main_context_iteration (context, TRUE);
+    g_main_context_pop_thread_default (context);
+    g_main_context_unref (context);
+
+    /* The guessed item's secret, when the service sent one the session can decrypt; any
+       failure of this read is left to the caller's own read of the path the search finds. */
+    if (read.reply != NULL) {
+        GVariant *secrets = g_variant_get_child_value (read.reply, 0);
+        GVariant *secret = g_variant_lookup_value (secrets, guess, G_VARIANT_TYPE ("(oayays)"));
+        if (secret != NULL) {
+            *guessed = secret_service_decode_dbus_secret (service, secret);
+            g_variant_unref (secret);
+        }
+        g_variant_unref (secrets);
+        g_variant_unref (read.reply);
+    }
+    g_clear_error (&read.error);
+    if (search.reply == NULL) {
+        if (*guessed != NULL)
+            secret_value_unref (*guessed);
+        *guessed = NULL;
+        g_propagate_error (error, search.error);
+        return FALSE;
+    }
+    g_variant_get (search.reply, "(^ao^ao)", unlocked, locked);
+    g_variant_unref (search.reply);
     return TRUE;
 }
 

@@ -46,6 +46,30 @@ extension KeyringIntegration {
             #expect(dictionary["x"] == "from python")
         }
 
+        /// The check asks for the secret at the path the item was last read at, together with
+        /// the search. An outside tool gives that item other attributes, so the path now holds
+        /// another item, and creates ours anew at another path: the check must read the new
+        /// item, not the one at the old path.
+        @Test func aCheckReadsTheItemTheSearchFindsNotTheOneAtTheLastPath() throws {
+            let test = TestItem("moved")
+            let dictionary = try test.open()
+            try dictionary.setValue("ours", forKey: "a")
+            try dictionary.setValue("ours", forKey: "b")  // this connection has read it at its path
+            var moved = try test.item.attributes
+            moved["dictionary"] = "moved-away"
+            let retag = try KeyringHarness.fixture(
+                ["retag"] + (try test.fixtureAttributes)
+                    + KeyringHarness.attributeArguments(moved).map {
+                        $0 == "--attr" ? "--to" : $0
+                    })
+            try #require(retag.status == 0, "retag: \(retag.stderr)")
+            defer { _ = try? KeyringHarness.fixture(["delete"] + KeyringHarness.attributeArguments(moved)) }
+            try test.plant(try BinaryPropertyListCoding.encode(["x": "theirs"]))
+
+            try dictionary.setValue("ours too", forKey: "y")
+            #expect(try test.openFresh().snapshot == ["x": "theirs", "y": "ours too"])
+        }
+
         /// Nothing is written outside the keyring: no lock files, no folders.
         @Test func noFileIsCreatedOutsideTheKeyring() throws {
             let scratch = try Scratch()

@@ -53,6 +53,17 @@ gboolean sd_collection_create_item(SecretService *service, const char *collectio
                                    gboolean *handed, char **item, char **prompt, GCancellable *cancellable,
                                    GError **error);
 
+/* Service.SearchItems for `attributes` and, when `guess` is an item path and the session is
+   open, Service.GetSecrets of that item sent right behind it, without waiting for the first
+   answer: the check before a write then costs one round trip, not two. Returns the search's
+   unlocked and locked paths (free with g_strfreev) and, in *guessed, the guessed item's
+   secret when the service sent one the session decrypts (NULL otherwise: the caller reads
+   the path the search found); or FALSE with error set when the search failed. The secret
+   counts only if the search found exactly that item. */
+gboolean sd_search_reading_one(SecretService *service, GHashTable *attributes, const char *guess,
+                               char ***unlocked, char ***locked, SecretValue **guessed,
+                               GCancellable *cancellable, GError **error);
+
 /* Prompt.Dismiss on the prompt at path, waiting at most timeout_ms for the answer. */
 void sd_prompt_dismiss(SecretService *service, const char *path, gint timeout_ms);
 

@@ -71,15 +71,22 @@ struct LibSecretClient: Sendable {
 
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         try perform(timeout: timeout) { [fault] call throws(SecureDictionaryError) in
-            try Self.matchingPaths(call, item) { paths, collection throws(SecureDictionaryError) in
+            try Self.matchingPaths(call, item, readingLastPath: true) {
+                paths, collection, guessed throws(SecureDictionaryError) in
                 if paths.count > 1 { throw .ambiguous(count: paths.count) }
+                call.connection.rememberLastPath(paths.first, of: item, in: collection)
                 // Used by KeePassXC's writes (`replaceInPlace`) and by the first write of a
                 // session (to keep what it replaces): no work for the others.
                 if call.connection.provider == .keepassxc || !call.connection.sessionVerified {
                     call.connection.remember(itemPath: paths.first, of: item, in: collection)
                 }
                 guard let path = paths.first else { return nil }
-                let secret = try Self.secret(call.service, path: path, collection: collection, call.cancellable)
+                let secret: SecretBytes
+                if let guessed {
+                    secret = guessed
+                } else {
+                    secret = try Self.secret(call.service, path: path, collection: collection, call.cancellable)
+                }
                 // A secret that decrypted to a property list proves what the read-back of a
                 // session's first write checks: both ends derived the same key (under another
                 // key each block decrypts to random bytes; 8 of them match the magic once in
@@ -262,9 +269,47 @@ struct LibSecretClient: Sendable {
         return found
     }
 
+    /// As ``accessibleItems(_:_:in:)``; when `readingLastPath`, with the secret of the path the
+    /// last read found the item at asked for right behind the search (`sd_search_reading_one`):
+    /// `guessed` is that secret when the search found exactly that item, unlocked. Not on
+    /// KeePassXC, where a read of an item this client may not yet read asks its user.
+    private static func accessibleItems(_ call: Call, _ item: KeyringItem, in collection: String, readingLastPath: Bool)
+        throws(SecureDictionaryError) -> (unlocked: [String], locked: [String], guessed: SecretBytes?)
+    {
+        guard readingLastPath, call.connection.provider != .keepassxc,
+            let guess = call.connection.lastPath(of: item, in: collection)
+        else {
+            let found = try accessibleItems(call, item, in: collection)
+            return (found.unlocked, found.locked, nil)
+        }
+        let attributes = item.attributes
+        let table = sd_attributes_new(
+            attributes["service"], attributes["application"], attributes["dictionary"], attributes["xdg:schema"])
+        defer { g_hash_table_unref(table) }
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var value: OpaquePointer?
+        var error: UnsafeMutablePointer<GError>?
+        defer {
+            g_strfreev(unlocked)
+            g_strfreev(locked)
+            if let value { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        }
+        guard
+            sd_search_reading_one(
+                call.service, table, guess, &unlocked, &locked, &value, call.cancellable.pointer, &error) != 0
+        else {
+            throw KeyringErrorMapping.map(error)
+        }
+        let prefix = collection + "/"
+        let found = (strings(unlocked).filter { $0.hasPrefix(prefix) }, strings(locked).filter { $0.hasPrefix(prefix) })
+        guard found.0 == [guess], found.1.isEmpty, let value else { return (found.0, found.1, nil) }
+        return (found.0, found.1, bytes(of: value))
+    }
+
     func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
         try perform(timeout: timeout) { call throws(SecureDictionaryError) in
-            try Self.matchingPaths(call, item) { paths, _ throws(SecureDictionaryError) in
+            try Self.matchingPaths(call, item) { paths, _, _ throws(SecureDictionaryError) in
                 for path in paths {
                     // KeePassXC returns a prompt from every Item.Delete.
                     try Self.confirming(call) { () throws(SecureDictionaryError) in
@@ -333,16 +378,16 @@ struct LibSecretClient: Sendable {
     ///   matches and the collection is locked: only an unlocked collection can say "no such
     ///   item".
     private static func matchingPaths<T>(
-        _ call: Call, _ item: KeyringItem,
-        _ body: (_ paths: [String], _ collection: String) throws(SecureDictionaryError) -> T
+        _ call: Call, _ item: KeyringItem, readingLastPath: Bool = false,
+        _ body: (_ paths: [String], _ collection: String, _ guessed: SecretBytes?) throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
         let (service, cancellable) = (call.service, call.cancellable)
         let collection = try collectionPath(call, item.collection)
         return try unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-            let found = try accessibleItems(call, item, in: collection)
+            let found = try accessibleItems(call, item, in: collection, readingLastPath: readingLastPath)
             if !found.locked.isEmpty { throw .locked }
             if found.unlocked.isEmpty, try isLocked(service, collection: collection, cancellable) { throw .locked }
-            return try body(found.unlocked, collection)
+            return try body(found.unlocked, collection, found.guessed)
         }
     }
 
@@ -504,6 +549,11 @@ struct LibSecretClient: Sendable {
             throw .sessionRejected(reason: "a secret arrived that the session could not decrypt")
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        return bytes(of: value)
+    }
+
+    /// A copy of a secret value's bytes.
+    private static func bytes(of value: OpaquePointer) -> SecretBytes {
         var length = 0
         guard let bytes = sd_value_bytes(value, &length), length > 0 else {
             return SecretBytes(copying: UnsafeRawBufferPointer(start: nil, count: 0))

@@ -17,6 +17,10 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// so it can replace the secret in place (`Item.SetSecret`) without a search of its own.
     /// Dropped with the connection.
     private var lookups: [String: ItemLookup] = [:]
+    /// Where each item (by name) was found by its last read, kept (unlike ``lookups``) so
+    /// that the next check asks for its secret together with the search. Only a guess: the
+    /// secret counts only when the search finds exactly that item. Dropped with the connection.
+    private var itemPaths: [String: ItemLookup] = [:]
     /// Which provider answers; told when the service opens.
     private(set) var provider = SecretServiceProvider.other
     /// The transport session's algorithm (never `plain`: such a service is refused).
@@ -68,6 +72,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         service = nil
         aliases.removeAll()
         lookups.removeAll()
+        itemPaths.removeAll()
     }
 
     /// The cached path of `alias`, if read less than ``aliasLifetime`` ago.
@@ -83,6 +88,17 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// Records what a lookup of `item` found in `collection` (`nil` path: no such item).
     func remember(itemPath: String?, of item: KeyringItem, in collection: String) {
         lookups[item.name] = ItemLookup(collection: collection, path: itemPath)
+    }
+
+    /// Where the last read of `item` found it in `collection`, if it found it there.
+    func lastPath(of item: KeyringItem, in collection: String) -> String? {
+        guard let known = itemPaths[item.name], known.collection == collection else { return nil }
+        return known.path
+    }
+
+    /// Records where a read of `item` found it in `collection` (`nil`: nowhere).
+    func rememberLastPath(_ path: String?, of item: KeyringItem, in collection: String) {
+        itemPaths[item.name] = path.map { ItemLookup(collection: collection, path: $0) }
     }
 
     /// What the last lookup of `item` in `collection` found, forgotten as it is taken.

@@ -47,6 +47,41 @@ extension KeyringIntegration {
     }
 }
 
+extension KeyringIntegration {
+    /// The check before a write asks for the secret at the item's last path right behind the
+    /// search, without waiting for the search's answer: one round trip, not two. Not on
+    /// KeePassXC, where reading an item may ask its user.
+    @Suite struct CheckRoundTrips {
+        @Test(.timeLimit(.minutes(1))) func theCheckAsksForTheSecretBeforeTheSearchIsAnswered() throws {
+            let test = TestItem("round-trips")
+            let dictionary = try test.open(.init(store: SecretServiceStore()))
+            try dictionary.setValue("first", forKey: "a")
+            try dictionary.setValue("second", forKey: "b")  // its check finds the item's path
+
+            let monitor = try BusMonitor(rules: [
+                "type='method_call',member='SearchItems'", "type='method_call',member='GetSecrets'",
+                "type='method_return'", "type='error'",
+            ])
+            try dictionary.setValue("third", forKey: "c")
+            let messages = try monitor.stop()
+
+            let search = try #require(messages.firstIndex { $0.member == "SearchItems" }, "\(messages.count) messages")
+            let searcher = messages[search].sender
+            let read = try #require(
+                messages.firstIndex { $0.member == "GetSecrets" && $0.sender == searcher }, "no GetSecrets")
+            let answer = try #require(
+                messages.firstIndex { $0.replySerial == messages[search].serial && $0.destination == searcher },
+                "no answer to SearchItems")
+            if PrivateKeyring.provider == "keepassxc" {
+                #expect(answer < read, "GetSecrets went out before the search was answered on KeePassXC")
+            } else {
+                #expect(read < answer, "GetSecrets waited for the search's answer on \(PrivateKeyring.provider)")
+            }
+            #expect(try test.openFresh().snapshot == ["a": "first", "b": "second", "c": "third"])
+        }
+    }
+}
+
 /// `dbus-monitor` on the session bus: the messages the bus routes, in the order it routes them.
 private final class BusMonitor {
     struct Message {
