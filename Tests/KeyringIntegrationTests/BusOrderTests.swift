@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionaryTestSupport
+import Synchronization
 import Testing
 
 @testable import SecureDictionary
@@ -51,10 +52,14 @@ extension KeyringIntegration {
     /// The check before a write asks for the secret at the item's last path right behind the
     /// search, without waiting for the search's answer: one round trip, not two. Not on
     /// KeePassXC, where reading an item may ask its user.
+    ///
+    /// The daemon is frozen while the write starts, so the search cannot be answered: the
+    /// GetSecrets shows up on the bus only if the client did not wait. (Watching the bus
+    /// unfrozen is a race a fast daemon such as kwalletd sometimes wins.)
     @Suite struct CheckRoundTrips {
         @Test(.timeLimit(.minutes(1))) func theCheckAsksForTheSecretBeforeTheSearchIsAnswered() throws {
             let test = TestItem("round-trips")
-            let dictionary = try test.open(.init(store: SecretServiceStore()))
+            let dictionary = try test.open(.init(timeout: .seconds(10), store: SecretServiceStore()))
             try dictionary.setValue("first", forKey: "a")
             try dictionary.setValue("second", forKey: "b")  // its check finds the item's path
 
@@ -62,8 +67,27 @@ extension KeyringIntegration {
                 "type='method_call',member='SearchItems'", "type='method_call',member='GetSecrets'",
                 "type='method_return'", "type='error'",
             ])
-            try dictionary.setValue("third", forKey: "c")
+            try KeyringHarness.daemon("freeze")
+            var thawed = false
+            defer { if !thawed { try? KeyringHarness.daemon("thaw") } }
+            let written = DispatchGroup()
+            let failure = Mutex<SecureDictionaryError?>(nil)
+            written.enter()
+            Thread {
+                do throws(SecureDictionaryError) { try dictionary.setValue("third", forKey: "c") } catch {
+                    failure.withLock { $0 = error }
+                }
+                written.leave()
+            }.start()
+            let readWhileFrozen = monitor.waitUntil(timeout: .seconds(1)) { messages in
+                guard let search = messages.firstIndex(where: { $0.member == "SearchItems" }) else { return false }
+                return messages[search...].contains { $0.member == "GetSecrets" && $0.sender == messages[search].sender }
+            }
+            try KeyringHarness.daemon("thaw")
+            thawed = true
+            written.wait()
             let messages = try monitor.stop()
+            #expect(failure.withLock { $0 } == nil)
 
             let search = try #require(messages.firstIndex { $0.member == "SearchItems" }, "\(messages.count) messages")
             let searcher = messages[search].sender
@@ -73,9 +97,10 @@ extension KeyringIntegration {
                 messages.firstIndex { $0.replySerial == messages[search].serial && $0.destination == searcher },
                 "no answer to SearchItems")
             if PrivateKeyring.provider == "keepassxc" {
-                #expect(answer < read, "GetSecrets went out before the search was answered on KeePassXC")
+                #expect(!readWhileFrozen && answer < read, "GetSecrets went out before the search was answered on KeePassXC")
             } else {
-                #expect(read < answer, "GetSecrets waited for the search's answer on \(PrivateKeyring.provider)")
+                #expect(
+                    readWhileFrozen && read < answer, "GetSecrets waited for the search's answer on \(PrivateKeyring.provider)")
             }
             #expect(try test.openFresh().snapshot == ["a": "first", "b": "second", "c": "third"])
         }
@@ -117,16 +142,40 @@ private final class BusMonitor {
         let text: String
     }
 
+    /// Reads what the monitor reports until `seen` holds for the messages so far (true) or
+    /// `timeout` passes (false). dbus-monitor writes each message out as it sees it.
+    func waitUntil(timeout: Duration, _ seen: ([Message]) -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !seen(Self.messages(in: text)) {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return false }
+            var ready = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            if poll(&ready, 1, Int32(max(milliseconds, 1))) > 0 {
+                let data = output.fileHandleForReading.availableData
+                if data.isEmpty { return false }
+                text += String(decoding: data, as: UTF8.self)
+            }
+        }
+        return true
+    }
+
     /// Stops the monitor (after the bus has routed what is on its way) and parses what it saw.
     func stop() throws -> [Message] {
         usleep(200_000)
         // SIGKILL: the child inherits the test thread's blocked signals, SIGINT and SIGTERM
-        // among them. dbus-monitor writes each message out as it sees it.
+        // among them.
         kill(process.processIdentifier, SIGKILL)
         text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        return Self.messages(in: text)
+    }
+
+    /// The messages in dbus-monitor's output so far; a line still being written is left out.
+    private static func messages(in text: String) -> [Message] {
+        let complete = text.hasSuffix("\n") ? Substring(text) : text[..<(text.lastIndex(of: "\n") ?? text.startIndex)]
         var messages: [Message] = []
-        for line in text.split(separator: "\n") {
+        for line in complete.split(separator: "\n") {
             if let first = line.first, first != " " {
                 messages.append(Self.header(String(line)))
             } else if var last = messages.popLast() {
