@@ -18,6 +18,8 @@ Run it inside scripts/with-private-keyring. Examples:
   keyring-fixture.py delete --attr application=app
   keyring-fixture.py lock          # lock the default collection
   keyring-fixture.py unlock        # unlock it with $SD_TEST_KEYRING_PASSWORD
+  keyring-fixture.py create-collection --label scratch   # password-less (gnome-keyring)
+  keyring-fixture.py set-alias default /org/freedesktop/secrets/collection/scratch
 
 Attribute matching is exact (Service.SearchItems): every given attribute
 must be equal, other attributes of the item may be anything. Note that
@@ -328,6 +330,26 @@ def cmd_alias(svc, args):
     print(svc.alias(args.name))
 
 
+def cmd_create_collection(svc, args):
+    # gnome-keyring only: its private interface creates a collection with the given
+    # password and shows no prompt; an empty password makes a password-less collection,
+    # which gnome-keyring unlocks without a prompt.
+    properties = dbus.Dictionary({COLLECTION_IFACE + ".Label": dbus.String(args.label)}, signature="sv")
+    master = dbus.Struct(
+        (svc.session, dbus.ByteArray(b""), dbus.ByteArray(args.password.encode()), dbus.String("text/plain")),
+        signature="oayays",
+    )
+    print(svc.call(svc.service, INTERNAL_IFACE, "CreateWithMasterPassword", properties, master))
+
+
+def cmd_set_alias(svc, args):
+    svc.call(svc.service, SERVICE_IFACE, "SetAlias", args.name, dbus.ObjectPath(args.collection))
+
+
+def cmd_delete_collection(svc, args):
+    svc.call(svc.obj(args.collection), COLLECTION_IFACE, "Delete")
+
+
 def main(argv):
     parser = argparse.ArgumentParser(
         prog="keyring-fixture.py",
@@ -366,6 +388,17 @@ def main(argv):
     p = sub.add_parser("alias", help="print the collection path an alias names")
     p.add_argument("name", nargs="?", default="default")
     p.set_defaults(func=cmd_alias)
+    p = sub.add_parser("create-collection", help="create a collection with a password, no prompt (gnome-keyring); print its path")
+    p.add_argument("--label", required=True)
+    p.add_argument("--password", default="", help="default: none (a password-less collection)")
+    p.set_defaults(func=cmd_create_collection)
+    p = sub.add_parser("set-alias", help="point an alias at a collection (gnome-keyring: 'default' only)")
+    p.add_argument("name")
+    p.add_argument("collection", help="collection object path")
+    p.set_defaults(func=cmd_set_alias)
+    p = sub.add_parser("delete-collection", help="delete a collection and its items")
+    p.add_argument("collection", help="collection object path")
+    p.set_defaults(func=cmd_delete_collection)
 
     args = parser.parse_args(argv)
     try:
