@@ -120,6 +120,10 @@ struct LibSecretClient: Sendable {
             try perform(timeout: timeout, handingOn: lock) { [fault] call throws(SecureDictionaryError) in
                 let collection = try Self.collectionPath(call, item.collection)
                 try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
+                    // A write whose lock went on with it is not sent again, even after the
+                    // unlock: the next writer may have written since. It was answered
+                    // "locked", so nothing was written.
+                    guard lock?.nameHandedOn != true else { throw .locked }
                     try Self.write(call, secret, to: item, in: collection, attempt: attempt, fault: fault, handingOn: lock)
                 }
             }

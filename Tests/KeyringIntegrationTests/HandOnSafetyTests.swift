@@ -1,0 +1,45 @@
+import Foundation
+import SecureDictionaryTestSupport
+import Testing
+
+@testable import SecureDictionary
+
+extension KeyringIntegration {
+    /// BusNameWriterLock rules 5 and 6, where they can go wrong: a write that gave the writer
+    /// lock on with its CreateItem is never sent again, and a call that outlived its deadline
+    /// never gives away the lock of the writer after it. Only gnome-keyring hands the lock on.
+    @Suite(.enabled(if: PrivateKeyring.provider == "gnome-keyring", "only gnome-keyring hands the lock on"))
+    struct HandOnSafety {
+        /// The collection is locked between the check and the write, so the write (lock handed
+        /// on) is answered "locked". The collection needs no password, so SecureDictionary can
+        /// unlock it without a prompt, as it does before it tries again; but the next writer may
+        /// have written meanwhile, so this write must not be sent a second time.
+        @Test(.timeLimit(.minutes(1))) func aWriteWhoseLockWentOnIsNotSentAgainAfterAnUnlock() throws {
+            let login = try fixture(["alias", "default"])
+            let scratch = try fixture(["create-collection", "--label", "hand-on-\(UUID().uuidString)"])
+            _ = try fixture(["set-alias", "default", scratch])
+            defer {
+                _ = try? fixture(["set-alias", "default", login])
+                _ = try? fixture(["delete-collection", scratch])
+            }
+            let test = TestItem("resend")
+            let dictionary = try test.open(.init(store: SecretServiceStore()))
+            try dictionary.setValue("first", forKey: "a")  // creates the item, read back: the session is proven
+
+            #expect(throws: SecureDictionaryError.locked) {
+                try dictionary.update { entries in
+                    _ = try? fixture(["lock", "--collection", scratch])
+                    entries["b"] = "second"
+                }
+            }
+            #expect(dictionary.snapshot == ["a": "first"])
+            #expect(try test.openFresh().snapshot == ["a": "first"], "the write was sent again after the unlock")
+        }
+
+        private func fixture(_ arguments: [String]) throws -> String {
+            let output = try KeyringHarness.fixture(arguments)
+            try #require(output.status == 0, "keyring-fixture \(arguments.first ?? ""): \(output.stderr)")
+            return output.trimmedText
+        }
+    }
+}
