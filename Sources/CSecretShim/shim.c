@@ -439,39 +439,54 @@ on_call_answered (GObject *source, GAsyncResult *result, gpointer data)
     call->done = TRUE;
 }
 
-gboolean
-sd_collection_create_item (SecretService *service, const char *collection, GHashTable *properties,
-                           SecretValue *value, GDBusConnection *held, const char *name, gboolean *handed,
-                           char **item, char **prompt, GCancellable *cancellable, GError **error)
+struct SdPendingCreate {
+    GMainContext *context;
+    SdPendingCall call;
+};
+
+SdPendingCreate *
+sd_collection_create_item_send (SecretService *service, const char *collection, GHashTable *properties,
+                                SecretValue *value, GDBusConnection *held, const char *name, gboolean *handed,
+                                GCancellable *cancellable, GError **error)
 {
     *handed = FALSE;
+    if (g_cancellable_set_error_if_cancelled (cancellable, error))
+        return NULL;
     GDBusProxy *proxy = G_DBUS_PROXY (service);
     GDBusConnection *connection = g_dbus_proxy_get_connection (proxy);
     GVariant *secret = secret_service_encode_dbus_secret (service, value);
     if (secret == NULL) {
         g_set_error_literal (error, SECRET_ERROR, SECRET_ERROR_PROTOCOL, "the secret could not be encoded for the session");
-        return FALSE;
+        return NULL;
     }
 
     /* The reply is awaited in a context of this call's own, so no other source runs meanwhile. */
-    GMainContext *context = g_main_context_new ();
-    g_main_context_push_thread_default (context);
-    SdPendingCall call = { FALSE, NULL, NULL };
+    SdPendingCreate *pending = g_new0 (SdPendingCreate, 1);
+    pending->context = g_main_context_new ();
+    g_main_context_push_thread_default (pending->context);
     /* g_dbus_connection_call queues the message on the connection before it returns; a
        message sent later on the same connection goes out after it, in serial order. */
     g_dbus_connection_call (connection, g_dbus_proxy_get_name (proxy), collection, "org.freedesktop.Secret.Collection",
                             "CreateItem",
                             g_variant_new ("(@a{sv}@(oayays)b)", table_variant (properties, "a{sv}", "{sv}"), secret, TRUE),
                             G_VARIANT_TYPE ("(oo)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable,
-                            on_call_answered, &call);
+                            on_call_answered, &pending->call);
+    g_main_context_pop_thread_default (pending->context);
     if (held != NULL && name != NULL && held == connection) {
         release_name (held, name);
         *handed = TRUE;
     }
-    while (!call.done)
-        g_main_context_iteration (context, TRUE);
-    g_main_context_pop_thread_default (context);
-    g_main_context_unref (context);
+    return pending;
+}
+
+gboolean
+sd_collection_create_item_finish (SdPendingCreate *pending, char **item, char **prompt, GError **error)
+{
+    while (!pending->call.done)
+        g_main_context_iteration (pending->context, TRUE);
+    g_main_context_unref (pending->context);
+    SdPendingCall call = pending->call;
+    g_free (pending);
     if (call.reply == NULL) {
         g_propagate_error (error, call.error);
         return FALSE;

@@ -1,3 +1,5 @@
+import CSecretShim
+import Dispatch
 import Foundation
 import SecureDictionaryTestSupport
 import Testing
@@ -34,6 +36,43 @@ extension KeyringIntegration {
             }
             #expect(dictionary.snapshot == ["a": "first"])
             #expect(try test.openFresh().snapshot == ["a": "first"], "the write was sent again after the unlock")
+        }
+
+        /// A write waits on the keyring thread behind another call until after its deadline;
+        /// its caller gives up and releases the lock, and the next writer of this process takes
+        /// it. When the stale write then runs, it must leave that writer's lock alone (the
+        /// process's one bus connection owns the name for both).
+        @Test(.timeLimit(.minutes(1))) func aCallThatOutlivedItsDeadlineLeavesTheNextWritersLockAlone() throws {
+            let test = TestItem("stale")
+            let client = LibSecretClient()
+            let dictionary = try test.open(.init(timeout: .milliseconds(800), store: SecretServiceStore(client: client)))
+            try dictionary.setValue("first", forKey: "a")  // proves the session: later writes hand the lock on
+            let busName = BusNameWriterLock.busName(for: try test.item)
+
+            let laneBusy = DispatchSemaphore(value: 0)
+            let laneFree = DispatchSemaphore(value: 0)
+            #expect(throws: SecureDictionaryError.timedOut) {
+                try dictionary.update { entries in
+                    // Checked already; the write will queue behind this call and time out.
+                    Thread {
+                        _ = client.lane.run(timeout: .seconds(20), interrupt: {}) { _ in
+                            laneBusy.signal()
+                            laneFree.wait()
+                        }
+                    }.start()
+                    laneBusy.wait()
+                    entries["b"] = "second"
+                }
+            }
+            var ownerWhileHeld = 0
+            try dictionary.update { entries in
+                laneFree.signal()  // the stale write runs now, while this writer holds the lock
+                usleep(500_000)
+                ownerWhileHeld = sd_bus_name_owner_pid(busName)
+                entries["c"] = "third"
+            }
+            #expect(ownerWhileHeld == Int(getpid()), "the writer lost its lock to a stale call")
+            #expect(try test.openFresh().snapshot == ["a": "first", "c": "third"])
         }
 
         private func fixture(_ arguments: [String]) throws -> String {

@@ -40,18 +40,25 @@ gboolean sd_item_set_secret(SecretService *service, const char *path, SecretValu
 
 /* Collection.CreateItem with replace, sent by this shim rather than by libsecret (whose
    asynchronous create may send its message only after a turn of a main loop), so that what
-   follows is sent after it. When `held` is the connection of the service's proxy, gives the
-   bus name `name` back (ReleaseName) right after the CreateItem message, without waiting for
-   its reply, and sets *handed: dbus-daemon then forwards CreateItem to the provider before it
-   grants the name to the next in line, whose calls reach the provider after it. When `held`
-   is NULL or another connection, leaves the name alone. The session must be open (the
-   secret travels encrypted with it). Returns the item's path and, in *prompt, the prompt's
-   path ("/": none; the caller dismisses any other, since the item is then not written); or
-   FALSE with error set. */
-gboolean sd_collection_create_item(SecretService *service, const char *collection, GHashTable *properties,
-                                   SecretValue *value, GDBusConnection *held, const char *name,
-                                   gboolean *handed, char **item, char **prompt, GCancellable *cancellable,
-                                   GError **error);
+   follows is sent after it. Sends and returns at once; sd_collection_create_item_finish
+   waits for the answer. When `held` is the connection of the service's proxy, gives the bus
+   name `name` back (ReleaseName) right after the CreateItem message and sets *handed:
+   dbus-daemon then forwards CreateItem to the provider before it grants the name to the next
+   in line, whose calls reach the provider after it. When `held` is NULL or another
+   connection, leaves the name alone. The session must be open (the secret travels encrypted
+   with it). Returns NULL with error set, having sent nothing, when `cancellable` is already
+   cancelled or the secret cannot be encoded. (A cancel that comes while it sends may still
+   keep GLib from sending CreateItem; the name then goes back all the same.) */
+typedef struct SdPendingCreate SdPendingCreate;
+SdPendingCreate *sd_collection_create_item_send(SecretService *service, const char *collection,
+                                                GHashTable *properties, SecretValue *value,
+                                                GDBusConnection *held, const char *name, gboolean *handed,
+                                                GCancellable *cancellable, GError **error);
+
+/* Waits for the answer to sd_collection_create_item_send and frees `pending`. Returns the
+   item's path and, in *prompt, the prompt's path ("/": none; the caller dismisses any other,
+   since the item is then not written); or FALSE with error set. */
+gboolean sd_collection_create_item_finish(SdPendingCreate *pending, char **item, char **prompt, GError **error);
 
 /* Service.SearchItems for `attributes` and, when `guess` is an item path and the session is
    open, Service.GetSecrets of that item sent right behind it, without waiting for the first

@@ -42,6 +42,13 @@ import Synchronization
 ///    overlaps this one's answer. Only on the connection of the service's proxy (dbus-daemon
 ///    orders one connection's messages, not two), and only for a write that is never tried
 ///    again or undone once the name is gone: that would write over the next writer's write.
+/// 6. A write is sent, and the name given back with it, only while the turn it belongs to
+///    still holds the lock. A call that outlived its deadline may still run on the keyring
+///    thread after its caller gave up and released, when the next writer of this process
+///    holds the name on the same connection: a ReleaseName sent then would give away that
+///    writer's name. So the sending runs under the lock's own mutex, which ``release()``
+///    takes too, and only while the call is not cancelled: a caller cancels its call before
+///    it gives up, and releases only after that.
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
     private let local: FairLock
@@ -136,32 +143,40 @@ final class BusNameWriterLock: ItemWriterLock {
         local.unlock()
     }
 
-    // MARK: Handing the name on as a write is sent (rule 5)
+    // MARK: Handing the name on as a write is sent (rules 5 and 6)
 
-    /// Runs `write` with the connection that holds the name (`nil` when the lock is not held
-    /// on the bus) and the name. `write` sets `handed` once it has given the name back; the
-    /// lock then lets go of that connection, and ``release()`` only lets the next thread of
-    /// this process in.
+    /// Runs `send`, which sends a write without waiting for its answer, with the connection
+    /// that holds the name (`nil` when the lock is not held on the bus) and the name; `send`
+    /// sets `handed` once it has given the name back, and the lock then lets go of that
+    /// connection (``release()`` then only lets the next thread of this process in).
+    ///
+    /// Rule 6: runs `send` under the mutex ``release()`` takes, and not at all once
+    /// `cancellable` is cancelled, since the turn may then be over.
     ///
     /// ```swift
-    /// try lock.handingOn { held, name, handed throws(SecureDictionaryError) in
-    ///     sd_collection_create_item(service, collection, properties, value, held, name, &handed, …)
+    /// let pending = try lock.sendHandingOn(unless: call.cancellable) { held, name, handed in
+    ///     sd_collection_create_item_send(service, collection, properties, value, held, name, &handed, …)
     /// }
     /// ```
-    func handingOn<T>(
-        _ write: (_ held: OpaquePointer?, _ name: String, _ handed: inout gboolean) throws(SecureDictionaryError) -> T
-    ) throws(SecureDictionaryError) -> T {
-        var handed: gboolean = 0
-        defer { if handed != 0 { letGoOfHandedOnName() } }
-        return try write(held.withLock { $0?.pointer }, busName, &handed)
-    }
-
-    /// After the name went back with a write: drops the connection that held it, so that
-    /// ``release()`` does not give it back again.
-    private func letGoOfHandedOnName() {
-        guard let connection = held.withLock({ $0.take() }) else { return }
-        handedOn.store(true, ordering: .relaxed)
-        g_object_unref(UnsafeMutableRawPointer(connection.pointer))
+    ///
+    /// - Throws: ``SecureDictionaryError/cancelled`` when `cancellable` is cancelled (nothing
+    ///   was sent), or what `send` throws.
+    func sendHandingOn(
+        unless cancellable: Cancellable,
+        _ send: (_ held: OpaquePointer?, _ name: String, _ handed: inout gboolean) throws(SecureDictionaryError) ->
+            OpaquePointer
+    ) throws(SecureDictionaryError) -> OpaquePointer {
+        assert(!nameHandedOn, "a write sent again after its writer lock went on with it")
+        let (sent, letGo) = try held.withLock { held throws(SecureDictionaryError) -> (OpaquePointer, BusConnection?) in
+            guard !cancellable.isCancelled else { throw .cancelled }
+            var handed: gboolean = 0
+            let sent = try send(held?.pointer, busName, &handed)
+            guard handed != 0 else { return (sent, nil) }
+            handedOn.store(true, ordering: .relaxed)
+            return (sent, held.take())
+        }
+        if let letGo { g_object_unref(UnsafeMutableRawPointer(letGo.pointer)) }
+        return sent
     }
 
     /// Whether the holder's write has given the name back as it was sent: from then on the

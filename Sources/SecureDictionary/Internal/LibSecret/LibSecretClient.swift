@@ -606,27 +606,29 @@ struct LibSecretClient: Sendable {
     ) throws(SecureDictionaryError) -> String {
         var created = ""
         try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
-            try lock.handingOn { held, name, handed throws(SecureDictionaryError) in
+            let pending = try lock.sendHandingOn(unless: call.cancellable) { held, name, handed throws(SecureDictionaryError) in
                 var error: UnsafeMutablePointer<GError>?
-                var path: UnsafeMutablePointer<gchar>?
-                var prompt: UnsafeMutablePointer<gchar>?
-                defer {
-                    g_free(path)
-                    g_free(prompt)
-                }
                 guard
-                    sd_collection_create_item(
-                        call.service, collection, properties, value, held, name, &handed, &path, &prompt,
-                        call.cancellable.pointer, &error) != 0, let path, let prompt
-                else {
-                    throw KeyringErrorMapping.map(error)
-                }
-                guard String(cString: prompt) == "/" else {
-                    if call.connection.provider.dismissesPromptsOnCancel { sd_prompt_dismiss(call.service, prompt, 1_000) }
-                    throw .confirmationRequired
-                }
-                created = String(cString: path)
+                    let pending = sd_collection_create_item_send(
+                        call.service, collection, properties, value, held, name, &handed, call.cancellable.pointer, &error)
+                else { throw KeyringErrorMapping.map(error) }
+                return pending
             }
+            var error: UnsafeMutablePointer<GError>?
+            var path: UnsafeMutablePointer<gchar>?
+            var prompt: UnsafeMutablePointer<gchar>?
+            defer {
+                g_free(path)
+                g_free(prompt)
+            }
+            guard sd_collection_create_item_finish(pending, &path, &prompt, &error) != 0, let path, let prompt else {
+                throw KeyringErrorMapping.map(error)
+            }
+            guard String(cString: prompt) == "/" else {
+                if call.connection.provider.dismissesPromptsOnCancel { sd_prompt_dismiss(call.service, prompt, 1_000) }
+                throw .confirmationRequired
+            }
+            created = String(cString: path)
         }
         return created
     }

@@ -172,6 +172,7 @@ final class Cancellable: @unchecked Sendable {  // GCancellable is thread-safe
     init() { pointer = sd_cancellable_new() }
     deinit { g_object_unref(pointer) }
     func cancel() { g_cancellable_cancel(pointer) }
+    var isCancelled: Bool { g_cancellable_is_cancelled(pointer) != 0 }
     /// Whether a call under this cancellable ran a prompt (one that may wait for a human).
     var prompted: Bool { sd_cancellable_prompted(pointer) != 0 }
 }
