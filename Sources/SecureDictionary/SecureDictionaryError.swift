@@ -90,11 +90,13 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// KDE Frameworks 6.25 does either about once in a hundred sessions, and SecureDictionary
     /// tries a new session each time; failing every time points at the provider.
     case sessionRejected(reason: String)
-    /// A write was read back and the keyring held other bytes than those written, on every
-    /// try with a new session: the provider mangles secrets. The write is not acknowledged.
+    /// A write on a session not yet proven could not be confirmed by reading it back: the
+    /// keyring held other bytes than those written on every try with a new session (the
+    /// provider mangles secrets), or the read-back itself failed and the previous content
+    /// could not be put back. The write is not acknowledged.
     /// `restored`: what the item held before (or its absence) was put back and read back
-    /// exactly; when `false`, the item may hold damaged bytes (the next load may throw
-    /// ``corrupt``). Either way the dictionary reloads before its next use.
+    /// exactly; when `false`, the item may hold this write or damaged bytes (the next load
+    /// may throw ``corrupt``). Either way the dictionary reloads before its next use.
     case writeNotVerified(restored: Bool)
     /// The Secret portal cannot give this app its master secret (``SecretPortalStore``): it
     /// is missing, has no Secret backend, or this process is not a sandboxed app. Nothing
@@ -186,11 +188,12 @@ extension SecureDictionaryError: CustomStringConvertible {
             "the keyring runs, but its encrypted session failed on every try (\(reason)): try again; "
                 + "if it keeps failing, update the keyring provider (KWallet: KDE Frameworks 6.25 or later fixes this)"
         case .writeNotVerified(let restored):
-            "the keyring stored other bytes than those written, on every try; the write was not acknowledged "
+            "the keyring did not confirm the write when it was read back (it held other bytes, or the read failed); "
+                + "the write was not acknowledged "
                 + (restored
                     ? "and the previous content was put back: "
-                    : "and the previous content could not be put back, so the item may be damaged: ")
-                + "the keyring provider mangles secrets, update or replace it"
+                    : "and the previous content could not be put back, so the item may be damaged or hold this write: ")
+                + "run 'secure-dict doctor'; if this repeats, the keyring provider mangles secrets: update or replace it"
         case .portalUnavailable(let reason):
             "the Secret portal cannot give this app its secret (\(reason)); nothing was read or written"
         case .fileUnavailable(let path, let reason):

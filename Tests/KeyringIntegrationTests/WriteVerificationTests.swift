@@ -63,6 +63,25 @@ extension KeyringIntegration {
             #expect(try test.sha256() == digest)
         }
 
+        /// A write that is read back lands, then the keyring is locked before the read-back:
+        /// the write can be neither confirmed nor undone, so what the item holds is unknown.
+        /// The error must say so, and the dictionary must reload instead of serving what it
+        /// held before as if nothing had been written.
+        @Test func aWriteNeitherConfirmedNorUndoneLeavesItsOutcomeUnknown() throws {
+            let test = TestItem("verify-unconfirmed")
+            let client = LibSecretClient(beforeReadBack: { _ = try? KeyringHarness.daemon("lock") })
+            let dictionary = try test.open(.init(store: SecretServiceStore(client: client)))
+            defer { _ = try? KeyringHarness.daemon("unlock") }
+
+            #expect(throws: SecureDictionaryError.writeNotVerified(restored: false)) {
+                try dictionary.setValue("written", forKey: "k")  // a new item: read back
+            }
+            try KeyringHarness.daemon("unlock")
+            let stored = try test.openFresh().snapshot
+            #expect(stored == ["k": "written"], "the write landed")
+            #expect(try dictionary.entries() == stored, "the dictionary served what it held before the write")
+        }
+
         @Test func aProviderThatManglesEveryWriteIsReportedAsNotRestored() throws {
             let test = TestItem("verify-damaged")
             try test.open().setValue("before", forKey: "k")

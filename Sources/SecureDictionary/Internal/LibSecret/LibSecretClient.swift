@@ -10,8 +10,13 @@ struct LibSecretClient: Sendable {
     let lane = DeadlineLane(label: "SecureDictionary.keyring") { LibSecretConnection() }
     /// Tests only: writes to mangle on their way out.
     let fault: ManglingFault?
+    /// Tests only: runs between a write that is read back and its read-back.
+    let beforeReadBack: (@Sendable () -> Void)?
 
-    init(fault: ManglingFault? = nil) { self.fault = fault }
+    init(fault: ManglingFault? = nil, beforeReadBack: (@Sendable () -> Void)? = nil) {
+        self.fault = fault
+        self.beforeReadBack = beforeReadBack
+    }
 
     /// Runs `operation` on the lane with a deadline, reconnecting once when the connection
     /// turns out to be dead (the daemon restarted). `lock`: the writer lock a write may hand
@@ -117,14 +122,16 @@ struct LibSecretClient: Sendable {
         let deadline = Deadline(after: timeout)
         let attempt = VerifiedWrite()
         do {
-            try perform(timeout: timeout, handingOn: lock) { [fault] call throws(SecureDictionaryError) in
+            try perform(timeout: timeout, handingOn: lock) { [fault, beforeReadBack] call throws(SecureDictionaryError) in
                 let collection = try Self.collectionPath(call, item.collection)
                 try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
                     // A write whose lock went on with it is not sent again, even after the
                     // unlock: the next writer may have written since. It was answered
                     // "locked", so nothing was written.
                     guard lock?.nameHandedOn != true else { throw .locked }
-                    try Self.write(call, secret, to: item, in: collection, attempt: attempt, fault: fault, handingOn: lock)
+                    try Self.write(
+                        call, secret, to: item, in: collection, attempt: attempt, fault: fault, beforeReadBack: beforeReadBack,
+                        handingOn: lock)
                 }
             }
         } catch {
@@ -132,6 +139,9 @@ struct LibSecretClient: Sendable {
             guard attempt.mayHaveDamaged, lock?.nameHandedOn != true else { throw error }
             let restored = restore(attempt.prior, of: item, until: deadline)
             if attempt.readBackDiffered { throw .writeNotVerified(restored: restored) }
+            // A write no read-back confirmed stands, and could not be undone: what the item
+            // holds is unknown, so the error must say so (the cache is then reloaded).
+            if !restored && !error.leavesWriteOutcomeUnknown { throw .writeNotVerified(restored: false) }
             throw error
         }
     }
@@ -167,7 +177,7 @@ struct LibSecretClient: Sendable {
     ///   back differ from `secret` (the caller's retry then uses a new session).
     private static func write(
         _ call: Call, _ secret: SecretBytes, to item: KeyringItem, in collection: String, attempt: VerifiedWrite?,
-        fault: ManglingFault?, handingOn lock: BusNameWriterLock? = nil
+        fault: ManglingFault?, beforeReadBack: (@Sendable () -> Void)? = nil, handingOn lock: BusNameWriterLock? = nil
     ) throws(SecureDictionaryError) {
         let verifying = !call.connection.sessionVerified
         // Where the check before this write found the item (`nil`: no check on this session).
@@ -197,6 +207,7 @@ struct LibSecretClient: Sendable {
                 // writer must not write before it.
                 handingOn: !verifying && call.connection.provider.handlesCallsInArrivalOrder ? lock : nil)
         guard verifying else { return }
+        beforeReadBack?()
         // A session whose ends derived different keys stores garbage about once in 256
         // writes and fails to decrypt almost every read: one exact read-back proves the keys
         // match, for every later write on this session.
