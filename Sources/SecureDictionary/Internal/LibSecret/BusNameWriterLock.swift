@@ -166,9 +166,10 @@ final class BusNameWriterLock: ItemWriterLock {
         _ send: (_ held: OpaquePointer?, _ name: String, _ handed: inout gboolean) throws(SecureDictionaryError) ->
             OpaquePointer
     ) throws(SecureDictionaryError) -> OpaquePointer {
-        assert(!nameHandedOn, "a write sent again after its writer lock went on with it")
         let (sent, letGo) = try held.withLock { held throws(SecureDictionaryError) -> (OpaquePointer, BusConnection?) in
             guard !cancellable.isCancelled else { throw .cancelled }
+            // Only now is this the call's own turn (rule 6), whose flag this is.
+            assert(!nameHandedOn, "a write sent again after its writer lock went on with it")
             var handed: gboolean = 0
             let sent = try send(held?.pointer, busName, &handed)
             guard handed != 0 else { return (sent, nil) }
