@@ -139,9 +139,12 @@ struct LibSecretClient: Sendable {
             guard attempt.mayHaveDamaged, lock?.nameHandedOn != true else { throw error }
             let restored = restore(attempt.prior, of: item, until: deadline)
             if attempt.readBackDiffered { throw .writeNotVerified(restored: restored) }
-            // A write no read-back confirmed stands, and could not be undone: what the item
-            // holds is unknown, so the error must say so (the cache is then reloaded).
-            if !restored && !error.leavesWriteOutcomeUnknown { throw .writeNotVerified(restored: false) }
+            // A write the keyring stored but no read-back confirmed, which could not be undone:
+            // what the item holds is unknown, so the error must say so (the cache is then
+            // reloaded). One the keyring refused ("locked") wrote nothing: its error stands.
+            if !restored && attempt.unconfirmedWriteStored && !error.leavesWriteOutcomeUnknown {
+                throw .writeNotVerified(restored: false)
+            }
             throw error
         }
     }
@@ -207,6 +210,7 @@ struct LibSecretClient: Sendable {
                 // writer must not write before it.
                 handingOn: !verifying && call.connection.provider.handlesCallsInArrivalOrder ? lock : nil)
         guard verifying else { return }
+        attempt?.stored()
         beforeReadBack?()
         // A session whose ends derived different keys stores garbage about once in 256
         // writes and fails to decrypt almost every read: one exact read-back proves the keys

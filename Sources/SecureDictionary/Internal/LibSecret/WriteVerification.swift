@@ -27,6 +27,8 @@ final class VerifiedWrite: Sendable {
         var prior: Prior?
         var sent = false
         var unprovenWriteStands = false
+        /// The keyring answered that it stored such a try's bytes (its read-back may still fail).
+        var unprovenWriteStored = false
         var readBackDiffered = false
     }
 
@@ -38,6 +40,9 @@ final class VerifiedWrite: Sendable {
     var needsPrior: Bool { state.withLock { $0.prior == nil && !$0.sent } }
     /// Whether a try on an unproven session sent bytes that no later read-back confirmed.
     var mayHaveDamaged: Bool { state.withLock { $0.unprovenWriteStands } }
+    /// Whether such bytes were stored, as the keyring's answer to the write said: then,
+    /// unless they were put back, the item holds what no read-back confirmed.
+    var unconfirmedWriteStored: Bool { state.withLock { $0.unprovenWriteStands && $0.unprovenWriteStored } }
     /// Whether some try read back other bytes than it wrote.
     var readBackDiffered: Bool { state.withLock { $0.readBackDiffered } }
 
@@ -53,6 +58,9 @@ final class VerifiedWrite: Sendable {
             state.unprovenWriteStands = !onVerifiedSession
         }
     }
+
+    /// The keyring answered the try's write without an error.
+    func stored() { state.withLock { if $0.unprovenWriteStands { $0.unprovenWriteStored = true } } }
 
     func readBackMatches() { state.withLock { $0.unprovenWriteStands = false } }
     func readBackDiffers() { state.withLock { $0.readBackDiffered = true } }
