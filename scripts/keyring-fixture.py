@@ -310,6 +310,11 @@ def cmd_lock(svc, args):
         raise Failure(EXIT_ERROR, f"{collection} is still unlocked")
 
 
+def cmd_locked(svc, args):
+    collection = args.collection or svc.alias(args.collection_alias)
+    print("locked" if svc.prop(collection, COLLECTION_IFACE, "Locked") else "unlocked")
+
+
 def cmd_unlock(svc, args):
     # gnome-keyring's private interface unlocks with the password and shows no
     # prompt (Service.Unlock would need a prompter, which a headless bus lacks).
@@ -382,6 +387,7 @@ def main(argv):
     p.add_argument("--to", action="append", metavar="KEY=VALUE", required=True, help="the item's new attributes (repeatable)")
     p.set_defaults(func=cmd_retag)
     with_collection(sub.add_parser("lock", help="lock a collection (Service.Lock)")).set_defaults(func=cmd_lock)
+    with_collection(sub.add_parser("locked", help="print whether a collection is locked or unlocked")).set_defaults(func=cmd_locked)
     p = with_collection(sub.add_parser("unlock", help="unlock a collection with its password, no prompt"))
     p.add_argument("--password", help="default: $SD_TEST_KEYRING_PASSWORD")
     p.set_defaults(func=cmd_unlock)

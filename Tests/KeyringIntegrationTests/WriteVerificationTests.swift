@@ -70,7 +70,8 @@ extension KeyringIntegration {
         @Test func aWriteNeitherConfirmedNorUndoneLeavesItsOutcomeUnknown() throws {
             let test = TestItem("verify-unconfirmed")
             let client = LibSecretClient(beforeReadBack: { _ = try? KeyringHarness.daemon("lock") })
-            let dictionary = try test.open(.init(store: SecretServiceStore(client: client)))
+            // Time for the lock (a subprocess) inside the write's call, on a loaded machine too.
+            let dictionary = try test.open(.init(timeout: .seconds(15), store: SecretServiceStore(client: client)))
             defer { _ = try? KeyringHarness.daemon("unlock") }
 
             #expect(throws: SecureDictionaryError.writeNotVerified(restored: false)) {
