@@ -20,6 +20,7 @@ Run it inside scripts/with-private-keyring. Examples:
   keyring-fixture.py unlock        # unlock it with $SD_TEST_KEYRING_PASSWORD
   keyring-fixture.py create-collection --label scratch   # password-less (gnome-keyring)
   keyring-fixture.py set-alias default /org/freedesktop/secrets/collection/scratch
+  keyring-fixture.py hold-lock --app app --name tokens   # the writer lock, until stdin closes
 
 Attribute matching is exact (Service.SearchItems): every given attribute
 must be equal, other attributes of the item may be anything. Note that
@@ -355,6 +356,55 @@ def cmd_delete_collection(svc, args):
     svc.call(svc.obj(args.collection), COLLECTION_IFACE, "Delete")
 
 
+def lock_name(application, dictionary):
+    """The bus name of a SecureDictionary item's writer lock (README, "The stored item"):
+    FNV-1a (64 bits) of the item name's UTF-8 bytes, in lowercase hex, after the
+    application ID when that makes a valid bus name."""
+    item = application + ".__SecureDictionary__" + ("." + dictionary if dictionary else "")
+    digest = 0xCBF29CE484222325
+    for byte in item.encode():
+        digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    name = f"{application}.__SecureDictionary__.h{digest:x}"
+    elements = name.split(".")
+    valid = len(name.encode()) <= 255 and all(
+        element and not element[0].isdigit() and all(c.isascii() and (c.isalnum() or c in "_-") for c in element)
+        for element in elements
+    )
+    return name if valid else f"io.github.securedictionary.lock.h{digest:x}"
+
+
+def cmd_hold_lock(_, args):
+    # What another tool does to write a SecureDictionary item safely: queue for the writer
+    # lock's bus name, hold it for the read-modify-write, release it. Held here until
+    # standard input closes (or --seconds pass), so a test decides when it ends.
+    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+    bus = dbus.SessionBus()
+    name = lock_name(args.app, args.name)
+    loop = GLib.MainLoop()
+    acquired = []
+
+    def on_acquired(granted):
+        if granted == name:
+            acquired.append(True)
+            loop.quit()
+
+    receiver = bus.add_signal_receiver(on_acquired, "NameAcquired", "org.freedesktop.DBus")
+    if bus.request_name(name, 0) != dbus.bus.REQUEST_NAME_REPLY_PRIMARY_OWNER:
+        GLib.timeout_add(int(args.wait * 1000), loop.quit)
+        loop.run()
+        if not acquired:
+            raise Failure(EXIT_ERROR, f"{name} still held by another process after {args.wait} s")
+    receiver.remove()
+    print(f"held {name} pid {os.getpid()}", flush=True)
+    holding = GLib.MainLoop()
+    if args.seconds is not None:
+        GLib.timeout_add(int(args.seconds * 1000), holding.quit)
+    else:
+        GLib.io_add_watch(sys.stdin.fileno(), GLib.IO_IN | GLib.IO_HUP, lambda *_: holding.quit())
+    holding.run()
+    bus.release_name(name)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(
         prog="keyring-fixture.py",
@@ -406,9 +456,16 @@ def main(argv):
     p.add_argument("collection", help="collection object path")
     p.set_defaults(func=cmd_delete_collection)
 
+    p = sub.add_parser("hold-lock", help="take an item's writer lock (its bus name) and hold it until stdin closes")
+    p.add_argument("--app", required=True, help="application ID")
+    p.add_argument("--name", default="", help="dictionary name (default: the default dictionary)")
+    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for the lock (default 10)")
+    p.add_argument("--seconds", type=float, help="hold this long instead of until stdin closes")
+    p.set_defaults(func=cmd_hold_lock)
+
     args = parser.parse_args(argv)
     try:
-        args.func(SecretService(args.timeout), args)
+        args.func(None if args.command == "hold-lock" else SecretService(args.timeout), args)
     except Failure as failure:
         sys.stderr.write(f"keyring-fixture: {failure}\n")
         return failure.code

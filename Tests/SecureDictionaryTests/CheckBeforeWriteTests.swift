@@ -213,14 +213,28 @@ final class StuckWritesStore: ForwardingStore {
         #expect(BusNameWriterLock.isValidBusName(name))
     }
 
-    @Test func theNameDependsOnCollectionAndItemAndNothingElse() throws {
+    /// One collection answers to several aliases (`default` and `login` on gnome-keyring):
+    /// writers that name it differently must still take one lock.
+    @Test func theNameDependsOnTheItemNameAloneNotOnTheCollectionsAlias() throws {
         let first = try KeyringItem(dictionaryName: "a", applicationID: "com.example.App")
         let again = try KeyringItem(dictionaryName: "a", applicationID: "com.example.App")
         let other = try KeyringItem(dictionaryName: "b", applicationID: "com.example.App")
-        let session = try KeyringItem(dictionaryName: "a", applicationID: "com.example.App", collection: .session)
+        let login = try KeyringItem(
+            dictionaryName: "a", applicationID: "com.example.App", collection: KeyringCollection(alias: "login"))
         #expect(BusNameWriterLock.busName(for: first) == BusNameWriterLock.busName(for: again))
         #expect(BusNameWriterLock.busName(for: first) != BusNameWriterLock.busName(for: other))
-        #expect(BusNameWriterLock.busName(for: first) != BusNameWriterLock.busName(for: session))
+        #expect(BusNameWriterLock.busName(for: first) == BusNameWriterLock.busName(for: login))
+    }
+
+    /// The documented formula (README, "The stored item"), worked by hand for one item:
+    /// FNV-1a, 64 bits, of the item name's UTF-8 bytes, in lowercase hex.
+    @Test func theNameIsTheDocumentedOne() throws {
+        let item = try KeyringItem(dictionaryName: "a", applicationID: "com.example.App")
+        #expect(BusNameWriterLock.fnv1a("") == 0xcbf2_9ce4_8422_2325)
+        #expect(BusNameWriterLock.fnv1a("a") == 0xaf63_dc4c_8601_ec8c)  // FNV's published test vector
+        #expect(
+            BusNameWriterLock.busName(for: item)
+                == "com.example.App.__SecureDictionary__.h" + String(BusNameWriterLock.fnv1a(item.name), radix: 16))
     }
 
     @Test func aLongApplicationIDFallsBack() throws {
