@@ -44,7 +44,9 @@ let package = Package(
             ],
             // Imports are internal unless marked `public import`: libsecret and GLib (CLibSecret,
             // CSecretShim) can then never appear in the public API, which the compiler checks.
-            swiftSettings: strictSettings
+            // Test hooks (a client that mangles writes, a pause before a read-back) exist only
+            // in debug builds, as swift-system's ENABLE_MOCKING does.
+            swiftSettings: strictSettings + [.define("ENABLE_TESTING_HOOKS", .when(configuration: .debug))]
         ),
         .executableTarget(
             name: "remember-token",

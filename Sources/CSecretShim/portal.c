@@ -1,6 +1,6 @@
 /* The Secret portal: a sandboxed app's master secret, from xdg-desktop-portal.
    GIO only; libsecret is not involved. */
-#include "CSecretShim.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -93,15 +93,6 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
         BusNameWriterLock(item: item, logger: logger)
     }
 
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration, handingOn lock: any ItemWriterLock)
-        throws(SecureDictionaryError)
-    {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in
-            try client.store(
-                SecretBytes.copying(secret), for: item, timeout: timeout, handingOn: lock as? BusNameWriterLock)
-        }
-    }
-
     func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
         CollectionWatcher(onChange)
     }

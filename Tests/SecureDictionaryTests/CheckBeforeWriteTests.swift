@@ -110,12 +110,11 @@ import Testing
         stuck.release()
     }
 
-    // MARK: One-key changes encoded while the check is out (ItemState rule 7)
+    // MARK: Large dictionaries (200 entries; once encoded ahead of the check)
 
-    /// A dictionary large enough that setValue encodes ahead of the check.
     func openLarge(_ options: SecureDictionary.Options? = nil) throws -> SecureDictionary {
         let settings = try open(options)
-        let count = SpeculativeWrite.minimumEntries * 2
+        let count = 200
         try settings.update { entries in
             for index in 0..<count { entries["key\(index)"] = .integer(index) }
         }

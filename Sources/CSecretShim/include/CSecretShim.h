@@ -1,8 +1,15 @@
 #ifndef CSECRETSHIM_H
 #define CSECRETSHIM_H
-/* What Swift cannot express on its own: a GObject subclass of SecretService, and
-   GVariant values built with variadic constructors. Everything else lives in Swift. */
+/* What Swift cannot express on its own, in C: a GObject subclass of SecretService, GVariant
+   values built with variadic constructors, and calls that wait in a GLib main context of
+   their own (D-Bus calls libsecret has no function for, pipelined calls, the bus name lock,
+   the signal watcher). The rule the code follows: no decision is made here that Swift could
+   make; a function sends, waits and converts, and the Swift caller decides. One file per
+   concern: service.c (the connection and its prompts), calls.c (calls and values),
+   bus_name.c (the writer lock), watcher.c (signals), portal.c (the Secret portal). */
 #include "../../CLibSecret/shim.h"
+
+/* ---- service.c: the Secret Service connection ---------------------------------- */
 
 /* Opens a new, unshared connection to the Secret Service with a negotiated transport
    session. The service is of a subclass whose prompt functions fail at once with
@@ -32,33 +39,21 @@ enum { SD_PROMPT_DISMISSED = 1 };
 GCancellable *sd_cancellable_new(void);
 gboolean sd_cancellable_prompted(GCancellable *cancellable);
 
+/* Which provider owns the service's bus name, told by the other well-known names its
+   connection owns (so it works where /proc shows nothing, as in a sandbox): KeePassXC owns
+   org.keepassxc.KeePassXC.MainWindow, KWallet org.kde.kwalletd5 or org.kde.kwalletd6,
+   gnome-keyring org.gnome.keyring. One round trip (the questions are pipelined), ended by
+   `cancellable`; SD_PROVIDER_OTHER when nothing answers. */
+enum { SD_PROVIDER_OTHER = 0, SD_PROVIDER_KEEPASSXC = 1, SD_PROVIDER_KWALLET = 2, SD_PROVIDER_GNOME_KEYRING = 3 };
+int sd_service_provider(SecretService *service, GCancellable *cancellable);
+
+/* ---- calls.c: Secret Service calls and values ---------------------------------- */
+
 /* Item.SetSecret on the item at path: replaces the secret of an existing item, with no
    prompt on any provider (KeePassXC 2.7.4 asks the user before CreateItem replaces an
    item). The secret travels encrypted with the service's session. */
 gboolean sd_item_set_secret(SecretService *service, const char *path, SecretValue *value,
                             GCancellable *cancellable, GError **error);
-
-/* Collection.CreateItem with replace, sent by this shim rather than by libsecret (whose
-   asynchronous create may send its message only after a turn of a main loop), so that what
-   follows is sent after it. Sends and returns at once; sd_collection_create_item_finish
-   waits for the answer. When `held` is the connection of the service's proxy, gives the bus
-   name `name` back (ReleaseName) right after the CreateItem message and sets *handed:
-   dbus-daemon then forwards CreateItem to the provider before it grants the name to the next
-   in line, whose calls reach the provider after it. When `held` is NULL or another
-   connection, leaves the name alone. The session must be open (the secret travels encrypted
-   with it). Returns NULL with error set, having sent nothing, when `cancellable` is already
-   cancelled or the secret cannot be encoded. (A cancel that comes while it sends may still
-   keep GLib from sending CreateItem; the name then goes back all the same.) */
-typedef struct SdPendingCreate SdPendingCreate;
-SdPendingCreate *sd_collection_create_item_send(SecretService *service, const char *collection,
-                                                GHashTable *properties, SecretValue *value,
-                                                GDBusConnection *held, const char *name, gboolean *handed,
-                                                GCancellable *cancellable, GError **error);
-
-/* Waits for the answer to sd_collection_create_item_send and frees `pending`. Returns the
-   item's path and, in *prompt, the prompt's path ("/": none; the caller dismisses any other,
-   since the item is then not written); or FALSE with error set. */
-gboolean sd_collection_create_item_finish(SdPendingCreate *pending, char **item, char **prompt, GError **error);
 
 /* Service.SearchItems for `attributes` and, when `guess` is an item path and the session is
    open, Service.GetSecrets of that item sent right behind it, without waiting for the first
@@ -71,15 +66,6 @@ gboolean sd_search_reading_one(SecretService *service, GHashTable *attributes, c
                                char ***unlocked, char ***locked, SecretValue **guessed,
                                GCancellable *cancellable, GError **error);
 
-/* Prompt.Dismiss on the prompt at path, waiting at most timeout_ms for the answer. */
-void sd_prompt_dismiss(SecretService *service, const char *path, gint timeout_ms);
-
-/* Which provider owns the service's bus name, told by the other well-known names its
-   connection owns (so it works where /proc shows nothing, as in a sandbox): KeePassXC owns
-   org.keepassxc.KeePassXC.MainWindow, KWallet org.kde.kwalletd5 or org.kde.kwalletd6,
-   gnome-keyring org.gnome.keyring. */
-enum { SD_PROVIDER_OTHER = 0, SD_PROVIDER_KEEPASSXC = 1, SD_PROVIDER_KWALLET = 2, SD_PROVIDER_GNOME_KEYRING = 3 };
-int sd_service_provider(SecretService *service);
 
 /* A string-to-string attribute table; a NULL value leaves that attribute out. */
 GHashTable *sd_attributes_new(const char *service, const char *application,
@@ -115,6 +101,8 @@ GQuark sd_secret_error_quark(void);
 GQuark sd_io_error_quark(void);
 GQuark sd_dbus_error_quark(void);
 
+/* ---- bus_name.c: the cross-process writer lock --------------------------------- */
+
 /* The cross-process writer lock of one item: the well-known bus name `name` on the
    session bus. dbus-daemon queues requesters in order and releases the name when its owner
    exits or dies.
@@ -138,8 +126,11 @@ void sd_bus_name_request_abandon(SdNameRequest *request);
    connection. */
 void sd_bus_name_unlock(GDBusConnection *held, const char *name);
 
-/* The process id of the name's current owner, or -1. */
-gint64 sd_bus_name_owner_pid(const char *name);
+/* The process id of the name's current owner, or -1 (no owner, or no answer by
+   deadline_us, on g_get_monotonic_time()'s clock). */
+gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
+
+/* ---- watcher.c: changes in the keyring ------------------------------------------ */
 
 /* Calls callback(SD_CHANGE_ITEMS, user_data) on a thread of its own after every ItemCreated,
    ItemChanged or ItemDeleted signal of any Secret Service collection on the session bus, and

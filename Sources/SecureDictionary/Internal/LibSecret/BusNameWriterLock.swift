@@ -16,44 +16,33 @@ import Synchronization
 /// next in line owns the name as soon as it is released, a process that dies releases its
 /// names, and the owner's process id can be asked for, so a stuck holder can be named.
 ///
-/// Rules, and why:
-/// 1. The name is `<applicationID>.__SecureDictionary__.h<hash>` when the application ID is
-///    a valid bus-name prefix (a Flatpak app may own names under its own ID), else
-///    `io.github.securedictionary.lock.h<hash>`; the hash is of the item name alone, which
-///    holds the application ID and the dictionary name. Never of the collection's alias: one
-///    collection answers to several (`default` and `login` on gnome-keyring), and writers
-///    that named it differently took two locks and lost 187 of 400 writes. Items of the same
-///    name in two collections share one lock, which costs only some waiting. The name is part
-///    of the stored-item contract (README, "The stored item"): other tools may take it.
-/// 2. Threads of this process queue on an in-process ``FairLock`` per name first: the bus
-///    grants a name per connection, and every store in the process shares one connection.
-/// 3. A bus that refuses the name (a sandbox's proxy, a bus policy) or is missing makes the
-///    lock unusable, never the write: one warning is logged and writes go on without it.
-/// 4. The check of the stored item runs while RequestName is on its way, and counts when
-///    the bus grants the name at once. That is as good as checking after the grant: the
-///    keyring calls of the check go out on the same connection after RequestName, and
-///    dbus-daemon handles one connection's messages in order, so they reach the keyring
-///    after the bus gave this process the name, hence after the previous holder released
-///    it, which it does only once its write was answered. A queued request re-runs the
-///    check once the name is ours; and a lock that was queued last time waits before it
-///    checks, so contention costs no extra keyring reads. (libsecret's service and this
-///    lock share GLib's one session-bus connection per process.)
-/// 5. Where the provider handles calls one at a time in arrival order
-///    (``SecretServiceProvider/handlesCallsInArrivalOrder``), a write gives the name back
-///    as its `CreateItem` is sent, not once it is answered (``handingOn(_:)``): ReleaseName
-///    follows CreateItem on the connection that holds the name, so dbus-daemon forwards the
-///    write to the provider before it grants the name, and the next writer's check, sent
-///    after the grant, reaches the provider after the write. The next writer's turn then
-///    overlaps this one's answer. Only on the connection of the service's proxy (dbus-daemon
-///    orders one connection's messages, not two), and only for a write that is never tried
-///    again or undone once the name is gone: that would write over the next writer's write.
-/// 6. A write is sent, and the name given back with it, only while the turn it belongs to
-///    still holds the lock. A call that outlived its deadline may still run on the keyring
-///    thread after its caller gave up and released, when the next writer of this process
-///    holds the name on the same connection: a ReleaseName sent then would give away that
-///    writer's name. So the sending runs under the lock's own mutex, which ``release()``
-///    takes too, and only while the call is not cancelled: a caller cancels its call before
-///    it gives up, and releases only after that.
+/// Invariants, and why:
+/// - **One name per item, documented.** `<applicationID>.__SecureDictionary__.h<hash>` when
+///   the application ID is a valid bus-name prefix (a Flatpak app may own names under its own
+///   ID), else `io.github.securedictionary.lock.h<hash>`; the hash is of the item name alone,
+///   which holds the application ID and the dictionary name. Never of the collection's alias:
+///   one collection answers to several (`default` and `login` on gnome-keyring), and writers
+///   that named it differently took two locks and lost 187 of 400 writes. Items of the same
+///   name in two collections share one lock, which costs only some waiting. The name is part
+///   of the stored-item contract (README, "The stored item"): other tools may take it.
+/// - **Threads first.** Threads of this process queue on an in-process ``FairLock`` per name
+///   first: the bus grants a name per connection, and every store in the process shares one.
+/// - **Unusable is not fatal.** A bus that refuses the name (a sandbox's proxy, a bus policy)
+///   or is missing makes the lock unusable, never the write: one warning is logged and writes
+///   go on without it (still checked against the keyring).
+/// - **The holder is named within the deadline.** The wait for the name ends a little before
+///   the deadline (``namingReserve(_:)``), so that the holder can still be named
+///   (``SecureDictionaryError/lockHeld(pid:command:)``) by it.
+///
+/// Optimization: **the check starts while RequestName travels** (``acquire(until:thenCheck:)``)
+/// and counts when the bus grants the name at once. That is as good as checking after the
+/// grant: the keyring calls of the check go out on the same connection after RequestName, and
+/// dbus-daemon handles one connection's messages in order, so they reach the keyring after
+/// the bus gave this process the name, hence after the previous holder released it, which it
+/// does only once its write was answered. A queued request runs the check again once the name
+/// is ours; a lock that was queued last time waits before it checks, so contention costs no
+/// extra keyring reads. (libsecret's service and this lock share GLib's one session-bus
+/// connection per process.)
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
     private let local: FairLock
@@ -64,8 +53,6 @@ final class BusNameWriterLock: ItemWriterLock {
     /// The connection that owns the name while it is held: the name lasts only as long as
     /// that connection, so the lock keeps it until the release.
     private let held = Mutex<BusConnection?>(nil)
-    /// Whether the holder's write gave the name back as it was sent (rule 5).
-    private let handedOn = Atomic<Bool>(false)
 
     /// A GDBusConnection reference handed over by the shim, released by `sd_bus_name_unlock`.
     private struct BusConnection: @unchecked Sendable {  // used only by the thread holding the lock
@@ -89,7 +76,8 @@ final class BusNameWriterLock: ItemWriterLock {
             warnUnusable(error)
             return (false, try check())
         }
-        // Rule 4: check while the request travels, unless the lock was contended last time.
+        // The optimization above: check while the request travels, unless the lock was
+        // contended last time.
         var early: T?
         if !contended.load(ordering: .relaxed) {
             do throws(SecureDictionaryError) {
@@ -102,7 +90,8 @@ final class BusNameWriterLock: ItemWriterLock {
         }
         var atOnce: gboolean = 0
         var connection: OpaquePointer?
-        switch sd_bus_name_request_finish(request, Self.monotonicMicroseconds(deadline), &atOnce, &connection, &error) {
+        let waitingEnds = Self.monotonicMicroseconds(deadline) - Self.namingReserve(deadline)
+        switch sd_bus_name_request_finish(request, waitingEnds, &atOnce, &connection, &error) {
         case 1:
             held.withLock { $0 = connection.map { BusConnection($0) } }
             contended.store(atOnce == 0, ordering: .relaxed)
@@ -116,7 +105,7 @@ final class BusNameWriterLock: ItemWriterLock {
         case 0:
             contended.store(true, ordering: .relaxed)
             local.unlock()
-            throw heldError()
+            throw heldError(until: deadline)
         default:
             local.unlock()
             warnUnusable(error)
@@ -144,56 +133,20 @@ final class BusNameWriterLock: ItemWriterLock {
         }) {
             sd_bus_name_unlock(connection.pointer, busName)
         }
-        handedOn.store(false, ordering: .relaxed)
         local.unlock()
     }
 
-    // MARK: Handing the name on as a write is sent (rules 5 and 6)
-
-    /// Runs `send`, which sends a write without waiting for its answer, with the connection
-    /// that holds the name (`nil` when the lock is not held on the bus) and the name; `send`
-    /// sets `handed` once it has given the name back, and the lock then lets go of that
-    /// connection (``release()`` then only lets the next thread of this process in).
-    ///
-    /// Rule 6: runs `send` under the mutex ``release()`` takes, and not at all once
-    /// `cancellable` is cancelled, since the turn may then be over.
-    ///
-    /// ```swift
-    /// let pending = try lock.sendHandingOn(unless: call.cancellable) { held, name, handed in
-    ///     sd_collection_create_item_send(service, collection, properties, value, held, name, &handed, …)
-    /// }
-    /// ```
-    ///
-    /// - Throws: ``SecureDictionaryError/cancelled`` when `cancellable` is cancelled (nothing
-    ///   was sent), or what `send` throws.
-    func sendHandingOn(
-        unless cancellable: Cancellable,
-        _ send: (_ held: OpaquePointer?, _ name: String, _ handed: inout gboolean) throws(SecureDictionaryError) ->
-            OpaquePointer
-    ) throws(SecureDictionaryError) -> OpaquePointer {
-        let (sent, letGo) = try held.withLock { held throws(SecureDictionaryError) -> (OpaquePointer, BusConnection?) in
-            guard !cancellable.isCancelled else { throw .cancelled }
-            // Only now is this the call's own turn (rule 6), whose flag this is.
-            assert(!nameHandedOn, "a write sent again after its writer lock went on with it")
-            var handed: gboolean = 0
-            let sent = try send(held?.pointer, busName, &handed)
-            guard handed != 0 else { return (sent, nil) }
-            handedOn.store(true, ordering: .relaxed)
-            return (sent, held.take())
-        }
-        if let letGo { g_object_unref(UnsafeMutableRawPointer(letGo.pointer)) }
-        return sent
+    /// Who holds the name now, as the error to throw at the deadline.
+    private func heldError(until deadline: Deadline) -> SecureDictionaryError {
+        guard let pid = Self.ownerPID(of: busName, until: deadline) else { return .timedOut }  // nobody to name
+        return .lockHeld(pid: pid, command: Self.command(of: Int32(pid)))
     }
 
-    /// Whether the holder's write has given the name back as it was sent: from then on the
-    /// write must not be tried again, nor undone.
-    var nameHandedOn: Bool { handedOn.load(ordering: .relaxed) }
-
-    /// Who holds the name now, as the error to throw at the deadline.
-    private func heldError() -> SecureDictionaryError {
-        let pid = sd_bus_name_owner_pid(busName)
-        guard pid > 0 else { return .timedOut }  // released just now: nobody to name
-        return .lockHeld(pid: Int(pid), command: Self.command(of: Int32(pid)))
+    /// The process id of the owner of the bus name `name`, asked of the bus until `deadline`
+    /// (`nil`: no owner, or no answer in time).
+    static func ownerPID(of name: String, until deadline: Deadline) -> Int? {
+        let pid = sd_bus_name_owner_pid(name, monotonicMicroseconds(deadline))
+        return pid > 0 ? Int(pid) : nil
     }
 
     // MARK: Names
@@ -229,6 +182,15 @@ final class BusNameWriterLock: ItemWriterLock {
     }
 
     // MARK: Helpers
+
+    /// How long before the deadline the wait for the name ends, to leave time for naming
+    /// its holder (two calls to dbus-daemon, well under a millisecond unless it hangs): 50 ms,
+    /// or a tenth of what is left when that is less.
+    private static func namingReserve(_ deadline: Deadline) -> gint64 {
+        let (seconds, attoseconds) = deadline.remaining.components
+        let left = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        return gint64(min(50_000, left / 10))
+    }
 
     /// The deadline on GLib's monotonic clock, in microseconds.
     private static func monotonicMicroseconds(_ deadline: Deadline) -> gint64 {

@@ -12,17 +12,18 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// within seconds, and dropped with the connection.
     private var aliases: [String: (path: String, readAt: ContinuousClock.Instant)] = [:]
     static let aliasLifetime = Duration.seconds(2)
-    /// On KeePassXC, what the last lookup of each item (by item name) found in its collection,
-    /// taken by the write that follows it: a write always follows a check of the stored item,
-    /// so it can replace the secret in place (`Item.SetSecret`) without a search of its own.
-    /// Dropped with the connection.
+    /// What the last lookup of each item (by item name) found in its collection, taken by the
+    /// write that follows it: a write always follows a check of the stored item, so where the
+    /// provider's secret is replaced in place (``ProviderTraits/replacesSecretInPlace``) it needs
+    /// no search of its own, and a session's first write knows what it replaces. Dropped with
+    /// the connection.
     private var lookups: [String: ItemLookup] = [:]
     /// Where each item (by name) was found by its last read, kept (unlike ``lookups``) so
     /// that the next check asks for its secret together with the search. Only a guess: the
     /// secret counts only when the search finds exactly that item. Dropped with the connection.
     private var itemPaths: [String: ItemLookup] = [:]
-    /// Which provider answers; told when the service opens.
-    private(set) var provider = SecretServiceProvider.other
+    /// Which provider answers, once asked (``provider(_:)``).
+    private var detectedProvider: ProviderTraits?
     /// The transport session's algorithm (never `plain`: such a service is refused).
     private(set) var sessionAlgorithm = ""
     /// Whether this session has proven that both ends derived the same key: a write read
@@ -61,9 +62,20 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         }
         service = opened
         sessionAlgorithm = algorithms
-        provider = SecretServiceProvider(sd_service_provider(opened))
+        detectedProvider = nil
         sessionVerified = false
         return opened
+    }
+
+    /// Which provider answers (its row of ``ProviderTraits``), asked of the bus the first time
+    /// a call needs to know, in one round trip: a first read never does, so `secure-dict
+    /// read` makes no calls for it. Needs an open service.
+    func provider(_ cancellable: Cancellable) -> ProviderTraits {
+        if let detectedProvider { return detectedProvider }
+        guard let service else { return .other }
+        let detected = ProviderTraits(code: sd_service_provider(service, cancellable.pointer))
+        detectedProvider = detected
+        return detected
     }
 
     /// Forgets the service; the next call opens a new one (e.g. after the daemon restarted).
@@ -105,57 +117,6 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     func takeLookup(of item: KeyringItem, in collection: String) -> ItemLookup? {
         guard let lookup = lookups.removeValue(forKey: item.name), lookup.collection == collection else { return nil }
         return lookup
-    }
-}
-
-/// The providers whose behaviour SecureDictionary adapts to.
-enum SecretServiceProvider {
-    /// KeePassXC: asks the user before `CreateItem` replaces an item, so an existing item's
-    /// secret is replaced with `Item.SetSecret`.
-    case keepassxc
-    case kwallet
-    /// gnome-keyring (it owns `org.gnome.keyring`): `CreateItem` with replace, which also
-    /// tells watchers with `ItemChanged` (it sends nothing after `SetSecret`).
-    case gnomeKeyring
-    /// Every other: as gnome-keyring.
-    case other
-
-    /// How `secure-dict doctor` names it (`nil`: not told apart).
-    var name: String? {
-        switch self {
-        case .keepassxc: "KeePassXC"
-        case .kwallet: "KWallet"
-        case .gnomeKeyring: "gnome-keyring"
-        case .other: nil
-        }
-    }
-
-    /// Whether a write may give the writer lock to the next writer as its `CreateItem` is
-    /// sent, before the answer (``BusNameWriterLock`` rule 5). That needs a provider that
-    /// handles the calls it receives one at a time, in the order they arrive, each finished
-    /// before the next begins: the next writer's read, which arrives after the write, then
-    /// sees it. Established from the provider's source, so only where it was read:
-    /// gnome-keyring 42.1 runs every Secret Service method on its main thread, one GLib idle
-    /// source per message in arrival order (GDBus skeletons without
-    /// `HANDLE_METHOD_INVOCATIONS_IN_THREAD` or `g-authorize-method` handlers), and its
-    /// `CreateItem` handler sets the item's attributes and secret with synchronous PKCS#11
-    /// calls into its own store before it replies, never asking for a prompt (a locked
-    /// collection is an `IsLocked` error). KWallet and KeePassXC are not established, nor
-    /// is any other provider: their writes give the lock back after the answer.
-    var handlesCallsInArrivalOrder: Bool { self == .gnomeKeyring }
-
-    /// Whether a prompt the caller stops waiting for is dismissed (`Prompt.Dismiss`), or
-    /// left to its user: gnome-keyring-daemon 42.1 aborts when a shown unlock prompt is
-    /// dismissed, so neither it nor a provider not told apart is sent one.
-    var dismissesPromptsOnCancel: Bool { self == .keepassxc || self == .kwallet }
-
-    init(_ code: Int32) {
-        switch code {
-        case Int32(SD_PROVIDER_KEEPASSXC): self = .keepassxc
-        case Int32(SD_PROVIDER_KWALLET): self = .kwallet
-        case Int32(SD_PROVIDER_GNOME_KEYRING): self = .gnomeKeyring
-        default: self = .other
-        }
     }
 }
 

@@ -66,34 +66,37 @@ final class VerifiedWrite: Sendable {
     func readBackDiffers() { state.withLock { $0.readBackDiffered = true } }
 }
 
-/// Makes the next writes send other bytes than asked, as a provider that mangles secrets
-/// would: the write's read-back then differs. Tests only (through `@testable import`).
-///
-/// ```swift
-/// let fault = ManglingFault(writes: 3)   // every try of one write
-/// let store = SecretServiceStore(client: LibSecretClient(fault: fault))
-/// ```
-///
-/// Counts every write sent, putting the previous content back included.
-final class ManglingFault: Sendable {
-    private let remaining: Mutex<Int>
+#if ENABLE_TESTING_HOOKS
+    /// Makes the next writes send other bytes than asked, as a provider that mangles secrets
+    /// would: the write's read-back then differs. Compiled only with ENABLE_TESTING_HOOKS (debug
+    /// builds), for tests.
+    ///
+    /// ```swift
+    /// let fault = ManglingFault(writes: 3)   // every try of one write
+    /// let store = SecretServiceStore(client: LibSecretClient(fault: fault))
+    /// ```
+    ///
+    /// Counts every write sent, putting the previous content back included.
+    final class ManglingFault: Sendable {
+        private let remaining: Mutex<Int>
 
-    init(writes: Int) { remaining = Mutex(writes) }
+        init(writes: Int) { remaining = Mutex(writes) }
 
-    /// Whether this write is to be mangled (counting it).
-    func takeOne() -> Bool {
-        remaining.withLock { count in
-            guard count > 0 else { return false }
-            count -= 1
-            return true
+        /// Whether this write is to be mangled (counting it).
+        func takeOne() -> Bool {
+            remaining.withLock { count in
+                guard count > 0 else { return false }
+                count -= 1
+                return true
+            }
+        }
+
+        /// `secret` with its last byte flipped (one zero byte for an empty one).
+        static func mangled(_ secret: SecretBytes) -> SecretBytes {
+            var bytes = secret.array
+            defer { Wipe.bytes(&bytes) }
+            if bytes.isEmpty { bytes = [0] } else { bytes[bytes.count - 1] ^= 0xFF }
+            return SecretBytes.copying(bytes)
         }
     }
-
-    /// `secret` with its last byte flipped (one zero byte for an empty one).
-    static func mangled(_ secret: SecretBytes) -> SecretBytes {
-        var bytes = secret.array
-        defer { Wipe.bytes(&bytes) }
-        if bytes.isEmpty { bytes = [0] } else { bytes[bytes.count - 1] ^= 0xFF }
-        return SecretBytes.copying(bytes)
-    }
-}
+#endif

@@ -44,7 +44,6 @@ protocol ChangeWatch: Sendable {
     func stop()
 }
 
-/// A store that processes share, whose writers coordinate and whose changes can be watched.
 /// A store that can ask its keyring to show the unlock dialog (``SecretServiceStore``).
 protocol InteractivelyUnlockingStore: KeyringStore {
     /// Shows the unlock dialog of `collection` when it is locked and waits for the user up to
@@ -55,28 +54,13 @@ protocol InteractivelyUnlockingStore: KeyringStore {
     func unlockInteractively(_ collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError)
 }
 
+/// A store that processes share, whose writers coordinate and whose changes can be watched.
 protocol CoordinatedStore: KeyringStore {
     /// The cross-process writer lock of `item`. `logger` gets one warning if the lock
     /// turns out to be unusable.
     func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock
 
-    /// ``KeyringStore/store(_:for:timeout:)`` by a writer that holds `lock` (one this store
-    /// made): the store may give the lock to the next writer as the write is sent, where
-    /// the keyring then serves that writer's check after this write (see
-    /// ``BusNameWriterLock``). The caller releases `lock` afterwards all the same.
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration, handingOn lock: any ItemWriterLock)
-        throws(SecureDictionaryError)
-
     /// Calls `onChange` after any item or collection of the store changed, whoever changed
     /// it; `nil` when changes cannot be watched.
     func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)?
-}
-
-extension CoordinatedStore {
-    /// Writes, then leaves `lock` to the caller's release.
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration, handingOn lock: any ItemWriterLock)
-        throws(SecureDictionaryError)
-    {
-        try store(secret, for: item, timeout: timeout)
-    }
 }

@@ -1,0 +1,229 @@
+/* The cross-process writer lock of one item: a well-known name on the session bus. Every
+   wait here is in a main context of its own and ends by a deadline on GLib's monotonic
+   clock (microseconds), which the caller gives. */
+#include "internal.h"
+
+GDBusConnection *
+sd_session_bus (GError **error)
+{
+    GDBusConnection *bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, error);
+    if (bus != NULL)
+        g_dbus_connection_set_exit_on_close (bus, FALSE);
+    return bus;
+}
+
+static void
+on_name_acquired (GDBusConnection *bus, const char *sender, const char *path,
+                  const char *interface, const char *signal, GVariant *parameters, gpointer flag)
+{
+    *(gboolean *) flag = TRUE;
+}
+
+static gboolean
+on_deadline (gpointer flag)
+{
+    *(gboolean *) flag = TRUE;
+    return G_SOURCE_REMOVE;
+}
+
+static guint
+remaining_ms (gint64 deadline_us)
+{
+    gint64 left = deadline_us - g_get_monotonic_time ();
+    return left <= 0 ? 0 : (guint) MIN (left / 1000 + 1, G_MAXUINT);
+}
+
+/* Iterates `context` until *done, or the deadline passed; returns *done. */
+static gboolean
+iterate_until (GMainContext *context, const gboolean *done, gint64 deadline_us)
+{
+    gboolean expired = FALSE;
+    GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
+    g_source_set_callback (timer, on_deadline, &expired, NULL);
+    g_source_attach (timer, context);
+    while (!*done && !expired)
+        g_main_context_iteration (context, TRUE);
+    g_source_destroy (timer);
+    g_source_unref (timer);
+    return *done;
+}
+
+struct SdNameRequest {
+    GDBusConnection *bus;
+    GMainContext *context;
+    char *name;
+    guint subscription;
+    GCancellable *cancellable;
+    gboolean answered;       /* the RequestName reply (or its error) has arrived */
+    guint32 code;
+    GError *error;
+    gboolean acquired;       /* a NameAcquired for name arrived after the answer */
+};
+
+static void
+on_request_answered (GObject *source, GAsyncResult *result, gpointer data)
+{
+    SdNameRequest *request = data;
+    GVariant *reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &request->error);
+    if (reply != NULL) {
+        g_variant_get (reply, "(u)", &request->code);
+        g_variant_unref (reply);
+    }
+    /* The NameAcquired that grants a queued request comes after its IN_QUEUE answer. One
+       that came before is from a grant at once, or from an abandoned earlier request whose
+       grant crossed its release: never counted. (Were GLib ever to deliver the two out of
+       order, a queued request would wait to its deadline: a timeout, never two holders.) */
+    request->acquired = FALSE;
+    request->answered = TRUE;
+}
+
+SdNameRequest *
+sd_bus_name_request (const char *name, GError **error)
+{
+    GDBusConnection *bus = sd_session_bus (error);
+    if (bus == NULL)
+        return NULL;
+    SdNameRequest *request = g_new0 (SdNameRequest, 1);
+    request->bus = bus;
+    request->context = g_main_context_new ();
+    request->name = g_strdup (name);
+    request->cancellable = g_cancellable_new ();
+    g_main_context_push_thread_default (request->context);
+    /* Subscribed before asking, so the NameAcquired of a queued request cannot be missed.
+       The bus sends NameAcquired to this connection alone, which needs no match rule. */
+    request->subscription = g_dbus_connection_signal_subscribe (
+        bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameAcquired", "/org/freedesktop/DBus",
+        name, G_DBUS_SIGNAL_FLAGS_NO_MATCH_RULE, on_name_acquired, &request->acquired, NULL);
+    /* Flags 0: no replacing, and queue behind the owner (dbus-daemon serves the queue in
+       order). Sent now, in order with every later message of this process on the bus. */
+    g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                            "RequestName", g_variant_new ("(su)", name, 0u), G_VARIANT_TYPE ("(u)"),
+                            G_DBUS_CALL_FLAGS_NONE, -1, request->cancellable, on_request_answered, request);
+    g_main_context_pop_thread_default (request->context);
+    return request;
+}
+
+static void
+release_name (GDBusConnection *bus, const char *name)
+{
+    /* Sent without awaiting the reply: the bus serves the next in line when it reads the
+       message, and a later RequestName of this process goes out after it on the same
+       connection, so it cannot overtake the release. */
+    g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                            "ReleaseName", g_variant_new ("(s)", name), NULL, G_DBUS_CALL_FLAGS_NONE, -1,
+                            NULL, NULL, NULL);
+}
+
+static void
+request_free (SdNameRequest *request)
+{
+    /* The reply callback runs in request->context: wait for it (cancelled, it comes at once). */
+    g_cancellable_cancel (request->cancellable);
+    while (!request->answered)
+        g_main_context_iteration (request->context, TRUE);
+    g_dbus_connection_signal_unsubscribe (request->bus, request->subscription);
+    /* Run what the unsubscription left queued before the context goes. */
+    while (g_main_context_iteration (request->context, FALSE))
+        ;
+    g_clear_error (&request->error);
+    g_object_unref (request->cancellable);
+    g_main_context_unref (request->context);
+    g_free (request->name);
+    g_object_unref (request->bus);
+    g_free (request);
+}
+
+void
+sd_bus_name_request_abandon (SdNameRequest *request)
+{
+    /* Leaves the queue, or gives back a name granted meanwhile: sent after RequestName on
+       the same connection, so the bus reads it after. */
+    release_name (request->bus, request->name);
+    request_free (request);
+}
+
+int
+sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean *at_once,
+                            GDBusConnection **held, GError **error)
+{
+    int result = -1;
+    *at_once = FALSE;
+    if (!iterate_until (request->context, &request->answered, deadline_us)) {
+        result = 0;
+    } else if (request->error != NULL) {
+        g_propagate_error (error, request->error);
+        request->error = NULL;
+    } else if (request->code == 1 || request->code == 4) {   /* PRIMARY_OWNER, ALREADY_OWNER */
+        result = 1;
+        *at_once = TRUE;
+    } else if (request->code == 2) {                          /* IN_QUEUE: wait for NameAcquired */
+        result = iterate_until (request->context, &request->acquired, deadline_us) ? 1 : 0;
+    } else {
+        g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", request->code);
+    }
+    /* The name lives as long as the connection that owns it: keep that connection until the
+       name is given back, even if everything else in the process lets go of it. */
+    *held = result == 1 ? g_object_ref (request->bus) : NULL;
+    if (result == 0)
+        sd_bus_name_request_abandon (request);
+    else
+        request_free (request);
+    return result;
+}
+
+void
+sd_bus_name_unlock (GDBusConnection *held, const char *name)
+{
+    release_name (held, name);
+    g_object_unref (held);
+}
+
+/* Sends one call to the bus and waits for its answer in `context` until the deadline; the
+   reply, or NULL (no answer in time, or an error). */
+static GVariant *
+bus_call_until (GDBusConnection *bus, GMainContext *context, const char *method, GVariant *parameters,
+                const char *reply_type, gint64 deadline_us)
+{
+    SdPendingCall call = { FALSE, NULL, NULL };
+    GCancellable *cancellable = g_cancellable_new ();
+    g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
+                            parameters, G_VARIANT_TYPE (reply_type), G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
+                            sd_pending_call_answered, &call);
+    if (!iterate_until (context, &call.done, deadline_us)) {
+        g_cancellable_cancel (cancellable);   /* the callback then comes at once */
+        while (!call.done)
+            g_main_context_iteration (context, TRUE);
+    }
+    g_object_unref (cancellable);
+    g_clear_error (&call.error);
+    return call.reply;
+}
+
+gint64
+sd_bus_name_owner_pid (const char *name, gint64 deadline_us)
+{
+    GDBusConnection *bus = sd_session_bus (NULL);
+    if (bus == NULL)
+        return -1;
+    GMainContext *context = g_main_context_new ();
+    g_main_context_push_thread_default (context);
+    gint64 pid = -1;
+    GVariant *owner = bus_call_until (bus, context, "GetNameOwner", g_variant_new ("(s)", name), "(s)", deadline_us);
+    if (owner != NULL) {
+        const char *unique = NULL;
+        g_variant_get (owner, "(&s)", &unique);
+        GVariant *reply = bus_call_until (bus, context, "GetConnectionUnixProcessID", g_variant_new ("(s)", unique),
+                                          "(u)", deadline_us);
+        if (reply != NULL) {
+            guint32 value = 0;
+            g_variant_get (reply, "(u)", &value);
+            pid = value;
+            g_variant_unref (reply);
+        }
+        g_variant_unref (owner);
+    }
+    g_main_context_pop_thread_default (context);
+    g_main_context_unref (context);
+    g_object_unref (bus);
+    return pid;
+}

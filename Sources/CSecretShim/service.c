@@ -1,0 +1,297 @@
+/* The Secret Service connection: a SecretService that prompts only to confirm, never to
+   unlock, how it is opened, and which provider answers. */
+#include "internal.h"
+
+/* ---- a SecretService that prompts only to confirm, never to unlock ------------ */
+
+typedef struct {
+    SecretService parent;
+    gboolean confirmations_allowed;   /* set by sd_service_allow_confirmations */
+    gboolean keep_prompt_on_cancel;   /* set by sd_service_set_dismiss_on_cancel */
+} SdNoPromptService;
+typedef struct { SecretServiceClass parent_class; } SdNoPromptServiceClass;
+
+G_DEFINE_TYPE (SdNoPromptService, sd_no_prompt_service, SECRET_TYPE_SERVICE)
+
+static const char no_prompt_message[] =
+    "the keyring is locked and SecureDictionary does not show unlock prompts";
+
+G_DEFINE_QUARK (sd-prompt-error-quark, sd_prompt_error)
+
+/* The flag a prompt sets on the call's cancellable: see sd_cancellable_new. */
+static const char prompted_key[] = "sd-prompted";
+
+GCancellable *
+sd_cancellable_new (void)
+{
+    GCancellable *cancellable = g_cancellable_new ();
+    g_object_set_data_full (G_OBJECT (cancellable), prompted_key, g_new0 (gint, 1), g_free);
+    return cancellable;
+}
+
+gboolean
+sd_cancellable_prompted (GCancellable *cancellable)
+{
+    gint *flag = g_object_get_data (G_OBJECT (cancellable), prompted_key);
+    return flag != NULL && g_atomic_int_get (flag) != 0;
+}
+
+static void
+mark_prompted (GCancellable *cancellable)
+{
+    gint *flag = cancellable != NULL ? g_object_get_data (G_OBJECT (cancellable), prompted_key) : NULL;
+    if (flag != NULL)
+        g_atomic_int_set (flag, 1);
+}
+
+void
+sd_service_allow_confirmations (SecretService *service, gboolean allowed)
+{
+    ((SdNoPromptService *) service)->confirmations_allowed = allowed;
+}
+
+void
+sd_service_set_dismiss_on_cancel (SecretService *service, gboolean dismiss)
+{
+    ((SdNoPromptService *) service)->keep_prompt_on_cancel = !dismiss;
+}
+
+/* One confirmation prompt in flight: Prompt.Prompt, then the prompt's Completed signal.
+   libsecret's own prompt code is not used: it fails without an error when a prompt is
+   dismissed (the caller would wait for the deadline), and it cannot tell us it is waiting
+   for a human. */
+typedef struct {
+    GDBusConnection *connection;
+    char *name;
+    char *path;
+    GVariantType *return_type;
+    guint subscription;
+    gulong cancelled_handler;
+    gboolean dismiss_on_cancel;
+} ConfirmClosure;
+
+static void
+confirm_closure_free (gpointer data)
+{
+    ConfirmClosure *closure = data;
+    g_object_unref (closure->connection);
+    g_free (closure->name);
+    g_free (closure->path);
+    if (closure->return_type != NULL)
+        g_variant_type_free (closure->return_type);
+    g_free (closure);
+}
+
+/* Ends the task once: drops the subscription and the cancellation handler first. */
+static void
+confirm_finish (GTask *task, GVariant *result, GError *error)
+{
+    ConfirmClosure *closure = g_task_get_task_data (task);
+    if (g_task_get_completed (task) || closure->subscription == 0)
+        return;
+    g_dbus_connection_signal_unsubscribe (closure->connection, closure->subscription);
+    closure->subscription = 0;
+    if (closure->cancelled_handler != 0)
+        g_cancellable_disconnect (g_task_get_cancellable (task), closure->cancelled_handler);
+    closure->cancelled_handler = 0;
+    if (error != NULL)
+        g_task_return_error (task, error);
+    else
+        g_task_return_pointer (task, result, (GDestroyNotify) g_variant_unref);
+}
+
+static void
+on_confirm_completed (GDBusConnection *connection, const char *sender, const char *path,
+                      const char *interface, const char *signal, GVariant *parameters, gpointer data)
+{
+    GTask *task = data;
+    ConfirmClosure *closure = g_task_get_task_data (task);
+    gboolean dismissed = TRUE;
+    GVariant *result = NULL;
+    if (g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(bv)")))
+        g_variant_get (parameters, "(bv)", &dismissed, &result);
+    if (dismissed) {
+        if (result != NULL)
+            g_variant_unref (result);
+        confirm_finish (task, NULL, g_error_new_literal (sd_prompt_error_quark (), SD_PROMPT_DISMISSED,
+                                                         "the keyring's confirmation prompt was dismissed"));
+    } else if (closure->return_type != NULL && !g_variant_is_of_type (result, closure->return_type)) {
+        g_variant_unref (result);
+        confirm_finish (task, NULL, g_error_new_literal (SECRET_ERROR, SECRET_ERROR_PROTOCOL,
+                                                         "the keyring's prompt completed with a result of the wrong type"));
+    } else {
+        confirm_finish (task, result, NULL);
+    }
+}
+
+static void
+on_confirm_prompt_called (GObject *source, GAsyncResult *result, gpointer data)
+{
+    GTask *task = data;
+    GError *error = NULL;
+    GVariant *reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
+    if (reply != NULL)
+        g_variant_unref (reply);
+    else
+        confirm_finish (task, NULL, error);   /* no Completed will come */
+    g_object_unref (task);
+}
+
+static gboolean
+return_cancelled (gpointer data)
+{
+    GTask *task = data;
+    confirm_finish (task, NULL, g_error_new_literal (G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled"));
+    return G_SOURCE_REMOVE;
+}
+
+static void
+on_confirm_cancelled (GCancellable *cancellable, gpointer data)
+{
+    GTask *task = data;
+    ConfirmClosure *closure = g_task_get_task_data (task);
+    /* The deadline passed: take the dialog off the screen (nobody waits for the answer),
+       unless told not to (gnome-keyring 42.1 aborts on Dismiss of a shown unlock prompt),
+       then end the task from its own context (this handler may run on another thread). */
+    if (closure->dismiss_on_cancel)
+        g_dbus_connection_call (closure->connection, closure->name, closure->path, "org.freedesktop.Secret.Prompt",
+                                "Dismiss", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
+    GSource *idle = g_idle_source_new ();
+    g_source_set_callback (idle, return_cancelled, g_object_ref (task), g_object_unref);
+    g_source_attach (idle, g_task_get_context (task));
+    g_source_unref (idle);
+}
+
+static void
+confirm_async (SecretService *self, SecretPrompt *prompt, const GVariantType *return_type,
+               GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
+{
+    GDBusProxy *proxy = G_DBUS_PROXY (self);
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    ConfirmClosure *closure = g_new0 (ConfirmClosure, 1);
+    closure->connection = g_object_ref (g_dbus_proxy_get_connection (proxy));
+    closure->name = g_strdup (g_dbus_proxy_get_name (proxy));
+    closure->path = g_strdup (g_dbus_proxy_get_object_path (G_DBUS_PROXY (prompt)));
+    closure->return_type = return_type != NULL ? g_variant_type_copy (return_type) : NULL;
+    closure->dismiss_on_cancel = !((SdNoPromptService *) self)->keep_prompt_on_cancel;
+    g_task_set_task_data (task, closure, confirm_closure_free);
+    mark_prompted (cancellable);
+    /* Subscribed before Prompt is called, so a Completed sent at once is not missed. The
+       prompt's path is unique, so the path alone picks its signals. */
+    closure->subscription = g_dbus_connection_signal_subscribe (
+        closure->connection, NULL, "org.freedesktop.Secret.Prompt", "Completed", closure->path, NULL,
+        G_DBUS_SIGNAL_FLAGS_NONE, on_confirm_completed, g_object_ref (task), g_object_unref);
+    if (cancellable != NULL)
+        closure->cancelled_handler = g_cancellable_connect (cancellable, G_CALLBACK (on_confirm_cancelled),
+                                                            g_object_ref (task), g_object_unref);
+    if (closure->subscription != 0)
+        g_dbus_connection_call (closure->connection, closure->name, closure->path, "org.freedesktop.Secret.Prompt",
+                                "Prompt", g_variant_new ("(s)", ""), NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1,
+                                NULL, on_confirm_prompt_called, g_object_ref (task));
+    g_object_unref (task);
+}
+
+static GVariant *
+no_prompt_sync (SecretService *self, SecretPrompt *prompt, GCancellable *cancellable,
+                const GVariantType *return_type, GError **error)
+{
+    /* libsecret's *_sync calls run the async ones in a loop of their own: only
+       prompt_async is reached. */
+    g_set_error_literal (error, SECRET_ERROR, SECRET_ERROR_IS_LOCKED, no_prompt_message);
+    return NULL;
+}
+
+static void
+no_prompt_async (SecretService *self, SecretPrompt *prompt, const GVariantType *return_type,
+                 GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
+{
+    if (((SdNoPromptService *) self)->confirmations_allowed) {
+        confirm_async (self, prompt, return_type, cancellable, callback, user_data);
+        return;
+    }
+    g_task_report_new_error (self, callback, user_data, no_prompt_async,
+                             SECRET_ERROR, SECRET_ERROR_IS_LOCKED, "%s", no_prompt_message);
+}
+
+static GVariant *
+no_prompt_finish (SecretService *self, GAsyncResult *result, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (result), error);
+}
+
+static void
+sd_no_prompt_service_init (SdNoPromptService *self)
+{
+}
+
+static void
+sd_no_prompt_service_class_init (SdNoPromptServiceClass *klass)
+{
+    SecretServiceClass *service_class = SECRET_SERVICE_CLASS (klass);
+    service_class->prompt_sync = no_prompt_sync;
+    service_class->prompt_async = no_prompt_async;
+    service_class->prompt_finish = no_prompt_finish;
+}
+
+SecretService *
+sd_service_open (GCancellable *cancellable, GError **error)
+{
+    SecretService *service = secret_service_open_sync (sd_no_prompt_service_get_type (), NULL,
+                                                       SECRET_SERVICE_OPEN_SESSION,
+                                                       cancellable, error);
+    if (service != NULL) {
+        GDBusConnection *connection = g_dbus_proxy_get_connection (G_DBUS_PROXY (service));
+        g_dbus_connection_set_exit_on_close (connection, FALSE);
+    }
+    return service;
+}
+
+
+/* ---- which provider answers ------------------------------------------------------ */
+
+/* The well-known names a provider's connection owns besides org.freedesktop.secrets (so
+   this works where /proc shows nothing, as in a sandbox). */
+static const struct {
+    const char *name;
+    int provider;
+} provider_names[] = {
+    { "org.keepassxc.KeePassXC.MainWindow", SD_PROVIDER_KEEPASSXC },
+    { "org.kde.kwalletd5", SD_PROVIDER_KWALLET },
+    { "org.kde.kwalletd6", SD_PROVIDER_KWALLET },
+    { "org.gnome.keyring", SD_PROVIDER_GNOME_KEYRING },
+};
+
+int
+sd_service_provider (SecretService *service, GCancellable *cancellable)
+{
+    GDBusProxy *proxy = G_DBUS_PROXY (service);
+    char *unique = g_dbus_proxy_get_name_owner (proxy);
+    if (unique == NULL)
+        return SD_PROVIDER_OTHER;
+    GDBusConnection *bus = g_dbus_proxy_get_connection (proxy);
+    /* Every GetNameOwner goes out before the first answer is awaited: one round trip. */
+    GMainContext *context = g_main_context_new ();
+    g_main_context_push_thread_default (context);
+    SdPendingCall calls[G_N_ELEMENTS (provider_names)] = { { 0 } };
+    for (gsize i = 0; i < G_N_ELEMENTS (provider_names); i++)
+        g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                "GetNameOwner", g_variant_new ("(s)", provider_names[i].name), G_VARIANT_TYPE ("(s)"),
+                                G_DBUS_CALL_FLAGS_NONE, -1, cancellable, sd_pending_call_answered, &calls[i]);
+    int provider = SD_PROVIDER_OTHER;
+    for (gsize i = 0; i < G_N_ELEMENTS (provider_names); i++) {
+        while (!calls[i].done)
+            g_main_context_iteration (context, TRUE);
+        if (calls[i].reply != NULL) {
+            const char *owner = NULL;
+            g_variant_get (calls[i].reply, "(&s)", &owner);
+            if (provider == SD_PROVIDER_OTHER && g_strcmp0 (owner, unique) == 0)
+                provider = provider_names[i].provider;
+            g_variant_unref (calls[i].reply);
+        }
+        g_clear_error (&calls[i].error);
+    }
+    g_main_context_pop_thread_default (context);
+    g_main_context_unref (context);
+    g_free (unique);
+    return provider;
+}

@@ -1,0 +1,74 @@
+import CSecretShim
+
+/// Every way SecureDictionary treats one Secret Service provider differently from another, in
+/// one table: the code reads these fields and never asks which provider answers. Adding a
+/// provider is adding a row (and a case in `sd_service_provider`, which recognises it).
+///
+/// | provider | `replacesSecretInPlace` | `readsSecretWithSearch` | `lockedItemsMeanConfirmation` | `dismissesPrompts` |
+/// | --- | --- | --- | --- | --- |
+/// | gnome-keyring | no | yes | no | no |
+/// | KWallet | no | yes | no | yes |
+/// | KeePassXC | yes | no | yes | yes |
+/// | any other | no | yes | no | no |
+///
+/// Not in the table because every provider gets them (the provider is not known before the
+/// transport session is open): a session the provider rejects is offered again, up to
+/// ``LibSecretConnection/sessionAttempts`` times, and the first write of a session is read
+/// back before later writes are trusted (``VerifiedWrite``). KWallet before KDE Frameworks
+/// 6.25 rejects about one session in 200 and, more rarely, derives another key than the
+/// client and stores garbage.
+struct ProviderTraits: Sendable, Equatable {
+    /// How `secure-dict doctor` names it (`nil`: not told apart).
+    let name: String?
+    /// An existing item's secret is replaced with `Item.SetSecret`, not `CreateItem` with
+    /// replace: KeePassXC 2.7.4 asks its user before `CreateItem` replaces an item (fixed in
+    /// 2.7.6), while `SetSecret` needs no confirmation. The path comes from the check before
+    /// the write (``LibSecretConnection/remember(itemPath:of:in:)``).
+    let replacesSecretInPlace: Bool
+    /// The check asks for the secret at the item's last path right behind the search, in one
+    /// round trip (`sd_search_reading_one`). Not on KeePassXC, where reading an item this
+    /// client may not yet read asks its user.
+    let readsSecretWithSearch: Bool
+    /// Items reported locked in an unlocked collection mean that the provider wants its user
+    /// to confirm this client's access (KeePassXC's "Confirm when passwords are retrieved by
+    /// clients"), which is ``SecureDictionaryError/confirmationRequired``, not `locked`.
+    let lockedItemsMeanConfirmation: Bool
+    /// A prompt the caller stops waiting for is dismissed (`Prompt.Dismiss`). Not on
+    /// gnome-keyring: its daemon (42.1) aborts when a shown unlock prompt is dismissed
+    /// (`gkd-secret-unlock.c`, unchanged upstream); nor on a provider not told apart.
+    let dismissesPrompts: Bool
+
+    static let gnomeKeyring = ProviderTraits(
+        name: "gnome-keyring", replacesSecretInPlace: false, readsSecretWithSearch: true,
+        lockedItemsMeanConfirmation: false, dismissesPrompts: false)
+    static let kwallet = ProviderTraits(
+        name: "KWallet", replacesSecretInPlace: false, readsSecretWithSearch: true,
+        lockedItemsMeanConfirmation: false, dismissesPrompts: true)
+    static let keepassxc = ProviderTraits(
+        name: "KeePassXC", replacesSecretInPlace: true, readsSecretWithSearch: false,
+        lockedItemsMeanConfirmation: true, dismissesPrompts: true)
+    static let other = ProviderTraits(
+        name: nil, replacesSecretInPlace: false, readsSecretWithSearch: true,
+        lockedItemsMeanConfirmation: false, dismissesPrompts: false)
+
+    /// The row of the provider `sd_service_provider` recognised.
+    init(code: Int32) {
+        switch code {
+        case Int32(SD_PROVIDER_KEEPASSXC): self = .keepassxc
+        case Int32(SD_PROVIDER_KWALLET): self = .kwallet
+        case Int32(SD_PROVIDER_GNOME_KEYRING): self = .gnomeKeyring
+        default: self = .other
+        }
+    }
+
+    private init(
+        name: String?, replacesSecretInPlace: Bool, readsSecretWithSearch: Bool, lockedItemsMeanConfirmation: Bool,
+        dismissesPrompts: Bool
+    ) {
+        self.name = name
+        self.replacesSecretInPlace = replacesSecretInPlace
+        self.readsSecretWithSearch = readsSecretWithSearch
+        self.lockedItemsMeanConfirmation = lockedItemsMeanConfirmation
+        self.dismissesPrompts = dismissesPrompts
+    }
+}
