@@ -186,8 +186,8 @@ extension Worker {
         // login keyring file hundreds of times.
         let options = SecureDictionary.Options(collection: .session, store: SecretServiceStore.shared)
         var dictionary: SecureDictionary? = try SecureDictionary(name: name, applicationID: app, options: options)
-        // More than the 100 entries from which setValue encodes ahead of the check (ItemState
-        // rule 7), so the blob encoded on another thread is checked for wiping too.
+        // 120 entries besides the canary, so that the canary passes through a dictionary of
+        // some size (once also through the encode-ahead of large dictionaries, since removed).
         try dictionary!.update { entries in
             for index in 0..<120 { entries["filler-\(index)"] = .integer(index) }
         }
