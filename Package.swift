@@ -12,6 +12,9 @@ let package = Package(
     name: "SecureDictionary",
     products: [
         .library(name: "SecureDictionary", targets: ["SecureDictionary"]),
+        // Dictionaries kept in encrypted files instead of the keyring: SecretPortalStore for
+        // sandboxed apps. A product of its own, so that the core builds no swift-crypto.
+        .library(name: "SecureDictionaryFileStore", targets: ["SecureDictionaryFileStore"]),
         .executable(name: "secure-dict", targets: ["secure-dict"]),
         // Checks shared by the tests and the reliability suite (a package of its own, so this
         // must be a product). Not for use in applications.
@@ -20,7 +23,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        // AES-GCM and HKDF for the encrypted file of the Secret portal path (SecretPortalStore).
+        // AES-GCM and HKDF for the encrypted files of SecureDictionaryFileStore only.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         // `swift package generate-documentation` for the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
@@ -40,13 +43,22 @@ let package = Package(
                 "CLibSecret",
                 "CSecretShim",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // Imports are internal unless marked `public import`: libsecret and GLib (CLibSecret,
             // CSecretShim) can then never appear in the public API, which the compiler checks.
             // Test hooks (a client that mangles writes, a pause before a read-back) exist only
             // in debug builds, as swift-system's ENABLE_MOCKING does.
             swiftSettings: strictSettings + [.define("ENABLE_TESTING_HOOKS", .when(configuration: .debug))]
+        ),
+        .target(
+            name: "SecureDictionaryFileStore",
+            dependencies: [
+                "SecureDictionary",
+                "CSecretShim",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "remember-token",
@@ -56,7 +68,7 @@ let package = Package(
         // A second process for the cross-process integration tests.
         .executableTarget(
             name: "sd-test-writer",
-            dependencies: ["SecureDictionary", "SecureDictionaryTestSupport"],
+            dependencies: ["SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport"],
             path: "Tests/Support/sd-test-writer"
         ),
         .target(
@@ -67,14 +79,15 @@ let package = Package(
         .testTarget(
             name: "SecureDictionaryTests",
             dependencies: [
-                "SecureDictionary", "SecureDictionaryTestSupport",
+                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "KeyringIntegrationTests",
             dependencies: [
-                "SecureDictionary", "SecureDictionaryTestSupport", "sd-test-writer", "wait-for-keyring", "CLibSecret",
+                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport", "sd-test-writer",
+                "wait-for-keyring", "CLibSecret",
                 "CSecretShim",
             ]
         ),

@@ -1,4 +1,4 @@
-import Logging
+package import Logging
 
 /// The default ``KeyringStore``: the freedesktop Secret Service (gnome-keyring, KWallet,
 /// KeePassXC…) over D-Bus, through libsecret.
@@ -89,11 +89,11 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
         }
     }
 
-    func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
+    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
         BusNameWriterLock(item: item, logger: logger)
     }
 
-    func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
+    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
         CollectionWatcher(onChange)
     }
 }

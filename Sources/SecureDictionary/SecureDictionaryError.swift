@@ -98,11 +98,11 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// exactly; when `false`, the item may hold this write or damaged bytes (the next load
     /// may throw ``corrupt``). Either way the dictionary reloads before its next use.
     case writeNotVerified(restored: Bool)
-    /// The Secret portal cannot give this app its master secret (``SecretPortalStore``): it
+    /// The Secret portal cannot give this app its master secret (`SecretPortalStore`, in SecureDictionaryFileStore): it
     /// is missing, has no Secret backend, or this process is not a sandboxed app. Nothing
     /// was read or written.
     case portalUnavailable(reason: String)
-    /// A file of ``SecretPortalStore`` cannot be read or written (a full disk, a read-only
+    /// A file of `SecretPortalStore` (SecureDictionaryFileStore) cannot be read or written (a full disk, a read-only
     /// or missing folder). A write that fails with it left the previous file in place.
     case fileUnavailable(path: String, reason: String)
     /// ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)`` found the dictionary

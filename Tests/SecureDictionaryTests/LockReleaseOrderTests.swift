@@ -76,9 +76,9 @@ final class RecordingCoordinatedStore: ForwardingStore, CoordinatedStore, Sendab
         try inner.store(secret, for: item, timeout: timeout)
     }
 
-    func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { Lock(store: self) }
+    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { Lock(store: self) }
 
-    func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
+    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
 
     struct Lock: ItemWriterLock {
         let store: RecordingCoordinatedStore

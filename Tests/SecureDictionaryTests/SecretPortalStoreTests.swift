@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import SecureDictionary
+@testable import SecureDictionaryFileStore
 
 /// Issue 12, part 4: the encrypted files of the Secret portal path, with a master secret
 /// given by the test (the real portal is in KeyringIntegrationTests' `SecretPortal` suite).

@@ -16,6 +16,7 @@
 // sets the timeout of set, get and move.
 import Foundation
 import SecureDictionary
+import SecureDictionaryFileStore
 import SecureDictionaryTestSupport
 
 func fail(_ message: String) -> Never {

@@ -139,7 +139,7 @@ final class BusNameWriterLock: ItemWriterLock {
     /// Who holds the name now, as the error to throw at the deadline.
     private func heldError(until deadline: Deadline) -> SecureDictionaryError {
         guard let pid = Self.ownerPID(of: busName, until: deadline) else { return .timedOut }  // nobody to name
-        return .lockHeld(pid: pid, command: Self.command(of: Int32(pid)))
+        return .lockHeld(pid: pid, command: ProcessName.command(of: Int32(pid)))
     }
 
     /// The process id of the owner of the bus name `name`, asked of the bus until `deadline`
@@ -196,23 +196,5 @@ final class BusNameWriterLock: ItemWriterLock {
     private static func monotonicMicroseconds(_ deadline: Deadline) -> gint64 {
         let (seconds, attoseconds) = deadline.remaining.components
         return g_get_monotonic_time() + gint64(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
-    }
-
-    /// The command name of a process (`/proc/PID/comm`), or `nil` when it cannot be read.
-    static func command(of pid: Int32) -> String? {
-        guard let file = fopen("/proc/\(pid)/comm", "r") else { return nil }
-        defer { fclose(file) }
-        var buffer = [CChar](repeating: 0, count: 64)
-        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return nil }
-        let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.trimmingCharacters(in: "\n")
-        return text.isEmpty ? nil : text
-    }
-}
-
-extension String {
-    fileprivate func trimmingCharacters(in character: Character) -> String {
-        var text = Substring(self)
-        while text.last == character { text = text.dropLast() }
-        return String(text)
     }
 }

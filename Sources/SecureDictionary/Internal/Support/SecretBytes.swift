@@ -10,10 +10,10 @@
 /// result box) shares its storage, so wiping "our" copy wipes a copy-on-write duplicate
 /// while the shared original is freed later, unwiped. A class has one storage, wiped once,
 /// whoever releases it last.
-final class SecretBytes: @unchecked Sendable {  // immutable after init; freed and wiped in deinit only
+package final class SecretBytes: @unchecked Sendable {  // immutable after init; freed and wiped in deinit only
     private let base: UnsafeMutableRawBufferPointer
 
-    init(copying bytes: UnsafeRawBufferPointer) {
+    package init(copying bytes: UnsafeRawBufferPointer) {
         base = .allocate(byteCount: max(bytes.count, 1), alignment: 1)
         if let source = bytes.baseAddress, bytes.count > 0 {
             base.baseAddress!.copyMemory(from: source, byteCount: bytes.count)
@@ -21,18 +21,18 @@ final class SecretBytes: @unchecked Sendable {  // immutable after init; freed a
         count = bytes.count
     }
 
-    static func copying(_ bytes: [UInt8]) -> SecretBytes {
+    package static func copying(_ bytes: [UInt8]) -> SecretBytes {
         bytes.withUnsafeBytes { SecretBytes(copying: $0) }
     }
 
-    let count: Int
+    package let count: Int
 
-    func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    package func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(rebasing: base[0..<count]))
     }
 
     /// Whether both hold the same bytes (compared in place, no copy).
-    func holdsSameBytes(as other: SecretBytes) -> Bool {
+    package func holdsSameBytes(as other: SecretBytes) -> Bool {
         count == other.count
             && withUnsafeBytes { mine in
                 other.withUnsafeBytes { theirs in count == 0 || memcmp(mine.baseAddress!, theirs.baseAddress!, count) == 0 }
@@ -40,12 +40,12 @@ final class SecretBytes: @unchecked Sendable {  // immutable after init; freed a
     }
 
     /// Whether the bytes begin with `prefix`.
-    func hasPrefix(_ prefix: [UInt8]) -> Bool {
+    package func hasPrefix(_ prefix: [UInt8]) -> Bool {
         count >= prefix.count && withUnsafeBytes { prefix.elementsEqual($0.prefix(prefix.count)) }
     }
 
     /// A new array with the bytes; the caller owns (and should wipe) it.
-    var array: [UInt8] { withUnsafeBytes { Array($0) } }
+    package var array: [UInt8] { withUnsafeBytes { Array($0) } }
 
     deinit {
         explicit_bzero(base.baseAddress!, base.count)

@@ -12,8 +12,8 @@
 
 /// Overwrites memory the library owns with zeros in a way the compiler may not drop
 /// (`explicit_bzero(3)`).
-enum Wipe {
-    static func bytes(_ buffer: inout [UInt8]) {
+package enum Wipe {
+    package static func bytes(_ buffer: inout [UInt8]) {
         buffer.withUnsafeMutableBytes { raw in
             if let base = raw.baseAddress { explicit_bzero(base, raw.count) }
         }
@@ -24,7 +24,7 @@ enum Wipe {
     /// held elsewhere (a shared one is copied on write and the copy is wiped instead, which
     /// leaves the caller's copy alone), then empties the dictionary. Strings cannot be
     /// wiped: Swift gives no mutable access to their storage.
-    static func entries(_ entries: inout [String: PropertyListValue]) {
+    package static func entries(_ entries: inout [String: PropertyListValue]) {
         for key in Array(entries.keys) {
             guard var value = entries.removeValue(forKey: key) else { continue }
             value.wipeData()

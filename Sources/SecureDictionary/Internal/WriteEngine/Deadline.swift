@@ -6,15 +6,15 @@
 /// guard serial.lock(until: deadline) else { throw .timedOut }
 /// let bytes = try store.load(item, timeout: try deadline.remainingForCall())
 /// ```
-struct Deadline: Sendable {
-    let instant: ContinuousClock.Instant
+package struct Deadline: Sendable {
+    package let instant: ContinuousClock.Instant
 
-    init(after timeout: Duration) {
+    package init(after timeout: Duration) {
         instant = ContinuousClock.now.advanced(by: timeout)
     }
 
     /// The time left (zero once passed).
-    var remaining: Duration {
+    package var remaining: Duration {
         let left = instant - ContinuousClock.now
         return left > .zero ? left : .zero
     }
@@ -23,7 +23,7 @@ struct Deadline: Sendable {
     ///
     /// - Throws: ``SecureDictionaryError/timedOut`` when none is left: the call is not made,
     ///   so a write that stops here has certainly not happened.
-    func remainingForCall() throws(SecureDictionaryError) -> Duration {
+    package func remainingForCall() throws(SecureDictionaryError) -> Duration {
         let left = remaining
         if left <= .zero { throw .timedOut }
         return left

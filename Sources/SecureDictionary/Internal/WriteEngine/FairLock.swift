@@ -9,17 +9,19 @@ import Synchronization
 /// writes back to back cannot starve the others, and `wait(timeout:)` bounds the wait, so a
 /// call stuck behind a frozen keyring never makes the threads queued behind it wait longer
 /// than their own deadline.
-final class FairLock: Sendable {
+package final class FairLock: Sendable {
+    package init() {}
+
     private let semaphore = DispatchSemaphore(value: 1)
 
     /// Takes the lock, waiting until `deadline` at most. Returns whether it was taken.
-    func lock(until deadline: Deadline) -> Bool {
+    package func lock(until deadline: Deadline) -> Bool {
         let (seconds, attoseconds) = deadline.remaining.components
         let nanoseconds = max(0, seconds) * 1_000_000_000 + attoseconds / 1_000_000_000
         return semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds))) == .success
     }
 
-    func unlock() {
+    package func unlock() {
         semaphore.signal()
     }
 }
@@ -29,7 +31,7 @@ extension FairLock {
 
     /// The one lock of this process for `name` (a writer lock's bus name or lock file), so
     /// that every instance locking the same thing queues on the same lock.
-    static func shared(for name: String) -> FairLock {
+    package static func shared(for name: String) -> FairLock {
         named.withLock { locks in
             if let lock = locks[name] { return lock }
             let lock = FairLock()

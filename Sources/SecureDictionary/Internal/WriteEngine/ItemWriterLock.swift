@@ -1,4 +1,4 @@
-import Logging
+package import Logging
 
 /// Serialises the writers of one item across processes.
 ///
@@ -6,7 +6,7 @@ import Logging
 /// item itself before it writes (see ``ItemState``), so a writer that does not take part
 /// (another tool, a process that cannot use the lock) loses nothing except within the one
 /// round trip between that check and the write.
-protocol ItemWriterLock: Sendable {
+package protocol ItemWriterLock: Sendable {
     /// Waits for the lock until `deadline` and then runs `check`, a read of the stored item,
     /// so that what it returns was read holding the lock. A lock may run `check` while its
     /// request is still on the way, where that gives the same guarantee (see
@@ -26,13 +26,13 @@ protocol ItemWriterLock: Sendable {
 
 extension ItemWriterLock {
     /// Waits for the lock until `deadline`; `true` when held, `false` when unusable.
-    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
+    package func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         try acquire(until: deadline) {}.held
     }
 }
 
 /// What the keyring announced.
-enum KeyringChange: Sendable, Equatable {
+package enum KeyringChange: Sendable, Equatable {
     /// Some item was created, changed or deleted.
     case items
     /// Some collection was created, deleted or changed: locked or unlocked, for instance.
@@ -40,7 +40,7 @@ enum KeyringChange: Sendable, Equatable {
 }
 
 /// Reports, on a thread of its own, what changed in the keyring, until stopped.
-protocol ChangeWatch: Sendable {
+package protocol ChangeWatch: Sendable {
     func stop()
 }
 
@@ -55,7 +55,7 @@ protocol InteractivelyUnlockingStore: KeyringStore {
 }
 
 /// A store that processes share, whose writers coordinate and whose changes can be watched.
-protocol CoordinatedStore: KeyringStore {
+package protocol CoordinatedStore: KeyringStore {
     /// The cross-process writer lock of `item`. `logger` gets one warning if the lock
     /// turns out to be unusable.
     func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock

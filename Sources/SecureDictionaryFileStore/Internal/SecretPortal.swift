@@ -1,3 +1,4 @@
+import SecureDictionary
 import CLibSecret
 import CSecretShim
 

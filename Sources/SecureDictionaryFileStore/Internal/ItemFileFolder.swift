@@ -1,3 +1,4 @@
+import SecureDictionary
 import Crypto
 
 #if canImport(Glibc)

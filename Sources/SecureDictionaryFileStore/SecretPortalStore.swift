@@ -1,4 +1,5 @@
-import Logging
+public import SecureDictionary
+package import Logging
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -112,11 +113,11 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
             .map { KeyringItemListing(item: $0, isLocked: false) }
     }
 
-    func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
+    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
         FileWriterLock(item: item, in: folder, logger: logger)
     }
 
-    func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
+    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
 
     // MARK: Helpers
 

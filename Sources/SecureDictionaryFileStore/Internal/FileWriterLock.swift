@@ -1,3 +1,4 @@
+import SecureDictionary
 import Logging
 import Synchronization
 
@@ -89,7 +90,7 @@ final class FileWriterLock: ItemWriterLock {
         let got = text.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         let digits = got > 0 ? String(decoding: text[..<got].prefix { $0 != 10 }, as: UTF8.self) : ""
         guard let pid = Int32(digits), pid > 0 else { return .lockHeld(pid: nil, command: nil) }
-        return .lockHeld(pid: Int(pid), command: BusNameWriterLock.command(of: pid))
+        return .lockHeld(pid: Int(pid), command: ProcessName.command(of: pid))
     }
 
     private func warnUnusable(_ reason: String) {
