@@ -1,5 +1,5 @@
-public import SecureDictionary
 package import Logging
+public import SecureDictionary
 import Synchronization
 
 #if canImport(FoundationEssentials)

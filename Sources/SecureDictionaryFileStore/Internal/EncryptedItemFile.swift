@@ -1,5 +1,5 @@
-import SecureDictionary
 import Crypto
+import SecureDictionary
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials

@@ -1,5 +1,5 @@
-import SecureDictionary
 import Logging
+import SecureDictionary
 import Synchronization
 
 #if canImport(Glibc)

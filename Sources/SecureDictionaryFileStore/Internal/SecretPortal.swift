@@ -1,6 +1,6 @@
-import SecureDictionary
 import CLibSecret
 import CSecretShim
+import SecureDictionary
 
 /// The Secret portal (`org.freedesktop.portal.Secret`): it gives a sandboxed app a master
 /// secret of its own, kept by the host's keyring (gnome-keyring's portal backend stores

@@ -98,7 +98,8 @@ enum FairWaiting {
                 + "whole call median \(formatMilliseconds(all.percentile(50))), p99 \(formatMilliseconds(callP99)) "
                 + "(\(ratio(callP99)); less a single write \(ratio(beyondSingleP99))), "
                 + "max \(formatMilliseconds(all.percentile(100)))",
-            pass: all.errors.isEmpty && lost == 0 && all.waits.count == all.microseconds.count && waitP99 <= fairnessBound * single
+            pass: all.errors.isEmpty && lost == 0 && all.waits.count == all.microseconds.count
+                && waitP99 <= fairnessBound * single
                 && beyondSingleP99 <= fairnessBound * single,
             note: all.errors.first)
     }
