@@ -45,11 +45,13 @@ do {
     let preferences = try SecureDictionary(name: "preferences", applicationID: applicationID)
     print("Last user on this device: \(preferences[.lastUser] ?? "nobody yet").")
 
-    // alice signs out: forget() drops this process's copy of her secrets at once and wipes
-    // the bytes the library owns. Her dictionary stays in the keyring for her next sign-in.
-    let alice = try signIn("alice", preferences: preferences)
-    alice.forget()
-    print("alice signs out: \(alice)")  // the description shows the item and "unloaded", never values
+    // alice signs out: releasing her dictionary (the last reference to it) drops this
+    // process's copy of her secrets at once and wipes the bytes the library owns. Her
+    // dictionary stays in the keyring for her next sign-in.
+    var alice: SecureDictionary? = try signIn("alice", preferences: preferences)
+    print("alice is signed in: \(alice!)")  // the description shows the item and a count, never values
+    alice = nil
+    print("alice signs out: her secrets are gone from memory.")
 
     // bob signs in, then removes his account: deleting his dictionary removes all of his
     // secrets from the keyring in one call, and leaves alice's and the preferences alone.

@@ -33,7 +33,8 @@ extension SecureDictionary {
         /// Where the item lives. Default: ``SecretServiceStore/shared``.
         public var store: any KeyringStore
         /// Called with every error that a non-throwing API cannot throw: a failed write through
-        /// the subscript setter, or a failed reload behind a read after ``SecureDictionary/forget()``.
+        /// the subscript setter, or a failed reload after a change announced by the keyring
+        /// (``SecureDictionary/changes()``).
         /// An error-level log line (item name and error, never a key or value) is written too.
         /// The cache is left equal to the store either way.
         public var failureHandler: (@Sendable (SecureDictionaryError) -> Void)?

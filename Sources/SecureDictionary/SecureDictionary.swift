@@ -16,21 +16,20 @@ import Logging
 ///     entries["refresh"] = "r-123"
 ///     entries["old"] = nil
 /// }
-/// settings.forget()                                        // wipe the cache
+/// settings = nil                                          // the last instance goes: the cache is wiped
 /// ```
 ///
 /// The whole dictionary is one binary property list in one Secret Service item named
 /// `<applicationID>.__SecureDictionary__.<name>` (see ``KeyringItem``). It loads once on
 /// init, serves reads from memory, and writes back synchronously on every mutation.
 ///
-/// - **The read rule: non-throwing reads answer from the loaded cache only; they never load,
-///   never wait and never fail, so they can never present a failed load as an empty
-///   dictionary.** `subscript`, ``keys``, ``count``, ``isEmpty``, ``snapshot``, iteration and
-///   the typed subscript are such reads. After ``forget()`` the dictionary is unloaded
-///   (``isLoaded`` is `false`) until ``reload()``, a throwing read (``value(forKey:)``,
-///   ``entries()``, ``value(for:)``) or a write loads it again; a non-throwing read of an
-///   unloaded dictionary is a programming error and stops the program, like an array index
-///   out of range, because no answer it could give would be true.
+/// - **The read rule: an instance is always loaded, so its non-throwing reads answer from
+///   memory and never load, wait or fail; to forget the secrets, release every instance.**
+///   Init loads the dictionary or throws, and nothing unloads it afterwards: `subscript`,
+///   ``keys``, ``count``, ``isEmpty``, ``snapshot``, iteration and the typed subscript give
+///   what was last loaded or written, on any thread, at any time. When the last instance of
+///   an item in the process goes, its cache is wiped. The throwing reads (``value(forKey:)``,
+///   ``entries()``, ``value(for:)``) load again first when a write's outcome was unknown.
 /// - Writes throw and are all-or-nothing: the cache changes only after the keyring accepted
 ///   the write.
 /// - Thread-safe: every instance of the same item in a process shares one cache and one lock.
@@ -89,10 +88,7 @@ public final class SecureDictionary: Sendable {
 
     // MARK: Reading
 
-    /// The value for `key`, from the loaded cache (never a keyring call).
-    ///
-    /// - Precondition: the dictionary is loaded (``isLoaded``): after ``forget()``, call
-    ///   `try reload()` first.
+    /// The value for `key`, from memory (never a keyring call).
     ///
     /// Setting it writes to the keyring at once (`nil` removes the key). The setter cannot
     /// throw: when the write fails, the cache stays equal to the store, an error is logged
@@ -109,12 +105,11 @@ public final class SecureDictionary: Sendable {
         }
     }
 
-    /// The value for `key`, loading first when the dictionary is unloaded (after
-    /// ``forget()``) or a write's outcome was unknown.
+    /// The value for `key`, loading first when a write's outcome was unknown (a timeout, a
+    /// lost connection), so that it is what the keyring holds.
     ///
     /// ```swift
-    /// settings.forget()
-    /// let token = try settings.value(forKey: "apiToken")   // loads, or throws (e.g. locked)
+    /// let token = try settings.value(forKey: "apiToken")   // a load, if needed, may throw (e.g. locked)
     /// ```
     ///
     /// - Throws: the load's error, when a load was needed and failed: never `nil` for "could
@@ -130,28 +125,17 @@ public final class SecureDictionary: Sendable {
         try state.entries(options.context)
     }
 
-    /// Whether the entries are in memory, so that non-throwing reads may be used: `true`
-    /// from init on, `false` after ``forget()`` until a load succeeds.
-    public var isLoaded: Bool { state.cachedEntries != nil }
-
-    /// All keys, in no particular order, from the loaded cache.
-    ///
-    /// - Precondition: ``isLoaded`` (see the read rule above).
+    /// All keys, in no particular order, from memory.
     public var keys: [String] { Array(loadedEntries().keys) }
 
-    /// The number of entries, from the loaded cache.
-    ///
-    /// - Precondition: ``isLoaded``.
+    /// The number of entries, from memory.
     public var count: Int { loadedEntries().count }
 
-    /// Whether there are no entries, from the loaded cache.
-    ///
-    /// - Precondition: ``isLoaded``.
+    /// Whether there are no entries, from memory.
     public var isEmpty: Bool { loadedEntries().isEmpty }
 
-    /// An immutable copy of every entry, from the loaded cache.
-    ///
-    /// - Precondition: ``isLoaded``.
+    /// An immutable copy of every entry, from memory: a `[String: Value]`, read with
+    /// `snapshot["k"]?.stringValue` and the like.
     public var snapshot: [String: Value] { loadedEntries() }
 
     // MARK: Writing
@@ -263,27 +247,9 @@ public final class SecureDictionary: Sendable {
 
     /// Loads the item again, replacing the cache (decoding only when the stored item changed).
     ///
-    /// - Throws: as ``init(name:applicationID:options:)``; the cache is unchanged then (and
-    ///   stays unloaded after ``forget()``).
+    /// - Throws: as ``init(name:applicationID:options:)``; the cache is unchanged then.
     public func reload() throws(SecureDictionaryError) {
         try state.reload(options.context)
-    }
-
-    /// Drops the cache and wipes the byte buffers the library owns; the dictionary is unloaded
-    /// until ``reload()``, a throwing read or a write loads it again.
-    ///
-    /// ```swift
-    /// settings.forget()                        // at sign-out, or when the app goes to the background
-    /// // …later:
-    /// try settings.reload()                    // or: try settings.value(forKey: "apiToken")
-    /// let token = settings["apiToken"]         // non-throwing reads work again
-    /// ```
-    ///
-    /// Every instance of the same item in this process shares the cache, so all of them
-    /// forget: call it where no other part of the program still reads the dictionary without
-    /// reloading. Strings you read, and copies you keep, are yours: Swift cannot wipe them.
-    public func forget() {
-        state.forget(options.context)
     }
 
     // MARK: Helpers
@@ -299,15 +265,8 @@ public final class SecureDictionary: Sendable {
         }
     }
 
-    /// The entries for a non-throwing read: the loaded cache, never a load (the read rule).
-    func loadedEntries() -> [String: Value] {
-        guard let entries = state.cachedEntries else {
-            preconditionFailure(
-                "SecureDictionary(\(item.name)): a non-throwing read of a dictionary unloaded by forget(); "
-                    + "call try reload() or a throwing read (value(forKey:), entries()) first")
-        }
-        return entries
-    }
+    /// The entries for a non-throwing read: memory, never a load (the read rule).
+    func loadedEntries() -> [String: Value] { state.loadedEntries }
 
     func report(_ error: SecureDictionaryError, during operation: String) {
         options.logger.error("\(operation) failed", metadata: ["item": "\(item.name)", "error": "\(error)"])

@@ -54,7 +54,6 @@ extension SecureDict {
         /// One write that removes `key`, or none when it is absent.
         private func removeKey(_ key: String, at location: DictionaryLocation) throws {
             let opened = try location.openExisting()
-            defer { opened.forget() }
             struct NoSuchKey: Error {}
             do {
                 // Throwing from the closure writes nothing: an absent key costs no keyring write.

@@ -241,7 +241,6 @@ struct DoctorReport: Encodable {
             options.store = SecretServiceStore()
             let reader = try SecureDictionary(name: name, applicationID: app, options: options)
             let readBack = try reader.value(forKey: "blob", as: Data.self)
-            reader.forget()
             guard readBack == blob else {
                 return DoctorFinding(
                     check: "round trip", status: .problem,

@@ -57,7 +57,6 @@ extension SecureDict {
         func perform() throws {
             let location = dictionary.location(global)
             let opened = try location.openExisting()
-            defer { opened.forget() }
             let entries = opened.snapshot
             let bytes: Data
             switch format {

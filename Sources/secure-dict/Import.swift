@@ -57,7 +57,6 @@ extension SecureDict {
             let imported = try readEntries(maximumSize: location.options.maximumSize)
             try Self.checkStorable(imported, from: file, maximumSize: location.options.maximumSize)
             let opened = try location.open()
-            defer { opened.forget() }
             struct NeedsMode: Error { let count: Int }
             do {
                 try opened.update { entries in

@@ -91,7 +91,6 @@ private struct Row: Encodable {
                 let dictionary = try SecureDictionary(
                     name: name.isEmpty ? nil : name, applicationID: application, options: options)
                 entries = dictionary.count
-                dictionary.forget()
             } catch {
                 switch error {
                 case .locked: state = "locked"

@@ -42,7 +42,6 @@ extension SecureDict {
         func perform() throws {
             let location = dictionary.location(global)
             let opened = try location.openExisting()
-            defer { opened.forget() }
             let entries = opened.snapshot
             if let key {
                 guard let value = entries[key] else { throw location.noSuchKey() }

@@ -67,7 +67,6 @@ extension SecureDict {
             let what = value == "-" ? "the value on standard input" : "VALUE"
             let location = dictionary.location(global)
             let opened = try location.open()
-            defer { opened.forget() }
             // Inside update { }, so that the type is the one stored when the write lands.
             try opened.update { entries in
                 let resolved = try type ?? Self.keptType(of: entries[key])

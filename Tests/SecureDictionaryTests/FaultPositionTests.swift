@@ -9,13 +9,13 @@ struct FaultPositionTests {
     struct Combination: Sendable, CustomTestStringConvertible {
         var mutation: FaultPositionCheck.Mutation
         var failure: FaultPositionCheck.Failure
-        var forgotten: Bool
-        var testDescription: String { "\(mutation.rawValue) × \(failure) × \(forgotten ? "forgotten cache" : "loaded cache")" }
+        var stale: Bool
+        var testDescription: String { "\(mutation.rawValue) × \(failure) × \(stale ? "stale cache" : "current cache")" }
     }
 
     static let combinations: [Combination] = FaultPositionCheck.Mutation.allCases.flatMap { mutation in
         FaultPositionCheck.Failure.all.flatMap { failure in
-            [false, true].map { Combination(mutation: mutation, failure: failure, forgotten: $0) }
+            [false, true].map { Combination(mutation: mutation, failure: failure, stale: $0) }
         }
     }
 
@@ -23,8 +23,8 @@ struct FaultPositionTests {
         "fail the Nth keyring call, N = 1… until it succeeds: typed error, cache == store, store old or new",
         arguments: FaultPositionTests.combinations)
     func everyPosition(_ combination: Combination) {
-        let outcome = FaultPositionCheck.check(combination.mutation, combination.failure, forgotten: combination.forgotten)
-        #expect(outcome.positions >= (combination.forgotten ? 2 : 1), "too few positions were hit")
+        let outcome = FaultPositionCheck.check(combination.mutation, combination.failure, stale: combination.stale)
+        #expect(outcome.positions >= (combination.stale ? 2 : 1), "too few positions were hit")
         for problem in outcome.problems { Issue.record(Comment(rawValue: problem)) }
     }
 }

@@ -71,8 +71,10 @@ import Testing
         try settings.update { $0.dictionary = values }
         let fresh = try SecureDictionary(name: "settings", applicationID: appID, options: .init(store: InMemoryKeyringStore()))
         #expect(fresh.isEmpty)  // a different store is a different keyring
-        settings.forget()
-        #expect(try settings.entries() == values)  // reloaded from the store
+        let reopened = try SecureDictionary(name: "settings", applicationID: appID, options: .init(store: store))
+        #expect(try reopened.entries() == values)  // the same item, loaded from the store
+        try settings.reload()
+        #expect(settings.snapshot == values)
         #expect(settings["date"]?.dateValue == date)
         #expect(settings["real"]?.integerValue == nil)
     }
@@ -118,7 +120,6 @@ import Testing
         store.plant(nil, for: try item())
         let settings = try open()
         store.plant(garbage, for: try item())
-        settings.forget()
         #expect { try settings.setValue(1, forKey: "k") } throws: { error in
             if case SecureDictionaryError.corrupt = error { return true }
             return false
@@ -203,9 +204,8 @@ import Testing
         #expect(second["k"] == "shared")
         // The second instance checked the stored item and shares the first one's state.
         #expect(store.calls == [.load, .load, .load, .store])
-        second.forget()
-        #expect(!first.isLoaded)  // both forgot
-        #expect(try first.value(forKey: "k") == "shared")  // the throwing read reloaded
+        try second.reload()
+        #expect(first["k"] == "shared")  // one cache for both
         #expect(store.calls == [.load, .load, .load, .store, .load])
     }
 
@@ -220,25 +220,20 @@ import Testing
         #expect(settings["k"] == nil)
     }
 
-    /// Issue 10, finding 1: after forget() with the keyring locked, nothing reads as empty.
-    @Test func aFailedLoadAfterForgetIsAnErrorNeverEmpty() throws {
+    /// Issue 10, finding 1: a failed load is an error, never empty, and swallows nothing.
+    @Test func aFailedLoadIsAnErrorNeverEmpty() throws {
         let failures = Failures()
         var options = options
         options.failureHandler = { failures.append($0) }
         let settings = try SecureDictionary(name: "settings", applicationID: appID, options: options)
         try settings.setValue("v", forKey: "k")
-        settings.forget()
         store.setLocked(true)
-        #expect(!settings.isLoaded)
-        #expect(throws: SecureDictionaryError.locked) { try settings.value(forKey: "k") }
-        #expect(throws: SecureDictionaryError.locked) { try settings.entries() }
         #expect(throws: SecureDictionaryError.locked) { try settings.reload() }
-        #expect(!settings.isLoaded)  // still unloaded: nothing pretends to know
+        #expect(throws: SecureDictionaryError.locked) {
+            try SecureDictionary(name: "settings", applicationID: appID, options: options)
+        }
+        #expect(settings["k"] == "v")  // what was loaded stays
         #expect(failures.all.isEmpty)  // nothing was swallowed on the way
-        store.setLocked(false)
-        #expect(try settings.value(forKey: "k") == "v")
-        #expect(settings.isLoaded)
-        #expect(settings["k"] == "v")  // non-throwing reads work again
     }
 
     @Test func namesAndDelete() throws {
@@ -258,16 +253,15 @@ import Testing
         #expect(try SecureDictionary.names(applicationID: appID, options: options) == ["", "beta"])
     }
 
-    @Test func forgetWipesDataTheCacheOwns() throws {
-        let settings = try open()
-        try settings.setValue(.data(Data(repeating: 0xAB, count: 64)), forKey: "key")
-        settings.forget()  // the cache held the only reference: wiped in place, then freed
-        try settings.reload()
-        #expect(settings["key"]?.dataValue == Data(repeating: 0xAB, count: 64))  // reloaded from the store
-        var copy = settings.snapshot
-        settings.forget()
-        #expect(copy["key"]?.dataValue == Data(repeating: 0xAB, count: 64))  // a caller's copy is left alone
+    /// Releasing the last instance wipes the `Data` the cache owns; a caller's copy is left alone.
+    @Test func releasingTheLastInstanceLeavesACallersCopyAlone() throws {
+        var settings: SecureDictionary? = try open()
+        try settings!.setValue(.data(Data(repeating: 0xAB, count: 64)), forKey: "key")
+        var copy = settings!.snapshot
+        settings = nil  // the state goes: its cache is wiped
+        #expect(copy["key"]?.dataValue == Data(repeating: 0xAB, count: 64))
         copy.removeAll()
+        #expect(try open()["key"]?.dataValue == Data(repeating: 0xAB, count: 64))  // the keyring still has it
     }
 
     @Test func threadsLoseNoUpdates() async throws {

@@ -83,7 +83,9 @@ enum Session: Codable, Equatable, PropertyListConvertible {
         try settings.set(.signedIn(user: "ada", until: Date(timeIntervalSinceReferenceDate: 1)), for: .session)
         try settings.set(["a", "b"], for: .tags)
 
-        settings.forget()  // read back from the stored bytes
+        // Read back from the stored bytes, as another process would.
+        let written = try BinaryPropertyListCoding.decode(Data(try #require(store.storedBytes(of: settings.item))))
+        #expect(try Profile(propertyListValue: try #require(written["profile"])) == profile)
         #expect(try settings.value(for: .profile) == profile)
         #expect(try settings.value(for: .session) == .signedIn(user: "ada", until: Date(timeIntervalSinceReferenceDate: 1)))
         #expect(settings[.tags] == ["a", "b"])

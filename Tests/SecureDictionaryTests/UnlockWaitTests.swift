@@ -10,14 +10,14 @@ import Testing
         let options = SecureDictionary.Options(store: store)
         let settings = try SecureDictionary(name: "wait", applicationID: "test.unlock", options: options)
         try settings.setValue("v", forKey: "k")
-        settings.forget()
         store.setLocked(true)
+        store.plant(try BinaryPropertyListCoding.encode(["k": "changed while locked"]).map { $0 }, for: settings.item)
         let waiter = Task { try await settings.waitUntilUnlocked(checkingEvery: .milliseconds(20)) }
         try await Task.sleep(for: .milliseconds(100))
-        #expect(!settings.isLoaded)  // still waiting: the keyring is locked
+        #expect(settings["k"] == "v")  // still waiting: the keyring is locked, nothing reloaded
         store.setLocked(false)
         try await waiter.value
-        #expect(settings["k"] == "v")
+        #expect(settings["k"] == "changed while locked")  // reloaded once unlocked
     }
 
     @Test func opensWhenUnlocked() async throws {

@@ -81,15 +81,16 @@ public enum FaultPositionCheck {
         bytes.flatMap { try? BinaryPropertyListCoding.decode(Data($0)) }
     }
 
-    /// Runs every position of one combination. `forgotten`: the instance has dropped its cache
-    /// first, so the mutation must load before it writes (one more keyring call to fail).
-    public static func check(_ mutation: Mutation, _ failure: Failure, forgotten: Bool) -> Outcome {
+    /// Runs every position of one combination. `stale`: an earlier write of the instance timed
+    /// out (outcome unknown), so the mutation must load before it writes (one more keyring call
+    /// to fail).
+    public static func check(_ mutation: Mutation, _ failure: Failure, stale: Bool) -> Outcome {
         var outcome = Outcome()
         let logger = Logger(label: "fault-positions") { _ in SwiftLogNoOpLogHandler() }
         var expected = initial
         apply(mutation, to: &expected)
         for position in 1...10 {
-            let label = "\(mutation.rawValue) × \(failure) × \(forgotten ? "forgotten" : "loaded") × call \(position)"
+            let label = "\(mutation.rawValue) × \(failure) × \(stale ? "stale" : "current") × call \(position)"
             func problem(_ text: String) { outcome.problems.append("\(label): \(text)") }
             let store = InMemoryKeyringStore()
             let options = SecureDictionary.Options(store: store, failureHandler: { _ in }, logger: logger)
@@ -103,7 +104,13 @@ public enum FaultPositionCheck {
                 problem("setup failed: \(error)")
                 return outcome
             }
-            if forgotten { dictionary.forget() }
+            if stale {
+                store.failCall(number: 2, with: .init(.timedOut))  // the write after its check
+                if (try? dictionary.setValue("unknown", forKey: "stale")) != nil {
+                    problem("the stale setup's write went through")
+                }
+                store.clearFaults()
+            }
             let before = store.storedBytes(of: item)
             store.failCall(number: position, with: .init(failure.error, writesAnyway: failure.writesAnyway))
             let callsBefore = store.calls.count
@@ -147,7 +154,7 @@ public enum FaultPositionCheck {
             let unknownWrite = failure.outcomeUnknown && failedCall == .store
             // Non-throwing reads answer from the cache, never load: equal to the store, except
             // after a write with an unknown outcome, where they keep what was known before it.
-            if dictionary.isLoaded && !unknownWrite && dictionary.snapshot != stored {
+            if !stale && !unknownWrite && dictionary.snapshot != stored {
                 problem("cache != store after the failure")
             }
             // A throwing read loads when needed, and then equals the store.

@@ -13,8 +13,8 @@ enum FaultPositionScenario {
         var combinations = 0
         for mutation in FaultPositionCheck.Mutation.allCases {
             for failure in FaultPositionCheck.Failure.all {
-                for forgotten in [false, true] {
-                    let outcome = FaultPositionCheck.check(mutation, failure, forgotten: forgotten)
+                for stale in [false, true] {
+                    let outcome = FaultPositionCheck.check(mutation, failure, stale: stale)
                     combinations += 1
                     positions += outcome.positions
                     problems += outcome.problems

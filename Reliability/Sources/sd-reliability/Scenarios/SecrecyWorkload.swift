@@ -212,11 +212,10 @@ final class SecrecyWorkload: @unchecked Sendable {  // used from one thread (and
             render("names", try SecureDictionary.names(applicationID: app, options: options()))
             render("items", try SecureDictionary.items(applicationID: app, options: options()))
         }
-        step("remove, reload, forget") {
+        step("remove, reload") {
             render("removeValue", try dictionary.removeValue(forKey: key + "-sub") as Any)
             try dictionary.reload()
-            dictionary.forget()
-            render("value after forget", try dictionary.value(forKey: key) as Any)
+            render("value after reload", try dictionary.value(forKey: key) as Any)
         }
         render("dictionary", dictionary)
         render("item", dictionary.item)
@@ -270,8 +269,7 @@ final class SecrecyWorkload: @unchecked Sendable {  // used from one thread (and
                 _ = memory[key]
             }
             store.plant(Array("bplist00".utf8) + Array(value.utf8) + [UInt8](repeating: 0xEE, count: 40), for: memory.item)
-            memory.forget()
-            expectError("in-memory corrupt") { _ = try memory.value(forKey: key) }
+            expectError("in-memory corrupt") { try memory.reload() }
             render("in-memory dictionary", memory)
         }
         for (index, error) in failures.value.enumerated() { renderError("failureHandler \(index)", error) }

@@ -100,8 +100,6 @@ enum UnavailableAndLocked {
                         _ = try SecureDictionary(name: "never", applicationID: app, options: .init(store: SecretServiceStore()))
                     }
                 ))
-            reader.forget()
-            results.append(("read after forget()", timed { _ = try reader.value(forKey: "k") }))
             results.append(("reload()", timed { try reader.reload() }))
             results.append(("write", timed { try writer.setValue("after", forKey: "k") }))
             results.append(("removeAll()", timed { try writer.removeAll() }))

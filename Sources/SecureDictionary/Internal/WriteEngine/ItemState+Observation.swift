@@ -9,7 +9,7 @@ extension ItemState {
         var nextID: UInt64 = 0
         var continuations: [UInt64: AsyncStream<SecureDictionary.Change>.Continuation] = [:]
         /// The entries observers last saw: changes are computed against these. Kept only
-        /// while someone observes, and dropped by forget() (it holds secrets).
+        /// while someone observes (they hold secrets).
         var published: [String: PropertyListValue]?
         var watcher: (any ChangeWatch)?
         var context: OperationContext?

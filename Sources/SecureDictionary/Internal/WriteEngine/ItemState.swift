@@ -24,9 +24,11 @@ import Synchronization
 ///   process (`serial`), one writer at a time among the processes that take the item's
 ///   ``ItemWriterLock``. A writer that does not take it can only slip in between the check
 ///   and the write: one keyring round trip (measured by `scripts/reliability`).
-/// - **Loaded before use, never unloaded.** The init that makes an instance loads the state
-///   first, and nothing unloads it afterwards: the non-throwing reads of an instance always
-///   find entries. The cache is wiped when the last instance goes (`deinit`).
+/// - **Loaded before use, never unloaded.** An instance exists only once its init loaded
+///   the state (a failed load throws, and no instance is made), and nothing unloads it
+///   afterwards (a failed reload leaves the cache as it was; a delete leaves it empty and
+///   loaded): so the non-throwing reads of an instance always find entries, on any thread.
+///   The cache is wiped when the last instance goes (`deinit`). Test: `ReadRuleTests`.
 ///
 /// Optimizations (each may be deleted; its gain, the benchmark row that shows it, and the
 /// test that proves it safe):
@@ -65,13 +67,22 @@ final class ItemState: Sendable {
 
     // MARK: Reads
 
-    /// The cached entries (also after a write whose outcome is unknown), or `nil` when
-    /// unloaded. Never loads, never waits for a keyring call.
+    /// The cached entries (also after a write whose outcome is unknown), or `nil` before the
+    /// first load. Never loads, never waits for a keyring call.
     var cachedEntries: [String: PropertyListValue]? {
         cache.withLock { cache in
             if case .loaded(let entries, _) = cache { return entries }
             return nil
         }
+    }
+
+    /// The entries of a state an instance uses: loaded by the init that made the instance,
+    /// never unloaded afterwards (the invariant "loaded before use" above).
+    var loadedEntries: [String: PropertyListValue] {
+        guard let entries = cachedEntries else {
+            preconditionFailure("\(item.name): an ItemState was read before the init that loads it")
+        }
+        return entries
     }
 
     /// The cached entries when they are known to be what this process last loaded or wrote.
@@ -99,23 +110,6 @@ final class ItemState: Sendable {
         try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
             try exclusively(context) { deadline throws(SecureDictionaryError) in
                 try check(context.limits, deadline).entries
-            }
-        }
-    }
-
-    /// Drops the cache and wipes the `Data` bytes it owns: the state is unloaded until a
-    /// throwing read, a write or ``reload(_:)`` loads it again.
-    ///
-    /// Waits for a load or write in progress up to the deadline, and drops the cache then
-    /// whatever happens.
-    func forget(_ context: OperationContext) {
-        let locked = serial.lock(until: Deadline(after: context.timeout))
-        defer { if locked { serial.unlock() } }
-        cache.withLock { Self.drop(&$0) }
-        observers.withLock { observers in
-            if var published = observers.published {
-                observers.published = nil
-                Wipe.entries(&published)
             }
         }
     }
