@@ -81,6 +81,28 @@ extension SecureDictionary {
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
         }
 
+        /// Stores a plain Swift value; see ``SecureDictionary/setValue(_:forKey:)-(V?,_)``.
+        ///
+        /// ```swift
+        /// try await settings.async.setValue(Date(), forKey: "seen")
+        /// ```
+        public func setValue<V: PropertyListConvertible>(_ value: V?, forKey key: String) async throws(SecureDictionaryError) {
+            let stored = try SecureDictionary.storedForm(of: value)
+            try await setValue(stored, forKey: key)
+        }
+
+        /// Reads a plain Swift value; see ``SecureDictionary/value(forKey:as:)``.
+        ///
+        /// ```swift
+        /// let seen = try await settings.async.value(forKey: "seen", as: Date.self)
+        /// ```
+        public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) async throws(SecureDictionaryError)
+            -> V?
+        {
+            guard let stored = try await value(forKey: key) else { return nil }
+            return try V(propertyListValue: stored)
+        }
+
         /// See ``SecureDictionary/set(_:for:)``.
         public func set<V>(_ value: V, for key: Key<V>) async throws(SecureDictionaryError) {
             let dictionary = dictionary
@@ -100,7 +122,6 @@ extension SecureDictionary {
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.removeAll() }
         }
 
-        /// See ``SecureDictionary/reload()``.
         /// See ``SecureDictionary/delete()``.
         @discardableResult
         public func delete() async throws(SecureDictionaryError) -> Bool {
@@ -108,6 +129,7 @@ extension SecureDictionary {
             return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.delete() }
         }
 
+        /// See ``SecureDictionary/reload()``.
         public func reload() async throws(SecureDictionaryError) {
             let dictionary = dictionary
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.reload() }

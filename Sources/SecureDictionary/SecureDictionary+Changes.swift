@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 extension SecureDictionary {
     /// One changed entry, as delivered by ``changes()``.
     ///
@@ -80,7 +86,7 @@ extension SecureDictionary.Change {
         for (key, value) in new {
             switch old[key] {
             case nil: changes.append(.init(key: key, kind: .inserted, oldValue: nil, newValue: value))
-            case let previous? where previous != value:
+            case let previous? where !previous.isStoredIdentically(to: value):
                 changes.append(.init(key: key, kind: .updated, oldValue: previous, newValue: value))
             default: break
             }
@@ -89,5 +95,33 @@ extension SecureDictionary.Change {
             changes.append(.init(key: key, kind: .removed, oldValue: value, newValue: nil))
         }
         return changes.sorted { $0.key < $1.key }
+    }
+}
+
+extension PropertyListValue {
+    /// Whether `other` is stored as the same bytes, which is what a change event reports:
+    /// reals and dates by their bits (a NaN is its own value, `-0.0` is not `0.0`), strings and
+    /// dictionary keys by their Unicode scalars (`é` is not `e` + U+0301, which `==` equates).
+    func isStoredIdentically(to other: PropertyListValue) -> Bool {
+        switch (self, other) {
+        case (.string(let left), .string(let right)): return left.unicodeScalars.elementsEqual(right.unicodeScalars)
+        case (.integer(let left), .integer(let right)): return left == right
+        case (.unsignedInteger(let left), .unsignedInteger(let right)): return left == right
+        case (.real(let left), .real(let right)): return left.bitPattern == right.bitPattern
+        case (.bool(let left), .bool(let right)): return left == right
+        case (.date(let left), .date(let right)):
+            return left.timeIntervalSinceReferenceDate.bitPattern == right.timeIntervalSinceReferenceDate.bitPattern
+        case (.data(let left), .data(let right)): return left == right
+        case (.array(let left), .array(let right)):
+            return left.count == right.count && zip(left, right).allSatisfy { $0.isStoredIdentically(to: $1) }
+        case (.dictionary(let left), .dictionary(let right)):
+            return left.count == right.count
+                && left.allSatisfy { key, value in
+                    guard let index = right.index(forKey: key) else { return false }
+                    let (otherKey, otherValue) = right[index]
+                    return key.unicodeScalars.elementsEqual(otherKey.unicodeScalars) && value.isStoredIdentically(to: otherValue)
+                }
+        default: return false
+        }
     }
 }

@@ -42,8 +42,6 @@ extension SecureDictionary {
     /// instead). Setting cannot throw: a failed write is reported the same way, and the cache
     /// stays equal to the keyring. Prefer ``setValue(_:forKey:)-(V?,_)`` where you can
     /// handle the error.
-    ///
-    /// - Precondition: the dictionary is loaded (the read rule).
     public subscript<V: PropertyListConvertible>(key: String) -> V? {
         get {
             guard let stored = loadedEntries()[key] else { return nil }

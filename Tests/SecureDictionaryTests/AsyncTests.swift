@@ -38,6 +38,25 @@ final class SlowStore: ForwardingStore {
         try settings.setValue(1, forKey: "sync")  // sync calls still compile inside async code
     }
 
+    /// Issue 28.2: the async API takes and gives plain values, as the sync one does (this did
+    /// not compile: "cannot convert value of type 'Date' to expected argument type 'Value'").
+    @Test func asyncFormsTakePlainValues() async throws {
+        let options = SecureDictionary.Options(store: InMemoryKeyringStore())
+        let settings = try await SecureDictionary.Async.open(
+            name: "plain", applicationID: "test.async.plain.\(UUID().uuidString)", options: options)
+        let seen = Date(timeIntervalSinceReferenceDate: 812_345_678.25)
+        try await settings.async.setValue(seen, forKey: "seen")
+        try await settings.async.setValue(3, forKey: "retries")
+        try await settings.async.setValue(["a", "b"], forKey: "tags")
+        try await settings.async.setValue(UUID?.none, forKey: "retries")  // nil removes
+        #expect(try await settings.async.value(forKey: "seen", as: Date.self) == seen)
+        #expect(try await settings.async.value(forKey: "tags", as: [String].self) == ["a", "b"])
+        #expect(try await settings.async.value(forKey: "retries", as: Int.self) == nil)
+        await #expect(throws: SecureDictionaryError.typeMismatch(expected: "Int", found: "date")) {
+            try await settings.async.value(forKey: "seen", as: Int.self)
+        }
+    }
+
     @Test func bodyErrorsComeBackUnchanged() async throws {
         struct Abort: Error {}
         let settings = try SecureDictionary(name: "a", applicationID: "test.async", options: .init(store: InMemoryKeyringStore()))

@@ -59,6 +59,27 @@ import Testing
         #expect(await collect(stream, count: 1) == [.init(key: "k", kind: .inserted, oldValue: nil, newValue: "planted")])
     }
 
+    /// Issue 28.5: events follow the stored bits. A NaN fired `updated` on every write and
+    /// reload (it is not `==` to itself), while 0.0 → -0.0 and "é" → "e" + U+0301 (`==` to what
+    /// they replace) fired nothing.
+    @Test func changesFollowTheStoredBits() async throws {
+        let observed = try open()
+        try observed.update { entries in
+            entries["nan"] = .real(.nan)
+            entries["nested"] = ["deep": .real(.nan)]
+            entries["zero"] = .real(0.0)
+            entries["name"] = "\u{E9}"
+        }
+        let stream = observed.changes()
+        try observed.setValue("x", forKey: "other")  // the NaNs stay as they are: no event for them
+        try observed.reload()
+        try observed.setValue(.real(-0.0), forKey: "zero")
+        try observed.setValue("e\u{301}", forKey: "name")
+        let changes = await collect(stream, count: 3)
+        #expect(changes.map(\.key) == ["other", "zero", "name"])
+        #expect(changes.map(\.kind) == [.inserted, .updated, .updated])
+    }
+
     @Test func typedUpdatesFollowOneKey() async throws {
         let observed = try open()
         let updates = observed.updates(for: .retries)
