@@ -34,7 +34,7 @@ struct DictionaryLocation {
         } catch {
             switch error {
             case .corrupt, .unsupportedFormatVersion:
-                throw .keyring(error, hint: "remove it with 'secure-dict delete \(arguments) --force' if you do not need it")
+                throw .keyring(error, hint: "Remove it with 'secure-dict delete \(arguments) --force' if you do not need it.")
             default:
                 throw .keyring(error)
             }

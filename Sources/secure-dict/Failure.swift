@@ -102,27 +102,28 @@ private func report(_ error: SecureDictionaryError, hint: String?) throws -> Nev
     }
 }
 
-/// The library's description, which names the cause and usually what to do, completed with
-/// advice for the cases whose description stops at the cause (`hint` replaces that advice).
+/// The library's description (what happened, then the fix where it happened), completed with
+/// what the command line adds: an option that helps (`hint` replaces it).
 func message(for error: SecureDictionaryError, hint: String?) -> String {
+    let context = ErrorContext.current
     let advice: String? =
         switch error {
         case .timedOut:
-            "or allow more time with --timeout SECONDS"
+            "Or allow more time with --timeout SECONDS."
         case .connectionLost, .cancelled:
-            "try again"
+            "Try again."
         case .unsupportedFormatVersion:
-            "it was written by another tool; remove it with 'secure-dict delete --force' if you do not need it"
+            "It was written by another tool: remove it with 'secure-dict delete --force' if you do not need it."
         case .tooLarge:
-            "nothing was written; store less"
+            "Nothing was written: store less."
         case .lockHeld:
-            "or allow it more time with --timeout SECONDS"
-        case .locked:
-            "or run the command again with --unlock, to be shown the keyring's unlock dialog"
+            "Or allow it more time with --timeout SECONDS."
+        case .locked where context.surroundings == .desktop && !context.unlockDialogUnavailable:
+            "Or run the command again with --unlock, to be shown the keyring's unlock dialog."
         default:
             nil
         }
-    return [error.description, hint ?? advice].compactMap { $0 }.joined(separator: ": ")
+    return [error.description, hint ?? advice].compactMap { $0 }.joined(separator: " ")
 }
 
 /// Writes `Error: <message>` as one line to standard error, as argument-parser does.

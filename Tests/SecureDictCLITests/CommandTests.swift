@@ -173,6 +173,6 @@ struct SecureDictCLI {
         let missing = try app.cli("read", "--collection", "no-such-alias", "k")
         #expect(missing.status == 3, "\(missing)")
         // Issue 11: not "no Secret Service is available … start gnome-keyring": it is running.
-        #expect(missing.stderr.hasPrefix("Error: the keyring has no collection called 'no-such-alias'"), "\(missing)")
+        #expect(missing.stderr.hasPrefix("Error: The keyring has no collection called 'no-such-alias'"), "\(missing)")
     }
 }

@@ -95,7 +95,7 @@ extension SecureDictCLI {
         let (output, _, findings) = try Self.doctor(environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
         #expect(output.status == 3, "\(output)")
         let provider = try #require(Self.finding(findings, "provider", "problem"), "\(findings)")
-        #expect(provider["detail"]?.contains("no Secret Service is available") == true, "\(provider)")
+        #expect(provider["detail"]?.contains("No usable keyring on the session bus") == true, "\(provider)")
         #expect(provider["fix"]?.contains("gnome-keyring-daemon --unlock --components=secrets") == true, "\(provider)")
     }
 

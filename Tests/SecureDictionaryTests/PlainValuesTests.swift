@@ -144,8 +144,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         let error: any Error = SecureDictionaryError.locked
         #expect(error.localizedDescription == SecureDictionaryError.locked.description)
         #expect(!error.localizedDescription.contains("could not be completed"))
-        #expect(SecureDictionaryError.locked.description.contains("SSH"))
-        #expect(SecureDictionaryError.locked.description.contains("KDE"))
+        #expect(SecureDictionaryError.locked.description.contains("is locked"))  // the fix: ErrorMessageTests
     }
 
     @Test func catchDotLockedWorksAfterUpdate() throws {

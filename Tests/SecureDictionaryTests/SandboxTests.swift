@@ -29,6 +29,7 @@ import Testing
 
     @Test func theErrorSaysWhatToDo() {
         let error = SecureDictionaryError.sandboxed(advice: Sandbox.flatpak(appID: "org.example.Notes").advice)
-        #expect(error.localizedDescription.hasPrefix("no Secret Service can be reached from this sandbox"))
+        #expect(error.localizedDescription.hasPrefix("This sandboxed app cannot reach the keyring: add '--talk-name="))
+        #expect(error.localizedDescription.contains("org.example.Notes"))
     }
 }

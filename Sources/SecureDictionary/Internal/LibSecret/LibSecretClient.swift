@@ -40,6 +40,8 @@ struct LibSecretClient: Sendable {
                     let call = Call(connection: connection, service: service, cancellable: cancellable)
                     return Result<T, SecureDictionaryError>.success(try operation(call))
                 } catch {
+                    // The message of these names the provider's own fix (SecureDictionaryError.description).
+                    if error == .locked || error == .confirmationRequired { _ = connection.provider(cancellable) }
                     if error.keepsConnection == false { connection.close() }
                     outcomeUnknown = outcomeUnknown || error.leavesWriteOutcomeUnknown
                     guard let failure = Self.failure(after: error, attempt: attempt, outcomeUnknown: outcomeUnknown) else {
@@ -148,7 +150,14 @@ struct LibSecretClient: Sendable {
             try perform(timeout: timeout) { call throws(SecureDictionaryError) in
                 let collection = try SecretServiceCalls.collectionPath(call, alias)
                 guard try SecretServiceCalls.isLocked(call, collection: collection) else { return }
-                SecretServiceCalls.setDismissesPrompts(call, call.connection.provider(call.cancellable).dismissesPrompts)
+                let provider = call.connection.provider(call.cancellable)
+                // Without the process that shows the dialog, the provider would report a
+                // dismissal at once, as if the user had cancelled: it is `locked` instead.
+                if let prompter = provider.unlockDialogBusName, try !SecretServiceCalls.isAvailable(call, busName: prompter) {
+                    ErrorContext.recordUnlockDialogUnavailable()
+                    throw .locked
+                }
+                SecretServiceCalls.setDismissesPrompts(call, provider.dismissesPrompts)
                 let unlocked = try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) -> Int in
                     try SecretServiceCalls.unlock(call, paths: [collection])
                 }

@@ -75,6 +75,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         guard let service else { return .other }
         let detected = ProviderTraits(code: sd_service_provider(service, cancellable.pointer))
         detectedProvider = detected
+        ErrorContext.record(provider: detected.name)  // so that errors name it
         return detected
     }
 

@@ -4,12 +4,12 @@ import CSecretShim
 /// one table: the code reads these fields and never asks which provider answers. Adding a
 /// provider is adding a row (and a case in `sd_service_provider`, which recognises it).
 ///
-/// | provider | `replacesSecretInPlace` | `readsSecretWithSearch` | `lockedItemsMeanConfirmation` | `dismissesPrompts` |
-/// | --- | --- | --- | --- | --- |
-/// | gnome-keyring | no | yes | no | no |
-/// | KWallet | no | yes | no | yes |
-/// | KeePassXC | yes | no | yes | yes |
-/// | any other | no | yes | no | no |
+/// | provider | `replacesSecretInPlace` | `readsSecretWithSearch` | `lockedItemsMeanConfirmation` | `dismissesPrompts` | `unlockDialogBusName` |
+/// | --- | --- | --- | --- | --- | --- |
+/// | gnome-keyring | no | yes | no | no | GNOME's system prompter |
+/// | KWallet | no | yes | no | yes | — |
+/// | KeePassXC | yes | no | yes | yes | — |
+/// | any other | no | yes | no | no | — |
 ///
 /// Not in the table because every provider gets them (the provider is not known before the
 /// transport session is open): a session the provider rejects is offered again, up to
@@ -37,19 +37,25 @@ struct ProviderTraits: Sendable, Equatable {
     /// gnome-keyring: its daemon (42.1) aborts when a shown unlock prompt is dismissed
     /// (`gkd-secret-unlock.c`, unchanged upstream); nor on a provider not told apart.
     let dismissesPrompts: Bool
+    /// The bus name of the process that shows the provider's unlock dialog, where it is one of
+    /// its own: gnome-keyring asks GNOME's system prompter (GNOME Shell, or a D-Bus activated
+    /// `gcr-prompter`), and without one on the bus it completes every unlock prompt as
+    /// dismissed at once (56 ms), as if the user had cancelled. `nil`: the provider shows it.
+    let unlockDialogBusName: String?
 
     static let gnomeKeyring = ProviderTraits(
         name: "gnome-keyring", replacesSecretInPlace: false, readsSecretWithSearch: true,
-        lockedItemsMeanConfirmation: false, dismissesPrompts: false)
+        lockedItemsMeanConfirmation: false, dismissesPrompts: false,
+        unlockDialogBusName: "org.gnome.keyring.SystemPrompter")
     static let kwallet = ProviderTraits(
         name: "KWallet", replacesSecretInPlace: false, readsSecretWithSearch: true,
-        lockedItemsMeanConfirmation: false, dismissesPrompts: true)
+        lockedItemsMeanConfirmation: false, dismissesPrompts: true, unlockDialogBusName: nil)
     static let keepassxc = ProviderTraits(
         name: "KeePassXC", replacesSecretInPlace: true, readsSecretWithSearch: false,
-        lockedItemsMeanConfirmation: true, dismissesPrompts: true)
+        lockedItemsMeanConfirmation: true, dismissesPrompts: true, unlockDialogBusName: nil)
     static let other = ProviderTraits(
         name: nil, replacesSecretInPlace: false, readsSecretWithSearch: true,
-        lockedItemsMeanConfirmation: false, dismissesPrompts: false)
+        lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil)
 
     /// The row of the provider `sd_service_provider` recognised.
     init(code: Int32) {
@@ -63,12 +69,13 @@ struct ProviderTraits: Sendable, Equatable {
 
     private init(
         name: String?, replacesSecretInPlace: Bool, readsSecretWithSearch: Bool, lockedItemsMeanConfirmation: Bool,
-        dismissesPrompts: Bool
+        dismissesPrompts: Bool, unlockDialogBusName: String?
     ) {
         self.name = name
         self.replacesSecretInPlace = replacesSecretInPlace
         self.readsSecretWithSearch = readsSecretWithSearch
         self.lockedItemsMeanConfirmation = lockedItemsMeanConfirmation
         self.dismissesPrompts = dismissesPrompts
+        self.unlockDialogBusName = unlockDialogBusName
     }
 }

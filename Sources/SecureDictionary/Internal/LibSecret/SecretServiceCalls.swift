@@ -192,6 +192,14 @@ enum SecretServiceCalls {
         return result
     }
 
+    /// Whether the bus name `name` has an owner or can be activated (`sd_bus_name_available`).
+    static func isAvailable(_ call: Call, busName name: String) throws(SecureDictionaryError) -> Bool {
+        var error: UnsafeMutablePointer<GError>?
+        let answer = sd_bus_name_available(call.service, name, call.cancellable.pointer, &error)
+        if answer < 0 { throw KeyringErrorMapping.map(error) }
+        return answer != 0
+    }
+
     /// Runs `body` with the service allowed to run confirmation prompts (never unlock
     /// prompts): a prompt that needs no human completes at once; one that waits for a human
     /// is dismissed at the deadline (where ``ProviderTraits/dismissesPrompts``) and throws

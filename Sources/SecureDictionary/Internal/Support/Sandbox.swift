@@ -38,17 +38,14 @@ package enum Sandbox: Sendable, Equatable {
         return nil
     }
 
-    /// What the user or the packager must do. Application IDs are not secrets.
+    /// What the user or the packager must do, in one clause. Application IDs are not secrets.
     package var advice: String {
         switch self {
         case .flatpak(let appID):
-            "this Flatpak app\(appID.map { " (\($0))" } ?? "") may not talk to org.freedesktop.secrets: add "
-                + "'--talk-name=org.freedesktop.secrets' to finish-args in its manifest (or, to try it, run "
-                + "'flatpak override --user --talk-name=org.freedesktop.secrets \(appID ?? "APP-ID")'), or keep the dictionary in "
-                + "the app's data folder with the Secret portal instead (options: .init(store: SecretPortalStore.shared))"
+            "add '--talk-name=org.freedesktop.secrets' to its finish-args (try: 'flatpak override --user "
+                + "--talk-name=org.freedesktop.secrets \(appID ?? "APP-ID")')"
         case .snap(let name):
-            "this snap (\(name)) needs the password-manager-service interface: declare the plug and run "
-                + "'snap connect \(name):password-manager-service'"
+            "connect its plug with 'snap connect \(name):password-manager-service'"
         }
     }
 }

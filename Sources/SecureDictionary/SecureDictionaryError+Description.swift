@@ -1,0 +1,104 @@
+extension SecureDictionaryError: CustomStringConvertible {
+    /// What happened, in one short sentence, then the one fix for this provider and this
+    /// environment (desktop, SSH, headless). Never a key or a value.
+    public var description: String { description(in: .current) }
+
+    /// ``description`` as it reads in `context` (tests ask for every context).
+    package func description(in context: ErrorContext) -> String {
+        switch self {
+        case .serviceUnavailable(let reason): Self.serviceUnavailable(reason, context)
+        case .noSuchCollection(let alias):
+            "The keyring has no collection called '\(alias)': use the default collection, or create one under that "
+                + "alias in your keyring manager."
+        case .sandboxed(let advice): "This sandboxed app cannot reach the keyring: \(advice)."
+        case .locked: Self.locked(context)
+        case .timedOut: "The keyring did not answer in time: check that its daemon is running and responsive."
+        case .connectionLost: "The connection to the keyring was lost during the call; the next call reconnects."
+        case .cancelled: "The operation was cancelled."
+        case .corrupt(let reason):
+            "The stored dictionary is unreadable (\(reason)); nothing was written over it."
+        case .unsupportedFormatVersion(let version): "The stored dictionary has an unsupported format version (\(version))."
+        case .tooLarge(let size, let limit): "The dictionary would take \(size) bytes, more than the limit of \(limit)."
+        case .invalidValue(let reason): "A value cannot be stored: \(reason)."
+        case .typeMismatch(let expected, let found): "A stored value has the wrong type: expected \(expected), found \(found)."
+        case .invalidName(let reason): "Invalid name: \(reason)."
+        case .ambiguous(let count): "\(count) keyring items match this dictionary: remove the extra ones."
+        case .lockHeld(let pid, let command):
+            "Another process (\(Self.name(pid: pid, command: command))) held this dictionary's writer lock until the "
+                + "deadline: check that process, which may be stopped or hung while writing."
+        case .confirmationRequired: Self.confirmationRequired(context)
+        case .confirmationDenied: "The keyring asked to confirm this change and it was declined; nothing was changed."
+        case .unlockDismissed: "The keyring's unlock dialog was cancelled; nothing was read or written."
+        case .sessionRejected(let reason):
+            "The keyring's encrypted session failed on every try (\(reason)): update the keyring provider "
+                + "(KWallet: KDE Frameworks 6.25 or later)."
+        case .writeNotVerified(let restored):
+            "The keyring did not read back what was written, "
+                + (restored ? "so the previous content was put back" : "and the item may be damaged")
+                + ": run 'secure-dict doctor'; if this repeats, update or replace the keyring provider."
+        case .portalUnavailable(let reason):
+            "The Secret portal cannot give this app its secret (\(reason)); nothing was read or written."
+        case .fileUnavailable(let path, let reason):
+            "Cannot use the file \(path) (\(reason)); a write left the previous file in place."
+        case .alreadyExists(let name):
+            "\(name) exists in the destination already, with other content: nothing was moved."
+        case .keyring(let domain, let code, let message): "Keyring error \(domain) \(code): \(message)."
+        }
+    }
+
+    private static func name(pid: Int?, command: String?) -> String {
+        switch (pid, command) {
+        case (let pid?, let command?): "pid \(pid), \(command)"
+        case (let pid?, nil): "pid \(pid)"
+        default: "unknown"
+        }
+    }
+
+    /// The unlock command of gnome-keyring, for a shell with no unlock dialog.
+    private static let gnomeKeyringUnlock = "gnome-keyring-daemon --replace --unlock --components=secrets"
+
+    private static func locked(_ context: ErrorContext) -> String {
+        let noDialog = context.unlockDialogUnavailable ? " and no unlock dialog can be shown here" : ""
+        switch context.provider {
+        case "KeePassXC":
+            return "The KeePassXC database is locked\(noDialog): unlock it in the KeePassXC window."
+        case "KWallet":
+            return "The KWallet wallet is locked\(noDialog): open it in KWalletManager (after login it stays locked "
+                + "until an application opens it)."
+        case let provider:
+            let keyring = provider.map { "keyring (\($0))" } ?? "keyring"
+            if context.surroundings == .desktop && !context.unlockDialogUnavailable {
+                return provider == "gnome-keyring"
+                    ? "The \(keyring) is locked: unlock the login keyring in Passwords and Keys (seahorse)."
+                    : "The \(keyring) is locked: unlock it in your keyring manager."
+            }
+            guard provider == "gnome-keyring" || provider == nil else {
+                return "The \(keyring) is locked\(noDialog): unlock it with the provider's own tool."
+            }
+            return "The \(keyring) is locked\(noDialog): unlock it with '\(gnomeKeyringUnlock)' (password on stdin)."
+        }
+    }
+
+    private static func serviceUnavailable(_ reason: String, _ context: ErrorContext) -> String {
+        guard context.hasSessionBus else {
+            return context.surroundings == .desktop
+                ? "There is no D-Bus session bus in this environment: run the program from your desktop session."
+                : "There is no D-Bus session bus here: run the program under 'dbus-run-session' with a keyring "
+                    + "started in it ('secure-dict doctor' shows how)."
+        }
+        let what = "No usable keyring on the session bus (\(reason.prefix(48)))"
+        return context.surroundings == .desktop
+            ? "\(what): start your desktop's keyring (gnome-keyring, KWallet, or KeePassXC with Secret Service on)."
+            : "\(what): start one with '\(gnomeKeyringUnlock)' (password on stdin)."
+    }
+
+    private static func confirmationRequired(_ context: ErrorContext) -> String {
+        guard context.provider == "KeePassXC" else {
+            let keyring = context.provider.map { "keyring (\($0))" } ?? "keyring"
+            return "The \(keyring) wants its user to confirm this access, and nobody did in time: confirm it in "
+                + "the keyring's own window."
+        }
+        return "KeePassXC wants you to confirm this access, and nobody did in time: allow it in the KeePassXC "
+            + "window, or turn off its 'Confirm when passwords are retrieved by clients'."
+    }
+}

@@ -1,0 +1,83 @@
+import Testing
+
+@testable import SecureDictionary
+
+/// Issue 28.3: every message says what happened in one short sentence and names the one fix
+/// for the provider and environment it happened in. (The `locked` message was one line of
+/// about 700 characters covering every provider and environment.)
+@Suite struct ErrorMessageTests {
+    static let providers: [String?] = ["gnome-keyring", "KWallet", "KeePassXC", nil]
+
+    static var contexts: [ErrorContext] {
+        providers.flatMap { provider in
+            ErrorContext.Surroundings.allCases.flatMap { surroundings in
+                [true, false].flatMap { bus in
+                    [true, false].map { noDialog in
+                        ErrorContext(
+                            provider: provider, surroundings: surroundings, hasSessionBus: bus,
+                            unlockDialogUnavailable: noDialog)
+                    }
+                }
+            }
+        }
+    }
+
+    /// One of every case, with the longest payloads a user meets.
+    static let errors: [SecureDictionaryError] = [
+        .serviceUnavailable(reason: "Cannot autolaunch D-Bus without X11 $DISPLAY, and more text the bus may add here"),
+        .noSuchCollection(alias: "session"), .sandboxed(advice: Sandbox.flatpak(appID: "org.example.TextEditor").advice),
+        .sandboxed(advice: Sandbox.snap(name: "text-editor").advice), .locked, .timedOut, .connectionLost, .cancelled,
+        .corrupt(reason: "the size 5000000 is above the limit"), .unsupportedFormatVersion("bplist15"),
+        .tooLarge(size: 5_000_000, limit: 4_194_304), .invalidValue(reason: "nested deeper than 64 levels"),
+        .typeMismatch(expected: "Int", found: "string"), .invalidName(reason: "empty"), .ambiguous(count: 2),
+        .lockHeld(pid: 123_456, command: "sd-reliability"), .confirmationRequired, .confirmationDenied,
+        .unlockDismissed, .sessionRejected(reason: "Client public key size is invalid"),
+        .writeNotVerified(restored: true), .writeNotVerified(restored: false),
+        .portalUnavailable(reason: "no portal on the bus"), .alreadyExists(name: "org.example.App.__SecureDictionary__"),
+    ]
+
+    /// 200 characters: about two lines of a terminal; the old `locked` message took 700.
+    static let limit = 200
+
+    @Test func everyMessageIsShortInEveryContext() {
+        for context in Self.contexts {
+            for error in Self.errors {
+                let text = error.description(in: context)
+                #expect(text.count <= Self.limit, "\(text.count) characters: \(text)")
+                #expect(text.hasSuffix("."), "\(text)")
+            }
+        }
+    }
+
+    /// `locked` and `confirmationRequired` name the provider that answered, and its fix.
+    @Test func theProviderIsNamed() {
+        for context in Self.contexts {
+            guard let provider = context.provider else { continue }
+            for error in [SecureDictionaryError.locked, .confirmationRequired] {
+                #expect(error.description(in: context).contains(provider), "\(error) in \(context)")
+            }
+        }
+    }
+
+    @Test func theFixFitsWhereItHappened() {
+        func context(_ provider: String?, _ surroundings: ErrorContext.Surroundings, noDialog: Bool = false) -> ErrorContext {
+            ErrorContext(provider: provider, surroundings: surroundings, hasSessionBus: true, unlockDialogUnavailable: noDialog)
+        }
+        let overSSH = SecureDictionaryError.locked.description(in: context("gnome-keyring", .ssh))
+        #expect(overSSH.contains("gnome-keyring-daemon --replace --unlock"))
+        let onDesktop = SecureDictionaryError.locked.description(in: context("gnome-keyring", .desktop))
+        #expect(onDesktop.contains("Passwords and Keys") && !onDesktop.contains("gnome-keyring-daemon"))
+        let noDialog = SecureDictionaryError.locked.description(in: context("gnome-keyring", .desktop, noDialog: true))
+        #expect(noDialog.contains("no unlock dialog can be shown here") && noDialog.contains("gnome-keyring-daemon"))
+        #expect(SecureDictionaryError.locked.description(in: context("KeePassXC", .ssh)).contains("KeePassXC window"))
+        #expect(SecureDictionaryError.locked.description(in: context("KWallet", .desktop)).contains("KWalletManager"))
+        let noBus = ErrorContext(provider: nil, surroundings: .ssh, hasSessionBus: false, unlockDialogUnavailable: false)
+        #expect(SecureDictionaryError.serviceUnavailable(reason: "x").description(in: noBus).contains("dbus-run-session"))
+    }
+
+    @Test func theSurroundingsAreReadFromTheEnvironment() {
+        #expect(ErrorContext.surroundings(["SSH_CONNECTION": "1 2 3 4", "DISPLAY": ":0"]) == .ssh)
+        #expect(ErrorContext.surroundings(["WAYLAND_DISPLAY": "wayland-0"]) == .desktop)
+        #expect(ErrorContext.surroundings(["DISPLAY": ""]) == .headless)
+    }
+}
