@@ -2,6 +2,10 @@ import ArgumentParser
 
 @main
 struct SecureDict: ParsableCommand {
+    /// What `secure-dict --version` prints: the package's version, raised at each release
+    /// (the CHANGELOG's heading); `-dev` until the first.
+    static let version = "0.1.0-dev"
+
     static let configuration = CommandConfiguration(
         commandName: "secure-dict",
         abstract: "Read and edit the SecureDictionary dictionaries kept in your keyring.",
@@ -40,6 +44,7 @@ struct SecureDict: ParsableCommand {
                   valid dictionary
               64  usage error: a missing or invalid argument or option
             """,
+        version: version,
         subcommands: [List.self, Read.self, Write.self, Delete.self, Export.self, Import.self, Doctor.self]
     )
 }

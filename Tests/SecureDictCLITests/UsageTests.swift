@@ -62,6 +62,14 @@ import Testing
         }
     }
 
+    /// Issue 28: `--version`, which argument-parser refused as an unknown option.
+    @Test func versionIsPrinted() throws {
+        let version = try CLIHarness.cli(["--version"])
+        #expect(version.status == 0, "\(version)")
+        #expect(version.text.wholeMatch(of: /[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?\n/) != nil, "\(version)")
+        #expect(version.stderr.isEmpty)
+    }
+
     @Test func anInvalidValueIsAUsageErrorThatDoesNotRepeatTheValue() throws {
         let secret = "hunter2-not-a-number"
         for type in ["int", "real", "bool", "date", "data"] {
