@@ -80,6 +80,17 @@ import Testing
         }
     }
 
+    @Test func suggestionsAreSlipsOfTheKeyboardOnly() {
+        #expect(Suggestion.closest(to: "reed", among: ["list", "read", "write"]) == "read")
+        #expect(Suggestion.closest(to: "lsit", among: ["list", "read"]) == "list")
+        #expect(Suggestion.closest(to: "Settings", among: ["cache", "settings"]) == "settings")
+        #expect(Suggestion.closest(to: "setigns", among: ["settings"]) == "settings")  // a deletion and a swap
+        #expect(Suggestion.closest(to: "red", among: ["read", "rad"]) == "read")  // the first of equals
+        #expect(Suggestion.closest(to: "frobnicate", among: ["list", "read", "write"]) == nil)
+        #expect(Suggestion.closest(to: "abc", among: ["xyz"]) == nil)
+        #expect(Suggestion.closest(to: "read", among: ["read"]) == nil)  // the word itself is no suggestion
+    }
+
     @Test func duplicateKeysAreFoundByPositionOnly() {
         func first(_ json: String) -> JSONDuplicateKeys.Collision? { JSONDuplicateKeys.first(in: Array(json.utf8)) }
         #expect(first(#"{"a": 1, "b": [{"x": 1}, {"x": 2}], "c": "}"}"#) == nil)

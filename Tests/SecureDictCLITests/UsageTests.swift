@@ -70,6 +70,29 @@ import Testing
         #expect(version.stderr.isEmpty)
     }
 
+    /// Issue 28: bare `secure-dict` printed its 60 lines of help on standard output with exit 0.
+    @Test func bareCommandPrintsAShortUsageOnStandardErrorAndExits64() throws {
+        let bare = try CLIHarness.cli([])
+        #expect(bare.status == 64, "\(bare)")
+        #expect(bare.stdout.isEmpty, "\(bare)")
+        #expect(bare.stderr.hasPrefix("Error: a subcommand is required\nUsage: secure-dict <subcommand>"), "\(bare)")
+        #expect(bare.stderr.contains("list, read, write, delete, export, import, doctor"), "\(bare)")
+        #expect(bare.stderr.split(separator: "\n").count <= 5, "\(bare)")
+    }
+
+    /// Issue 28: "did you mean" for a mistyped subcommand; a word close to none gets the usage alone.
+    @Test func aMistypedSubcommandNamesTheOneMeant() throws {
+        for (typed, meant) in [("reed", "read"), ("lsit", "list"), ("exprot", "export"), ("Doctor", "doctor"), ("hlep", "help")] {
+            let output = try CLIHarness.cli([typed, "--app", "cli.usage"])
+            #expect(output.status == 64 && output.stdout.isEmpty, "\(typed): \(output)")
+            #expect(
+                output.stderr.hasPrefix("Error: unknown subcommand '\(typed)'; did you mean '\(meant)'?\nUsage: "),
+                "\(typed): \(output)")
+        }
+        let far = try CLIHarness.cli(["frobnicate"])
+        #expect(far.status == 64 && far.stderr.hasPrefix("Error: unknown subcommand 'frobnicate'\nUsage: "), "\(far)")
+    }
+
     @Test func anInvalidValueIsAUsageErrorThatDoesNotRepeatTheValue() throws {
         let secret = "hunter2-not-a-number"
         for type in ["int", "real", "bool", "date", "data"] {
