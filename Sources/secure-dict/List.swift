@@ -19,7 +19,10 @@ extension SecureDict {
                 item is corrupt or of an unknown format; 'delete --force' removes it), or \
                 'ambiguous' (more than one item carries the name, so none can be read; \
                 'delete --force' removes them all). \
-                Listing never prints a key or a value.
+                Listing never prints a key or a value. A name holding a character that a \
+                terminal would not show as it is (a control character, a line separator, or \
+                a bidirectional override such as U+202E) is quoted, with that character \
+                escaped as \\uXXXX; --json escapes it the same way.
 
                 Examples:
                   secure-dict list
@@ -68,6 +71,7 @@ extension SecureDict {
                 try Terminal.write(Row.table(rows))
             }
         }
+
     }
 }
 
@@ -119,13 +123,17 @@ private struct Row: Encodable {
     static func json(_ rows: [Row]) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(rows) + Data("\n".utf8)
+        let json = String(decoding: try encoder.encode(rows), as: UTF8.self)
+        return Data((VisibleText.escapingJSON(json) + "\n").utf8)
     }
 
     static func table(_ rows: [Row]) -> String {
         let header = ["APPLICATION", "NAME", "ENTRIES", "STATE"]
         let cells = rows.map { row in
-            [row.application, row.name.isEmpty ? "(default)" : row.name, row.entries.map(String.init) ?? "-", row.state]
+            [
+                VisibleText.escaped(row.application), row.name.isEmpty ? "(default)" : VisibleText.escaped(row.name),
+                row.entries.map(String.init) ?? "-", row.state,
+            ]
         }
         let widths = header.indices.map { column in ([header] + cells).map { $0[column].count }.max()! }
         return ([header] + cells).map { line in

@@ -91,6 +91,16 @@ import Testing
         #expect(Suggestion.closest(to: "read", among: ["read"]) == nil)  // the word itself is no suggestion
     }
 
+    @Test func namesThatWouldDeceiveATerminalAreEscaped() {
+        #expect(VisibleText.escaped("settings") == "settings")
+        #expect(VisibleText.escaped("héllo 🔑 👨‍👩‍👧") == "héllo 🔑 👨‍👩‍👧")  // U+200D joins the family
+        #expect(VisibleText.escaped("txt.\u{202E}exe") == #""txt.\u202eexe""#)
+        #expect(VisibleText.escaped("a\u{2028}b\u{7}c\u{E0001}") == #""a\u2028b\u0007c\U000e0001""#)
+        #expect(VisibleText.escaped("\"x\\\u{200B}") == #""\"x\\\u200b""#)
+        #expect(VisibleText.escapingJSON("[\"a\u{202E}b\", \"\u{1F511}\"]") == #"["a\u202eb", "🔑"]"#)
+        #expect(VisibleText.escapingJSON("\"\u{E0001}\"") == #""\udb40\udc01""#)
+    }
+
     @Test func duplicateKeysAreFoundByPositionOnly() {
         func first(_ json: String) -> JSONDuplicateKeys.Collision? { JSONDuplicateKeys.first(in: Array(json.utf8)) }
         #expect(first(#"{"a": 1, "b": [{"x": 1}, {"x": 2}], "c": "}"}"#) == nil)
