@@ -22,7 +22,8 @@ extension SecureDict {
                 Listing never prints a key or a value. A name holding a character that a \
                 terminal would not show as it is (a control character, a line separator, or \
                 a bidirectional override such as U+202E) is quoted, with that character \
-                escaped as \\uXXXX; --json escapes it the same way.
+                escaped as \\uXXXX; --json escapes it the same way. When there are no \
+                dictionaries, a line on standard error says so.
 
                 Examples:
                   secure-dict list
@@ -66,12 +67,22 @@ extension SecureDict {
             if json {
                 try Terminal.write(try Row.json(rows))
             } else if rows.isEmpty {
-                Terminal.noteForHumans("No SecureDictionary dictionaries in collection '\(global.collection)'.")
+                printNote(try noneMessage(options: options))
             } else {
                 try Terminal.write(Row.table(rows))
             }
         }
 
+        /// What an empty list says, with the application ID that was meant when `--app` names
+        /// none but is close to one that has dictionaries.
+        private func noneMessage(options: SecureDictionary.Options) throws -> String {
+            let collection = "in collection '\(options.collection.alias)'"
+            guard let applicationID else { return "There are no SecureDictionary dictionaries \(collection)." }
+            let others = Set(try SecureDictionary.items(options: options).map(\.item.applicationID))
+            let meant = Suggestion.closest(to: applicationID, among: others.sorted())
+            return "\(VisibleText.escaped(applicationID)) has no dictionaries \(collection)"
+                + (meant.map { "; did you mean --app \(shellQuoted($0))?" } ?? ".")
+        }
     }
 }
 

@@ -4,6 +4,23 @@ import Testing
 
 /// Issue 28: what people expect of names and of `list`, against the keyring.
 extension SecureDictCLI {
+    /// An empty list said nothing unless standard output was a terminal (here it is a pipe).
+    @Test func anEmptyListSaysThereAreNone() throws {
+        let app = "cli.none.\(UUID().uuidString)"
+        let none = try CLIHarness.cli(["list", "--app", app])
+        #expect(none.status == 0 && none.stdout.isEmpty, "\(none)")
+        #expect(none.stderr == "\(app) has no dictionaries in collection 'default'.\n", "\(none)")
+        // An application ID one slip away from one that has dictionaries.
+        let real = TestApp()
+        #expect(try real.cli("write", "k", "v").status == 0)
+        let slip = try CLIHarness.cli(["list", "--app", String(real.id.dropLast())])
+        #expect(slip.stderr.hasSuffix("has no dictionaries in collection 'default'; did you mean --app \(real.id)?\n"), "\(slip)")
+        // --json stays a JSON array, nothing on standard error.
+        let json = try CLIHarness.cli(["list", "--json", "--app", app])
+        #expect(json.text == "[\n\n]\n" || json.text == "[]\n", "\(json)")
+        #expect(json.stderr.isEmpty, "\(json)")
+    }
+
     /// Names that a terminal would show reversed (U+202E) or broken over two lines (U+2028),
     /// or not at all (U+200B), are quoted with the character escaped, in the table and in JSON.
     @Test func listEscapesNamesThatWouldDeceiveATerminal() throws {
