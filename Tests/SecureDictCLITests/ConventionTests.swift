@@ -4,6 +4,51 @@ import Testing
 
 /// Issue 28: what people expect of names and of `list`, against the keyring.
 extension SecureDictCLI {
+    @Test func aMissingDictionaryNamesTheOneThatWasMeant() throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "--name", "settings", "theme", "dark").status == 0)
+
+        // --name forgotten: KEY is the name of a dictionary (the default one does not exist).
+        for command in ["read", "delete"] {
+            let forgot = try app.cli(command, "settings")
+            #expect(forgot.status == 1, "\(command): \(forgot)")
+            #expect(
+                forgot.stderr == """
+                    Error: no such dictionary: the default dictionary of \(app.id); \(app.id) has a dictionary named \
+                    'settings': did you mean --name settings?
+
+                    """, "\(command): \(forgot)")
+        }
+        // Without KEY: the application's dictionaries are named.
+        let whole = try app.cli("export")
+        #expect(whole.status == 1, "\(whole)")
+        #expect(whole.stderr.hasSuffix("has only named dictionaries ('settings'): give one with --name\n"), "\(whole)")
+
+        // A slip in --name.
+        for name in ["setings", "Settings", "settnigs"] {
+            let typo = try app.cli("read", "--name", name, "theme")
+            #expect(typo.status == 1, "\(name): \(typo)")
+            #expect(typo.stderr.hasSuffix("; did you mean --name settings?\n"), "\(name): \(typo)")
+        }
+        // A slip in --app.
+        let otherApp = try CLIHarness.cli(["read", "--app", app.id + "x", "--name", "settings"])
+        #expect(otherApp.status == 1 && otherApp.stderr.hasSuffix("; did you mean --app \(app.id)?\n"), "\(otherApp)")
+
+        // The default dictionary exists but lacks KEY, which names another dictionary.
+        #expect(try app.cli("write", "other", "1").status == 0)
+        let key = try app.cli("read", "settings")
+        #expect(key.status == 1, "\(key)")
+        #expect(
+            key.stderr == """
+                Error: no such key in the default dictionary of \(app.id); \(app.id) also has a dictionary named \
+                'settings': did you mean --name settings?
+
+                """, "\(key)")
+        // Nothing close: no guess.
+        let far = try app.cli("read", "--name", "unrelated")
+        #expect(far.stderr.hasSuffix("(see 'secure-dict list')\n") && !far.stderr.contains("did you mean"), "\(far)")
+    }
+
     /// An empty list said nothing unless standard output was a terminal (here it is a pipe).
     @Test func anEmptyListSaysThereAreNone() throws {
         let app = "cli.none.\(UUID().uuidString)"
