@@ -23,9 +23,10 @@ extension SecureDict {
                 removes it (on KeePassXC it is kept, since KeePassXC would move it to its \
                 Recycle Bin), and times that.
 
-                Each problem comes with the exact fix. Shows no prompt; changes nothing but \
-                its own scratch dictionary. In --json output, fields that do not apply are \
-                left out.
+                Each problem comes with the exact fix. Shows no prompt, so it takes no \
+                --unlock: for a locked collection it says how to unlock it. Changes nothing \
+                but its own scratch dictionary. In --json output, fields that do not apply \
+                are left out.
 
                 Exit codes: 0 healthy (notes are fine), 3 at least one problem.
 
@@ -38,10 +39,25 @@ extension SecureDict {
         @Flag(help: "Print the report as JSON, for scripts.")
         var json = false
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var keyring: KeyringOptions
+
+        /// Refused with a reason rather than argument-parser's "unknown option": the other
+        /// subcommands take it.
+        @Flag(help: .hidden) var unlock = false
+
+        func validate() throws {
+            if unlock {
+                throw ValidationError(
+                    """
+                    doctor takes no --unlock: it shows no dialog and changes nothing but its scratch dictionary; \
+                    it reports whether the collection is locked and how to unlock it (read, write, delete, export \
+                    and import take --unlock)
+                    """)
+            }
+        }
 
         func perform() throws {
-            let report = DoctorReport.make(environment: .current(), options: global.options)
+            let report = DoctorReport.make(environment: .current(), options: keyring.options(unlock: false))
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

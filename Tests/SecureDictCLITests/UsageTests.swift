@@ -93,6 +93,17 @@ import Testing
         #expect(far.status == 64 && far.stderr.hasPrefix("Error: unknown subcommand 'frobnicate'\nUsage: "), "\(far)")
     }
 
+    /// Issue 28: `doctor --unlock` was taken and did nothing (doctor shows no dialog); it is
+    /// refused with the reason, and doctor's help does not offer it.
+    @Test func doctorRefusesUnlock() throws {
+        let output = try CLIHarness.cli(["doctor", "--unlock"])
+        #expect(output.status == 64 && output.stdout.isEmpty, "\(output)")
+        #expect(output.stderr.hasPrefix("Error: doctor takes no --unlock: it shows no dialog"), "\(output)")
+        let help = try CLIHarness.cli(["doctor", "--help"])
+        #expect(!help.text.contains("--unlock  ") && !help.text.contains("[--unlock]"), "\(help)")
+        #expect(try CLIHarness.cli(["read", "--help"]).text.contains("[--unlock]"))
+    }
+
     @Test func anInvalidValueIsAUsageErrorThatDoesNotRepeatTheValue() throws {
         let secret = "hunter2-not-a-number"
         for type in ["int", "real", "bool", "date", "data"] {
