@@ -73,4 +73,30 @@ extension SecureDictCLI {
         let parsed = try Self.plistlib(xml.stdout)
         #expect(parsed.status == 0 && parsed.text.contains("'far': 10000000000000.0"), "\(parsed)")
     }
+
+    /// `export` then `import` of JSON gave back Swift's one NaN for every NaN: a stored
+    /// payload (here in a real and in a date, sign bit set in one) was lost.
+    @Test func aNaNPayloadSurvivesJSON() throws {
+        let app = TestApp()
+        let payload = Double(bitPattern: 0x7FF8_0000_0000_0001)
+        let negativeSignaling = Double(bitPattern: 0xFFF0_0000_0000_0123)
+        let entries: [String: PropertyListValue] = [
+            "r": .real(payload), "plain": .real(.nan),
+            "d": .date(Date(timeIntervalSinceReferenceDate: negativeSignaling)),
+        ]
+        let binary = try BinaryPropertyListCoding.encode(entries, maximumSize: 1 << 20)
+        #expect(try app.cli("import", "-", input: binary).status == 0)
+        #expect(try app.storedBytes(name: nil) == binary)
+        let json = try app.cli("export")
+        #expect(json.status == 0, "\(json)")
+        #expect(json.text.contains(#""value" : "nan(0x7ff8000000000001)""#), "\(json.text)")
+        #expect(json.text.contains(#""value" : "nan(0xfff0000000000123)""#), "\(json.text)")
+        #expect(json.text.contains(#""value" : "nan""#), "\(json.text)")
+        #expect(try app.cli("read", "r").text == "nan(0x7ff8000000000001)\n")
+
+        #expect(try app.cli("delete", "--force").status == 0)
+        let back = try app.cli("import", "-", input: json.stdout)
+        #expect(back.status == 0, "\(back)")
+        #expect(try app.storedBytes(name: nil) == binary, "every bit of each NaN, read back from JSON")
+    }
 }

@@ -80,6 +80,23 @@ import Testing
         }
     }
 
+    /// Issue 28: every NaN kept to the bit through the typed JSON form; Swift's own `.nan` stays `"nan"`.
+    @Test func typedJSONKeepsNaNPayloads() throws {
+        for bits: UInt64 in [0x7FF8_0000_0000_0000, 0x7FF8_0000_0000_0001, 0xFFF8_0000_0000_0000, 0x7FF0_0000_0000_0001] {
+            let entries: [String: PropertyListValue] = [
+                "r": .real(Double(bitPattern: bits)), "d": .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))),
+            ]
+            let decoded = try TypedJSON.decode(TypedJSON.encode(entries), source: "test")
+            #expect(decoded["r"]?.realValue?.bitPattern == bits, "\(String(bits, radix: 16))")
+            #expect(decoded["d"]?.dateValue?.timeIntervalSinceReferenceDate.bitPattern == bits, "\(String(bits, radix: 16))")
+        }
+        #expect(String(decoding: try TypedJSON.encode(.real(.nan)), as: UTF8.self).contains(#""nan""#))
+        for text in ["nan(0x7ff0000000000000)", "nan(0x7ff800000000001)", "nan(0x+ff8000000000001)", "nan(7ff8000000000001)"] {
+            let json = #"{"r": {"type": "real", "value": "\#(text)"}}"#
+            #expect(throws: CommandFailure.self, "\(text)") { try TypedJSON.decode(Data(json.utf8), source: "test") }
+        }
+    }
+
     @Test func suggestionsAreSlipsOfTheKeyboardOnly() {
         #expect(Suggestion.closest(to: "reed", among: ["list", "read", "write"]) == "read")
         #expect(Suggestion.closest(to: "lsit", among: ["list", "read"]) == "list")
