@@ -40,8 +40,8 @@ struct SecureDict: ParsableCommand {
               3   the keyring failed: locked, unavailable, timed out, unreadable item…
                   (one line on standard error says why and what to do); for
                   'doctor', a problem was found
-              4   a file or standard input could not be read or written, or holds no
-                  valid dictionary
+              4   a file or standard input could not be read or written, holds no
+                  valid dictionary, or holds more than a dictionary can store
               64  usage error: a missing or invalid argument or option
             """,
         version: version,

@@ -99,4 +99,17 @@ extension SecureDictCLI {
         #expect(back.status == 0, "\(back)")
         #expect(try app.storedBytes(name: nil) == binary, "every bit of each NaN, read back from JSON")
     }
+
+    /// A value too large for a dictionary, on standard input, exited 3 ("the keyring failed")
+    /// although the keyring was never asked: it is a problem with the input, exit 4.
+    @Test func aValueTooLargeForTheDictionaryExits4() throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "k", "small").status == 0)
+        let large = try app.cli("write", "k", "-", input: Data(repeating: UInt8(ascii: "a"), count: 5_000_000))
+        #expect(large.status == 4, "\(large)")
+        #expect(
+            large.stderr.hasPrefix("Error: the value on standard input is too large: with it, the default dictionary of ")
+                && large.stderr.hasSuffix(", more than the limit of 4194304; nothing was written\n"), "\(large)")
+        #expect(try app.cli("read", "k").text == "small\n")
+    }
 }
