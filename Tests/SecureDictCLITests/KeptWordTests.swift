@@ -112,4 +112,29 @@ extension SecureDictCLI {
                 && large.stderr.hasSuffix(", more than the limit of 4194304; nothing was written\n"), "\(large)")
         #expect(try app.cli("read", "k").text == "small\n")
     }
+
+    /// `export -o FIFO` blocked in open(2) until a reader came, forever if none did.
+    @Test func exportToANamedPipeWithoutAReaderGivesUpAtTheDeadline() throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "k", "v").status == 0)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-fifo-\(UUID().uuidString)").path
+        #expect(mkdir(folder, 0o700) == 0)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let fifo = folder + "/pipe"
+        #expect(mkfifo(fifo, 0o600) == 0)
+
+        let alone = try CLIHarness.cli(["export", "--app", app.id, "-o", fifo, "--timeout", "1"], timeout: .seconds(30))
+        #expect(!alone.timedOut, "still blocked after 30 s")
+        #expect(alone.status == 4, "\(alone)")
+        #expect(alone.stderr.contains("no program opened this named pipe for reading within 1.0 seconds"), "\(alone)")
+        #expect(alone.elapsed < .seconds(10), "\(alone.elapsed)")
+
+        // A reader that comes within the deadline gets the export.
+        let copy = folder + "/copy.json"
+        let script = #"(sleep 0.3; cat "$2" > "$3") & "$0" export --app "$1" -o "$2"; status=$?; wait; exit $status"#
+        let read = try CLIHarness.run("/bin/bash", ["-c", script, CLIHarness.binary, app.id, fifo, copy])
+        #expect(read.status == 0, "\(read)")
+        let object = try? JSONSerialization.jsonObject(with: FileManager.default.contents(atPath: copy) ?? Data())
+        #expect((object as? [String: [String: String]])?["k"]?["value"] == "v", "\(String(describing: object))")
+    }
 }
