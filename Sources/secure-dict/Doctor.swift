@@ -150,7 +150,7 @@ struct DoctorReport: Encodable {
         }
         findings.append(DoctorFinding(check: "collection", status: .ok, detail: "\(described), unlocked"))
         findings += itemFindings(options, providerName: diagnosis.providerName)
-        findings.append(roundTrip(options, keep: diagnosis.providerName == "KeePassXC"))
+        findings.append(roundTrip(options, keep: diagnosis.providerName == "KeePassXC", environment: environment))
     }
 
     // MARK: Checks
@@ -243,7 +243,9 @@ struct DoctorReport: Encodable {
     /// a new store (no shared cache), and removes the scratch dictionary; times all of it. On
     /// KeePassXC the dictionary is kept: removing it would move it to the database's Recycle
     /// Bin, one more entry per run (or ask the user to confirm, with its confirmations on).
-    private mutating func roundTrip(_ options: SecureDictionary.Options, keep: Bool) -> DoctorFinding {
+    private mutating func roundTrip(
+        _ options: SecureDictionary.Options, keep: Bool, environment: DoctorEnvironment
+    ) -> DoctorFinding {
         var options = options
         let blob = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 167 &+ 13) })
         let (app, name) = (Self.scratchApplicationID, Self.scratchName)
@@ -273,7 +275,9 @@ struct DoctorReport: Encodable {
                 }
             }
         } catch {
-            return DoctorFinding(check: "round trip", status: .problem, detail: "\(error)")
+            return DoctorFinding(
+                check: "round trip", status: .problem, detail: "scratch dictionary (\(app), '\(name)'): \(error)",
+                fix: Self.roundTripFix(error, environment: environment))
         }
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1e3 + Double(elapsed.components.attoseconds) / 1e15
@@ -302,6 +306,22 @@ struct DoctorReport: Encodable {
             return "the provider hangs: restart it (e.g. gnome-keyring-daemon --replace), or allow more time with --timeout"
         default:
             return nil
+        }
+    }
+
+    /// The fix for a round trip that failed with `error`. The scratch dictionary is the
+    /// doctor's own: one it cannot read (another program wrote it) or that exists twice is
+    /// removed with one command, after which the next run writes a new one.
+    static func roundTripFix(_ error: SecureDictionaryError, environment: DoctorEnvironment) -> String? {
+        let remove =
+            "secure-dict delete --app \(scratchApplicationID) --name \(scratchName) --force, then run 'secure-dict doctor' again"
+        switch error {
+        case .corrupt, .unsupportedFormatVersion, .tooLarge:
+            return "it holds no dictionary SecureDictionary can read (another program wrote it); remove it with: \(remove)"
+        case .ambiguous:
+            return "remove every copy with: \(remove)"
+        default:
+            return fixForUnreachableService(error, environment)
         }
     }
 
