@@ -97,6 +97,12 @@ private func report(_ error: SecureDictionaryError, hint: String?) throws -> Nev
         // Names are checked before any keyring call; this is a usage error.
         printError("invalid name: \(reason)")
         throw ExitCode.validationFailure
+    case .unlockDismissed:
+        let unshown = UnshownUnlockDialog.message(
+            elapsed: ContinuousClock.now - processStart, environment: .current(),
+            providerName: { try? SecretServiceStore().diagnose(collection: .default, timeout: .seconds(1)).providerName })
+        printError(unshown ?? message(for: error, hint: hint))
+        throw ExitStatus.keyringError
     default:
         printError(message(for: error, hint: hint))
         throw ExitStatus.keyringError
@@ -124,6 +130,37 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
             nil
         }
     return [error.description, hint ?? advice].compactMap { $0 }.joined(separator: ": ")
+}
+
+/// When the process started (first read in `main()`), to tell a dialog nobody saw.
+let processStart = ContinuousClock.now
+
+/// `--unlock` where no unlock dialog can be shown: the keyring reports the dialog as dismissed
+/// (gnome-keyring does when it finds no prompter, in about 50 ms), which would read "the
+/// unlock dialog was cancelled" although nobody cancelled anything.
+///
+/// The library cannot tell the two apart yet; the tool can in two cases: no display at all,
+/// or an answer too quick for a person (under a second after the process started).
+enum UnshownUnlockDialog {
+    /// The message that says so, with the way to unlock without a dialog for `providerName`
+    /// (asked only when needed); `nil` when the dialog may have been seen and cancelled.
+    static func message(
+        elapsed: Duration, environment: DoctorEnvironment, providerName: () -> String?
+    ) -> String? {
+        let reason: String
+        if !environment.hasDesktop {
+            reason = "there is no display: DISPLAY and WAYLAND_DISPLAY are unset"
+        } else if elapsed < .seconds(1) {
+            reason = "the keyring dismissed it at once, before anyone could answer: nothing here shows its dialogs"
+        } else {
+            return nil
+        }
+        var headless = environment
+        headless.variables["DISPLAY"] = nil
+        headless.variables["WAYLAND_DISPLAY"] = nil
+        return "no unlock dialog can be shown here (\(reason)), so --unlock cannot help; nothing was read or written: "
+            + DoctorReport.unlockFix(providerName: providerName(), environment: headless)
+    }
 }
 
 /// Writes `Error: <message>` as one line to standard error, as argument-parser does.

@@ -38,6 +38,7 @@ enum RootUsage {
 extension SecureDict {
     /// argument-parser's `main()`, after the root's own usage check.
     static func main() {
+        _ = processStart  // a global is set on first use: this starts the clock
         if let problem = RootUsage.problem(in: Array(CommandLine.arguments.dropFirst())) {
             printError(problem)
             printNote(RootUsage.usage)

@@ -97,6 +97,42 @@ extension SecureDictCLI {
 }
 
 extension SecureDictCLI {
+    /// Issue 28: `--unlock` where no unlock dialog can be shown (no display, no prompter: a
+    /// private session of its own, without the prompter of scripts/test's) said "the keyring's
+    /// unlock dialog was cancelled", in about 50 ms, although nobody had cancelled anything.
+    @Test(.enabled(if: PrivateKeyring.provider == "gnome-keyring", "gnome-keyring's unlock prompt"))
+    func unlockWhereNoDialogCanBeShownSaysSoAndHowToUnlock() throws {
+        let script = #"""
+            "$0" write --app cli.unlock k v || exit 90
+            "$1/scripts/keyring-daemon" lock || exit 91
+            env -u DISPLAY -u WAYLAND_DISPLAY "$0" read --app cli.unlock k --unlock 2>&1
+            echo "exit $?"
+            started=$(date +%s%3N)
+            DISPLAY=:98 "$0" read --app cli.unlock k --unlock 2>&1
+            echo "exit $? after $(($(date +%s%3N) - started)) ms"
+            """#
+        let output = try CLIHarness.run(
+            PrivateKeyring.packageRoot.appendingPathComponent("scripts/with-private-keyring").path,
+            ["--", "bash", "-c", script, CLIHarness.binary, PrivateKeyring.packageRoot.path])
+        #expect(output.status == 0, "\(output)")
+        let lines = output.text.split(separator: "\n").map(String.init)
+        try #require(lines.count == 4, "\(output)")
+        let fix =
+            "nothing was read or written: unlock gnome-keyring from this shell: gnome-keyring-daemon --replace --unlock "
+            + "--components=secrets (it reads the password on standard input)"
+        #expect(
+            lines[0] == "Error: no unlock dialog can be shown here (there is no display: DISPLAY and WAYLAND_DISPLAY are "
+                + "unset), so --unlock cannot help; \(fix)", "\(output)")
+        #expect(lines[1] == "exit 3")
+        // With a display but nothing to show the dialog on it, the answer comes too soon for a person.
+        #expect(lines[3].hasPrefix("exit 3 after "), "\(output)")
+        if let milliseconds = Int(lines[3].split(separator: " ")[3]), milliseconds < 800 {
+            #expect(
+                lines[2] == "Error: no unlock dialog can be shown here (the keyring dismissed it at once, before anyone "
+                    + "could answer: nothing here shows its dialogs), so --unlock cannot help; \(fix)", "\(output)")
+        }
+    }
+
     /// Issue 12: `--unlock` shows the keyring's unlock dialog (the real GNOME prompter of
     /// `scripts/with-private-keyring --prompter`), answered here with keys as a user would.
     @Test(
