@@ -53,7 +53,7 @@ extension SecureDict {
 
         /// One write that removes `key`, or none when it is absent.
         private func removeKey(_ key: String, at location: DictionaryLocation) throws {
-            let opened = try location.openExisting()
+            let opened = try location.openExisting(key: key)
             struct NoSuchKey: Error {}
             do {
                 // Throwing from the closure writes nothing: an absent key costs no keyring write.
@@ -61,12 +61,13 @@ extension SecureDict {
                     if entries.removeValue(forKey: key) == nil { throw NoSuchKey() }
                 }
             } catch is NoSuchKey {
-                throw location.noSuchKey()
+                throw location.noSuchKey(key)
             }
         }
 
         private func removeItem(at location: DictionaryLocation) throws {
-            guard try location.exists() else { throw location.notFound() }
+            let names = try location.existingNames()
+            guard names.contains(location.name ?? "") else { throw location.notFound(among: names) }
             if !force, !Terminal.confirm("Delete \(location.description) from the keyring?") {
                 printNote("Nothing was deleted.")  // like `rm -i`: declining is not an error
                 return
@@ -78,7 +79,7 @@ extension SecureDict {
             } catch {
                 throw CommandFailure.keyring(error)
             }
-            if !existed { throw location.notFound() }
+            if !existed { throw location.notFound(among: names.filter { $0 != (location.name ?? "") }) }
         }
     }
 }

@@ -14,7 +14,7 @@ struct DictionaryLocation {
 
     /// E.g. `dictionary 'settings' of com.example.app`, for messages.
     var description: String {
-        let which = name.map { "dictionary '\($0)'" } ?? "the default dictionary"
+        let which = name.map { "dictionary \(quotedName($0))" } ?? "the default dictionary"
         let collection = options.collection == .default ? "" : " in collection '\(options.collection.alias)'"
         return "\(which) of \(applicationID)\(collection)"
     }
@@ -41,31 +41,73 @@ struct DictionaryLocation {
         }
     }
 
-    /// Opens the dictionary, which must exist (exit 1 otherwise).
-    func openExisting() throws(CommandFailure) -> SecureDictionary {
+    /// Opens the dictionary, which must exist (exit 1 otherwise). `key`: the KEY the command
+    /// was given, which may be the name of a dictionary when `--name` was forgotten.
+    func openExisting(key: String? = nil) throws(CommandFailure) -> SecureDictionary {
         let dictionary = try open()
         // A loaded item with entries exists; an empty one may be an empty item or no item.
-        if dictionary.isEmpty, try !exists() {
-            throw notFound()
+        if dictionary.isEmpty {
+            let names = try existingNames()
+            if !names.contains(name ?? "") {
+                throw notFound(among: names, key: key)
+            }
         }
         return dictionary
     }
 
-    /// Whether the item exists (its attributes are listed, even when it is locked).
-    func exists() throws(CommandFailure) -> Bool {
+    /// The names of the application's dictionaries (`""` for the default one), listed from
+    /// their attributes (even when they are locked).
+    func existingNames() throws(CommandFailure) -> [String] {
         do {
-            return try SecureDictionary.names(applicationID: applicationID, options: options).contains(name ?? "")
+            return try SecureDictionary.names(applicationID: applicationID, options: options)
         } catch {
             throw .keyring(error)
         }
     }
 
-    func notFound() -> CommandFailure {
-        .notFound("no such dictionary: \(description) (see 'secure-dict list')")
+    /// "No such dictionary", with the dictionary that was meant when one is close (`names`: the
+    /// application's, from ``existingNames()``).
+    func notFound(among names: [String], key: String? = nil) -> CommandFailure {
+        let named = names.filter { !$0.isEmpty }.sorted()
+        let hint: String
+        if name == nil, let key, named.contains(key) {
+            hint = "; \(applicationID) has a dictionary named \(quotedName(key)): did you mean --name \(shellQuoted(key))?"
+        } else if let name, let meant = Suggestion.closest(to: name, among: named) {
+            hint = "; did you mean --name \(shellQuoted(meant))?"
+        } else if name == nil, !named.isEmpty {
+            let list = named.prefix(5).map(quotedName).joined(separator: ", ") + (named.count > 5 ? ", …" : "")
+            hint = "; \(applicationID) has only named dictionaries (\(list)): give one with --name"
+        } else if names.isEmpty, let meant = similarApplicationID() {
+            hint = "; did you mean --app \(shellQuoted(meant))?"
+        } else {
+            hint = " (see 'secure-dict list')"
+        }
+        return .notFound("no such dictionary: \(description)\(hint)")
     }
 
-    func noSuchKey() -> CommandFailure {
-        .notFound("no such key in \(description)")
+    /// "No such key", with the dictionary that was meant when `key` is the name of one and
+    /// `--name` was not given. Only then does the message hold the key: a dictionary's name,
+    /// which `list` shows anyway.
+    func noSuchKey(_ key: String) -> CommandFailure {
+        if name == nil, (try? existingNames())?.contains(key) == true {
+            return .notFound(
+                """
+                no such key in \(description); \(applicationID) also has a dictionary named \(quotedName(key)): \
+                did you mean --name \(shellQuoted(key))?
+                """)
+        }
+        return .notFound("no such key in \(description)")
+    }
+
+    /// An application ID close to this one that has dictionaries in the collection, if any.
+    private func similarApplicationID() -> String? {
+        guard let listings = try? SecureDictionary.items(options: options) else { return nil }
+        return Suggestion.closest(to: applicationID, among: Set(listings.map(\.item.applicationID)).sorted())
+    }
+
+    private func quotedName(_ name: String) -> String {
+        let escaped = VisibleText.escaped(name)
+        return escaped.hasPrefix("\"") ? escaped : "'\(escaped)'"
     }
 }
 

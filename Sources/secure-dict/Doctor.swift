@@ -23,9 +23,10 @@ extension SecureDict {
                 removes it (on KeePassXC it is kept, since KeePassXC would move it to its \
                 Recycle Bin), and times that.
 
-                Each problem comes with the exact fix. Shows no prompt; changes nothing but \
-                its own scratch dictionary. In --json output, fields that do not apply are \
-                left out.
+                Each problem comes with the exact fix. Shows no prompt, so it takes no \
+                --unlock: for a locked collection it says how to unlock it. Changes nothing \
+                but its own scratch dictionary. In --json output, fields that do not apply \
+                are left out.
 
                 Exit codes: 0 healthy (notes are fine), 3 at least one problem.
 
@@ -38,10 +39,25 @@ extension SecureDict {
         @Flag(help: "Print the report as JSON, for scripts.")
         var json = false
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var keyring: KeyringOptions
+
+        /// Refused with a reason rather than argument-parser's "unknown option": the other
+        /// subcommands take it.
+        @Flag(help: .hidden) var unlock = false
+
+        func validate() throws {
+            if unlock {
+                throw ValidationError(
+                    """
+                    doctor takes no --unlock: it shows no dialog and changes nothing but its scratch dictionary; \
+                    it reports whether the collection is locked and how to unlock it (read, write, delete, export \
+                    and import take --unlock)
+                    """)
+            }
+        }
 
         func perform() throws {
-            let report = DoctorReport.make(environment: .current(), options: global.options)
+            let report = DoctorReport.make(environment: .current(), options: keyring.options(unlock: false))
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -134,7 +150,7 @@ struct DoctorReport: Encodable {
         }
         findings.append(DoctorFinding(check: "collection", status: .ok, detail: "\(described), unlocked"))
         findings += itemFindings(options, providerName: diagnosis.providerName)
-        findings.append(roundTrip(options, keep: diagnosis.providerName == "KeePassXC"))
+        findings.append(roundTrip(options, keep: diagnosis.providerName == "KeePassXC", environment: environment))
     }
 
     // MARK: Checks
@@ -227,7 +243,9 @@ struct DoctorReport: Encodable {
     /// a new store (no shared cache), and removes the scratch dictionary; times all of it. On
     /// KeePassXC the dictionary is kept: removing it would move it to the database's Recycle
     /// Bin, one more entry per run (or ask the user to confirm, with its confirmations on).
-    private mutating func roundTrip(_ options: SecureDictionary.Options, keep: Bool) -> DoctorFinding {
+    private mutating func roundTrip(
+        _ options: SecureDictionary.Options, keep: Bool, environment: DoctorEnvironment
+    ) -> DoctorFinding {
         var options = options
         let blob = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 167 &+ 13) })
         let (app, name) = (Self.scratchApplicationID, Self.scratchName)
@@ -256,7 +274,9 @@ struct DoctorReport: Encodable {
                 }
             }
         } catch {
-            return DoctorFinding(check: "round trip", status: .problem, detail: "\(error)")
+            return DoctorFinding(
+                check: "round trip", status: .problem, detail: "scratch dictionary (\(app), '\(name)'): \(error)",
+                fix: Self.roundTripFix(error, environment: environment))
         }
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1e3 + Double(elapsed.components.attoseconds) / 1e15
@@ -285,6 +305,22 @@ struct DoctorReport: Encodable {
             return "the provider hangs: restart it (e.g. gnome-keyring-daemon --replace), or allow more time with --timeout"
         default:
             return nil
+        }
+    }
+
+    /// The fix for a round trip that failed with `error`. The scratch dictionary is the
+    /// doctor's own: one it cannot read (another program wrote it) or that exists twice is
+    /// removed with one command, after which the next run writes a new one.
+    static func roundTripFix(_ error: SecureDictionaryError, environment: DoctorEnvironment) -> String? {
+        let remove =
+            "secure-dict delete --app \(scratchApplicationID) --name \(scratchName) --force, then run 'secure-dict doctor' again"
+        switch error {
+        case .corrupt, .unsupportedFormatVersion, .tooLarge:
+            return "it holds no dictionary SecureDictionary can read (another program wrote it); remove it with: \(remove)"
+        case .ambiguous:
+            return "remove every copy with: \(remove)"
+        default:
+            return fixForUnreachableService(error, environment)
         }
     }
 

@@ -24,8 +24,10 @@ extension SecureDict {
 
                 The output holds every secret of the dictionary: a FILE is created readable by \
                 you alone (mode 0600) and replaced in one step; a FILE that is a pipe or a \
-                device (such as bash's >(gpg -c …)) is written to as it is. Binary output is \
-                not written to a terminal. Exits with 1 when the dictionary does not exist.
+                device (such as bash's >(gpg -c …)) is written to as it is. A named pipe \
+                (mkfifo) that no program opens for reading within --timeout is an error \
+                (exit 4), not a wait without end. Binary output is not written to a terminal. \
+                Exits with 1 when the dictionary does not exist.
 
                 Examples:
                   secure-dict export --app com.example.app -o backup.json
@@ -71,7 +73,7 @@ extension SecureDict {
                 }
             }
             if let output, output != "-" {
-                try PrivateFile.write(bytes, to: output)
+                try PrivateFile.write(bytes, to: output, readerDeadline: global.keyring.duration)
             } else {
                 try Terminal.write(bytes)
             }

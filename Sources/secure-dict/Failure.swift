@@ -15,7 +15,8 @@ enum ExitStatus {
     static let notFound = ExitCode(1)
     /// The keyring failed: locked, unavailable, timed out, corrupt item…
     static let keyringError = ExitCode(3)
-    /// A file or standard input could not be read or written, or holds no valid dictionary.
+    /// A file or standard input could not be read or written, holds no valid dictionary, or
+    /// holds more than a dictionary can store (`write`'s value, `import`'s file).
     static let inputOutputError = ExitCode(4)
 }
 

@@ -12,7 +12,7 @@ import SecureDictionary
 let applicationEnvironmentVariable = "SECURE_DICT_APP"
 
 /// Where the keyring is and how long to wait for it: every subcommand takes these.
-struct GlobalOptions: ParsableArguments {
+struct KeyringOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "The keyring collection, by alias: 'default' (your login keyring) or 'session' (kept in memory until the keyring daemon stops).",
@@ -21,11 +21,6 @@ struct GlobalOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("How long to wait for each keyring call before failing.", valueName: "SECONDS"))
     var timeout: Double = 3
-
-    @Flag(
-        help: ArgumentHelp(
-            "When the keyring is locked, show its unlock dialog and wait up to 60 seconds for you (default: fail at once)."))
-    var unlock = false
 
     func validate() throws {
         guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
@@ -38,15 +33,31 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// The library's options: this collection and timeout, and no log output (the tool
-    /// reports every failure itself, as one line).
-    var options: SecureDictionary.Options {
+    /// `--timeout` as a `Duration`.
+    var duration: Duration { .milliseconds(Int((timeout * 1000).rounded(.up))) }
+
+    /// The library's options: this collection and timeout, the unlock dialog only when
+    /// `unlock` allows it, and no log output (the tool reports every failure itself, as one line).
+    func options(unlock: Bool) -> SecureDictionary.Options {
         SecureDictionary.Options(
             collection: KeyringCollection(alias: collection),
-            timeout: .milliseconds(Int((timeout * 1000).rounded(.up))),
+            timeout: duration,
             unlock: unlock ? .prompt(timeout: .seconds(60)) : .never,
             logger: Logger(label: "secure-dict", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
+}
+
+/// ``KeyringOptions`` and `--unlock`: the subcommands that read or write dictionaries take
+/// these (`doctor` shows no dialog, so it takes ``KeyringOptions`` alone).
+struct GlobalOptions: ParsableArguments {
+    @OptionGroup var keyring: KeyringOptions
+
+    @Flag(
+        help: ArgumentHelp(
+            "When the keyring is locked, show its unlock dialog and wait up to 60 seconds for you (default: fail at once)."))
+    var unlock = false
+
+    var options: SecureDictionary.Options { keyring.options(unlock: unlock) }
 }
 
 /// `--app` and `--name`: which dictionary a command works on.

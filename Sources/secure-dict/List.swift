@@ -19,7 +19,11 @@ extension SecureDict {
                 item is corrupt or of an unknown format; 'delete --force' removes it), or \
                 'ambiguous' (more than one item carries the name, so none can be read; \
                 'delete --force' removes them all). \
-                Listing never prints a key or a value.
+                Listing never prints a key or a value. A name holding a character that a \
+                terminal would not show as it is (a control character, a line separator, or \
+                a bidirectional override such as U+202E) is quoted, with that character \
+                escaped as \\uXXXX; --json escapes it the same way. When there are no \
+                dictionaries, a line on standard error says so.
 
                 Examples:
                   secure-dict list
@@ -63,10 +67,21 @@ extension SecureDict {
             if json {
                 try Terminal.write(try Row.json(rows))
             } else if rows.isEmpty {
-                Terminal.noteForHumans("No SecureDictionary dictionaries in collection '\(global.collection)'.")
+                printNote(try noneMessage(options: options))
             } else {
                 try Terminal.write(Row.table(rows))
             }
+        }
+
+        /// What an empty list says, with the application ID that was meant when `--app` names
+        /// none but is close to one that has dictionaries.
+        private func noneMessage(options: SecureDictionary.Options) throws -> String {
+            let collection = "in collection '\(options.collection.alias)'"
+            guard let applicationID else { return "There are no SecureDictionary dictionaries \(collection)." }
+            let others = Set(try SecureDictionary.items(options: options).map(\.item.applicationID))
+            let meant = Suggestion.closest(to: applicationID, among: others.sorted())
+            return "\(VisibleText.escaped(applicationID)) has no dictionaries \(collection)"
+                + (meant.map { "; did you mean --app \(shellQuoted($0))?" } ?? ".")
         }
     }
 }
@@ -118,13 +133,17 @@ private struct Row: Encodable {
     static func json(_ rows: [Row]) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(rows) + Data("\n".utf8)
+        let json = String(decoding: try encoder.encode(rows), as: UTF8.self)
+        return Data((VisibleText.escapingJSON(json) + "\n").utf8)
     }
 
     static func table(_ rows: [Row]) -> String {
         let header = ["APPLICATION", "NAME", "ENTRIES", "STATE"]
         let cells = rows.map { row in
-            [row.application, row.name.isEmpty ? "(default)" : row.name, row.entries.map(String.init) ?? "-", row.state]
+            [
+                VisibleText.escaped(row.application), row.name.isEmpty ? "(default)" : VisibleText.escaped(row.name),
+                row.entries.map(String.init) ?? "-", row.state,
+            ]
         }
         let widths = header.indices.map { column in ([header] + cells).map { $0[column].count }.max()! }
         return ([header] + cells).map { line in

@@ -19,12 +19,14 @@
 ///
 /// A path that exists and is not a regular file (a pipe from process substitution, a
 /// terminal, `/dev/stdout`) is written to as it is: it cannot be replaced, and it holds no
-/// file that others could read later.
+/// file that others could read later. A named pipe (FIFO) that no program reads is waited
+/// for until `readerDeadline`, never longer: opening one for writing would otherwise block
+/// until a reader comes, forever if none does.
 enum PrivateFile {
-    static func write(_ data: Data, to path: String) throws(CommandFailure) {
+    static func write(_ data: Data, to path: String, readerDeadline: Duration) throws(CommandFailure) {
         var status = stat()
         if stat(path, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG, (status.st_mode & S_IFMT) != S_IFDIR {
-            try writeInPlace(data, to: path)
+            try writeInPlace(data, to: path, readerDeadline: readerDeadline)
             return
         }
         let url = URL(fileURLWithPath: path)
@@ -51,11 +53,33 @@ enum PrivateFile {
     }
 
     /// Writes to something that is not a regular file (a pipe, a device) without replacing it.
-    private static func writeInPlace(_ data: Data, to path: String) throws(CommandFailure) {
+    private static func writeInPlace(_ data: Data, to path: String, readerDeadline: Duration) throws(CommandFailure) {
+        let file = try openWaitingForReader(path, deadline: readerDeadline)
         do {
-            try write(data, to: FileDescriptor.open(path, O_WRONLY), synchronize: false)
+            try write(data, to: file, synchronize: false)
         } catch {
             throw .inputOutput("cannot write \(path): \(error)")
+        }
+    }
+
+    /// Opens `path` for writing without blocking. A FIFO that no program has opened for reading
+    /// refuses (`ENXIO`): tried again every 10 ms until `deadline`. Once open, writes block
+    /// again, so that a reader that takes its time (gpg asking for a passphrase) is waited for.
+    private static func openWaitingForReader(_ path: String, deadline: Duration) throws(CommandFailure) -> FileDescriptor {
+        let end = ContinuousClock.now + deadline
+        while true {
+            do {
+                let file = try FileDescriptor.open(path, O_WRONLY | O_NONBLOCK)
+                _ = fcntl(file.rawValue, F_SETFL, fcntl(file.rawValue, F_GETFL) & ~O_NONBLOCK)
+                return file
+            } catch {
+                guard error.code == ENXIO else { throw .inputOutput("cannot write \(path): \(error)") }
+                guard ContinuousClock.now < end else {
+                    throw .inputOutput(
+                        "cannot write \(path): no program opened this named pipe for reading within \(deadline) (--timeout)")
+                }
+                usleep(10_000)
+            }
         }
     }
 

@@ -41,10 +41,10 @@ extension SecureDict {
 
         func perform() throws {
             let location = dictionary.location(global)
-            let opened = try location.openExisting()
+            let opened = try location.openExisting(key: key)
             let entries = opened.snapshot
             if let key {
-                guard let value = entries[key] else { throw location.noSuchKey() }
+                guard let value = entries[key] else { throw location.noSuchKey(key) }
                 try Terminal.write(json ? try TypedJSON.encode(value) : Data((HumanFormat.bare(value) + "\n").utf8))
             } else if json {
                 try Terminal.write(try TypedJSON.encode(entries))

@@ -2,6 +2,10 @@ import ArgumentParser
 
 @main
 struct SecureDict: ParsableCommand {
+    /// What `secure-dict --version` prints: the package's version, raised at each release
+    /// (the CHANGELOG's heading); `-dev` until the first.
+    static let version = "0.1.0-dev"
+
     static let configuration = CommandConfiguration(
         commandName: "secure-dict",
         abstract: "Read and edit the SecureDictionary dictionaries kept in your keyring.",
@@ -36,10 +40,11 @@ struct SecureDict: ParsableCommand {
               3   the keyring failed: locked, unavailable, timed out, unreadable item…
                   (one line on standard error says why and what to do); for
                   'doctor', a problem was found
-              4   a file or standard input could not be read or written, or holds no
-                  valid dictionary
+              4   a file or standard input could not be read or written, holds no
+                  valid dictionary, or holds more than a dictionary can store
               64  usage error: a missing or invalid argument or option
             """,
+        version: version,
         subcommands: [List.self, Read.self, Write.self, Delete.self, Export.self, Import.self, Doctor.self]
     )
 }

@@ -47,3 +47,68 @@ func formatted(_ format: String, _ arguments: any CVarArg...) -> String {
     _ = withVaList(arguments) { vsnprintf(&buffer, buffer.count, format, $0) }
     return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
 }
+
+/// Names as a terminal can show them without deceiving: a name that holds an invisible or
+/// layout-changing character is quoted, with that character escaped.
+///
+/// ```swift
+/// VisibleText.escaped("settings")             // settings
+/// VisibleText.escaped("txt.\u{202E}exe")      // "txt.\u202eexe"
+/// VisibleText.escaped("a\u{2028}b")           // "a\u2028b"
+/// ```
+///
+/// Escaped are control characters (C0, DEL, C1), format characters (bidirectional overrides
+/// and isolates such as U+202E, which reverse the text after them; zero-width spaces; soft
+/// hyphens), line and paragraph separators (U+2028, U+2029), private-use and unassigned code
+/// points. Not U+200D, which joins emoji. The escapes are those of C, Python and bash's
+/// `$'…'`: `\uXXXX`, `\UXXXXXXXX`, `\\` and `\"`.
+enum VisibleText {
+    /// Whether a terminal could show `scalar` as nothing, or let it change what follows.
+    static func isDeceptive(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator, .privateUse, .unassigned, .surrogate: true
+        case .format: scalar != "\u{200D}"
+        default: false
+        }
+    }
+
+    /// `text` as it is, or quoted with escapes when it holds a deceptive character or could be
+    /// taken for a quoted text.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isDeceptive) || text.hasPrefix("\"") else { return text }
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": result += "\\\\"
+            case "\"": result += "\\\""
+            case _ where isDeceptive(scalar): result += escape(scalar)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+
+    /// JSON text with every deceptive character that `JSONEncoder` leaves raw written as a
+    /// `\uXXXX` escape (a surrogate pair above U+FFFF): the same JSON value, safe on a terminal.
+    /// Outside strings, JSON text holds ASCII only, so this touches strings alone.
+    static func escapingJSON(_ json: String) -> String {
+        var result = ""
+        for scalar in json.unicodeScalars {
+            if scalar.value > 0x7F, isDeceptive(scalar) {
+                for unit in String(scalar).utf16 { result += "\\u" + hex(UInt32(unit), digits: 4) }
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    private static func escape(_ scalar: Unicode.Scalar) -> String {
+        scalar.value <= 0xFFFF ? "\\u" + hex(scalar.value, digits: 4) : "\\U" + hex(scalar.value, digits: 8)
+    }
+
+    private static func hex(_ value: UInt32, digits: Int) -> String {
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    }
+}

@@ -15,7 +15,7 @@ import SecureDictionary
 /// | --- | --- |
 /// | `string` | a JSON string |
 /// | `integer` | a JSON number without fraction (64-bit) |
-/// | `real` | a JSON number, or `"inf"`, `"-inf"`, `"nan"` |
+/// | `real` | a JSON number, or `"inf"`, `"-inf"`, `"nan"`; any other NaN as `"nan(0x…)"`, its 64 bits in hex, so that its payload survives |
 /// | `bool` | `true` or `false` |
 /// | `date` | ISO 8601 in UTC with as many fraction digits as it takes to read back exactly; a number of seconds since 2001-01-01T00:00:00Z for dates outside the years 1–9999 |
 /// | `data` | base64 |
@@ -28,7 +28,8 @@ enum TypedJSON {
     static let helpSummary = """
         JSON form (read --json, export, import): every value is {"type": T, "value": V} with \
         T one of string, integer, real, bool, date, data, array, dictionary. Integers are \
-        whole JSON numbers; reals are numbers or "inf", "-inf", "nan"; dates are ISO 8601 in \
+        whole JSON numbers; reals are numbers or "inf", "-inf", "nan" (a NaN with a payload: \
+        "nan(0x" and its 64 bits in hex, e.g. "nan(0x7ff8000000000001)"); dates are ISO 8601 in \
         UTC with the fraction digits needed to read back exactly (e.g. \
         "2026-11-22T03:57:00.123456Z"); data is base64; an array holds typed values and a \
         dictionary maps keys to typed values. A whole dictionary is an object of typed values:
@@ -134,7 +135,9 @@ struct TypedValue: Codable {
                 throw wrong("a whole number between \(Int.min) and \(UInt64.max)")
             }
         case "real":
-            guard let real = Self.decodeReal(container) else { throw wrong("a number, \"inf\", \"-inf\" or \"nan\"") }
+            guard let real = Self.decodeReal(container) else {
+                throw wrong("a number, \"inf\", \"-inf\", \"nan\" or \"nan(0x\" and 16 hex digits \")\"")
+            }
             value = .real(real)
         case "bool":
             guard let bool = try? container.decode(Bool.self, forKey: .value) else { throw wrong("true or false") }
@@ -173,18 +176,37 @@ struct TypedValue: Codable {
         if real.isFinite {
             try container.encode(real, forKey: .value)
         } else {
-            try container.encode(real.isNaN ? "nan" : real > 0 ? "inf" : "-inf", forKey: .value)
+            try container.encode(nonFiniteText(real), forKey: .value)
+        }
+    }
+
+    /// `inf`, `-inf`, `nan` for the NaN that Swift's `.nan` is, or `nan(0x7ff8000000000001)`
+    /// (all 64 bits) for any other NaN: its sign and payload are kept.
+    static func nonFiniteText(_ real: Double) -> String {
+        guard real.isNaN else { return real > 0 ? "inf" : "-inf" }
+        guard real.bitPattern != Double.nan.bitPattern else { return "nan" }
+        let digits = String(real.bitPattern, radix: 16)
+        return "nan(0x" + String(repeating: "0", count: 16 - digits.count) + digits + ")"
+    }
+
+    /// The real that ``nonFiniteText(_:)`` wrote, or nil.
+    static func nonFinite(_ text: String) -> Double? {
+        switch text {
+        case "inf": return .infinity
+        case "-inf": return -.infinity
+        case "nan": return .nan
+        default:
+            guard text.hasPrefix("nan(0x"), text.hasSuffix(")"), text.utf8.count == 23,
+                text.dropFirst(6).dropLast().allSatisfy(\.isHexDigit), let bits = UInt64(text.dropFirst(6).dropLast(), radix: 16)
+            else { return nil }
+            let real = Double(bitPattern: bits)
+            return real.isNaN ? real : nil
         }
     }
 
     private static func decodeReal(_ container: KeyedDecodingContainer<CodingKeys>) -> Double? {
         // A number too large for a Double (1e400) is refused, not read as infinity.
         if let real = try? container.decode(Double.self, forKey: .value) { return real.isFinite ? real : nil }
-        switch try? container.decode(String.self, forKey: .value) {
-        case "inf": return .infinity
-        case "-inf": return -.infinity
-        case "nan": return .nan
-        default: return nil
-        }
+        return (try? container.decode(String.self, forKey: .value)).flatMap(nonFinite)
     }
 }

@@ -123,7 +123,7 @@ enum HumanFormat {
         case .string(let string): quoted(string)
         case .integer(let integer): String(integer)
         case .unsignedInteger(let integer): String(integer)
-        case .real(let real): real.isNaN ? "nan" : real.description
+        case .real(let real): real.isNaN ? TypedValue.nonFiniteText(real) : real.description
         case .bool(let bool): bool ? "true" : "false"
         case .date(let date):
             ExactDate.format(date) ?? "\(date.timeIntervalSinceReferenceDate) seconds since 2001-01-01T00:00:00Z"

@@ -68,17 +68,26 @@ extension SecureDict {
             let location = dictionary.location(global)
             let opened = try location.open()
             // Inside update { }, so that the type is the one stored when the write lands.
-            try opened.update { entries in
-                let resolved = try type ?? Self.keptType(of: entries[key])
-                do {
-                    entries[key] = try resolved.value(from: text, what: what)
-                } catch let error as ValidationError where type == nil {
-                    throw CommandFailure.usage(
-                        """
-                        the key holds \(resolved.article), which write keeps without --type: \(error.message); \
-                        give --type to store another type
-                        """)
+            do {
+                try opened.update { entries in
+                    let resolved = try type ?? Self.keptType(of: entries[key])
+                    do {
+                        entries[key] = try resolved.value(from: text, what: what)
+                    } catch let error as ValidationError where type == nil {
+                        throw CommandFailure.usage(
+                            """
+                            the key holds \(resolved.article), which write keeps without --type: \(error.message); \
+                            give --type to store another type
+                            """)
+                    }
                 }
+            } catch SecureDictionaryError.tooLarge(let size, let limit) {
+                // The input is what does not fit, as for import: exit 4, not a keyring error.
+                throw CommandFailure.inputOutput(
+                    """
+                    \(what) is too large: with it, \(location.description) would take \(size) bytes, more than \
+                    the limit of \(limit); nothing was written
+                    """)
             }
         }
 

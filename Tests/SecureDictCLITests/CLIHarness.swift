@@ -18,12 +18,16 @@ enum CLIHarness {
     static let binary = PrivateKeyring.builtProduct("secure-dict")
 
     /// Runs `secure-dict ARGUMENTS`; standard input is `input`, or empty (never a terminal).
+    /// A run that outlasts `timeout` is killed (`Output.timedOut`).
     @discardableResult
-    static func cli(_ arguments: [String], input: Data? = nil, environment extra: [String: String] = [:]) throws -> Output {
+    static func cli(
+        _ arguments: [String], input: Data? = nil, environment extra: [String: String] = [:],
+        timeout: Duration = .seconds(300)
+    ) throws -> Output {
         var environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
         environment.removeValue(forKey: "SECURE_DICT_APP")
         if let app = extra["SECURE_DICT_APP"] { environment["SECURE_DICT_APP"] = app }
-        return try ChildProcess.run(binary, arguments, input: input ?? Data(), environment: environment)
+        return try ChildProcess.run(binary, arguments, input: input ?? Data(), environment: environment, timeout: timeout)
     }
 
     /// Runs a program to completion, feeding it `input` and collecting its output.

@@ -91,6 +91,33 @@ extension SecureDictCLI {
         #expect(duplicates["fix"]?.contains("secure-dict delete --app \(app.id) --name twice --force") == true)
     }
 
+    /// Issue 28: a scratch dictionary that another program left unreadable was a problem
+    /// with no fix.
+    @Test func doctorGivesTheFixForAnUnreadableScratchDictionary() throws {
+        let (app, name) = ("io.github.securedictionary.doctor", "scratch")
+        let item = "\(app).__SecureDictionary__.\(name)"
+        let planted = try CLIHarness.fixture(
+            [
+                "plant", "--label", item, "--attr", "service=\(item)", "--attr", "application=\(app)",
+                "--attr", "dictionary=\(name)", "--attr", "xdg:schema=io.github.securedictionary.Dictionary",
+            ], input: Data("bplist00 not a property list".utf8) + Data(count: 40))
+        #expect(planted.status == 0, "\(planted)")
+        defer { _ = try? CLIHarness.cli(["delete", "--app", app, "--name", name, "--force"]) }
+
+        let (output, _, findings) = try Self.doctor()
+        #expect(output.status == 3, "\(output)")
+        let roundTrip = try #require(Self.finding(findings, "round trip", "problem"), "\(findings)")
+        #expect(
+            roundTrip["detail"]?.hasPrefix("scratch dictionary (\(app), 'scratch'): The stored dictionary is unreadable") == true)
+        let remove = "secure-dict delete --app \(app) --name \(name) --force"
+        #expect(
+            roundTrip["fix"]?.contains("remove it with: \(remove), then run 'secure-dict doctor' again") == true, "\(roundTrip)")
+
+        // The fix, word for word, makes doctor healthy.
+        #expect(try CLIHarness.cli(remove.split(separator: " ").dropFirst().map(String.init)).status == 0)
+        #expect(try Self.doctor().output.status == 0)
+    }
+
     @Test func doctorWithoutAServiceSaysHowToStartOne() throws {
         let (output, _, findings) = try Self.doctor(environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
         #expect(output.status == 3, "\(output)")

@@ -102,6 +102,36 @@ extension SecureDictCLI {
 }
 
 extension SecureDictCLI {
+    /// Issue 28: `--unlock` where no unlock dialog can be shown (no display, no prompter: a
+    /// private session of its own, without the prompter of scripts/test's) said "the keyring's
+    /// unlock dialog was cancelled", in about 50 ms, although nobody had cancelled anything.
+    @Test(.enabled(if: PrivateKeyring.provider == "gnome-keyring", "gnome-keyring's unlock prompt"))
+    func unlockWhereNoDialogCanBeShownSaysSoAndHowToUnlock() throws {
+        let script = #"""
+            "$0" write --app cli.unlock k v || exit 90
+            "$1/scripts/keyring-daemon" lock || exit 91
+            env -u DISPLAY -u WAYLAND_DISPLAY "$0" read --app cli.unlock k --unlock 2>&1
+            echo "exit $?"
+            started=$(date +%s%3N)
+            DISPLAY=:98 "$0" read --app cli.unlock k --unlock 2>&1
+            echo "exit $? after $(($(date +%s%3N) - started)) ms"
+            """#
+        let output = try CLIHarness.run(
+            PrivateKeyring.packageRoot.appendingPathComponent("scripts/with-private-keyring").path,
+            ["--", "bash", "-c", script, CLIHarness.binary, PrivateKeyring.packageRoot.path])
+        #expect(output.status == 0, "\(output)")
+        let lines = output.text.split(separator: "\n").map(String.init)
+        try #require(lines.count == 4, "\(output)")
+        // Whatever the display: the library finds no prompter on the bus, and says so at once.
+        let expected =
+            "Error: The keyring (gnome-keyring) is locked and no unlock dialog can be shown here: unlock it with "
+            + "'gnome-keyring-daemon --replace --unlock --components=secrets' (password on stdin)."
+        #expect(lines[0] == expected, "\(output)")
+        #expect(lines[1] == "exit 3")
+        #expect(lines[2] == expected, "\(output)")
+        #expect(lines[3].hasPrefix("exit 3 after "), "\(output)")
+    }
+
     /// Issue 12: `--unlock` shows the keyring's unlock dialog (the real GNOME prompter of
     /// `scripts/with-private-keyring --prompter`), answered here with keys as a user would.
     @Test(

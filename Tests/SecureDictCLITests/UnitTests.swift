@@ -80,6 +80,44 @@ import Testing
         }
     }
 
+    /// Issue 28: every NaN kept to the bit through the typed JSON form; Swift's own `.nan` stays `"nan"`.
+    @Test func typedJSONKeepsNaNPayloads() throws {
+        for bits: UInt64 in [0x7FF8_0000_0000_0000, 0x7FF8_0000_0000_0001, 0xFFF8_0000_0000_0000, 0x7FF0_0000_0000_0001] {
+            let entries: [String: PropertyListValue] = [
+                "r": .real(Double(bitPattern: bits)), "d": .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))),
+            ]
+            let decoded = try TypedJSON.decode(TypedJSON.encode(entries), source: "test")
+            #expect(decoded["r"]?.realValue?.bitPattern == bits, "\(String(bits, radix: 16))")
+            #expect(decoded["d"]?.dateValue?.timeIntervalSinceReferenceDate.bitPattern == bits, "\(String(bits, radix: 16))")
+        }
+        #expect(String(decoding: try TypedJSON.encode(.real(.nan)), as: UTF8.self).contains(#""nan""#))
+        for text in ["nan(0x7ff0000000000000)", "nan(0x7ff800000000001)", "nan(0x+ff8000000000001)", "nan(7ff8000000000001)"] {
+            let json = #"{"r": {"type": "real", "value": "\#(text)"}}"#
+            #expect(throws: CommandFailure.self, "\(text)") { try TypedJSON.decode(Data(json.utf8), source: "test") }
+        }
+    }
+
+    @Test func suggestionsAreSlipsOfTheKeyboardOnly() {
+        #expect(Suggestion.closest(to: "reed", among: ["list", "read", "write"]) == "read")
+        #expect(Suggestion.closest(to: "lsit", among: ["list", "read"]) == "list")
+        #expect(Suggestion.closest(to: "Settings", among: ["cache", "settings"]) == "settings")
+        #expect(Suggestion.closest(to: "setigns", among: ["settings"]) == "settings")  // a deletion and a swap
+        #expect(Suggestion.closest(to: "red", among: ["read", "rad"]) == "read")  // the first of equals
+        #expect(Suggestion.closest(to: "frobnicate", among: ["list", "read", "write"]) == nil)
+        #expect(Suggestion.closest(to: "abc", among: ["xyz"]) == nil)
+        #expect(Suggestion.closest(to: "read", among: ["read"]) == nil)  // the word itself is no suggestion
+    }
+
+    @Test func namesThatWouldDeceiveATerminalAreEscaped() {
+        #expect(VisibleText.escaped("settings") == "settings")
+        #expect(VisibleText.escaped("héllo 🔑 👨‍👩‍👧") == "héllo 🔑 👨‍👩‍👧")  // U+200D joins the family
+        #expect(VisibleText.escaped("txt.\u{202E}exe") == #""txt.\u202eexe""#)
+        #expect(VisibleText.escaped("a\u{2028}b\u{7}c\u{E0001}") == #""a\u2028b\u0007c\U000e0001""#)
+        #expect(VisibleText.escaped("\"x\\\u{200B}") == #""\"x\\\u200b""#)
+        #expect(VisibleText.escapingJSON("[\"a\u{202E}b\", \"\u{1F511}\"]") == #"["a\u202eb", "🔑"]"#)
+        #expect(VisibleText.escapingJSON("\"\u{E0001}\"") == #""\udb40\udc01""#)
+    }
+
     @Test func duplicateKeysAreFoundByPositionOnly() {
         func first(_ json: String) -> JSONDuplicateKeys.Collision? { JSONDuplicateKeys.first(in: Array(json.utf8)) }
         #expect(first(#"{"a": 1, "b": [{"x": 1}, {"x": 2}], "c": "}"}"#) == nil)

@@ -62,6 +62,48 @@ import Testing
         }
     }
 
+    /// Issue 28: `--version`, which argument-parser refused as an unknown option.
+    @Test func versionIsPrinted() throws {
+        let version = try CLIHarness.cli(["--version"])
+        #expect(version.status == 0, "\(version)")
+        #expect(version.text.wholeMatch(of: /[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?\n/) != nil, "\(version)")
+        #expect(version.stderr.isEmpty)
+    }
+
+    /// Issue 28: bare `secure-dict` printed its 60 lines of help on standard output with exit 0.
+    @Test func bareCommandPrintsAShortUsageOnStandardErrorAndExits64() throws {
+        let bare = try CLIHarness.cli([])
+        #expect(bare.status == 64, "\(bare)")
+        #expect(bare.stdout.isEmpty, "\(bare)")
+        #expect(bare.stderr.hasPrefix("Error: a subcommand is required\nUsage: secure-dict <subcommand>"), "\(bare)")
+        #expect(bare.stderr.contains("list, read, write, delete, export, import, doctor"), "\(bare)")
+        #expect(bare.stderr.split(separator: "\n").count <= 5, "\(bare)")
+    }
+
+    /// Issue 28: "did you mean" for a mistyped subcommand; a word close to none gets the usage alone.
+    @Test func aMistypedSubcommandNamesTheOneMeant() throws {
+        for (typed, meant) in [("reed", "read"), ("lsit", "list"), ("exprot", "export"), ("Doctor", "doctor"), ("hlep", "help")] {
+            let output = try CLIHarness.cli([typed, "--app", "cli.usage"])
+            #expect(output.status == 64 && output.stdout.isEmpty, "\(typed): \(output)")
+            #expect(
+                output.stderr.hasPrefix("Error: unknown subcommand '\(typed)'; did you mean '\(meant)'?\nUsage: "),
+                "\(typed): \(output)")
+        }
+        let far = try CLIHarness.cli(["frobnicate"])
+        #expect(far.status == 64 && far.stderr.hasPrefix("Error: unknown subcommand 'frobnicate'\nUsage: "), "\(far)")
+    }
+
+    /// Issue 28: `doctor --unlock` was taken and did nothing (doctor shows no dialog); it is
+    /// refused with the reason, and doctor's help does not offer it.
+    @Test func doctorRefusesUnlock() throws {
+        let output = try CLIHarness.cli(["doctor", "--unlock"])
+        #expect(output.status == 64 && output.stdout.isEmpty, "\(output)")
+        #expect(output.stderr.hasPrefix("Error: doctor takes no --unlock: it shows no dialog"), "\(output)")
+        let help = try CLIHarness.cli(["doctor", "--help"])
+        #expect(!help.text.contains("--unlock  ") && !help.text.contains("[--unlock]"), "\(help)")
+        #expect(try CLIHarness.cli(["read", "--help"]).text.contains("[--unlock]"))
+    }
+
     @Test func anInvalidValueIsAUsageErrorThatDoesNotRepeatTheValue() throws {
         let secret = "hunter2-not-a-number"
         for type in ["int", "real", "bool", "date", "data"] {
