@@ -1,3 +1,5 @@
+import Logging
+
 extension SecureDictionary {
     /// Moves a dictionary from one store to another, verified: the copy is read back and
     /// compared byte for byte before the source is removed.
@@ -13,9 +15,12 @@ extension SecureDictionary {
     /// source's bytes are decoded (as hostile input) before anything is written, so a
     /// damaged dictionary is never copied. When the destination already holds exactly the
     /// same bytes (an earlier move stopped before removing the source) the move completes.
-    /// When the source changes while it is copied, the copy is made again (up to three
-    /// times) so that what is removed is what was copied; a write to the source in the one
-    /// call between the last check and the removal is the only one that can be lost.
+    /// The source's writer lock is held from the first read to the removal, so no
+    /// SecureDictionary writer (in any process) writes in between: each write lands before the
+    /// move, and is copied, or after it, in a new source item. A writer that does not take the
+    /// lock (another tool) may still change the source: the copy is then made again (up to
+    /// three times), so that what is removed is what was copied; only its write in the one
+    /// call between the last check and the removal can be lost.
     ///
     /// Open dictionaries of either store keep their caches: open them again afterwards.
     ///
@@ -24,7 +29,11 @@ extension SecureDictionary {
     ///   ``SecureDictionaryError/writeNotVerified(restored:)`` when the copy read back
     ///   differently (the source is kept); what either store throws (``SecureDictionaryError/locked``,
     ///   ``SecureDictionaryError/portalUnavailable(reason:)``…), and
-    ///   ``SecureDictionaryError/corrupt(reason:)`` for a source that does not decode.
+    ///   ``SecureDictionaryError/corrupt(reason:)`` for a source that does not decode;
+    ///   ``SecureDictionaryError/sourceChanged(name:)`` when another tool kept changing the
+    ///   source while it was copied (both are kept: move again later);
+    ///   ``SecureDictionaryError/lockHeld(pid:command:)`` when a writer held the source's lock
+    ///   until the deadline.
     @discardableResult
     public static func move(
         name: String? = nil, applicationID: String = SecureDictionary.defaultApplicationID,
@@ -34,6 +43,11 @@ extension SecureDictionary {
     ) throws(SecureDictionaryError) -> Bool {
         let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: collection)
         let deadline = Deadline(after: timeout)
+        // The source's writer lock, from the first read to the removal: writers that take it
+        // (every SecureDictionary) wait, so none writes between the copy and the removal.
+        let lock = (source as? any CoordinatedStore)?.writerLock(for: item, logger: Logger(label: "SecureDictionary.move"))
+        let locked = try lock?.acquire(until: deadline) ?? false
+        defer { if locked { lock?.release() } }
         guard var bytes = try source.load(item, timeout: deadline.remainingForCall()) else { return false }
         defer { Wipe.bytes(&bytes) }
         var copied = false
@@ -42,6 +56,8 @@ extension SecureDictionary {
             Wipe.entries(&entries)
             try copy(bytes, of: item, to: destination, replacingOwnCopy: copied, deadline)
             copied = true
+            // Only the bytes copied are removed: a writer that does not take the lock may have
+            // changed the source meanwhile, and its change is then copied too.
             guard var now = try source.load(item, timeout: deadline.remainingForCall()) else {
                 return true  // removed from the source meanwhile: the copy is what it held last
             }
@@ -53,7 +69,7 @@ extension SecureDictionary {
             Wipe.bytes(&bytes)
             bytes = now
         }
-        throw .timedOut  // the source kept changing
+        throw .sourceChanged(name: item.name)
     }
 
     /// Writes `bytes` to `destination` and reads them back. Unless `replacingOwnCopy`, the

@@ -42,6 +42,8 @@ extension SecureDictionaryError: CustomStringConvertible {
             "Cannot use the file \(path) (\(reason)); a write left the previous file in place."
         case .alreadyExists(let name):
             "\(name) exists in the destination already, with other content: nothing was moved."
+        case .sourceChanged(let name):
+            "\(name) kept changing while it was moved (another tool writes it): both copies are kept; move it again later."
         case .keyring(let domain, let code, let message): "Keyring error \(domain) \(code): \(message)."
         }
     }

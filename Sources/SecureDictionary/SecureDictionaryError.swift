@@ -108,6 +108,10 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)`` found the dictionary
     /// in the destination already, with other content: nothing was moved or removed.
     case alreadyExists(name: String)
+    /// ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)`` found the source
+    /// changed after each of its copies (another tool kept writing it without the writer lock):
+    /// the source and the copy are both kept. Move again later.
+    case sourceChanged(name: String)
     /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
     case keyring(domain: String, code: Int, message: String)
 }

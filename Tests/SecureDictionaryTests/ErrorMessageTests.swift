@@ -34,6 +34,7 @@ import Testing
         .unlockDismissed, .sessionRejected(reason: "Client public key size is invalid"),
         .writeNotVerified(restored: true), .writeNotVerified(restored: false),
         .portalUnavailable(reason: "no portal on the bus"), .alreadyExists(name: "org.example.App.__SecureDictionary__"),
+        .sourceChanged(name: "org.example.App.__SecureDictionary__.settings"),
     ]
 
     /// 200 characters: about two lines of a terminal; the old `locked` message took 700.

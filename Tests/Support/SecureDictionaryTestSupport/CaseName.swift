@@ -32,6 +32,7 @@ public func caseName(_ error: any Error) -> String {
     case .portalUnavailable: return "portalUnavailable"
     case .fileUnavailable: return "fileUnavailable"
     case .alreadyExists: return "alreadyExists"
+    case .sourceChanged: return "sourceChanged"
     case .keyring: return "keyring"
     }
 }

@@ -61,6 +61,14 @@ do {
             usleep(UInt32.random(in: 0...2_000))  // jitter
         }
         print("ok \(done)")
+    case "fill" where arguments.count == 5:
+        // Sets PREFIX-0 … PREFIX-(COUNT-1) back to back, one write each: "ok COUNT" when every
+        // write was acknowledged.
+        guard let count = Int(arguments[4]) else { fail("bad count") }
+        let dictionary = try SecureDictionary(
+            name: arguments[2], applicationID: arguments[1], options: options(timeout: .seconds(20)))
+        for index in 0..<count { try dictionary.setValue(.integer(index), forKey: "\(arguments[3])-\(index)") }
+        print("ok \(count)")
     case "set" where arguments.count == 5:
         let dictionary = try SecureDictionary(name: arguments[2], applicationID: arguments[1], options: options())
         try dictionary.setValue(.string(arguments[4]), forKey: arguments[3])

@@ -1,0 +1,50 @@
+import Foundation
+import SecureDictionaryTestSupport
+import Testing
+
+@testable import SecureDictionary
+
+extension KeyringIntegration {
+    /// Issue 30: `move` holds the source's writer lock from its first read to the removal, so a
+    /// process writing the dictionary meanwhile loses nothing, and the source does not come
+    /// back holding what was moved. Before, with one process writing back to back beside a
+    /// move, 9 of 25 overlapping rounds lost an acknowledged write (in neither the copy nor
+    /// the source), and 16 returned `true` while the source survived with every key.
+    @Suite struct MoveRace {
+        @Test(.timeLimit(.minutes(5))) func aWriterBesideAMoveLosesNothingAndTheSourceDoesNotSurvive() throws {
+            let count = 120
+            var overlapping = 0
+            for round in 0..<8 {
+                let test = TestItem("move-race")
+                try test.open(.init(store: SecretServiceStore())).setValue("seed", forKey: "seed")
+                let writer = Process()
+                writer.executableURL = URL(fileURLWithPath: KeyringHarness.writer)
+                writer.arguments = ["fill", test.appID, test.name, "w", "\(count)"]
+                let output = Pipe()
+                writer.standardOutput = output
+                try writer.run()
+                usleep(UInt32(50_000 + round * 40_000))  // into the writer's run, at another point each round
+                let destination = InMemoryKeyringStore()
+                let moved = try SecureDictionary.move(
+                    name: test.name, applicationID: test.appID, from: SecretServiceStore(), to: destination,
+                    timeout: .seconds(30))
+                let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                writer.waitUntilExit()
+                #expect(said == "ok \(count)\n", "round \(round): the writer said \(said)")
+
+                let copied =
+                    try destination.storedBytes(of: test.item).map { try BinaryPropertyListCoding.decode(Data($0)) } ?? [:]
+                let left = try test.openFresh().snapshot
+                let lost = (0..<count).filter { copied["w-\($0)"] == nil && left["w-\($0)"] == nil }
+                #expect(lost.isEmpty, "round \(round): acknowledged writes lost: \(lost)")
+                #expect(moved, "round \(round)")
+                #expect(copied["seed"] == "seed", "round \(round)")
+                let both = Set(copied.keys).intersection(left.keys)
+                #expect(both.isEmpty, "round \(round): \(both.count) keys moved and still in the source")
+                if copied.count > 1 && !left.isEmpty { overlapping += 1 }
+            }
+            // The figure: how many rounds had writes on both sides of the move.
+            print("move race: \(overlapping) of 8 rounds overlapped the writer")
+        }
+    }
+}
