@@ -5,19 +5,15 @@
 /* ---- attribute tables and item properties ------------------------------------- */
 
 GHashTable *
-sd_attributes_new (const char *service, const char *application,
-                   const char *dictionary, const char *schema)
+sd_string_table_new (void)
 {
-    GHashTable *attributes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-    if (service != NULL)
-        g_hash_table_insert (attributes, g_strdup ("service"), g_strdup (service));
-    if (application != NULL)
-        g_hash_table_insert (attributes, g_strdup ("application"), g_strdup (application));
-    if (dictionary != NULL)
-        g_hash_table_insert (attributes, g_strdup ("dictionary"), g_strdup (dictionary));
-    if (schema != NULL)
-        g_hash_table_insert (attributes, g_strdup ("xdg:schema"), g_strdup (schema));
-    return attributes;
+    return g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+}
+
+void
+sd_string_table_insert (GHashTable *table, const char *key, const char *value)
+{
+    g_hash_table_insert (table, g_strdup (key), g_strdup (value));
 }
 
 GHashTable *
@@ -230,11 +226,11 @@ borrowed_free (gpointer bytes)
 }
 
 SecretValue *
-sd_value_new_borrowing (const unsigned char *bytes, size_t length)
+sd_value_new_borrowing (const unsigned char *bytes, size_t length, const char *content_type)
 {
     /* secret_value_new would copy the bytes into memory of libsecret's own: one more copy
        of the secret per write. The owner's buffer is wiped by its owner instead. */
-    return secret_value_new_full ((gchar *) bytes, (gssize) length, "application/octet-stream", borrowed_free);
+    return secret_value_new_full ((gchar *) bytes, (gssize) length, content_type, borrowed_free);
 }
 
 GQuark sd_secret_error_quark (void) { return SECRET_ERROR; }

@@ -17,7 +17,7 @@ package import Logging
 /// - a lookup that finds nothing is "no such item" only if the collection is unlocked;
 /// - writers of one item queue for a lock on the D-Bus session bus, in every process that
 ///   reaches this keyring, and changes are watched through the service's own signals.
-public final class SecretServiceStore: KeyringStore, CoordinatedStore, InteractivelyUnlockingStore {
+public final class SecretServiceStore: KeyringStore, CoordinatedStore, InteractivelyUnlockingStore, ForeignItemStore {
     /// The store every ``SecureDictionary`` uses unless its options name another.
     public static let shared = SecretServiceStore()
 
@@ -95,5 +95,33 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
         CollectionWatcher(onChange)
+    }
+
+    // MARK: Items outside the contract (adoption)
+
+    package func foreignItems(matching attributes: [String: String], in collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [ForeignItem]
+    {
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in
+            try client.foreignItems(matching: attributes, in: collection, timeout: timeout)
+        }
+    }
+
+    package func foreignSecret(of item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.foreignSecret(of: item, timeout: timeout) }
+    }
+
+    package func deleteForeign(_ item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) {
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.deleteForeign(item, timeout: timeout) }
+    }
+
+    package func createForeign(
+        attributes: [String: String], label: String, secret: SecretBytes, contentType: String,
+        in collection: KeyringCollection, timeout: Duration
+    ) throws(SecureDictionaryError) -> ForeignItem {
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in
+            try client.createForeign(
+                attributes: attributes, label: label, secret: secret, contentType: contentType, in: collection, timeout: timeout)
+        }
     }
 }

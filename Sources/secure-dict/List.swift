@@ -71,6 +71,27 @@ extension SecureDict {
             } else {
                 try Terminal.write(Row.table(rows))
             }
+            if let applicationID, !json { adoptableNote(applicationID, options: options).map(printNote) }
+        }
+
+        /// Per-key items that libraries wrote for a service named as the application, which
+        /// `adopt` can move into a dictionary (their attributes only: no secret is read).
+        private func adoptableNote(_ applicationID: String, options: SecureDictionary.Options) -> String? {
+            var seen: Set<String> = []
+            // The most specific query first: an item counts for one library only.
+            let libraries = ForeignLibrary.allCases.sorted {
+                $0.items(service: applicationID).attributes.count > $1.items(service: applicationID).attributes.count
+            }
+            let found = libraries.compactMap { library -> String? in
+                let items = library.items(service: applicationID)
+                guard let paths = try? SecureDictionary.foreignItemPaths(items, options: options) else { return nil }
+                let count = paths.subtracting(seen).count
+                seen.formUnion(paths)
+                guard count > 0 else { return nil }
+                return "\(count) \(library.rawValue) item\(count == 1 ? "" : "s") (adopt them with 'secure-dict adopt --app "
+                    + "\(shellQuoted(applicationID)) --from \(library.rawValue) --service \(shellQuoted(applicationID))')"
+            }
+            return found.isEmpty ? nil : "Also in the keyring, one secret per item: " + found.joined(separator: "; ") + "."
         }
 
         /// What an empty list says, with the application ID that was meant when `--app` names

@@ -36,7 +36,8 @@ struct SecureDict: ParsableCommand {
 
             Exit codes:
               0   success
-              1   no such key, or no such dictionary
+              1   no such key, or no such dictionary; for 'adopt' and
+                  'export-items', conflicts left something undone
               3   the keyring failed: locked, unavailable, timed out, unreadable item…
                   (one line on standard error says why and what to do); for
                   'doctor', a problem was found
@@ -45,6 +46,8 @@ struct SecureDict: ParsableCommand {
               64  usage error: a missing or invalid argument or option
             """,
         version: version,
-        subcommands: [List.self, Read.self, Write.self, Delete.self, Export.self, Import.self, Doctor.self]
+        subcommands: [
+            List.self, Read.self, Write.self, Delete.self, Export.self, Import.self, Adopt.self, ExportItems.self, Doctor.self,
+        ]
     )
 }

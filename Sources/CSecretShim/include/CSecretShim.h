@@ -67,9 +67,9 @@ gboolean sd_search_reading_one(SecretService *service, GHashTable *attributes, c
                                GCancellable *cancellable, GError **error);
 
 
-/* A string-to-string attribute table; a NULL value leaves that attribute out. */
-GHashTable *sd_attributes_new(const char *service, const char *application,
-                              const char *dictionary, const char *schema);
+/* A string-to-string table (attributes), and an entry added to it (both copied). */
+GHashTable *sd_string_table_new(void);
+void sd_string_table_insert(GHashTable *table, const char *key, const char *value);
 
 /* D-Bus properties for CreateItem: the label and the attributes. */
 GHashTable *sd_item_properties_new(const char *label, GHashTable *attributes);
@@ -91,10 +91,11 @@ GHashTable *sd_item_attributes(SecretService *service, const char *path,
 /* The bytes inside a SecretValue, valid while the value lives (NULL when the value is NULL). */
 const unsigned char *sd_value_bytes(SecretValue *value, size_t *length);
 
-/* A SecretValue of binary content (application/octet-stream) that borrows `bytes` without
-   copying them: they must stay valid, unchanged, for as long as the value is used, and
-   are neither freed nor wiped by it (their owner wipes them). */
-SecretValue *sd_value_new_borrowing(const unsigned char *bytes, size_t length);
+/* A SecretValue of `content_type` (application/octet-stream for a dictionary, text/plain for
+   a per-key item's text) that borrows `bytes` without copying them: they must stay valid,
+   unchanged, for as long as the value is used, and are neither freed nor wiped by it (their
+   owner wipes them). */
+SecretValue *sd_value_new_borrowing(const unsigned char *bytes, size_t length, const char *content_type);
 
 /* The error domains, which are macros that Swift does not import. */
 GQuark sd_secret_error_quark(void);

@@ -93,28 +93,38 @@ enum SecretServiceCalls {
         return bytes(of: value)
     }
 
-    /// `secret_service_create_item_dbus_path_sync` with `SECRET_ITEM_CREATE_REPLACE` (should
-    /// another process have created the item since the check), as the item contract says
-    /// (label, attributes, `application/octet-stream`); returns the item's path. A prompt
-    /// runs only inside ``confirming(_:_:)``.
-    static func createItem(_ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String)
-        throws(SecureDictionaryError) -> String
-    {
-        let table = attributeTable(item.attributes)
-        let properties = sd_item_properties_new(item.name, table)
+    /// `secret_service_create_item_dbus_path_sync` of an item with `label` and `attributes`;
+    /// with `replace`, an item with the same attributes is replaced (another process may have
+    /// created it since the check). Returns the item's path. A prompt runs only inside
+    /// ``confirming(_:_:)``.
+    static func createItem(
+        _ call: Call, _ secret: SecretBytes, label: String, attributes: [String: String],
+        contentType: String = "application/octet-stream", in collection: String, replace: Bool = true
+    ) throws(SecureDictionaryError) -> String {
+        let table = attributeTable(attributes)
+        let properties = sd_item_properties_new(label, table)
         g_hash_table_unref(table)
         defer { g_hash_table_unref(properties) }
         var created = ""
-        try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
+        try withBorrowedValue(secret, contentType: contentType) { value throws(SecureDictionaryError) in
             var error: UnsafeMutablePointer<GError>?
             guard
                 let path = secret_service_create_item_dbus_path_sync(
-                    call.service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, call.cancellable.pointer, &error)
+                    call.service, collection, properties, value, replace ? SECRET_ITEM_CREATE_REPLACE : SECRET_ITEM_CREATE_NONE,
+                    call.cancellable.pointer, &error)
             else { throw KeyringErrorMapping.map(error) }
             created = String(cString: path)
             g_free(path)
         }
         return created
+    }
+
+    /// ``createItem(_:_:label:attributes:contentType:in:replace:)`` of a dictionary's item, as
+    /// the item contract says (label and attributes, `application/octet-stream`), replacing.
+    static func createItem(_ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String)
+        throws(SecureDictionaryError) -> String
+    {
+        try createItem(call, secret, label: item.name, attributes: item.attributes, in: collection)
     }
 
     /// `Item.SetSecret` on the item at `path` (`sd_item_set_secret`).
@@ -217,9 +227,11 @@ enum SecretServiceCalls {
 
     // MARK: Values
 
-    /// A `GHashTable` of the contract's attributes that `attributes` holds.
+    /// A `GHashTable` of `attributes` (release it with `g_hash_table_unref`).
     private static func attributeTable(_ attributes: [String: String]) -> OpaquePointer? {
-        sd_attributes_new(attributes["service"], attributes["application"], attributes["dictionary"], attributes["xdg:schema"])
+        let table = sd_string_table_new()
+        for (key, value) in attributes { sd_string_table_insert(table, key, value) }
+        return table
     }
 
     /// A copy of a secret value's bytes.
@@ -235,10 +247,11 @@ enum SecretServiceCalls {
     /// it, since libsecret encrypts them during the call and the value is released before
     /// `secret` is.
     private static func withBorrowedValue(
-        _ secret: SecretBytes, _ body: (OpaquePointer?) throws(SecureDictionaryError) -> Void
+        _ secret: SecretBytes, contentType: String = "application/octet-stream",
+        _ body: (OpaquePointer?) throws(SecureDictionaryError) -> Void
     ) throws(SecureDictionaryError) {
         try secret.withUnsafeBytes { bytes throws(SecureDictionaryError) in
-            let value = sd_value_new_borrowing(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+            let value = sd_value_new_borrowing(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, contentType)
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
             try body(value)
         }

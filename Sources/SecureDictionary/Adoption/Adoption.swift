@@ -1,0 +1,170 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The steps of ``SecureDictionary/adopt(_:into:applicationID:options:conflicts:retire:dryRun:)``,
+/// in the order they run. Each step leaves every secret findable: in its item, in the
+/// dictionary, or in both.
+enum Adoption {
+    /// One item read, with what the dictionary gets from it.
+    struct Found {
+        let item: ForeignItem
+        let key: String?
+        /// The secret as stored (wiped by the caller).
+        var bytes: [UInt8]
+        /// The entry's value (`nil` when the secret cannot be decoded as its library wrote it).
+        let value: PropertyListValue?
+        /// Its row in the report.
+        var row = 0
+        /// Whether its value goes into the dictionary.
+        var writes = false
+        /// Whether the dictionary holds its value once written (adopted or already there).
+        var held = false
+    }
+
+    /// Reads every item that `items` names, and records those that cannot be read.
+    static func read(
+        _ items: ForeignItems, from store: any ForeignItemStore, timeout: Duration, into report: inout AdoptionReport
+    ) throws(SecureDictionaryError) -> [Found] {
+        var found: [Found] = []
+        for item in try store.foreignItems(matching: items.attributes, in: items.collection, timeout: timeout)
+        where item.attributes["xdg:schema"] != KeyringItem.schemaName {  // never a dictionary's own item
+            let key = item.attributes[items.keyAttribute].flatMap { $0.isEmpty ? nil : $0 }
+            if item.needsConfirmation {
+                report.items.append(.init(key: key, outcome: .needsConfirmation))
+                continue
+            }
+            let secret: SecretBytes
+            do {
+                secret = try store.foreignSecret(of: item, timeout: timeout)
+            } catch .confirmationRequired {
+                report.items.append(.init(key: key, outcome: .needsConfirmation))
+                continue
+            }
+            let bytes = secret.array
+            found.append(Found(item: item, key: key, bytes: bytes, value: value(of: bytes, item.attributes, items.encoding)))
+        }
+        return found.sorted { ($0.key ?? "", $0.item.path) < ($1.key ?? "", $1.item.path) }
+    }
+
+    /// The entry a secret becomes: a string when its bytes are UTF-8, else data (QtKeychain's
+    /// base64 text, decoded, when its `type` says so).
+    static func value(of bytes: [UInt8], _ attributes: [String: String], _ encoding: ForeignItems.Encoding) -> PropertyListValue?
+    {
+        if encoding == .qtKeychain, attributes["type"] == "base64" {
+            return Data(base64Encoded: Data(bytes)).map { .data($0) }
+        }
+        if let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
+        return .data(Data(bytes))
+    }
+
+    /// Decides, against the dictionary's entries, what becomes of each item, and records it.
+    static func plan(
+        _ found: inout [Found], against entries: [String: PropertyListValue], policy: SecureDictionary.AdoptionConflictPolicy,
+        into report: inout AdoptionReport
+    ) {
+        let byKey = Dictionary(grouping: found.indices.filter { found[$0].key != nil }) { found[$0].key! }
+        for index in found.indices {
+            found[index].row = report.items.count
+            let outcome = decide(found[index], siblings: byKey[found[index].key ?? ""] ?? [], found, entries, policy)
+            report.items.append(.init(key: found[index].key, outcome: outcome))
+            found[index].writes = outcome == .adopted
+            found[index].held = outcome == .adopted || outcome == .alreadyAdopted
+        }
+    }
+
+    private static func decide(
+        _ one: Found, siblings: [Int], _ found: [Found], _ entries: [String: PropertyListValue],
+        _ policy: SecureDictionary.AdoptionConflictPolicy
+    ) -> AdoptionReport.Outcome {
+        guard let key = one.key else { return .conflict(reason: "the item has no key attribute, or an empty one") }
+        guard let value = one.value else { return .conflict(reason: "its secret is not in the form its library writes") }
+        let values = siblings.compactMap { found[$0].value }
+        guard values.count == siblings.count, values.allSatisfy({ $0.isStoredIdentically(to: value) }) else {
+            return .conflict(reason: "several items have this key, with different values")
+        }
+        guard let existing = entries[key] else { return .adopted }
+        if existing.isStoredIdentically(to: value) { return .alreadyAdopted }
+        switch policy {
+        case .takeItem: return .adopted
+        case .stop, .keepDictionary: return .conflict(reason: "the dictionary holds another value under this key")
+        }
+    }
+
+    /// Thrown inside the dictionary's update to write nothing.
+    struct Stop: Error {}
+
+    /// Writes the planned entries in one update, planning against what is stored at that
+    /// moment (another writer may have changed it since the dry look); with conflicts and
+    /// ``SecureDictionary/AdoptionConflictPolicy/stop``, writes nothing.
+    static func write(
+        _ found: inout [Found], into dictionary: SecureDictionary, policy: SecureDictionary.AdoptionConflictPolicy,
+        report: inout AdoptionReport
+    ) throws(SecureDictionaryError) -> Bool {
+        let rows = report.items.count
+        do {
+            try dictionary.state.mutate(dictionary.options.context) { (entries: inout [String: PropertyListValue]) throws(Stop) in
+                report.items.removeSubrange(rows...)
+                plan(&found, against: entries, policy: policy, into: &report)
+                if policy == .stop && !report.conflicts.isEmpty { throw Stop() }
+                for one in found where one.writes { entries[one.key!] = one.value }
+            }
+            return true
+        } catch {
+            switch error {
+            case .store(let failure): throw failure
+            case .body: return false
+            }
+        }
+    }
+
+    /// Reads the dictionary back from the keyring: every entry it must hold, as adopted.
+    static func verify(_ found: [Found], in dictionary: SecureDictionary) throws(SecureDictionaryError) {
+        try dictionary.reload()
+        let stored = dictionary.snapshot
+        for one in found where one.held {
+            guard let key = one.key, let value = one.value, stored[key]?.isStoredIdentically(to: value) == true else {
+                throw .writeNotVerified(restored: false)
+            }
+        }
+    }
+
+    /// Removes, one by one, the items whose values the dictionary holds, each only while it
+    /// still holds the secret adopted, then checks that they are gone.
+    static func retire(
+        _ found: [Found], from store: any ForeignItemStore, items: ForeignItems, timeout: Duration,
+        report: inout AdoptionReport
+    ) throws(SecureDictionaryError) {
+        var deleted: Set<String> = []
+        for (number, one) in found.filter(\.held).enumerated() {
+            var now = try store.foreignSecret(of: one.item, timeout: timeout).array
+            defer { Wipe.bytes(&now) }
+            guard now == one.bytes else {
+                report.items[one.row].retirement = .changedSinceAdopted
+                continue
+            }
+            try store.deleteForeign(one.item, timeout: timeout)
+            deleted.insert(one.item.path)
+            report.items[one.row].retirement = .deleted
+            step("retired \(number + 1)")
+        }
+        let left = try store.foreignItems(matching: items.attributes, in: items.collection, timeout: timeout)
+        if left.contains(where: { deleted.contains($0.path) }) {
+            throw .keyring(domain: "SecureDictionary", code: 0, message: "an item adopted and deleted is still in the keyring")
+        }
+    }
+
+    /// A named point between two steps. Test builds stop the process there when
+    /// `SD_TEST_ADOPTION_KILL_AT` names it, as a `kill -9` would.
+    static func step(_ name: String) {
+        #if ENABLE_TESTING_HOOKS
+            if ProcessInfo.processInfo.environment["SD_TEST_ADOPTION_KILL_AT"] == name { raise(SIGKILL) }
+        #endif
+    }
+}

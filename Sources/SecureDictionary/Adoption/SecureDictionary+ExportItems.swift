@@ -1,0 +1,101 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension SecureDictionary {
+    /// The way back from ``adopt(_:into:applicationID:options:conflicts:retire:dryRun:)``:
+    /// writes each string and data entry of the dictionary `name` as a per-key item of the
+    /// library `items` describes, read back before it counts, for a release that must be
+    /// able to downgrade. The dictionary is left as it is.
+    ///
+    /// ```swift
+    /// let report = try SecureDictionary.exportItems(.pythonKeyring(service: "my-app"), from: "tokens")
+    /// ```
+    ///
+    /// An item that already holds the entry's value counts as written; one that holds another
+    /// value is a conflict and is left alone. Entries of other types (numbers, dates, arrays…)
+    /// have no per-key form and are reported as skipped.
+    ///
+    /// - Throws: what reading the dictionary or writing an item throws;
+    ///   ``SecureDictionaryError/writeNotVerified(restored:)`` when an item read back differs.
+    @discardableResult
+    public static func exportItems(
+        _ items: ForeignItems, from name: String?, applicationID: String = SecureDictionary.defaultApplicationID,
+        options: Options = Options()
+    ) throws(SecureDictionaryError) -> ItemExportReport {
+        guard let store = options.store as? any ForeignItemStore else {
+            throw .serviceUnavailable(reason: "this store keeps no per-key items")
+        }
+        let dictionary = try SecureDictionary(name: name, applicationID: applicationID, options: options)
+        var report = ItemExportReport()
+        for (key, value) in dictionary.snapshot.sorted(by: { $0.key < $1.key }) {
+            guard var (bytes, attributes, contentType) = ItemExport.form(of: value, key: key, items) else {
+                report.skipped.append(key)
+                continue
+            }
+            defer { Wipe.bytes(&bytes) }
+            let existing = try store.foreignItems(matching: attributes, in: items.collection, timeout: options.timeout)
+            if let first = existing.first {
+                var stored = try store.foreignSecret(of: first, timeout: options.timeout).array
+                defer { Wipe.bytes(&stored) }
+                if existing.count == 1 && stored == bytes {
+                    report.alreadyThere.append(key)
+                } else {
+                    report.conflicts.append(key)
+                }
+                continue
+            }
+            let created = try store.createForeign(
+                attributes: attributes, label: items.label(key), secret: SecretBytes.copying(bytes), contentType: contentType,
+                in: items.collection, timeout: options.timeout)
+            var readBack = try store.foreignSecret(of: created, timeout: options.timeout).array
+            defer { Wipe.bytes(&readBack) }
+            guard readBack == bytes else { throw .writeNotVerified(restored: false) }
+            report.written.append(key)
+        }
+        return report
+    }
+}
+
+/// What ``SecureDictionary/exportItems(_:from:applicationID:options:)`` did, by key. Its
+/// `description` gives counts only.
+public struct ItemExportReport: Sendable, CustomStringConvertible {
+    /// Keys written as new items, each read back.
+    public internal(set) var written: [String] = []
+    /// Keys whose item already held the entry's value.
+    public internal(set) var alreadyThere: [String] = []
+    /// Keys whose item holds another value (or several items match): left alone.
+    public internal(set) var conflicts: [String] = []
+    /// Keys whose values have no per-key form (not a string or data).
+    public internal(set) var skipped: [String] = []
+
+    public var description: String {
+        "wrote \(written.count), already there \(alreadyThere.count), conflicts \(conflicts.count), skipped \(skipped.count)"
+    }
+}
+
+enum ItemExport {
+    /// The secret, attributes and content type of the item for `key` holding `value`, as the
+    /// library of `items` writes them; `nil` for a value with no per-key form.
+    static func form(of value: PropertyListValue, key: String, _ items: ForeignItems)
+        -> (bytes: [UInt8], attributes: [String: String], contentType: String)?
+    {
+        var attributes = items.attributes(for: key)
+        switch (value, items.encoding) {
+        case (.string(let text), .bytes):
+            return (Array(text.utf8), attributes, "text/plain")
+        case (.data(let data), .bytes):
+            return (Array(data), attributes, "application/octet-stream")
+        case (.string(let text), .qtKeychain):
+            attributes["type"] = "plaintext"
+            return (Array(text.utf8), attributes, "text/plain")
+        case (.data(let data), .qtKeychain):
+            attributes["type"] = "base64"
+            return (Array(data.base64EncodedString().utf8), attributes, "text/plain")
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,260 @@
+import ArgumentParser
+import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// The libraries whose per-key items the tool knows (`--from`, `--to`).
+enum ForeignLibrary: String, ExpressibleByArgument, CaseIterable {
+    case pythonKeyring = "python-keyring"
+    case keytar
+    case goKeyring = "go-keyring"
+    case qtKeychain = "qtkeychain"
+
+    func items(service: String) -> ForeignItems {
+        switch self {
+        case .pythonKeyring: .pythonKeyring(service: service)
+        case .keytar: .keytar(service: service)
+        case .goKeyring: .goKeyring(service: service)
+        case .qtKeychain: .qtKeychain(service: service)
+        }
+    }
+}
+
+/// Which per-key items: a library's with its service, or attributes and a key attribute.
+struct ForeignItemOptions: ParsableArguments {
+    @Option(
+        name: [.customLong("from"), .customLong("to")],
+        help: ArgumentHelp(
+            "The library that wrote the items: \(ForeignLibrary.allCases.map(\.rawValue).joined(separator: ", ")) (with --service).",
+            valueName: "LIBRARY"))
+    var library: ForeignLibrary?
+
+    @Option(help: ArgumentHelp("The service name the library was given (with --from or --to).", valueName: "SERVICE"))
+    var service: String?
+
+    @Option(
+        name: .customLong("match"),
+        help: ArgumentHelp(
+            "Instead of a library: an attribute every item has (repeatable), e.g. --match service=my-app.",
+            valueName: "ATTRIBUTE=VALUE"))
+    var matches: [String] = []
+
+    @Option(help: ArgumentHelp("With --match: the attribute whose value is each item's key.", valueName: "ATTRIBUTE"))
+    var keyAttribute: String?
+
+    @Option(
+        name: .customLong("items-collection"),
+        help: ArgumentHelp(
+            "The collection the items are in, by alias (default: the library's, else 'default').", valueName: "ALIAS"))
+    var itemsCollection: String?
+
+    func validate() throws {
+        switch (library, matches.isEmpty) {
+        case (.some, true):
+            guard let service, !service.isEmpty else { throw ValidationError("--from and --to need --service SERVICE") }
+        case (nil, false):
+            guard keyAttribute?.isEmpty == false else { throw ValidationError("--match needs --key-attribute ATTRIBUTE") }
+            for match in matches where !match.contains("=") {
+                throw ValidationError("--match takes ATTRIBUTE=VALUE, not '\(match)'")
+            }
+        case (.some, false):
+            throw ValidationError("give either a library (--from or --to) or --match, not both")
+        case (nil, true):
+            throw ValidationError(
+                "say which items: --from LIBRARY --service SERVICE, or --match ATTRIBUTE=VALUE --key-attribute ATTRIBUTE")
+        }
+    }
+
+    var items: ForeignItems {
+        var items: ForeignItems
+        if let library, let service {
+            items = library.items(service: service)
+        } else {
+            let pairs = matches.map { match in
+                let parts = match.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return (String(parts[0]), String(parts[1]))
+            }
+            items = ForeignItems(attributes: Dictionary(pairs) { _, last in last }, keyAttribute: keyAttribute!)
+        }
+        if let itemsCollection { items.collection = KeyringCollection(alias: itemsCollection) }
+        return items
+    }
+}
+
+extension SecureDict {
+    struct Adopt: ReportingCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "adopt",
+            abstract: "Move per-key secrets of another library or tool into one dictionary.",
+            discussion: """
+                Reads the keyring items another library keeps, one per key (python keyring, \
+                keytar and Electron apps, go-keyring, QtKeychain, or any items --match finds), \
+                writes them into the dictionary, reads the dictionary back, and only then, with \
+                --retire delete, removes each item, one by one, each only while it still holds \
+                the secret adopted. Interrupted at any point, nothing is lost: run it again to \
+                finish. A secret becomes a string when it is UTF-8, data otherwise.
+
+                A key the dictionary already holds with another value, two items with one key, \
+                or an item without the key attribute is a conflict: nothing changes at all \
+                (exit 1) unless --on-conflict says otherwise. Items the keyring asks you about \
+                (KeePassXC's access confirmation) are listed and left alone. The way back is \
+                'export-items'.
+
+                Examples:
+                  secure-dict adopt --app com.example.app --name tokens \\
+                      --from python-keyring --service my-app --dry-run
+                  secure-dict adopt --app com.example.app --name tokens \\
+                      --from python-keyring --service my-app --retire delete
+                  secure-dict adopt --app com.example.app --match application=my-tool \\
+                      --key-attribute account --json
+                """)
+
+        @OptionGroup var dictionary: DictionaryOptions
+        @OptionGroup var source: ForeignItemOptions
+
+        @Flag(help: "Only say what would be written and retired.")
+        var dryRun = false
+
+        @Option(help: ArgumentHelp("What to do with the items once adopted: keep (default) or delete.", valueName: "POLICY"))
+        var retire: Retire = .keep
+
+        @Option(
+            help: ArgumentHelp(
+                "What a conflict means: stop (change nothing; the default), keep-dictionary, take-item.", valueName: "POLICY"))
+        var onConflict: OnConflict = .stop
+
+        @Flag(
+            help:
+                "Print the report as JSON: {\"dryRun\", \"changedNothing\", \"items\": [{\"key\", \"outcome\", \"reason\", \"retirement\"}]}."
+        )
+        var json = false
+
+        @OptionGroup var global: GlobalOptions
+
+        enum Retire: String, ExpressibleByArgument { case keep, delete }
+        enum OnConflict: String, ExpressibleByArgument {
+            case stop
+            case keepDictionary = "keep-dictionary"
+            case takeItem = "take-item"
+        }
+
+        func perform() throws {
+            let location = dictionary.location(global)
+            let report: AdoptionReport
+            do {
+                report = try SecureDictionary.adopt(
+                    source.items, into: location.name, applicationID: location.applicationID, options: location.options,
+                    conflicts: onConflict == .stop ? .stop : onConflict == .keepDictionary ? .keepDictionary : .takeItem,
+                    retire: retire == .delete ? .delete : .keep, dryRun: dryRun)
+            } catch {
+                throw CommandFailure.keyring(error, hint: nil)
+            }
+            try Terminal.write(Data((json ? try AdoptionOutput.json(report) : AdoptionOutput.text(report)).utf8))
+            if report.changedNothing { throw ExitStatus.notFound }
+        }
+    }
+}
+
+/// How `adopt` prints its report. Keys come from attributes (not secret); values never print.
+enum AdoptionOutput {
+    static func text(_ report: AdoptionReport) -> String {
+        let lines = report.items.map { item in
+            let key = item.key.map(VisibleText.escaped) ?? "(no key)"
+            let retired = item.retirement == .kept ? "" : " (\(retirement(item.retirement)))"
+            return
+                "\(outcome(item.outcome).name.padded(to: 20))\(key)\(outcome(item.outcome).reason.map { ": \($0)" } ?? "")\(retired)"
+        }
+        return (lines + [report.description + "."]).joined(separator: "\n") + "\n"
+    }
+
+    static func json(_ report: AdoptionReport) throws -> String {
+        struct Row: Encodable {
+            let key: String?
+            let outcome: String
+            let reason: String?
+            let retirement: String
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(key, forKey: .key)  // null when the item has none
+                try container.encode(outcome, forKey: .outcome)
+                try container.encode(reason, forKey: .reason)
+                try container.encode(retirement, forKey: .retirement)
+            }
+            enum CodingKeys: String, CodingKey { case key, outcome, reason, retirement }
+        }
+        struct Whole: Encodable {
+            let dryRun: Bool
+            let changedNothing: Bool
+            let items: [Row]
+        }
+        let rows = report.items.map { item in
+            Row(
+                key: item.key, outcome: outcome(item.outcome).name, reason: outcome(item.outcome).reason,
+                retirement: retirement(item.retirement))
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let text = String(
+            decoding: try encoder.encode(Whole(dryRun: report.dryRun, changedNothing: report.changedNothing, items: rows)),
+            as: UTF8.self)
+        return VisibleText.escapingJSON(text) + "\n"
+    }
+
+    private static func outcome(_ outcome: AdoptionReport.Outcome) -> (name: String, reason: String?) {
+        switch outcome {
+        case .adopted: ("adopted", nil)
+        case .alreadyAdopted: ("already-adopted", nil)
+        case .conflict(let reason): ("conflict", reason)
+        case .needsConfirmation: ("needs-confirmation", "the keyring asks its user before this tool may read it")
+        }
+    }
+
+    private static func retirement(_ retirement: AdoptionReport.Retirement) -> String {
+        switch retirement {
+        case .kept: "kept"
+        case .deleted: "deleted"
+        case .changedSinceAdopted: "changed-since-adopted"
+        }
+    }
+}
+
+extension SecureDict {
+    struct ExportItems: ReportingCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "export-items",
+            abstract: "Write a dictionary's entries back as per-key items of another library (the way back from 'adopt').",
+            discussion: """
+                For a release that must be able to go back to an older one: each string and \
+                data entry of the dictionary becomes the item that library would have written, \
+                read back before it counts. An item that already holds the entry's value is \
+                left as it is; one with another value is a conflict and is not touched (exit \
+                1). Entries of other types have no per-key form and are skipped. The \
+                dictionary is not changed.
+
+                Examples:
+                  secure-dict export-items --app com.example.app --name tokens \\
+                      --to python-keyring --service my-app
+                """)
+
+        @OptionGroup var dictionary: DictionaryOptions
+        @OptionGroup var target: ForeignItemOptions
+        @OptionGroup var global: GlobalOptions
+
+        func perform() throws {
+            let location = dictionary.location(global)
+            let report: ItemExportReport
+            do {
+                report = try SecureDictionary.exportItems(
+                    target.items, from: location.name, applicationID: location.applicationID, options: location.options)
+            } catch {
+                throw CommandFailure.keyring(error, hint: nil)
+            }
+            try Terminal.write(Data((report.description + ".\n").utf8))
+            if !report.conflicts.isEmpty { throw ExitStatus.notFound }
+        }
+    }
+}

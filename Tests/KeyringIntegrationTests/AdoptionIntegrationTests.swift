@@ -1,0 +1,104 @@
+import Foundation
+import SecureDictionaryTestSupport
+import Testing
+
+@testable import SecureDictionary
+
+extension KeyringIntegration {
+    /// Issue 30: adopting the per-key items other libraries wrote, made by the real libraries
+    /// where Debian has them (python `keyring` 23.9.3 and `secretstorage` 3.3.3), and with
+    /// `secret-tool` for those it does not (keytar, go-keyring, QtKeychain: attributes read
+    /// from their sources), on every provider.
+    @Suite struct Adoption {
+        /// Runs python code with Debian's python and keyring forced onto its Secret Service
+        /// backend (it would pick KWallet's own API where kwalletd runs).
+        static func python(_ code: String) throws -> ChildProcess.Output {
+            try KeyringHarness.run(
+                "/usr/bin/python3", ["-c", code],
+                environment: ["PYTHON_KEYRING_BACKEND": "keyring.backends.SecretService.Keyring"])
+        }
+
+        @Test(.timeLimit(.minutes(2))) func pythonKeyringItemsAreAdoptedReadBackAfterARestartAndRetired() throws {
+            let service = "adopt-\(UUID().uuidString)"
+            let app = "it.adopt.\(UUID().uuidString)"
+            let made = try Self.python(
+                """
+                import keyring, secretstorage
+                keyring.set_password("\(service)", "alice", "token-alice")
+                keyring.set_password("\(service)", "bob", "tøken-bob")
+                bus = secretstorage.dbus_init()
+                secretstorage.get_default_collection(bus).create_item(
+                    "binary", {"service": "\(service)", "username": "carol", "application": "Python keyring library"},
+                    b"\\x00\\xff\\x10", content_type="application/octet-stream")
+                """)
+            try #require(made.succeeded, "\(made.stderr)")
+            let options = SecureDictionary.Options(store: SecretServiceStore())
+            let first = try SecureDictionary.adopt(
+                .pythonKeyring(service: service), into: "tokens", applicationID: app, options: options)
+            #expect(first.items.map(\.outcome) == [.adopted, .adopted, .adopted], "\(first)")
+            let kept = try Self.python("import keyring; print(keyring.get_password('\(service)', 'alice'))")
+            #expect(kept.trimmedText == "token-alice")  // the old application still finds its item
+
+            try KeyringHarness.daemon("restart")
+            let expected: [String: SecureDictionary.Value] = [
+                "alice": "token-alice", "bob": "tøken-bob", "carol": .data(Data([0x00, 0xFF, 0x10])),
+            ]
+            let reopened = try SecureDictionary(name: "tokens", applicationID: app, options: .init(store: SecretServiceStore()))
+            #expect(reopened.snapshot == expected)
+
+            let second = try SecureDictionary.adopt(
+                .pythonKeyring(service: service), into: "tokens", applicationID: app, options: .init(store: SecretServiceStore()),
+                retire: .delete)
+            #expect(second.items.map(\.outcome) == [.alreadyAdopted, .alreadyAdopted, .alreadyAdopted], "\(second)")
+            #expect(second.items.map(\.retirement) == [.deleted, .deleted, .deleted], "\(second)")
+            let gone = try Self.python("import keyring; print(keyring.get_password('\(service)', 'alice'))")
+            #expect(gone.succeeded && gone.trimmedText == "None", "\(gone)")  // fails cleanly: no such item
+
+            // The way back, for a release that must be able to downgrade.
+            let back = try SecureDictionary.exportItems(
+                .pythonKeyring(service: service), from: "tokens", applicationID: app, options: .init(store: SecretServiceStore()))
+            #expect(back.written == ["alice", "bob", "carol"], "\(back)")
+            let read = try Self.python(
+                """
+                import keyring, secretstorage
+                print(keyring.get_password('\(service)', 'alice'), keyring.get_password('\(service)', 'bob'))
+                bus = secretstorage.dbus_init()
+                [carol] = secretstorage.search_items(bus, {"service": "\(service)", "username": "carol"})
+                print(carol.get_secret().hex())
+                """)
+            #expect(read.trimmedText == "token-alice tøken-bob\n00ff10", "\(read)")
+        }
+
+        /// keytar, go-keyring and QtKeychain, whose items are made with `secret-tool` and the
+        /// attributes their sources give.
+        @Test func otherLibrariesItemsAreAdopted() throws {
+            let service = "adopt-\(UUID().uuidString)"
+            let app = "it.adopt.\(UUID().uuidString)"
+            func store(_ attributes: [String: String], _ secret: String) throws {
+                let arguments =
+                    ["store", "--label=made by a test"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
+                let output = try ChildProcess.run("/usr/bin/secret-tool", arguments, input: Data(secret.utf8))
+                try #require(output.succeeded, "secret-tool: \(output.stderr)")
+            }
+            try store(["service": service, "account": "kt", "xdg:schema": "org.freedesktop.Secret.Generic"], "keytar secret")
+            try store(["service": service, "username": "go"], "go secret")
+            try store(["server": service, "user": "qt", "type": "plaintext", "xdg:schema": "org.qt.keychain"], "qt secret")
+            try store(["server": service, "user": "qtb", "type": "base64", "xdg:schema": "org.qt.keychain"], "AAEC/w==")
+            var goKeyring = ForeignItems.goKeyring(service: service)
+            // go-keyring writes to the `login` collection: gnome-keyring's name for its default one.
+            if PrivateKeyring.provider != "gnome-keyring" { goKeyring.collection = .default }
+            let options = SecureDictionary.Options(store: SecretServiceStore())
+            // keytar's item also matches go-keyring's query (`service` alone) until it is retired,
+            // and has no `username`: a conflict, skipped, with `.keepDictionary`.
+            for items in [ForeignItems.keytar(service: service), goKeyring, .qtKeychain(service: service)] {
+                try SecureDictionary.adopt(
+                    items, into: "tokens", applicationID: app, options: options, conflicts: .keepDictionary, retire: .delete)
+            }
+            let fresh = try SecureDictionary(name: "tokens", applicationID: app, options: .init(store: SecretServiceStore()))
+            #expect(
+                fresh.snapshot == [
+                    "kt": "keytar secret", "go": "go secret", "qt": "qt secret", "qtb": .data(Data([0, 1, 2, 255])),
+                ])
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import SecureDictionary
+
+/// Issue 30: adopting per-key items, the rules decided without a keyring (the integration
+/// suite `Adoption` does it against real providers and the real libraries' items).
+@Suite struct AdoptionTests {
+    let store = ForeignItemsInMemory()
+    let app = "test.adopt.\(UUID().uuidString)"
+
+    func tokens() throws -> SecureDictionary {
+        try SecureDictionary(name: "tokens", applicationID: app, options: .init(store: store))
+    }
+
+    @Test func itemsBecomeEntriesTheDictionaryIsReadBackAndTheItemsKept() throws {
+        store.add(["service": "app", "username": "alice"], "a-token")
+        store.add(["service": "app", "username": "bob"], Array([0xFF, 0x00, 0x01]))
+        store.add(["service": "other", "username": "carol"], "not ours")
+        let report = try SecureDictionary.adopt(
+            ForeignItems(attributes: ["service": "app"], keyAttribute: "username"), into: "tokens", applicationID: app,
+            options: .init(store: store))
+        #expect(report.items.map(\.outcome) == [.adopted, .adopted])
+        #expect(try tokens().snapshot == ["alice": "a-token", "bob": .data(Data([0xFF, 0x00, 0x01]))])  // UTF-8 or data
+        #expect(store.count == 3)  // kept
+        #expect(!report.description.contains("alice"))
+    }
+
+    @Test func aDryRunWritesNothing() throws {
+        store.add(["service": "app", "username": "alice"], "a-token")
+        let report = try SecureDictionary.adopt(
+            ForeignItems(attributes: ["service": "app"], keyAttribute: "username"), into: "tokens", applicationID: app,
+            options: .init(store: store), retire: .delete, dryRun: true)
+        #expect(report.items.map(\.outcome) == [.adopted] && report.dryRun)
+        #expect(try tokens().isEmpty)
+        #expect(store.count == 1)
+    }
+
+    @Test func conflictsChangeNothingUnlessAPolicySaysOtherwise() throws {
+        try tokens().setValue("dictionary's", forKey: "alice")
+        store.add(["service": "app", "username": "alice"], "item's")
+        store.add(["service": "app", "username": "bob"], "bob's")
+        store.add(["service": "app", "username": "dup"], "one")
+        store.add(["service": "app", "username": "dup"], "two")
+        store.add(["service": "app"], "no key")
+        let items = ForeignItems(attributes: ["service": "app"], keyAttribute: "username")
+        let stopped = try SecureDictionary.adopt(
+            items, into: "tokens", applicationID: app, options: .init(store: store), retire: .delete)
+        #expect(stopped.changedNothing && stopped.conflicts.count == 4)
+        #expect(try tokens().snapshot == ["alice": "dictionary's"])
+        #expect(store.count == 5)
+
+        let kept = try SecureDictionary.adopt(
+            items, into: "tokens", applicationID: app, options: .init(store: store), conflicts: .keepDictionary, retire: .delete)
+        #expect(!kept.changedNothing && kept.conflicts.count == 4)
+        #expect(try tokens().snapshot == ["alice": "dictionary's", "bob": "bob's"])
+        #expect(store.count == 4)  // only bob's item retired
+
+        let taken = try SecureDictionary.adopt(
+            items, into: "tokens", applicationID: app, options: .init(store: store), conflicts: .takeItem, retire: .delete)
+        #expect(taken.conflicts.count == 3)  // two items of one key, and one with none, stay conflicts
+        #expect(try tokens()["alice"] == "item's")
+        #expect(store.count == 3)
+    }
+
+    /// A second run finds the entries there already and retires what is left: no duplicates.
+    @Test func aSecondRunFinishesTheJob() throws {
+        store.add(["service": "app", "username": "alice"], "a-token")
+        let items = ForeignItems(attributes: ["service": "app"], keyAttribute: "username")
+        try SecureDictionary.adopt(items, into: "tokens", applicationID: app, options: .init(store: store))
+        let second = try SecureDictionary.adopt(
+            items, into: "tokens", applicationID: app, options: .init(store: store), retire: .delete)
+        #expect(second.items.map(\.outcome) == [.alreadyAdopted])
+        #expect(second.items.map(\.retirement) == [.deleted])
+        #expect(store.count == 0)
+        #expect(try tokens().snapshot == ["alice": "a-token"])
+    }
+
+    /// An item changed after it was read is kept, and said so.
+    @Test func anItemChangedSinceAdoptedIsKept() throws {
+        store.add(["service": "app", "username": "alice"], "old")
+        store.changesAfterFirstRead = true  // another program writes it before it is retired
+        let report = try SecureDictionary.adopt(
+            ForeignItems(attributes: ["service": "app"], keyAttribute: "username"), into: "tokens", applicationID: app,
+            options: .init(store: store), retire: .delete)
+        #expect(report.items.map(\.retirement) == [.changedSinceAdopted])
+        #expect(store.count == 1)
+    }
+
+    @Test func qtKeychainBase64IsData() throws {
+        store.add(["server": "app", "user": "k", "type": "base64", "xdg:schema": "org.qt.keychain"], "AAEC/w==")
+        store.add(["server": "app", "user": "t", "type": "plaintext", "xdg:schema": "org.qt.keychain"], "text")
+        try SecureDictionary.adopt(.qtKeychain(service: "app"), into: "tokens", applicationID: app, options: .init(store: store))
+        #expect(try tokens().snapshot == ["k": .data(Data([0, 1, 2, 255])), "t": "text"])
+        // And back: each entry as the item QtKeychain would write.
+        let back = ForeignItemsInMemory()
+        try SecureDictionary(name: "tokens", applicationID: app, options: .init(store: back)).update {
+            $0.dictionary = try tokens().snapshot
+        }
+        let report = try SecureDictionary.exportItems(
+            .qtKeychain(service: "app"), from: "tokens", applicationID: app, options: .init(store: back))
+        #expect(report.written == ["k", "t"])
+        #expect(
+            back.secret(of: ["server": "app", "user": "k", "type": "base64", "xdg:schema": "org.qt.keychain"])
+                == Array("AAEC/w==".utf8))
+    }
+
+    @Test func exportingWritesEachEntryOnceAndLeavesOtherValuesAlone() throws {
+        try tokens().update { entries in
+            entries["alice"] = "a"
+            entries["bob"] = "b"
+            entries["count"] = 3
+        }
+        store.add(["service": "app", "username": "bob", "application": "Python keyring library"], "other")
+        let items = ForeignItems.pythonKeyring(service: "app")
+        let first = try SecureDictionary.exportItems(items, from: "tokens", applicationID: app, options: .init(store: store))
+        #expect(first.written == ["alice"] && first.conflicts == ["bob"] && first.skipped == ["count"])
+        let second = try SecureDictionary.exportItems(items, from: "tokens", applicationID: app, options: .init(store: store))
+        #expect(second.alreadyThere == ["alice"] && second.written.isEmpty)
+    }
+}
+
+/// An in-memory store of dictionaries and of per-key items.
+final class ForeignItemsInMemory: ForwardingStore, ForeignItemStore, Sendable {
+    let inner = InMemoryKeyringStore()
+    private let items = Mutex<[(path: String, attributes: [String: String], secret: [UInt8])]>([])
+    private let serial = Atomic<Int>(0)
+    private let changing = Atomic<Bool>(false)
+    private let reads = Mutex<[String: Int]>([:])
+
+    /// Each item's secret changes between its first read and its second (another program).
+    var changesAfterFirstRead: Bool {
+        get { changing.load(ordering: .relaxed) }
+        set { changing.store(newValue, ordering: .relaxed) }
+    }
+
+    var count: Int { items.withLock { $0.count } }
+
+    func add(_ attributes: [String: String], _ secret: String) { add(attributes, Array(secret.utf8)) }
+
+    func add(_ attributes: [String: String], _ secret: [UInt8]) {
+        let path = "/item/\(serial.add(1, ordering: .relaxed).newValue)"
+        items.withLock { $0.append((path, attributes, secret)) }
+    }
+
+    func secret(of attributes: [String: String]) -> [UInt8]? {
+        items.withLock { items in items.first { $0.attributes == attributes }?.secret }
+    }
+
+    func foreignItems(matching attributes: [String: String], in collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [ForeignItem]
+    {
+        items.withLock { items in
+            items.filter { item in attributes.allSatisfy { item.attributes[$0.key] == $0.value } }
+                .map { ForeignItem(path: $0.path, attributes: $0.attributes, collection: "/memory") }
+        }
+    }
+
+    func foreignSecret(of item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
+        let read = reads.withLock { reads in
+            reads[item.path, default: 0] += 1
+            return reads[item.path]!
+        }
+        if read == 2, changesAfterFirstRead {
+            items.withLock { items in
+                if let index = items.firstIndex(where: { $0.path == item.path }) { items[index].secret = Array("changed".utf8) }
+            }
+        }
+        guard let secret = items.withLock({ $0.first { $0.path == item.path }?.secret }) else { throw .connectionLost }
+        return SecretBytes.copying(secret)
+    }
+
+    func deleteForeign(_ item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) {
+        items.withLock { $0.removeAll { $0.path == item.path } }
+    }
+
+    func createForeign(
+        attributes: [String: String], label: String, secret: SecretBytes, contentType: String,
+        in collection: KeyringCollection, timeout: Duration
+    ) throws(SecureDictionaryError) -> ForeignItem {
+        let path = "/item/\(serial.add(1, ordering: .relaxed).newValue)"
+        items.withLock { $0.append((path, attributes, secret.array)) }
+        return ForeignItem(path: path, attributes: attributes, collection: "/memory")
+    }
+}
