@@ -39,35 +39,39 @@ sd_item_properties_new (const char *label, GHashTable *attributes)
 
 /* ---- properties of other objects ---------------------------------------------- */
 
-static GVariant *
-get_property (SecretService *service, const char *path, const char *interface,
-              const char *name, GCancellable *cancellable, GError **error)
+/* The property `name` of the object at `path`, as a variant of `type`, through `*value`:
+   TRUE with *value NULL when the answer has another type, FALSE with error set when the call
+   failed. */
+static gboolean
+get_property (SecretService *service, const char *path, const char *interface, const char *name,
+              const GVariantType *type, GVariant **value, GCancellable *cancellable, GError **error)
 {
     GDBusProxy *proxy = G_DBUS_PROXY (service);
     GVariant *reply = g_dbus_connection_call_sync (
         g_dbus_proxy_get_connection (proxy), g_dbus_proxy_get_name (proxy), path,
         "org.freedesktop.DBus.Properties", "Get", g_variant_new ("(ss)", interface, name),
         G_VARIANT_TYPE ("(v)"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    *value = NULL;
     if (reply == NULL)
-        return NULL;
-    GVariant *value = NULL;
-    g_variant_get (reply, "(v)", &value);
+        return FALSE;
+    g_variant_get (reply, "(v)", value);
     g_variant_unref (reply);
-    return value;
+    if (!g_variant_is_of_type (*value, type))
+        g_clear_pointer (value, g_variant_unref);
+    return TRUE;
 }
 
 int
 sd_collection_is_locked (SecretService *service, const char *path,
                          GCancellable *cancellable, GError **error)
 {
-    GVariant *value = get_property (service, path, "org.freedesktop.Secret.Collection",
-                                    "Locked", cancellable, error);
-    if (value == NULL)
+    GVariant *value;
+    if (!get_property (service, path, "org.freedesktop.Secret.Collection", "Locked", G_VARIANT_TYPE_BOOLEAN, &value,
+                       cancellable, error))
         return -1;
-    int locked = g_variant_is_of_type (value, G_VARIANT_TYPE_BOOLEAN)
-                     ? (g_variant_get_boolean (value) ? 1 : 0)
-                     : 1;   /* a malformed answer is treated as locked, never as open */
-    g_variant_unref (value);
+    /* A malformed answer is treated as locked, never as open. */
+    int locked = value == NULL || g_variant_get_boolean (value) ? 1 : 0;
+    g_clear_pointer (&value, g_variant_unref);
     return locked;
 }
 
@@ -75,14 +79,12 @@ char *
 sd_collection_label (SecretService *service, const char *path,
                      GCancellable *cancellable, GError **error)
 {
-    GVariant *value = get_property (service, path, "org.freedesktop.Secret.Collection",
-                                    "Label", cancellable, error);
-    if (value == NULL)
+    GVariant *value;
+    if (!get_property (service, path, "org.freedesktop.Secret.Collection", "Label", G_VARIANT_TYPE_STRING, &value,
+                       cancellable, error))
         return NULL;
-    char *label = g_variant_is_of_type (value, G_VARIANT_TYPE_STRING)
-                      ? g_variant_dup_string (value, NULL)
-                      : g_strdup ("");
-    g_variant_unref (value);
+    char *label = value != NULL ? g_variant_dup_string (value, NULL) : g_strdup ("");
+    g_clear_pointer (&value, g_variant_unref);
     return label;
 }
 
@@ -90,19 +92,19 @@ GHashTable *
 sd_item_attributes (SecretService *service, const char *path,
                     GCancellable *cancellable, GError **error)
 {
-    GVariant *value = get_property (service, path, "org.freedesktop.Secret.Item",
-                                    "Attributes", cancellable, error);
-    if (value == NULL)
+    GVariant *value;
+    if (!get_property (service, path, "org.freedesktop.Secret.Item", "Attributes", G_VARIANT_TYPE ("a{ss}"), &value,
+                       cancellable, error))
         return NULL;
-    GHashTable *attributes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-    if (g_variant_is_of_type (value, G_VARIANT_TYPE ("a{ss}"))) {
+    GHashTable *attributes = sd_string_table_new ();
+    if (value != NULL) {
         GVariantIter iter;
         const char *key, *text;
         g_variant_iter_init (&iter, value);
         while (g_variant_iter_next (&iter, "{&s&s}", &key, &text))
-            g_hash_table_insert (attributes, g_strdup (key), g_strdup (text));
+            sd_string_table_insert (attributes, key, text);
+        g_variant_unref (value);
     }
-    g_variant_unref (value);
     return attributes;
 }
 

@@ -46,7 +46,7 @@ extension BinaryPropertyListReader {
         }
     }
 
-    /// ``scalar(marker:offset:)`` for the less common types, and the rejected ones.
+    /// ``scalar(marker:offset:)`` for the types it does not read inline, and the rejected ones.
     private func otherScalar(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
         switch marker {
         case 0x10...0x14:
@@ -55,13 +55,6 @@ extension BinaryPropertyListReader {
             try requireBytes(4, at: offset + 1)
             let bits = UInt32(truncatingIfNeeded: unsigned(at: offset + 1, size: 4))
             return .real(Double(Float(bitPattern: bits)))
-        case 0x23:
-            try requireBytes(8, at: offset + 1)
-            return .real(Double(bitPattern: unsigned(at: offset + 1, size: 8)))
-        case 0x33:
-            try requireBytes(8, at: offset + 1)
-            let seconds = Double(bitPattern: unsigned(at: offset + 1, size: 8))
-            return .date(Date(timeIntervalSinceReferenceDate: seconds))
         case 0x40...0x4F:
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
             return .data(Data(bytes: base + start, count: count))

@@ -56,7 +56,9 @@ struct ProviderTraits: Sendable, Equatable {
     static let other = ProviderTraits(
         name: nil, replacesSecretInPlace: false, readsSecretWithSearch: true,
         lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil)
+}
 
+extension ProviderTraits {
     /// The row of the provider `sd_service_provider` recognised.
     init(code: Int32) {
         switch code {
@@ -65,17 +67,5 @@ struct ProviderTraits: Sendable, Equatable {
         case Int32(SD_PROVIDER_GNOME_KEYRING): self = .gnomeKeyring
         default: self = .other
         }
-    }
-
-    private init(
-        name: String?, replacesSecretInPlace: Bool, readsSecretWithSearch: Bool, lockedItemsMeanConfirmation: Bool,
-        dismissesPrompts: Bool, unlockDialogBusName: String?
-    ) {
-        self.name = name
-        self.replacesSecretInPlace = replacesSecretInPlace
-        self.readsSecretWithSearch = readsSecretWithSearch
-        self.lockedItemsMeanConfirmation = lockedItemsMeanConfirmation
-        self.dismissesPrompts = dismissesPrompts
-        self.unlockDialogBusName = unlockDialogBusName
     }
 }
