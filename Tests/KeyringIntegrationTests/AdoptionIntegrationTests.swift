@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionaryTestSupport
+import Synchronization
 import Testing
 
 @testable import SecureDictionary
@@ -69,6 +70,28 @@ extension KeyringIntegration {
             #expect(read.trimmedText == "token-alice tøken-bob\n00ff10", "\(read)")
         }
 
+        /// The real QtKeychain (libqt5keychain1 0.13.2, through a small client) stores a text
+        /// and a binary secret; both are adopted, retired, and written back so that QtKeychain
+        /// reads them again.
+        @Test(.timeLimit(.minutes(2))) func qtKeychainItemsAreAdoptedAndWrittenBack() throws {
+            let client = try QtKeychainClient.built()
+            let service = "adopt-\(UUID().uuidString)"
+            let app = "it.adopt.\(UUID().uuidString)"
+            try #require(try client.run(["write", service, "alice", "qt secret"]).succeeded)
+            try #require(try client.run(["write-binary", service, "bob", "0001ff"]).succeeded)
+            let options = SecureDictionary.Options(store: SecretServiceStore())
+            let report = try SecureDictionary.adopt(
+                .qtKeychain(service: service), into: "tokens", applicationID: app, options: options, retire: .delete)
+            #expect(report.items.map(\.retirement) == [.deleted, .deleted], "\(report)")
+            let fresh = try SecureDictionary(name: "tokens", applicationID: app, options: .init(store: SecretServiceStore()))
+            #expect(fresh.snapshot == ["alice": "qt secret", "bob": .data(Data([0x00, 0x01, 0xFF]))])
+            #expect(!(try client.run(["read", service, "alice"]).succeeded))  // retired: QtKeychain finds nothing
+
+            try SecureDictionary.exportItems(.qtKeychain(service: service), from: "tokens", applicationID: app, options: options)
+            #expect(try client.run(["read", service, "alice"]).text == "qt secret\n717420736563726574\n")
+            #expect(try client.run(["read", service, "bob"]).text.hasSuffix("0001ff\n"))
+        }
+
         /// keytar, go-keyring and QtKeychain, whose items are made with `secret-tool` and the
         /// attributes their sources give.
         @Test func otherLibrariesItemsAreAdopted() throws {
@@ -100,5 +123,34 @@ extension KeyringIntegration {
                     "kt": "keytar secret", "go": "go secret", "qt": "qt secret", "qtb": .data(Data([0, 1, 2, 255])),
                 ])
         }
+    }
+}
+
+/// Tests/Support/qtkeychain-client, compiled once per test process with g++ against Debian's
+/// libqt5keychain1.
+struct QtKeychainClient {
+    let path: String
+
+    static func built() throws -> QtKeychainClient {
+        try cache.withLock { cached in
+            if let cached { return cached }
+            let source = PrivateKeyring.packageRoot.appendingPathComponent("Tests/Support/qtkeychain-client/main.cpp").path
+            let binary = FileManager.default.temporaryDirectory.appendingPathComponent("qtkeychain-client-\(getpid())").path
+            let flags = try ChildProcess.run("/usr/bin/pkg-config", ["--cflags", "--libs", "Qt5Core"])
+            try #require(flags.succeeded, "pkg-config Qt5Core: \(flags.stderr)")
+            let arguments =
+                ["-std=c++17", "-fPIC", "-o", binary, source]
+                + flags.trimmedText.split(separator: " ").map(String.init) + ["-lqt5keychain"]
+            let compiled = try ChildProcess.run("/usr/bin/g++", arguments)
+            try #require(compiled.succeeded, "g++: \(compiled.stderr)")
+            cached = QtKeychainClient(path: binary)
+            return cached!
+        }
+    }
+
+    private static let cache = Mutex<QtKeychainClient?>(nil)
+
+    func run(_ arguments: [String]) throws -> ChildProcess.Output {
+        try ChildProcess.run(path, arguments, environment: ProcessInfo.processInfo.environment)
     }
 }

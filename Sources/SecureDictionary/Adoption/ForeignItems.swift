@@ -60,8 +60,8 @@ public struct ForeignItems: Sendable, CustomStringConvertible {
 
     /// keytar (and Electron apps that use it, `setPassword(service, account, …)`): attributes
     /// `service` and `account`, schema `org.freedesktop.Secret.Generic`, label
-    /// `service/account`. Attributes from keytar 7.9's `keytar_linux.cc`; its items made with
-    /// `secret-tool` in the tests.
+    /// `service/account`. Attributes as keytar's `keytar_linux.cc` writes them (not packaged
+    /// here: its items are made with `secret-tool` in the tests).
     public static func keytar(service: String) -> ForeignItems {
         ForeignItems(
             attributes: ["service": service, "xdg:schema": "org.freedesktop.Secret.Generic"], keyAttribute: "account",
@@ -69,21 +69,23 @@ public struct ForeignItems: Sendable, CustomStringConvertible {
     }
 
     /// go-keyring (zalando, `keyring.Set(service, user, …)`): attributes `service` and
-    /// `username`, in the `login` collection. Attributes from go-keyring 0.2's
-    /// `keyring_unix.go`; its items made with `secret-tool` in the tests.
+    /// `username`, in the `login` collection. Attributes as go-keyring's
+    /// `keyring_unix.go` writes them (not packaged here: its items are made with `secret-tool`
+    /// in the tests).
     public static func goKeyring(service: String) -> ForeignItems {
         ForeignItems(
             attributes: ["service": service], keyAttribute: "username", collection: KeyringCollection(alias: "login"),
             label: { "Password for '\($0)' on '\(service)'" })
     }
 
-    /// QtKeychain's libsecret backend (`QKeychain::WritePasswordJob(service)` with key
-    /// `user`): schema `org.qt.keychain`, attributes `server` = service, `user` = key, `type`.
-    /// Attributes from QtKeychain 0.13's `libsecret.cpp`.
+    /// QtKeychain's libsecret backend (`QKeychain::WritePasswordJob(service)` with
+    /// `setKey(key)`): schema `org.qt.keychain`, attributes `server` = service, `user` = key,
+    /// `type` = `plaintext` or `base64` (binary data), label = service. Tested with
+    /// libqt5keychain1 0.13.2 (Debian 12).
     public static func qtKeychain(service: String) -> ForeignItems {
         ForeignItems(
             attributes: ["server": service, "xdg:schema": "org.qt.keychain"], keyAttribute: "user", encoding: .qtKeychain,
-            label: { "\(service)/\($0)" })
+            label: { _ in service })
     }
 
     /// The attributes with the key's, as an item of `key` has them.
