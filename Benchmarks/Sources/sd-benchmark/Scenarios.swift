@@ -579,67 +579,45 @@ final class Benchmark {
             let blob = try BinaryPropertyListCoding.encode(entries)
             let encode = try Timer.measure(plan.stages, Side { blackHole(try BinaryPropertyListCoding.encode(entries)) })
             let decode = try Timer.measure(plan.stages, Side { blackHole(try BinaryPropertyListCoding.decode(blob)) })
-            report.stages.append(
-                Stage(
-                    name: "encode \(Format.integer(count)) entries", stats: encode,
-                    note: "BinaryPropertyListCoding.encode, \(Format.bytes(Double(blob.count)))"))
-            report.stages.append(
-                Stage(
-                    name: "decode \(Format.integer(count)) entries", stats: decode,
-                    note: "BinaryPropertyListCoding.decode"))
+            addStage(
+                "encode \(Format.integer(count)) entries", encode,
+                note: "BinaryPropertyListCoding.encode, \(Format.bytes(Double(blob.count)))")
+            addStage("decode \(Format.integer(count)) entries", decode, note: "BinaryPropertyListCoding.decode")
         }
 
         let name = "stages"
         let rawService = Self.rawService(name)
         let blob = try Fixtures.blob(Fixtures.mixedEntries(count: 1000))
         try raw.store(blob, service: rawService)
-        report.stages.append(
-            Stage(
-                name: "D-Bus ReadAlias(default)",
-                stats: try Timer.measure(plan.stages, Side { blackHole(try self.roundTrips.readAlias()) }),
-                note: "1 round trip: resolving the collection alias"))
+        try measureStage(
+            "D-Bus ReadAlias(default)", note: "1 round trip: resolving the collection alias",
+            Side { blackHole(try self.roundTrips.readAlias()) })
         let search = RoundTrips.rawSearchAttributes(service: rawService)
-        report.stages.append(
-            Stage(
-                name: "D-Bus SearchItems",
-                stats: try Timer.measure(plan.stages, Side { blackHole(try self.roundTrips.search(search)) }),
-                note: "1 round trip"))
+        try measureStage("D-Bus SearchItems", note: "1 round trip", Side { blackHole(try self.roundTrips.search(search)) })
         guard let path = try roundTrips.search(search) else { throw BenchmarkError("the stages item is missing") }
-        report.stages.append(
-            Stage(
-                name: "D-Bus GetSecrets, 1,000 entries",
-                stats: try Timer.measure(
-                    plan.stages,
-                    Side {
-                        guard try self.roundTrips.secretLength(path: path) == blob.count else {
-                            throw BenchmarkError("wrong secret")
-                        }
-                    }), note: "1 round trip, \(Format.bytes(Double(blob.count))), decrypted"))
-        report.stages.append(
-            Stage(
-                name: "D-Bus CreateItem (replace), 1,000 entries",
-                stats: try Timer.measure(
-                    plan.stages,
-                    Side {
-                        try self.raw.store(blob, service: rawService)
-                    }), note: "= raw store; the daemon rewrites the keyring file"))
+        try measureStage(
+            "D-Bus GetSecrets, 1,000 entries", note: "1 round trip, \(Format.bytes(Double(blob.count))), decrypted",
+            Side {
+                guard try self.roundTrips.secretLength(path: path) == blob.count else {
+                    throw BenchmarkError("wrong secret")
+                }
+            })
+        try measureStage(
+            "D-Bus CreateItem (replace), 1,000 entries", note: "= raw store; the daemon rewrites the keyring file",
+            Side { try self.raw.store(blob, service: rawService) })
 
-        report.stages.append(
-            Stage(
-                name: "D-Bus RequestName + ReleaseName",
-                stats: try Timer.measure(plan.stages, Side { try self.roundTrips.requestAndReleaseName() }),
-                note: "2 round trips to dbus-daemon: the cross-process writer lock, per write"))
+        try measureStage(
+            "D-Bus RequestName + ReleaseName",
+            note: "2 round trips to dbus-daemon: the cross-process writer lock, per write",
+            Side { try self.roundTrips.requestAndReleaseName() })
         let queue = DispatchQueue(label: "probe")
-        report.stages.append(
-            Stage(
-                name: "thread hop (DispatchQueue.async + semaphore)",
-                stats: try Timer.measure(
-                    plan.stages,
-                    Side {
-                        let done = DispatchSemaphore(value: 0)
-                        queue.async { done.signal() }
-                        done.wait()
-                    }), note: "the library runs every keyring call on its deadline lane"))
+        try measureStage(
+            "thread hop (DispatchQueue.async + semaphore)", note: "the library runs every keyring call on its deadline lane",
+            Side {
+                let done = DispatchSemaphore(value: 0)
+                queue.async { done.signal() }
+                done.wait()
+            })
 
         try sessionVerification()
 
@@ -660,15 +638,19 @@ final class Benchmark {
                 }, run: { try reloaded!.reload() }))
         holder = nil
         reloaded = nil
-        report.stages.append(
-            Stage(
-                name: "init, 1,000 entries", stats: initial,
-                note: "a new instance: registry, load, decode"))
-        report.stages.append(
-            Stage(
-                name: "reload(), 1,000 entries", stats: reload,
-                note: "load + decode of an open instance (alternating with init)"))
+        addStage("init, 1,000 entries", initial, note: "a new instance: registry, load, decode")
+        addStage("reload(), 1,000 entries", reload, note: "load + decode of an open instance (alternating with init)")
         try cleanUp(name)
+    }
+
+    /// Adds a line to "where the time goes".
+    private func addStage(_ name: String, _ stats: Stats, note: String) {
+        report.stages.append(Stage(name: name, stats: stats, note: note))
+    }
+
+    /// Times `side` on its own (`plan.stages` samples) and adds it as a stage.
+    private func measureStage(_ name: String, note: String, _ side: Side) throws {
+        addStage(name, try Timer.measure(plan.stages, side), note: note)
     }
 }
 
@@ -698,14 +680,11 @@ extension Benchmark {
             Side(prepare: { first = try openOnNewStore() }, run: { try write(first!) }),
             Side { try write(later) })
         first = nil
-        report.stages.append(
-            Stage(
-                name: "first write of a session, 10 entries", stats: unverified,
-                note: "new session, proven by its load: check + store, no read-back"))
-        report.stages.append(
-            Stage(
-                name: "later write of a session, 10 entries", stats: verified,
-                note: "check + store (alternating with the first write)"))
+        addStage(
+            "first write of a session, 10 entries", unverified,
+            note: "new session, proven by its load: check + store, no read-back")
+        addStage(
+            "later write of a session, 10 entries", verified, note: "check + store (alternating with the first write)")
         try cleanUp(name)
     }
 }
