@@ -148,15 +148,8 @@ private struct RunFile: Decodable {
         var ratio: Double
     }
 
-    struct Machine: Decodable {
-        var cpus: Int
-        var cpuModel: String
-        var kernel: String
-        var loadAverageAtStart: String
-        var date: String
-    }
-
     var mode: String
+    /// As the run wrote it (`Report.machine`).
     var machine: Machine
     var rows: [Row]
 }
@@ -247,9 +240,7 @@ enum GuardCalibration {
                     + "allowance = max(floor × max(c(target), c(baseline)), safetyFactor × (max c − min c)); "
                     + "baseline, min and max are the median, min and max ratio of the calibration runs"),
             rows: rows)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try Files.write(encoder.encode(file) + Data("\n".utf8), to: out)
+        try Files.writeJSON(file, to: out, endingWithNewline: true)
         print(noiseTable(file, order: runs[0].rows.map(\.id)))
         standardError("sd-benchmark: wrote \(out) from \(runs.count) runs")
     }

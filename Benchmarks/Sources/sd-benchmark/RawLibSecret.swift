@@ -84,10 +84,7 @@ final class RawLibSecret {
             if error != nil { throw RawLibSecretError("secret_password_lookupv_binary_sync", error) }
             return nil
         }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-        var length = 0
-        let pointer = secret_value_get(value, &length)
-        return body(UnsafeRawPointer(pointer), length)
+        return withBytes(of: value, body)
     }
 
     /// `secret_password_clearv_sync`: removes the item; whether there was one.
@@ -101,7 +98,8 @@ final class RawLibSecret {
         return removed != 0
     }
 
-    private static func table(_ attributes: [String: String]) -> OpaquePointer {
+    /// A new `GHashTable` of `attributes` (keys and values copied); its caller unrefs it.
+    fileprivate static func table(_ attributes: [String: String]) -> OpaquePointer {
         let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
         for (key, value) in attributes {
             g_hash_table_insert(table, UnsafeMutableRawPointer(g_strdup(key)), UnsafeMutableRawPointer(g_strdup(value)))
@@ -160,11 +158,8 @@ final class RoundTrips {
     /// `org.freedesktop.Secret.Service.SearchItems` with `attributes` (exact match); the
     /// first unlocked path, or nil.
     func search(_ attributes: [String: String]) throws -> String? {
-        let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
+        let table = RawLibSecret.table(attributes)
         defer { g_hash_table_unref(table) }
-        for (key, value) in attributes {
-            g_hash_table_insert(table, UnsafeMutableRawPointer(g_strdup(key)), UnsafeMutableRawPointer(g_strdup(value)))
-        }
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var error: UnsafeMutablePointer<GError>?
@@ -201,9 +196,14 @@ final class RoundTrips {
         guard let value = secret_service_get_secret_for_dbus_path_sync(service, path, nil, &error) else {
             throw RawLibSecretError("secret_service_get_secret_for_dbus_path_sync", error)
         }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-        var length = 0
-        let pointer = secret_value_get(value, &length)
-        return body(UnsafeRawPointer(pointer), length)
+        return withBytes(of: value, body)
     }
+}
+
+/// Calls `body` with the bytes of `value` (a `SecretValue`), then releases it.
+private func withBytes<T>(of value: OpaquePointer, _ body: (UnsafeRawPointer?, Int) -> T) -> T {
+    defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+    var length = 0
+    let pointer = secret_value_get(value, &length)
+    return body(UnsafeRawPointer(pointer), length)
 }

@@ -100,7 +100,7 @@ struct Stage: Encodable {
     var note: String?
 }
 
-struct Machine: Encodable {
+struct Machine: Codable {
     var host: String
     var kernel: String
     var cpus: Int
@@ -211,9 +211,7 @@ struct Report: Encodable {
     // MARK: Files
 
     func writeJSON(to path: String) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try Files.write(encoder.encode(self), to: path)
+        try Files.writeJSON(self, to: path)
     }
 
     /// One line per growth point and operation; times in milliseconds.
@@ -244,6 +242,15 @@ enum Files {
         let url = URL(fileURLWithPath: path)
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try data.write(to: url, options: .atomic)
+    }
+
+    /// Writes `value` to `path` as pretty-printed JSON with sorted keys.
+    static func writeJSON(_ value: some Encodable, to path: String, endingWithNewline: Bool = false) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        var data = try encoder.encode(value)
+        if endingWithNewline { data.append(contentsOf: "\n".utf8) }
+        try write(data, to: path)
     }
 }
 

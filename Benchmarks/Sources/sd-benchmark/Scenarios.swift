@@ -156,36 +156,14 @@ final class Benchmark {
         let name = "mutation-\(count)"
         var entries = Fixtures.mixedEntries(count: count - 1)
         entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(1)
-        let dictionary = try open(name)
-        try dictionary.update { $0.dictionary = entries }
-        let blobs = try (0..<2).map { sample -> [UInt8] in
-            entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(sample)
-            return try Fixtures.blob(entries)
-        }
-        let rawService = Self.rawService(name)
-        try raw.store(blobs[1], service: rawService)
-        var librarySample = 0
-        var rawSample = 0
-        let sampling = count >= 10_000 ? plan.bigWrites : plan.writes
-        let (library, baseline) = try Timer.compare(
-            sampling,
-            Side {
-                try dictionary.setValue(Fixtures.alternatingValues(librarySample), forKey: Fixtures.mutatedKey)
-                librarySample += 1
-            },
-            Side {
-                guard try self.raw.lookupLength(service: rawService) == blobs[(rawSample + 1) % 2].count else {
-                    throw BenchmarkError("raw lookup returned another blob")
-                }
-                try self.raw.store(blobs[rawSample % 2], service: rawService)
-                rawSample += 1
-            })
-        try verifyStored(name, blobs[(librarySample - 1) % 2])
+        let writes = try compareWrites(
+            name, entries: entries, count >= 10_000 ? plan.bigWrites : plan.writes, rawLookupFirst: true,
+            change: Self.mutatedKeyChange)
         report.rows.append(
             TargetRow(
                 id: "mutation-\(count)", operation: "one mutation, \(Format.integer(count))-entry dictionary",
-                unit: .seconds, library: library, baselineName: "raw lookup + raw store of the same blob", baseline: baseline,
-                kind: .atMost, target: target, blobBytes: blobs[0].count))
+                unit: .seconds, library: writes.library, baselineName: "raw lookup + raw store of the same blob",
+                baseline: writes.baseline, kind: .atMost, target: target, blobBytes: writes.blobs[0].count))
         try cleanUp(name)
     }
 
@@ -196,41 +174,15 @@ final class Benchmark {
         let name = "mutation-idle"
         var entries = Fixtures.mixedEntries(count: 9)
         entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(1)
-        let dictionary = try open(name)
-        try dictionary.update { $0.dictionary = entries }
-        let blobs = try (0..<2).map { sample -> [UInt8] in
-            entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(sample)
-            return try Fixtures.blob(entries)
-        }
-        let rawService = Self.rawService(name)
-        try raw.store(blobs[1], service: rawService)
-        var librarySample = 0
-        var rawSample = 0
         let pause = { Thread.sleep(forTimeInterval: Timer.seconds(self.plan.idle)) }
-        let (library, baseline) = try Timer.compare(
-            plan.idleWrites,
-            Side(
-                prepare: pause,
-                run: {
-                    try dictionary.setValue(Fixtures.alternatingValues(librarySample), forKey: Fixtures.mutatedKey)
-                    librarySample += 1
-                }),
-            Side(
-                prepare: pause,
-                run: {
-                    guard try self.raw.lookupLength(service: rawService) == blobs[(rawSample + 1) % 2].count else {
-                        throw BenchmarkError("raw lookup returned another blob")
-                    }
-                    try self.raw.store(blobs[rawSample % 2], service: rawService)
-                    rawSample += 1
-                }))
-        try verifyStored(name, blobs[(librarySample - 1) % 2])
+        let writes = try compareWrites(
+            name, entries: entries, plan.idleWrites, rawLookupFirst: true, pause: pause, change: Self.mutatedKeyChange)
         report.rows.append(
             TargetRow(
                 id: "mutation-idle",
                 operation: "one mutation after \(Format.duration(Timer.seconds(plan.idle))) idle, 10 entries",
-                unit: .seconds, library: library, baselineName: "raw lookup + raw store after the same pause", baseline: baseline,
-                kind: .atMost, target: 1.15, blobBytes: blobs[0].count,
+                unit: .seconds, library: writes.library, baselineName: "raw lookup + raw store after the same pause",
+                baseline: writes.baseline, kind: .atMost, target: 1.15, blobBytes: writes.blobs[0].count,
                 note: "no keyring call for \(Format.duration(Timer.seconds(plan.idle))) before each sample (untimed), "
                     + "on either side"))
         try cleanUp(name)
@@ -379,9 +331,7 @@ final class Benchmark {
         let blob = try Fixtures.blob(entries)
         try raw.store(blob, service: rawService)
         let rawRoundTrip = Side {
-            guard try self.raw.lookupLength(service: rawService) == blob.count else {
-                throw BenchmarkError("raw lookup returned another blob")
-            }
+            try self.rawLookup(rawService, expecting: blob.count)
             try self.raw.store(blob, service: rawService)
         }
         var half = plan.contentionBaseline
@@ -526,6 +476,46 @@ final class Benchmark {
     ) throws {
         let name = "growth-\(series.rawValue)-\(parameter)"
         log("  growth \(series.rawValue) \(parameter)")
+        // No live instance once it returns: each init below loads.
+        let writes = try compareWrites(name, entries: initial, plan.growth, rawLookupFirst: false, change: change)
+        let rawService = Self.rawService(name)
+        try raw.store(writes.last, service: rawService)
+        let (load, rawLookup) = try compareInit(
+            name, rawService: rawService, blob: writes.last, entries: writes.entries, plan.growth)
+        report.growth.append(
+            GrowthPoint(
+                series: series, parameter: parameter, blobBytes: writes.last.count,
+                mutation: writes.library, rawStore: writes.baseline, load: load, rawLookup: rawLookup))
+        try cleanUp(name)
+    }
+
+    /// What `compareWrites` measured, and what it left in the keyring.
+    private struct Writes {
+        var library: Stats
+        var baseline: Stats
+        /// The item's bytes after an even and after an odd sample.
+        var blobs: [[UInt8]]
+        /// The bytes the library stored last (checked).
+        var last: [UInt8]
+        /// How many entries the dictionary holds.
+        var entries: Int
+    }
+
+    /// The key a mutation scenario changes, to one of its two alternating values.
+    private static func mutatedKeyChange(_ sample: Int) -> (String, PropertyListValue) {
+        (Fixtures.mutatedKey, Fixtures.alternatingValues(sample))
+    }
+
+    /// Times a write that sets `change(sample)` on a dictionary of `entries` (which holds
+    /// `change(1)` already) against a raw store of the same blob, preceded, when
+    /// `rawLookupFirst`, by a raw lookup that must find the blob stored before (what a
+    /// correct write needs, since every write checks the stored item first); `pause` runs
+    /// untimed before every sample of either side. Checks the bytes the library stored; its
+    /// instance is gone when this returns.
+    private func compareWrites(
+        _ name: String, entries initial: [String: PropertyListValue], _ sampling: Sampling, rawLookupFirst: Bool,
+        pause: @escaping () -> Void = {}, change: @escaping (Int) -> (String, PropertyListValue)
+    ) throws -> Writes {
         var entries = initial
         let blobs = try (0..<2).map { sample -> [UInt8] in
             let (key, value) = change(sample)
@@ -533,32 +523,37 @@ final class Benchmark {
             return try Fixtures.blob(entries)
         }
         let rawService = Self.rawService(name)
-        var dictionary: SecureDictionary? = try open(name)
-        try dictionary!.update { $0.dictionary = entries }
+        let dictionary = try open(name)
+        try dictionary.update { $0.dictionary = entries }
         try raw.store(blobs[1], service: rawService)
         var librarySample = 0
         var rawSample = 0
-        let (mutation, rawStore) = try Timer.compare(
-            plan.growth,
-            Side {
-                let (key, value) = change(librarySample)
-                try dictionary!.setValue(value, forKey: key)
-                librarySample += 1
-            },
-            Side {
-                try self.raw.store(blobs[rawSample % 2], service: rawService)
-                rawSample += 1
-            })
+        let (library, baseline) = try Timer.compare(
+            sampling,
+            Side(
+                prepare: pause,
+                run: {
+                    let (key, value) = change(librarySample)
+                    try dictionary.setValue(value, forKey: key)
+                    librarySample += 1
+                }),
+            Side(
+                prepare: pause,
+                run: {
+                    if rawLookupFirst { try self.rawLookup(rawService, expecting: blobs[(rawSample + 1) % 2].count) }
+                    try self.raw.store(blobs[rawSample % 2], service: rawService)
+                    rawSample += 1
+                }))
         let last = blobs[(librarySample - 1) % 2]
         try verifyStored(name, last)
-        dictionary = nil  // no live instance: each init below loads
-        try raw.store(last, service: rawService)
-        let (load, rawLookup) = try compareInit(name, rawService: rawService, blob: last, entries: entries.count, plan.growth)
-        report.growth.append(
-            GrowthPoint(
-                series: series, parameter: parameter, blobBytes: last.count,
-                mutation: mutation, rawStore: rawStore, load: load, rawLookup: rawLookup))
-        try cleanUp(name)
+        return Writes(library: library, baseline: baseline, blobs: blobs, last: last, entries: entries.count)
+    }
+
+    /// A raw lookup of `rawService` that must find `length` bytes.
+    private func rawLookup(_ rawService: String, expecting length: Int) throws {
+        guard try raw.lookupLength(service: rawService) == length else {
+            throw BenchmarkError("raw lookup returned another blob")
+        }
     }
 
     /// Times opening a new instance (registry, load, decode; no other instance alive) against
@@ -570,11 +565,7 @@ final class Benchmark {
         let result = try Timer.compare(
             sampling,
             Side(prepare: { holder = nil }, run: { holder = try self.open(name) }),
-            Side {
-                guard try self.raw.lookupLength(service: rawService) == blob.count else {
-                    throw BenchmarkError("raw lookup returned another blob")
-                }
-            })
+            Side { try self.rawLookup(rawService, expecting: blob.count) })
         guard holder?.count == entries else { throw BenchmarkError("init loaded \(holder?.count ?? -1) entries") }
         return result
     }
@@ -588,67 +579,45 @@ final class Benchmark {
             let blob = try BinaryPropertyListCoding.encode(entries)
             let encode = try Timer.measure(plan.stages, Side { blackHole(try BinaryPropertyListCoding.encode(entries)) })
             let decode = try Timer.measure(plan.stages, Side { blackHole(try BinaryPropertyListCoding.decode(blob)) })
-            report.stages.append(
-                Stage(
-                    name: "encode \(Format.integer(count)) entries", stats: encode,
-                    note: "BinaryPropertyListCoding.encode, \(Format.bytes(Double(blob.count)))"))
-            report.stages.append(
-                Stage(
-                    name: "decode \(Format.integer(count)) entries", stats: decode,
-                    note: "BinaryPropertyListCoding.decode"))
+            addStage(
+                "encode \(Format.integer(count)) entries", encode,
+                note: "BinaryPropertyListCoding.encode, \(Format.bytes(Double(blob.count)))")
+            addStage("decode \(Format.integer(count)) entries", decode, note: "BinaryPropertyListCoding.decode")
         }
 
         let name = "stages"
         let rawService = Self.rawService(name)
         let blob = try Fixtures.blob(Fixtures.mixedEntries(count: 1000))
         try raw.store(blob, service: rawService)
-        report.stages.append(
-            Stage(
-                name: "D-Bus ReadAlias(default)",
-                stats: try Timer.measure(plan.stages, Side { blackHole(try self.roundTrips.readAlias()) }),
-                note: "1 round trip: resolving the collection alias"))
+        try measureStage(
+            "D-Bus ReadAlias(default)", note: "1 round trip: resolving the collection alias",
+            Side { blackHole(try self.roundTrips.readAlias()) })
         let search = RoundTrips.rawSearchAttributes(service: rawService)
-        report.stages.append(
-            Stage(
-                name: "D-Bus SearchItems",
-                stats: try Timer.measure(plan.stages, Side { blackHole(try self.roundTrips.search(search)) }),
-                note: "1 round trip"))
+        try measureStage("D-Bus SearchItems", note: "1 round trip", Side { blackHole(try self.roundTrips.search(search)) })
         guard let path = try roundTrips.search(search) else { throw BenchmarkError("the stages item is missing") }
-        report.stages.append(
-            Stage(
-                name: "D-Bus GetSecrets, 1,000 entries",
-                stats: try Timer.measure(
-                    plan.stages,
-                    Side {
-                        guard try self.roundTrips.secretLength(path: path) == blob.count else {
-                            throw BenchmarkError("wrong secret")
-                        }
-                    }), note: "1 round trip, \(Format.bytes(Double(blob.count))), decrypted"))
-        report.stages.append(
-            Stage(
-                name: "D-Bus CreateItem (replace), 1,000 entries",
-                stats: try Timer.measure(
-                    plan.stages,
-                    Side {
-                        try self.raw.store(blob, service: rawService)
-                    }), note: "= raw store; the daemon rewrites the keyring file"))
+        try measureStage(
+            "D-Bus GetSecrets, 1,000 entries", note: "1 round trip, \(Format.bytes(Double(blob.count))), decrypted",
+            Side {
+                guard try self.roundTrips.secretLength(path: path) == blob.count else {
+                    throw BenchmarkError("wrong secret")
+                }
+            })
+        try measureStage(
+            "D-Bus CreateItem (replace), 1,000 entries", note: "= raw store; the daemon rewrites the keyring file",
+            Side { try self.raw.store(blob, service: rawService) })
 
-        report.stages.append(
-            Stage(
-                name: "D-Bus RequestName + ReleaseName",
-                stats: try Timer.measure(plan.stages, Side { try self.roundTrips.requestAndReleaseName() }),
-                note: "2 round trips to dbus-daemon: the cross-process writer lock, per write"))
+        try measureStage(
+            "D-Bus RequestName + ReleaseName",
+            note: "2 round trips to dbus-daemon: the cross-process writer lock, per write",
+            Side { try self.roundTrips.requestAndReleaseName() })
         let queue = DispatchQueue(label: "probe")
-        report.stages.append(
-            Stage(
-                name: "thread hop (DispatchQueue.async + semaphore)",
-                stats: try Timer.measure(
-                    plan.stages,
-                    Side {
-                        let done = DispatchSemaphore(value: 0)
-                        queue.async { done.signal() }
-                        done.wait()
-                    }), note: "the library runs every keyring call on its deadline lane"))
+        try measureStage(
+            "thread hop (DispatchQueue.async + semaphore)", note: "the library runs every keyring call on its deadline lane",
+            Side {
+                let done = DispatchSemaphore(value: 0)
+                queue.async { done.signal() }
+                done.wait()
+            })
 
         try sessionVerification()
 
@@ -669,15 +638,19 @@ final class Benchmark {
                 }, run: { try reloaded!.reload() }))
         holder = nil
         reloaded = nil
-        report.stages.append(
-            Stage(
-                name: "init, 1,000 entries", stats: initial,
-                note: "a new instance: registry, load, decode"))
-        report.stages.append(
-            Stage(
-                name: "reload(), 1,000 entries", stats: reload,
-                note: "load + decode of an open instance (alternating with init)"))
+        addStage("init, 1,000 entries", initial, note: "a new instance: registry, load, decode")
+        addStage("reload(), 1,000 entries", reload, note: "load + decode of an open instance (alternating with init)")
         try cleanUp(name)
+    }
+
+    /// Adds a line to "where the time goes".
+    private func addStage(_ name: String, _ stats: Stats, note: String) {
+        report.stages.append(Stage(name: name, stats: stats, note: note))
+    }
+
+    /// Times `side` on its own (`plan.stages` samples) and adds it as a stage.
+    private func measureStage(_ name: String, note: String, _ side: Side) throws {
+        addStage(name, try Timer.measure(plan.stages, side), note: note)
     }
 }
 
@@ -707,14 +680,11 @@ extension Benchmark {
             Side(prepare: { first = try openOnNewStore() }, run: { try write(first!) }),
             Side { try write(later) })
         first = nil
-        report.stages.append(
-            Stage(
-                name: "first write of a session, 10 entries", stats: unverified,
-                note: "new session, proven by its load: check + store, no read-back"))
-        report.stages.append(
-            Stage(
-                name: "later write of a session, 10 entries", stats: verified,
-                note: "check + store (alternating with the first write)"))
+        addStage(
+            "first write of a session, 10 entries", unverified,
+            note: "new session, proven by its load: check + store, no read-back")
+        addStage(
+            "later write of a session, 10 entries", verified, note: "check + store (alternating with the first write)")
         try cleanUp(name)
     }
 }

@@ -81,19 +81,41 @@ enum Worker {
         }
     }
 
-    private static func contend(name: String, index: Int, count: Int, start: UInt64) throws {
-        let options = SecureDictionary.Options(timeout: .seconds(30))
-        let dictionary = try SecureDictionary(name: name, applicationID: Benchmark.applicationID, options: options)
+    /// The options of every worker's instance: a deadline well above any call here.
+    private static let options = SecureDictionary.Options(timeout: .seconds(30))
+
+    private static func openDictionary(_ name: String) throws -> SecureDictionary {
+        try SecureDictionary(name: name, applicationID: Benchmark.applicationID, options: options)
+    }
+
+    /// Sleeps until CLOCK_MONOTONIC reaches `start` (nanoseconds).
+    private static func wait(until start: UInt64) {
         var until = timespec(tv_sec: Int(start / 1_000_000_000), tv_nsec: Int(start % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
+    }
+
+    /// Makes worker `index`'s `count` mutations, each after `before()` and followed by
+    /// `after()`, both untimed; prints "t <start ns> <end ns>" for each.
+    private static func timedMutations(
+        _ dictionary: SecureDictionary, index: Int, count: Int, before: () throws -> Void = {},
+        after: () throws -> Void = {}
+    ) throws {
         var times: [(start: UInt64, end: UInt64)] = []
         times.reserveCapacity(count)
         for mutation in 0..<count {
+            try before()
             let start = Timer.monotonicNanoseconds()
             try dictionary.setValue(Fixtures.alternatingValues(mutation), forKey: contendedKey(index))
             times.append((start, Timer.monotonicNanoseconds()))
+            try after()
         }
         print(times.map { "t \($0.start) \($0.end)" }.joined(separator: "\n"))
+    }
+
+    private static func contend(name: String, index: Int, count: Int, start: UInt64) throws {
+        let dictionary = try openDictionary(name)
+        wait(until: start)
+        try timedMutations(dictionary, index: index, count: count)
     }
 
     /// The FIFO through which worker `index` receives the token, in the private runtime folder.
@@ -103,8 +125,7 @@ enum Worker {
     }
 
     private static func ring(name: String, index: Int, count: Int, start: UInt64, processes: Int) throws {
-        let options = SecureDictionary.Options(timeout: .seconds(30))
-        let dictionary = try SecureDictionary(name: name, applicationID: Benchmark.applicationID, options: options)
+        let dictionary = try openDictionary(name)
         // O_RDWR: opening a FIFO this way never blocks, and it never reports end-of-file.
         func openFIFO(_ index: Int) throws -> Int32 {
             let path = ringPath(name, index)
@@ -120,32 +141,27 @@ enum Worker {
             close(next)
             unlink(ringPath(name, index))
         }
-        var until = timespec(tv_sec: Int(start / 1_000_000_000), tv_nsec: Int(start % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
+        wait(until: start)
         var token: UInt8 = 1
         if index == 0 { guard write(inbox, &token, 1) == 1 else { throw BenchmarkError("cannot start the ring") } }
-        var times: [(start: UInt64, end: UInt64)] = []
-        times.reserveCapacity(count)
-        for mutation in 0..<count {
-            while true {
-                let got = read(inbox, &token, 1)
-                if got == 1 { break }
-                if got < 0 && errno == EINTR { continue }
-                throw BenchmarkError("the token ring broke")
-            }
-            let start = Timer.monotonicNanoseconds()
-            try dictionary.setValue(Fixtures.alternatingValues(mutation), forKey: contendedKey(index))
-            times.append((start, Timer.monotonicNanoseconds()))
-            guard write(next, &token, 1) == 1 else { throw BenchmarkError("cannot pass the token") }
-        }
-        print(times.map { "t \($0.start) \($0.end)" }.joined(separator: "\n"))
+        try timedMutations(
+            dictionary, index: index, count: count,
+            before: {
+                while true {
+                    let got = read(inbox, &token, 1)
+                    if got == 1 { break }
+                    if got < 0 && errno == EINTR { continue }
+                    throw BenchmarkError("the token ring broke")
+                }
+            },
+            after: { guard write(next, &token, 1) == 1 else { throw BenchmarkError("cannot pass the token") } })
     }
 
     private static func cold(mode: String, name: String) throws {
         let seconds: Double
         switch mode {
         case "library":
-            let options = SecureDictionary.Options(timeout: .seconds(30))
+            let options = Self.options  // made before the clock starts
             var dictionary: SecureDictionary?
             seconds = try Timer.time {
                 dictionary = try SecureDictionary(name: name, applicationID: Benchmark.applicationID, options: options)
@@ -164,7 +180,8 @@ enum Worker {
         print("cold \(seconds)")
     }
 
-    /// 1,024 entries of 1,000 bytes each (half strings, half data): a ~1 MiB blob.
+    /// 1,024 entries of 1,000 bytes each (half strings, half data): a ~1 MiB blob; and last
+    /// the "warm-up" entry of the small write made before it.
     static func oneMebibyteEntries() -> [String: PropertyListValue] {
         var generator = SplitMix64(seed: 1024)
         var entries: [String: PropertyListValue] = [:]
@@ -174,6 +191,7 @@ enum Worker {
                 ? .string(Fixtures.token(1000, &generator))
                 : .data(Fixtures.bytes(1000, seed: UInt64(index)))
         }
+        entries["warm-up"] = "warm"
         return entries
     }
 
@@ -183,14 +201,11 @@ enum Worker {
         let peak: Int
         switch mode {
         case "library":
-            let options = SecureDictionary.Options(timeout: .seconds(30))
-            let dictionary = try SecureDictionary(name: name, applicationID: Benchmark.applicationID, options: options)
+            let dictionary = try openDictionary(name)
             // One small write first: the connection, the lane's thread and GLib's one-time
             // allocations are not part of writing 1 MiB.
             try dictionary.setValue("warm", forKey: "warm-up")
-            var built = oneMebibyteEntries()
-            built["warm-up"] = "warm"
-            entries = built
+            entries = oneMebibyteEntries()
             idle = try ProcessMemory.residentBytes()
             try ProcessMemory.resetPeak()
             try dictionary.update { $0.dictionary = entries }
@@ -199,9 +214,7 @@ enum Worker {
             let raw = RawLibSecret()
             let service = Benchmark.rawService(name)
             try raw.store(Array("warm".utf8), service: service)
-            var built = oneMebibyteEntries()
-            built["warm-up"] = "warm"
-            entries = built
+            entries = oneMebibyteEntries()
             let blob = try Fixtures.blob(entries)
             idle = try ProcessMemory.residentBytes()
             try ProcessMemory.resetPeak()

@@ -114,6 +114,15 @@ func parse(_ arguments: [String]) -> CommandLineOptions {
     return options
 }
 
+/// A table of the report under its title, then its notes; nothing when it has no rows.
+func printSection(_ title: String, rows: Int, _ table: () -> String, notes: [String] = []) {
+    guard rows > 0 else { return }
+    print("\(title)\n")
+    print(table())
+    for note in notes { print(note) }
+    print("")
+}
+
 func runBenchmark(_ options: CommandLineOptions) throws -> Int32 {
     let environment = ProcessInfo.processInfo.environment
     guard options.allowAnyKeyring || environment["SD_PRIVATE_KEYRING"] == "1" else {
@@ -159,22 +168,11 @@ func runBenchmark(_ options: CommandLineOptions) throws -> Int32 {
         gnome-keyring \(machine.gnomeKeyring), libsecret \(machine.libsecret); load average \(machine.loadAverageAtStart) at start, \(machine.loadAverageAtEnd) at end; \(Format.fixed(report.durationSeconds, 1)) s
 
         """)
-    if !report.rows.isEmpty {
-        print("Targets (medians; ratio = SecureDictionary / baseline, or the speed-up where marked)\n")
-        print(report.targetsTable())
-        for row in report.rows where row.note != nil { print("- \(row.operation): \(row.note!)") }
-        print("")
-    }
-    if !report.growth.isEmpty {
-        print("Growth (medians)\n")
-        print(report.growthTable())
-        print("")
-    }
-    if !report.stages.isEmpty {
-        print("Stages (where the time goes)\n")
-        print(report.stagesTable())
-        print("")
-    }
+    printSection(
+        "Targets (medians; ratio = SecureDictionary / baseline, or the speed-up where marked)", rows: report.rows.count,
+        report.targetsTable, notes: report.rows.compactMap { row in row.note.map { "- \(row.operation): \($0)" } })
+    printSection("Growth (medians)", rows: report.growth.count, report.growthTable)
+    printSection("Stages (where the time goes)", rows: report.stages.count, report.stagesTable)
     for note in report.notes { print("note: \(note)") }
     fflush(nil)  // all streams: stdout before what stderr says next
 
