@@ -19,6 +19,18 @@ extension KeyringIntegration {
             #expect(try test.open()["k"] == nil)  // the default collection is there all along
         }
 
+        /// A read whose first try meets a restarted daemon gives the answer of its second try.
+        /// Any operation's later answer became `connectionLost` once a try had died with its
+        /// connection, which is right for a write only (it may have landed).
+        @Test func aReadAfterADaemonRestartGivesItsOwnAnswer() throws {
+            let store = SecretServiceStore()
+            let test = TestItem("restart-read")
+            try test.open(.init(store: store)).setValue("v", forKey: "k")  // this store's connection is open
+            try KeyringHarness.daemon("restart")
+            let missing = SecureDictionary.Options(collection: KeyringCollection(alias: "sd-no-such-alias"), store: store)
+            #expect(throws: SecureDictionaryError.noSuchCollection(alias: "sd-no-such-alias")) { try test.open(missing) }
+        }
+
         @Test func lockedCollectionIsAnErrorNeverEmpty() throws {
             let test = TestItem("locked")
             let dictionary = try test.open()

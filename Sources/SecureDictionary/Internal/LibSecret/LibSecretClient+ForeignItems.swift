@@ -39,7 +39,7 @@ extension LibSecretClient {
     }
 
     func deleteForeign(_ item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) {
-        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+        try perform(timeout: timeout, writes: true) { call throws(SecureDictionaryError) in
             // KeePassXC returns a prompt from every Item.Delete.
             try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
                 try SecretServiceCalls.deleteItem(call, path: item.path)
@@ -51,7 +51,7 @@ extension LibSecretClient {
         attributes: [String: String], label: String, secret: SecretBytes, contentType: String,
         in alias: KeyringCollection, timeout: Duration
     ) throws(SecureDictionaryError) -> ForeignItem {
-        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+        try perform(timeout: timeout, writes: true) { call throws(SecureDictionaryError) in
             let collection = try SecretServiceCalls.collectionPath(call, alias)
             let path = try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
                 try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in

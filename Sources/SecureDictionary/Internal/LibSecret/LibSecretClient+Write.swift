@@ -12,7 +12,7 @@ extension LibSecretClient {
         let deadline = Deadline(after: timeout)
         let attempt = VerifiedWrite()
         do {
-            try perform(timeout: timeout) { [self] call throws(SecureDictionaryError) in
+            try perform(timeout: timeout, writes: true) { [self] call throws(SecureDictionaryError) in
                 let collection = try SecretServiceCalls.collectionPath(call, item.collection)
                 try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
                     try write(call, secret, to: item, in: collection, attempt: attempt)
@@ -42,7 +42,7 @@ extension LibSecretClient {
                 _ = try delete(item, timeout: deadline.remaining)
                 return try load(item, timeout: deadline.remaining) == nil
             case .bytes(let bytes):
-                try perform(timeout: deadline.remaining) { [self] call throws(SecureDictionaryError) in
+                try perform(timeout: deadline.remaining, writes: true) { [self] call throws(SecureDictionaryError) in
                     let collection = try SecretServiceCalls.collectionPath(call, item.collection)
                     try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
                         try write(call, bytes, to: item, in: collection, attempt: nil)

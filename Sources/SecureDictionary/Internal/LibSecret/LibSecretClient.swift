@@ -25,9 +25,10 @@ struct LibSecretClient: Sendable {
 
     /// Runs `operation` on the lane with a deadline, on a fresh connection once more when the
     /// connection turns out to be dead (the daemon restarted) or its session unfit, up to
-    /// ``LibSecretConnection/sessionAttempts`` tries.
+    /// ``LibSecretConnection/sessionAttempts`` tries. `writes`: the operation changes the
+    /// keyring, so a try that died with its connection may have landed.
     func perform<T: Sendable>(
-        timeout: Duration, _ operation: @escaping @Sendable (Call) throws(SecureDictionaryError) -> T
+        timeout: Duration, writes: Bool = false, _ operation: @escaping @Sendable (Call) throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
         let cancellable = Cancellable()
         let result = lane.run(timeout: timeout, interrupt: { cancellable.cancel() }) { connection in
@@ -43,7 +44,7 @@ struct LibSecretClient: Sendable {
                     // The message of these names the provider's own fix (SecureDictionaryError.description).
                     if error == .locked || error == .confirmationRequired { _ = connection.provider(cancellable) }
                     if error.keepsConnection == false { connection.close() }
-                    outcomeUnknown = outcomeUnknown || error.leavesWriteOutcomeUnknown
+                    outcomeUnknown = writes && (outcomeUnknown || error.leavesWriteOutcomeUnknown)
                     guard let failure = Self.failure(after: error, attempt: attempt, outcomeUnknown: outcomeUnknown) else {
                         continue
                     }
@@ -57,9 +58,11 @@ struct LibSecretClient: Sendable {
         return try result.get()
     }
 
-    /// What a failed try of ``perform(timeout:_:)`` ends in: `nil` for another try on a fresh
-    /// connection, else the error to throw. A write whose first try died with the connection
-    /// may have landed, whatever a later try says: its outcome stays unknown.
+    /// What a failed try of ``perform(timeout:writes:_:)`` ends in: `nil` for another try on a
+    /// fresh connection, else the error to throw. A write whose first try died with the
+    /// connection may have landed, whatever a later try says: its outcome stays unknown. (A
+    /// read's later try gives its own answer: a read that met a restarted daemon once turned a
+    /// missing collection into `connectionLost`.)
     static func failure(after error: SecureDictionaryError, attempt: Int, outcomeUnknown: Bool) -> SecureDictionaryError? {
         if error.deservesFreshConnection && attempt < LibSecretConnection.sessionAttempts { return nil }
         if outcomeUnknown && !error.leavesWriteOutcomeUnknown { return .connectionLost }
@@ -102,7 +105,7 @@ struct LibSecretClient: Sendable {
     private static let propertyListMagic = Array("bplist00".utf8)
 
     func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+        try perform(timeout: timeout, writes: true) { call throws(SecureDictionaryError) in
             try Self.matchingPaths(call, item) { paths, _, _ throws(SecureDictionaryError) in
                 for path in paths {
                     // KeePassXC returns a prompt from every Item.Delete.
