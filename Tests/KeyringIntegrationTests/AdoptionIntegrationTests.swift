@@ -40,7 +40,9 @@ extension KeyringIntegration {
             let kept = try Self.python("import keyring; print(keyring.get_password('\(service)', 'alice'))")
             #expect(kept.trimmedText == "token-alice")  // the old application still finds its item
 
-            try KeyringHarness.daemon("restart")
+            // KeePassXC runs here without saving after every change (scripts/providers/keepassxc
+            // says why), so a restart would drop what it was given, ours or not.
+            if PrivateKeyring.provider != "keepassxc" { try KeyringHarness.daemon("restart") }
             let expected: [String: SecureDictionary.Value] = [
                 "alice": "token-alice", "bob": "tøken-bob", "carol": .data(Data([0x00, 0xFF, 0x10])),
             ]
