@@ -40,14 +40,14 @@ struct ForeignItemOptions: ParsableArguments {
         name: .customLong("match"),
         help: ArgumentHelp(
             "Instead of a library: an attribute every item has (repeatable), e.g. --match service=my-app.",
-            valueName: "ATTRIBUTE=VALUE"))
+            valueName: "ATTR=VALUE"))
     var matches: [String] = []
 
-    @Option(help: ArgumentHelp("With --match: the attribute whose value is each item's key.", valueName: "ATTRIBUTE"))
+    @Option(help: ArgumentHelp("With --match: the attribute whose value is each item's key.", valueName: "ATTR"))
     var keyAttribute: String?
 
     @Option(
-        name: .customLong("items-collection"),
+        name: .customLong("items-in"),
         help: ArgumentHelp(
             "The collection the items are in, by alias (default: the library's, else 'default').", valueName: "ALIAS"))
     var itemsCollection: String?
@@ -57,15 +57,15 @@ struct ForeignItemOptions: ParsableArguments {
         case (.some, true):
             guard let service, !service.isEmpty else { throw ValidationError("--from and --to need --service SERVICE") }
         case (nil, false):
-            guard keyAttribute?.isEmpty == false else { throw ValidationError("--match needs --key-attribute ATTRIBUTE") }
+            guard keyAttribute?.isEmpty == false else { throw ValidationError("--match needs --key-attribute ATTR") }
             for match in matches where !match.contains("=") {
-                throw ValidationError("--match takes ATTRIBUTE=VALUE, not '\(match)'")
+                throw ValidationError("--match takes ATTR=VALUE, not '\(match)'")
             }
         case (.some, false):
             throw ValidationError("give either a library (--from or --to) or --match, not both")
         case (nil, true):
             throw ValidationError(
-                "say which items: --from LIBRARY --service SERVICE, or --match ATTRIBUTE=VALUE --key-attribute ATTRIBUTE")
+                "say which items: --from LIBRARY --service SERVICE, or --match ATTR=VALUE --key-attribute ATTR")
         }
     }
 
