@@ -42,6 +42,25 @@ extension SecureDictionaryError: CustomStringConvertible {
             "Cannot use the file \(path) (\(reason)); a write left the previous file in place."
         case .alreadyExists(let name):
             "\(name) exists in the destination already, with other content: nothing was moved."
+        case .unsafePath(let path, let reason): "SecureDictionary will not use \(path): \(reason)."
+        case .wrongPassphrase:
+            "The passphrase is not the one these encrypted files were written with; nothing was read or written: "
+                + "try again."
+        case .wrongKey(let source):
+            "The encrypted file was written with another key than this store's (\(source)): give the store the key "
+                + "it was written with."
+        case .credentialUnavailable(let name, let reason):
+            "The systemd credential '\(name)' is unavailable (\(reason)): add 'LoadCredentialEncrypted=\(name)' to "
+                + "the service's unit."
+        case .passphraseUnavailable(let reason):
+            "No passphrase could be read (\(reason)): run the program on a terminal, or give the passphrase on a "
+                + "file descriptor."
+        case .rolledBack(let path):
+            "\(path) is older than a copy this session already used, so an old copy was put back: restore the newest "
+                + "copy."
+        case .noStoreAvailable(let reason):
+            "No keyring answers here (\(reason.prefix(40))) and no encrypted-file store is configured: start a "
+                + "keyring, or give AutomaticStore a systemd credential or passphrase."
         case .keyring(let domain, let code, let message): "Keyring error \(domain) \(code): \(message)."
         }
     }

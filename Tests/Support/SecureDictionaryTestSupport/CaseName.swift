@@ -32,6 +32,13 @@ public func caseName(_ error: any Error) -> String {
     case .portalUnavailable: return "portalUnavailable"
     case .fileUnavailable: return "fileUnavailable"
     case .alreadyExists: return "alreadyExists"
+    case .unsafePath: return "unsafePath"
+    case .wrongPassphrase: return "wrongPassphrase"
+    case .wrongKey: return "wrongKey"
+    case .credentialUnavailable: return "credentialUnavailable"
+    case .passphraseUnavailable: return "passphraseUnavailable"
+    case .rolledBack: return "rolledBack"
+    case .noStoreAvailable: return "noStoreAvailable"
     case .keyring: return "keyring"
     }
 }
