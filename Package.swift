@@ -99,6 +99,7 @@ let package = Package(
             name: "secure-dict",
             dependencies: [
                 "SecureDictionary",
+                "SecureDictionaryFileStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
