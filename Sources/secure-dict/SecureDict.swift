@@ -45,6 +45,6 @@ struct SecureDict: ParsableCommand {
               64  usage error: a missing or invalid argument or option
             """,
         version: version,
-        subcommands: [List.self, Read.self, Write.self, Delete.self, Export.self, Import.self, Doctor.self]
+        subcommands: [List.self, Read.self, Write.self, Delete.self, Export.self, Import.self, Doctor.self, Keyring.self]
     )
 }
