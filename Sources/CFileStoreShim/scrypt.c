@@ -13,7 +13,9 @@ int sd_scrypt(
     unsigned int r, unsigned int p, size_t max_memory, uint8_t *out, size_t out_length) {
     if (log2_n == 0 || log2_n > 30) return 0;
     static const char empty = 0;
-    return CCryptoBoringSSL_EVP_PBE_scrypt(
+    int done = CCryptoBoringSSL_EVP_PBE_scrypt(
         password_length > 0 ? (const char *)password : &empty, password_length, salt, salt_length,
         (uint64_t)1 << log2_n, r, p, max_memory, out, out_length);
+    sd_scrub_stack();  // PBKDF2's last HMAC blocks
+    return done;
 }

@@ -1,15 +1,5 @@
-import Crypto
+import CFileStoreShim
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The content of one item's file in an encrypted-file store: the dictionary's blob,
 /// encrypted and authenticated with a key derived from the store's master secret.
@@ -86,11 +76,25 @@ enum EncryptedItemFile {
 
     /// The key check of `secret` (see the layout).
     static func keyCheck(of secret: SecretBytes) -> [UInt8] {
-        secret.withUnsafeBytes { bytes in
-            HKDF<SHA256>.deriveKey(
-                inputKeyMaterial: SymmetricKey(data: bytes), salt: [UInt8](), info: checkLabel, outputByteCount: checkSize
-            ).withUnsafeBytes { Array($0) }
+        hkdf(secret, salt: [], info: checkLabel, count: checkSize)
+    }
+
+    /// HKDF-SHA256 (CFileStoreShim: nothing left on the stack).
+    static func hkdf(_ secret: SecretBytes, salt: [UInt8], info: [UInt8], count: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        let done = secret.withUnsafeBytes { secret in
+            salt.withUnsafeBufferPointer { salt in
+                info.withUnsafeBufferPointer { info in
+                    out.withUnsafeMutableBufferPointer { out in
+                        sd_hkdf_sha256(
+                            out.baseAddress, out.count, secret.baseAddress?.assumingMemoryBound(to: UInt8.self), secret.count,
+                            salt.baseAddress, salt.count, info.baseAddress, info.count)
+                    }
+                }
+            }
         }
+        precondition(done == 1, "HKDF-SHA256 of 16 or 32 bytes cannot fail")
+        return out
     }
 
     /// Encrypts `blob` for `item` under `secret`, whose key block is `key`.
@@ -102,18 +106,24 @@ enum EncryptedItemFile {
     {
         var generator = SystemRandomNumberGenerator()
         let salt = (0..<saltSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        let nonce = AES.GCM.Nonce()
+        let nonce = (0..<nonceSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let identity = identity(of: item)
         var header = magic + [version, UInt8(identity.count >> 8), UInt8(identity.count & 0xff)] + identity
         header += key.encoded
         header += (0..<8).reversed().map { UInt8(truncatingIfNeeded: generation >> (UInt64($0) * 8)) }
-        header += salt + Array(nonce)
-        do {
-            let box = try AES.GCM.seal(blob, using: fileKey(secret, salt: salt), nonce: nonce, authenticating: header)
-            return header + box.ciphertext + box.tag
-        } catch {
-            throw .keyring(domain: "SecureDictionary.EncryptedItemFile", code: 1, message: "encryption failed: \(error)")
+        header += salt + nonce
+        var file = header + [UInt8](repeating: 0, count: blob.count + tagSize)
+        let done = secret.withUnsafeBytes { master in
+            file.withUnsafeMutableBufferPointer { file in
+                sd_file_seal(
+                    master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, salt, salt.count, keyLabel,
+                    keyLabel.count, nonce, header, header.count, blob, blob.count, file.baseAddress! + header.count)
+            }
         }
+        guard done == 1 else {
+            throw .keyring(domain: "SecureDictionary.EncryptedItemFile", code: 1, message: "encryption failed")
+        }
+        return file
     }
 
     /// Decrypts the file `bytes` of `item`, whose key the caller checked against
@@ -129,20 +139,26 @@ enum EncryptedItemFile {
         }
         let saltStart = header.headerSize - saltSize - nonceSize
         let nonceStart = header.headerSize - nonceSize
-        let tagStart = bytes.count - tagSize
-        do {
-            let box = try AES.GCM.SealedBox(
-                nonce: AES.GCM.Nonce(data: bytes[nonceStart..<header.headerSize]),
-                ciphertext: bytes[header.headerSize..<tagStart], tag: bytes[tagStart...])
-            var plain = try AES.GCM.open(
-                box, using: fileKey(secret, salt: bytes[saltStart..<nonceStart]),
-                authenticating: bytes[..<header.headerSize])
-            defer { plain.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-            return Array(plain)
-        } catch {
+        let count = bytes.count - header.headerSize - tagSize
+        var plain = [UInt8](repeating: 0, count: max(count, 1))  // a buffer even for nothing
+        let done = secret.withUnsafeBytes { master in
+            bytes.withUnsafeBufferPointer { file in
+                plain.withUnsafeMutableBufferPointer { plain in
+                    sd_file_open(
+                        master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, file.baseAddress! + saltStart,
+                        saltSize, keyLabel, keyLabel.count, file.baseAddress! + nonceStart, file.baseAddress!,
+                        header.headerSize, file.baseAddress! + header.headerSize, file.count - header.headerSize,
+                        plain.baseAddress)
+                }
+            }
+        }
+        guard done == 1 else {
+            Wipe.bytes(&plain)
             let written = header.key == nil ? ", or written with another app's secret" : ""
             throw .corrupt(reason: "the encrypted file failed authentication: it was changed or damaged\(written)")
         }
+        if count == 0 { plain.removeAll() }
+        return plain
     }
 
     /// The header of the file `bytes` (all of it, or its first bytes, for listing), checked
@@ -199,10 +215,9 @@ enum EncryptedItemFile {
 
     // MARK: Helpers
 
-    private static func fileKey(_ secret: SecretBytes, salt: some DataProtocol) -> SymmetricKey {
-        secret.withUnsafeBytes { bytes in
-            HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: bytes), salt: salt, info: keyLabel, outputByteCount: 32)
-        }
+    /// The key of a file with `salt` (for tests: the files' keys never leave CFileStoreShim).
+    static func fileKey(_ secret: SecretBytes, salt: [UInt8]) -> [UInt8] {
+        hkdf(secret, salt: salt, info: keyLabel, count: 32)
     }
 
     /// Reads fields front to back, never past the end.

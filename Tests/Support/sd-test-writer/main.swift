@@ -81,6 +81,25 @@ func options(timeout: Duration? = nil) -> SecureDictionary.Options {
     return SecureDictionary.Options(timeout: timeout ?? given ?? .seconds(3), store: store)
 }
 
+/// For `hygiene`: everything that touches the file stores' secrets, in a frame of its own.
+@inline(never)
+func exerciseFileStores(app: String, keeping kept: inout [AnyObject]) throws {
+    let folder = environment["SD_TEST_WRITER_FOLDER"] ?? "/nonexistent"
+    let stores = [
+        EncryptedFileStore(folderPath: "\(folder)/credential", keySource: .systemdCredential()),
+        EncryptedFileStore(
+            folderPath: "\(folder)/passphrase",
+            keySource: .passphrase(.fileDescriptor(0), cache: .none, cost: .init(log2N: 12))),
+    ]
+    for store in stores {
+        let dictionary = try SecureDictionary(name: "hygiene", applicationID: app, options: .init(store: store))
+        for index in 0..<5 { try dictionary.setValue(.integer(index), forKey: "k\(index)") }
+        let again = try SecureDictionary(name: "hygiene", applicationID: app, options: .init(timeout: .seconds(3), store: store))
+        try again.reload()
+        kept += [store, dictionary, again]
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else { fail("no command") }
 
@@ -174,6 +193,26 @@ do {
         } catch {
             print("error \(caseName(error)) \(milliseconds(since: start))")
         }
+    case "hygiene" where arguments.count == 3:
+        // Uses a credential store and a passphrase store (passphrase: the first line of standard
+        // input, not cached), writes and reads APP's dictionary in both, then with "forget"
+        // forgets their keys and releases everything; prints "ready" and waits for a line. For
+        // the core-dump scan of their secrets; "control" keeps everything.
+        var kept: [AnyObject] = []
+        do {
+            try exerciseFileStores(app: arguments[1], keeping: &kept)
+        } catch {
+            print("error \(caseName(error))")
+            exit(1)
+        }
+        if arguments[2] == "forget" {
+            for case let store as EncryptedFileStore in kept { store.forgetKey() }
+            kept.removeAll()
+        }
+        print("ready")
+        fflush(nil)
+        _ = readLine()
+        withExtendedLifetime(kept) {}
     case "hold" where arguments.count == 3:
         // Takes the item's writer lock and keeps it: prints "holding PID", then sleeps inside
         // update { } until killed. For the test that stops a lock holder.
