@@ -50,11 +50,14 @@ let package = Package(
             // in debug builds, as swift-system's ENABLE_MOCKING does.
             swiftSettings: strictSettings + [.define("ENABLE_TESTING_HOOKS", .when(configuration: .debug))]
         ),
+        // The kernel keyring's system calls and scrypt into a wiped buffer, for the file stores.
+        .target(name: "CFileStoreShim", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(
             name: "SecureDictionaryFileStore",
             dependencies: [
                 "SecureDictionary",
                 "CSecretShim",
+                "CFileStoreShim",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -96,6 +99,7 @@ let package = Package(
             name: "secure-dict",
             dependencies: [
                 "SecureDictionary",
+                "SecureDictionaryFileStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -44,6 +44,25 @@ extension SecureDictionaryError: CustomStringConvertible {
             "\(name) exists in the destination already, with other content: nothing was moved."
         case .sourceChanged(let name):
             "\(name) kept changing while it was moved (another tool writes it): both copies are kept; move it again later."
+        case .unsafePath(let path, let reason): "SecureDictionary will not use \(path): \(reason)."
+        case .wrongPassphrase:
+            "The passphrase is not the one these encrypted files were written with; nothing was read or written: "
+                + "try again."
+        case .wrongKey(let source):
+            "The encrypted file was written with another key than this store's (\(source)): give the store the key "
+                + "it was written with."
+        case .credentialUnavailable(let name, let reason):
+            "The systemd credential '\(name)' is unavailable (\(reason)): add 'LoadCredentialEncrypted=\(name)' to "
+                + "the service's unit."
+        case .passphraseUnavailable(let reason):
+            "No passphrase could be read (\(reason)): run the program on a terminal, or give the passphrase on a "
+                + "file descriptor."
+        case .rolledBack(let path):
+            "\(path) is older than a copy this session already used, so an old copy was put back: restore the newest "
+                + "copy."
+        case .noStoreAvailable(let reason):
+            "No keyring answers here (\(reason.prefix(40))) and no encrypted-file store is configured: start a "
+                + "keyring, or give AutomaticStore a systemd credential or passphrase."
         case .keyring(let domain, let code, let message): "Keyring error \(domain) \(code): \(message)."
         }
     }

@@ -112,6 +112,31 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// changed after each of its copies (another tool kept writing it without the writer lock):
     /// the source and the copy are both kept. Move again later.
     case sourceChanged(name: String)
+    /// An encrypted-file store (SecureDictionaryFileStore) refuses a folder or file that
+    /// someone else could swap or read: a symbolic link, a folder of another user, or one
+    /// that others may write to. `reason` says which, and the fix. Nothing was read or written.
+    case unsafePath(path: String, reason: String)
+    /// The passphrase given to an encrypted-file store is not the one its files were written
+    /// with. Nothing was read or written, and the passphrase was not kept.
+    case wrongPassphrase
+    /// An encrypted-file store's file was written under another key than the store's
+    /// (`source`: another systemd credential, another app's portal secret, or another kind of
+    /// key). Nothing was read or written.
+    case wrongKey(source: String)
+    /// The systemd credential `name` that holds an encrypted-file store's key is missing or
+    /// unusable (`reason`). Nothing was read or written.
+    case credentialUnavailable(name: String, reason: String)
+    /// An encrypted-file store needs its passphrase and none could be read (`reason`: no
+    /// terminal, an empty or closed descriptor, nobody typed it in time). Nothing was read or
+    /// written.
+    case passphraseUnavailable(reason: String)
+    /// An encrypted file is older than a version this login session (or this process) already
+    /// read or wrote: an old copy was put back. Nothing was read or written over it.
+    case rolledBack(path: String)
+    /// The automatic store choice (`AutomaticStore`, SecureDictionaryFileStore) found no
+    /// Secret Service (`reason`), no sandbox for the Secret portal, and no encrypted-file
+    /// store configured. Nothing was read or written.
+    case noStoreAvailable(reason: String)
     /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
     case keyring(domain: String, code: Int, message: String)
 }

@@ -1,6 +1,5 @@
 package import Logging
 public import SecureDictionary
-import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -26,9 +25,9 @@ import Synchronization
 /// authenticated with AES-256-GCM under a key derived from it with HKDF-SHA256 (a new salt
 /// and nonce on every write), and its header names the item, authenticated too, so a file
 /// cannot be swapped for another item's. Files are replaced atomically (write, `fsync`,
-/// rename), and writers of one item take a lock file beside it, so processes of the app
-/// never lose each other's writes. What is read is decoded as hostile input, as from the
-/// keyring.
+/// rename), and writers lock the folder, so processes of the app never lose each other's
+/// writes. What is read is decoded as hostile input, as from the keyring. The folder checks,
+/// rollback detection and key check of ``EncryptedFileStore`` apply here too.
 ///
 /// The files live in `$XDG_DATA_HOME/securedictionary`: inside a Flatpak that is the app's
 /// own `~/.var/app/APP-ID/data/securedictionary`. The master secret is fetched once, on
@@ -44,10 +43,7 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
 
     /// The folder of the encrypted files.
     public let folderPath: String
-    private let folder: ItemFileFolder
-    private let fetchMasterSecret: @Sendable (Duration) throws(SecureDictionaryError) -> SecretBytes
-    private let masterSecret = Mutex<SecretBytes?>(nil)
-    private let fetching = FairLock()
+    let engine: ItemFileStore
 
     /// A store in `folderPath`, by default `$XDG_DATA_HOME/securedictionary` (or
     /// `~/.local/share/securedictionary` when `XDG_DATA_HOME` is unset or relative).
@@ -72,65 +68,40 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
         fetchMasterSecret: @escaping @Sendable (Duration) throws(SecureDictionaryError) -> SecretBytes
     ) {
         self.folderPath = folderPath
-        folder = ItemFileFolder(path: folderPath)
-        self.fetchMasterSecret = fetchMasterSecret
+        engine = ItemFileStore(
+            folder: ItemFileFolder(path: folderPath), keys: FixedSecretSource(name: "Secret portal", fetch: fetchMasterSecret))
     }
 
     public var isSharedBetweenProcesses: Bool { true }
 
     /// Drops the master secret from memory (wiped); the next call fetches it again.
     public func forgetMasterSecret() {
-        masterSecret.withLock { $0 = nil }
+        engine.keys.forget(in: engine.folder)
     }
 
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
-        let deadline = Deadline(after: timeout)
-        guard let file = try folder.read(item) else { return nil }
-        return try EncryptedItemFile.open(file, for: item, masterSecret: secret(until: deadline))
+        try engine.load(item, timeout: timeout)
     }
 
     public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        let deadline = Deadline(after: timeout)
-        let file = try EncryptedItemFile.seal(secret, for: item, masterSecret: self.secret(until: deadline))
-        try folder.replace(item, with: file)
+        try engine.store(secret, for: item, timeout: timeout)
     }
 
     public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try folder.remove(item)
+        try engine.delete(item)
     }
 
     public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
         throws(SecureDictionaryError) -> [KeyringItemListing]
     {
-        folder.identities()
-            .filter { $0.alias == collection.alias && (applicationID == nil || $0.applicationID == applicationID) }
-            .compactMap { identity in
-                try? KeyringItem(
-                    dictionaryName: identity.dictionaryName.isEmpty ? nil : identity.dictionaryName,
-                    applicationID: identity.applicationID, collection: collection)
-            }
-            .sorted { $0.name < $1.name }
-            .map { KeyringItemListing(item: $0, isLocked: false) }
+        try engine.listItems(applicationID: applicationID, collection: collection)
     }
 
     package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
-        FileWriterLock(item: item, in: folder, logger: logger)
+        engine.writerLock()
     }
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
-
-    // MARK: Helpers
-
-    /// The master secret, fetched once (one fetch at a time, within the deadline).
-    private func secret(until deadline: Deadline) throws(SecureDictionaryError) -> SecretBytes {
-        if let secret = masterSecret.withLock({ $0 }) { return secret }
-        guard fetching.lock(until: deadline) else { throw .timedOut }
-        defer { fetching.unlock() }
-        if let secret = masterSecret.withLock({ $0 }) { return secret }
-        let secret = try fetchMasterSecret(deadline.remainingForCall())
-        masterSecret.withLock { $0 = secret }
-        return secret
-    }
 
     static func defaultFolderPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }

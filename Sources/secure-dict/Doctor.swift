@@ -13,6 +13,10 @@ extension SecureDict {
             commandName: "doctor",
             abstract: "Check that the keyring works here, and say how to fix what does not.",
             discussion: """
+                First names the store this command would use and why (--store; with --store \
+                auto, what it chose); for encrypted files, checks their folder and key instead \
+                of the keyring below.
+
                 Names the session bus, the keyring provider (the process that owns \
                 org.freedesktop.secrets, with its version where it can tell), the encrypted \
                 session, the collection behind --collection and whether it is locked, and \
@@ -57,7 +61,8 @@ extension SecureDict {
         }
 
         func perform() throws {
-            let report = DoctorReport.make(environment: .current(), options: keyring.options(unlock: false))
+            let report = DoctorReport.make(
+                environment: .current(), options: keyring.options(unlock: false), storage: keyring.storage)
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -75,6 +80,8 @@ struct DoctorReport: Encodable {
     /// No finding is a problem (set once every check has run).
     var healthy = false
     var findings: [DoctorFinding] = []
+    /// The store this command would use, and why (DoctorStore.swift).
+    var store: StoreState?
     var provider: ProviderProcess?
     var providerName: String?
     var sessionAlgorithm: String?
@@ -94,11 +101,13 @@ struct DoctorReport: Encodable {
 
     /// Runs every check. Keyring checks stop at the first that cannot go on (no service, no
     /// collection, locked); environment notes are always given.
-    static func make(environment: DoctorEnvironment, options: SecureDictionary.Options) -> DoctorReport {
+    static func make(environment: DoctorEnvironment, options: SecureDictionary.Options, storage: StoreOptions) -> DoctorReport {
         var report = DoctorReport()
         let environmentFindings = environment.findings()
-        report.findings += environmentFindings.filter { $0.check == "bus" }
-        report.checkService(environment: environment, options: options)
+        if report.checkStore(storage, options: options) {
+            report.findings += environmentFindings.filter { $0.check == "bus" }
+            report.checkService(environment: environment, options: options)
+        }
         report.findings += environmentFindings.filter { $0.check != "bus" }
         report.healthy = !report.findings.contains { $0.status == .problem }
         return report

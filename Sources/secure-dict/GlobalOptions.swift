@@ -22,6 +22,9 @@ struct KeyringOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How long to wait for each keyring call before failing.", valueName: "SECONDS"))
     var timeout: Double = 3
 
+    /// `--store` and the encrypted files' options (StoreOptions.swift).
+    @OptionGroup var storage: StoreOptions
+
     func validate() throws {
         guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
             throw ValidationError("--timeout must be a number of seconds above 0 and at most 3600")
@@ -43,6 +46,7 @@ struct KeyringOptions: ParsableArguments {
             collection: KeyringCollection(alias: collection),
             timeout: duration,
             unlock: unlock ? .prompt(timeout: .seconds(60)) : .never,
+            store: storage.makeStore(),
             logger: Logger(label: "secure-dict", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 }

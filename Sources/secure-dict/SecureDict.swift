@@ -48,6 +48,7 @@ struct SecureDict: ParsableCommand {
         version: version,
         subcommands: [
             List.self, Read.self, Write.self, Delete.self, Export.self, Import.self, Adopt.self, ExportItems.self, Doctor.self,
+            Keyring.self,
         ]
     )
 }

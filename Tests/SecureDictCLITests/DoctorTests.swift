@@ -29,7 +29,8 @@ extension SecureDictCLI {
         #expect(output.status == 0, "\(output)")
         #expect(report["healthy"] as? Bool == true)
         let checks = findings.filter { $0["status"] == "ok" }.compactMap { $0["check"] }
-        #expect(checks == ["bus", "provider", "session", "collection", "duplicates", "round trip"], "\(findings)")
+        // The store first (issue 31), then the Secret Service's checks.
+        #expect(checks == ["store", "bus", "provider", "session", "collection", "duplicates", "round trip"], "\(findings)")
         #expect((report["roundTripMilliseconds"] as? Double ?? 0) > 0)
         #expect(report["sessionAlgorithm"] as? String == "dh-ietf1024-sha256-aes128-cbc-pkcs7")
         let provider = try #require(report["provider"] as? [String: Any], "\(report)")

@@ -35,6 +35,17 @@ import Testing
         .writeNotVerified(restored: true), .writeNotVerified(restored: false),
         .portalUnavailable(reason: "no portal on the bus"), .alreadyExists(name: "org.example.App.__SecureDictionary__"),
         .sourceChanged(name: "org.example.App.__SecureDictionary__.settings"),
+        .unsafePath(
+            path: "/home/someone/.local/share/securedictionary",
+            reason: "it is a symbolic link: remove the link and use the real folder's path"),
+        .unsafePath(
+            path: "/var/lib/example-service/securedictionary",
+            reason: "others may write to it (mode 0777): chmod 700 the folder"),
+        .wrongPassphrase, .wrongKey(source: "systemd credential 'securedictionary'"),
+        .credentialUnavailable(name: "securedictionary", reason: "$CREDENTIALS_DIRECTORY is not set"),
+        .passphraseUnavailable(reason: "no terminal to ask on (/dev/tty: No such device or address)"),
+        .rolledBack(path: "/home/someone/.local/share/securedictionary/0123456789abcdef0123456789abcdef.sdict"),
+        .noStoreAvailable(reason: "no D-Bus session bus"),
     ]
 
     /// 200 characters: about two lines of a terminal; the old `locked` message took 700.

@@ -13,8 +13,16 @@ import Testing
         #expect(sandbox?.advice.contains("org.example.Notes") == true)
     }
 
-    @Test func aFlatpakWithoutANameIsStillAFlatpak() {
-        #expect(Sandbox.detect(flatpakInfo: "[Instance]\nname=not-the-app\n", environment: [:]) == .flatpak(appID: nil))
+    /// Issue 31: only a file Flatpak really writes (an `[Application]` group with a name) is a
+    /// Flatpak. An empty `/.flatpak-info` (a stray mount point) made every process on the
+    /// machine believe it was sandboxed.
+    @Test func aFlatpakInfoWithoutAnApplicationNameIsNoSandbox() {
+        #expect(Sandbox.detect(flatpakInfo: "", environment: [:]) == nil)
+        #expect(Sandbox.detect(flatpakInfo: "\n", environment: [:]) == nil)
+        #expect(Sandbox.detect(flatpakInfo: "[Instance]\nname=not-the-app\n", environment: [:]) == nil)
+        #expect(Sandbox.detect(flatpakInfo: "[Application]\nruntime=x\n", environment: [:]) == nil)
+        #expect(Sandbox.detect(flatpakInfo: "[Application]\nname=\n", environment: [:]) == nil)
+        #expect(Sandbox.detect(flatpakInfo: "", environment: ["SNAP_NAME": "notes"]) == .snap(name: "notes"))
     }
 
     @Test func aSnapIsNamedFromItsEnvironment() {

@@ -1,156 +1,257 @@
-import Crypto
+import CFileStoreShim
 import SecureDictionary
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// The content of one item's file on the Secret portal path: the dictionary's blob,
-/// encrypted and authenticated with a key derived from the app's master secret.
+/// The content of one item's file in an encrypted-file store: the dictionary's blob,
+/// encrypted and authenticated with a key derived from the store's master secret.
 ///
 /// ```swift
-/// let file = try EncryptedItemFile.seal(blob, for: item, masterSecret: secret)
-/// let blob = try EncryptedItemFile.open(file, for: item, masterSecret: secret)
+/// let file = try EncryptedItemFile.seal(blob, for: item, key: block, secret: secret, generation: 7)
+/// let header = try EncryptedItemFile.header(of: file)       // no key needed
+/// let blob = try EncryptedItemFile.open(file, for: item, secret: secret)
 /// ```
 ///
-/// Layout (integers big-endian), every byte before the ciphertext authenticated as
-/// associated data, so the header cannot be changed or moved to another item's file:
+/// Layout of version 2 (integers big-endian), every byte before the ciphertext
+/// authenticated as associated data, so no header field can be changed or moved to another
+/// item's file:
 ///
 /// | bytes | field |
 /// | --- | --- |
 /// | 8 | magic `SDCRYPT` and a zero byte |
-/// | 1 | format version, 1 |
+/// | 1 | format version, 2 |
 /// | 2 | length of the identity |
 /// | n | identity: collection alias, application ID and dictionary name, UTF-8, NUL-separated |
+/// | 1 | key kind: 1 a master secret (Secret portal, systemd credential), 2 a passphrase |
+/// | 19 | passphrase only: scrypt log2(N), r, p (one byte each) and its 16-byte salt |
+/// | 16 | key check: HKDF-SHA256 of the master secret, label `io.github.securedictionary.key-check.v1` |
+/// | 8 | generation: larger in every write (rollback detection, ``GenerationRecord``) |
 /// | 32 | salt, random per write |
 /// | 12 | AES-GCM nonce, random per write |
 /// | rest − 16 | ciphertext |
 /// | 16 | tag |
 ///
-/// The key is HKDF-SHA256 of the master secret with the salt and the label
+/// Version 1 (the Secret portal store's first files) has no key kind, key check or
+/// generation; it is read, and replaced by version 2 on the next write.
+///
+/// The file key is HKDF-SHA256 of the master secret with the salt and the label
 /// `io.github.securedictionary.file.v1`: a new key for every write, so a random nonce never
 /// meets the same key twice. The identity is in clear (item names are not secret; the
-/// keyring shows them too) so that listing needs no key.
+/// keyring shows them too) so that listing needs no key. The key check tells a wrong key
+/// (a wrong passphrase, another credential) from a damaged file without decrypting; it
+/// gives a guesser nothing the ciphertext's tag does not (for a passphrase, each guess
+/// still costs one scrypt).
 enum EncryptedItemFile {
     static let magic: [UInt8] = Array("SDCRYPT".utf8) + [0]
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
     static let saltSize = 32
     static let nonceSize = 12
     static let tagSize = 16
+    static let checkSize = 16
     static let keyLabel = Array("io.github.securedictionary.file.v1".utf8)
+    static let checkLabel = Array("io.github.securedictionary.key-check.v1".utf8)
     /// The largest file read: D-Bus cannot carry a larger secret either, and a dictionary's
     /// own size cap is far below it.
     static let maximumFileSize = (1 << 26) + 4096
+    /// Enough bytes for any header (identities are at most 3 × 255 bytes).
+    static let maximumHeaderSize = 4096
+
+    /// What the header of a file says; nothing in it is secret.
+    struct Header: Sendable, Equatable {
+        var version: UInt8
+        var alias: String
+        var applicationID: String
+        var dictionaryName: String
+        /// `nil` in version 1.
+        var key: KeyBlock?
+        /// 0 in version 1.
+        var generation: UInt64
+        /// Where the ciphertext starts.
+        var headerSize: Int
+        fileprivate var identity: [UInt8]
+    }
 
     /// The identity of `item` as stored in its file's header.
     static func identity(of item: KeyringItem) -> [UInt8] {
         Array(item.collection.alias.utf8) + [0] + Array(item.applicationID.utf8) + [0] + Array(item.dictionaryName.utf8)
     }
 
-    /// Encrypts `blob` for `item`.
+    /// The key check of `secret` (see the layout).
+    static func keyCheck(of secret: SecretBytes) -> [UInt8] {
+        hkdf(secret, salt: [], info: checkLabel, count: checkSize)
+    }
+
+    /// HKDF-SHA256 (CFileStoreShim: nothing left on the stack).
+    static func hkdf(_ secret: SecretBytes, salt: [UInt8], info: [UInt8], count: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        let done = secret.withUnsafeBytes { secret in
+            salt.withUnsafeBufferPointer { salt in
+                info.withUnsafeBufferPointer { info in
+                    out.withUnsafeMutableBufferPointer { out in
+                        sd_hkdf_sha256(
+                            out.baseAddress, out.count, secret.baseAddress?.assumingMemoryBound(to: UInt8.self), secret.count,
+                            salt.baseAddress, salt.count, info.baseAddress, info.count)
+                    }
+                }
+            }
+        }
+        precondition(done == 1, "HKDF-SHA256 of 16 or 32 bytes cannot fail")
+        return out
+    }
+
+    /// Encrypts `blob` for `item` under `secret`, whose key block is `key`.
     ///
     /// - Throws: ``SecureDictionaryError/keyring(domain:code:message:)`` if encryption fails
     ///   (it does not with valid sizes).
-    static func seal(_ blob: [UInt8], for item: KeyringItem, masterSecret: SecretBytes) throws(SecureDictionaryError)
-        -> [UInt8]
+    static func seal(_ blob: [UInt8], for item: KeyringItem, key: KeyBlock, secret: SecretBytes, generation: UInt64)
+        throws(SecureDictionaryError) -> [UInt8]
     {
         var generator = SystemRandomNumberGenerator()
         let salt = (0..<saltSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        let nonce = AES.GCM.Nonce()
-        let header = self.header(identity: identity(of: item), salt: salt, nonce: Array(nonce))
-        do {
-            let box = try AES.GCM.seal(blob, using: key(masterSecret, salt: salt), nonce: nonce, authenticating: header)
-            return header + box.ciphertext + box.tag
-        } catch {
-            throw .keyring(domain: "SecureDictionary.EncryptedItemFile", code: 1, message: "encryption failed: \(error)")
+        let nonce = (0..<nonceSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let identity = identity(of: item)
+        var header = magic + [version, UInt8(identity.count >> 8), UInt8(identity.count & 0xff)] + identity
+        header += key.encoded
+        header += (0..<8).reversed().map { UInt8(truncatingIfNeeded: generation >> (UInt64($0) * 8)) }
+        header += salt + nonce
+        var file = header + [UInt8](repeating: 0, count: blob.count + tagSize)
+        let done = secret.withUnsafeBytes { master in
+            file.withUnsafeMutableBufferPointer { file in
+                sd_file_seal(
+                    master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, salt, salt.count, keyLabel,
+                    keyLabel.count, nonce, header, header.count, blob, blob.count, file.baseAddress! + header.count)
+            }
         }
+        guard done == 1 else {
+            throw .keyring(domain: "SecureDictionary.EncryptedItemFile", code: 1, message: "encryption failed")
+        }
+        return file
     }
 
-    /// Decrypts the file `bytes` of `item`. The caller owns (and should wipe) the result.
+    /// Decrypts the file `bytes` of `item`, whose key the caller checked against
+    /// `header.key`. The caller owns (and should wipe) the result.
     ///
-    /// - Throws: ``SecureDictionaryError/corrupt(reason:)`` when the file is not in this
-    ///   format, belongs to another item, or fails authentication (changed, damaged, or
-    ///   written under another master secret: another app, or a reset portal secret);
-    ///   ``SecureDictionaryError/unsupportedFormatVersion(_:)`` for a newer format.
-    static func open(_ bytes: [UInt8], for item: KeyringItem, masterSecret: SecretBytes) throws(SecureDictionaryError)
-        -> [UInt8]
+    /// - Throws: ``SecureDictionaryError/corrupt(reason:)`` when the file belongs to another
+    ///   item or fails authentication (changed or damaged).
+    static func open(_ bytes: [UInt8], header: Header, for item: KeyringItem, secret: SecretBytes)
+        throws(SecureDictionaryError) -> [UInt8]
     {
-        let parsed = try parse(bytes)
-        guard parsed.identity.elementsEqual(identity(of: item)) else {
+        guard header.identity.elementsEqual(identity(of: item)) else {
             throw .corrupt(reason: "the encrypted file belongs to another item")
         }
-        let headerEnd = parsed.ciphertext.lowerBound
-        let tagStart = bytes.count - tagSize
-        do {
-            let box = try AES.GCM.SealedBox(
-                nonce: AES.GCM.Nonce(data: bytes[parsed.nonce]), ciphertext: bytes[headerEnd..<tagStart],
-                tag: bytes[tagStart...])
-            var plain = try AES.GCM.open(
-                box, using: key(masterSecret, salt: bytes[parsed.salt]), authenticating: bytes[..<headerEnd])
-            defer { plain.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-            return Array(plain)
-        } catch {
-            throw .corrupt(
-                reason: "the encrypted file failed authentication: it was changed or damaged, or written "
-                    + "with another app's secret")
+        let saltStart = header.headerSize - saltSize - nonceSize
+        let nonceStart = header.headerSize - nonceSize
+        let count = bytes.count - header.headerSize - tagSize
+        var plain = [UInt8](repeating: 0, count: max(count, 1))  // a buffer even for nothing
+        let done = secret.withUnsafeBytes { master in
+            bytes.withUnsafeBufferPointer { file in
+                plain.withUnsafeMutableBufferPointer { plain in
+                    sd_file_open(
+                        master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, file.baseAddress! + saltStart,
+                        saltSize, keyLabel, keyLabel.count, file.baseAddress! + nonceStart, file.baseAddress!,
+                        header.headerSize, file.baseAddress! + header.headerSize, file.count - header.headerSize,
+                        plain.baseAddress)
+                }
+            }
         }
+        guard done == 1 else {
+            Wipe.bytes(&plain)
+            let written = header.key == nil ? ", or written with another app's secret" : ""
+            throw .corrupt(reason: "the encrypted file failed authentication: it was changed or damaged\(written)")
+        }
+        if count == 0 { plain.removeAll() }
+        return plain
     }
 
-    /// The identity in a file's header, read without the key (for listing); `nil` when the
-    /// bytes are not a file of this format.
-    static func identity(inHeaderOf bytes: [UInt8]) -> (alias: String, applicationID: String, dictionaryName: String)? {
-        guard let parsed = try? parse(bytes) else { return nil }
-        let parts = parsed.identity.split(separator: 0, omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return nil }
-        return (
-            String(decoding: parts[0], as: UTF8.self), String(decoding: parts[1], as: UTF8.self),
-            String(decoding: parts[2], as: UTF8.self)
-        )
-    }
-
-    // MARK: Layout
-
-    private static func header(identity: [UInt8], salt: [UInt8], nonce: [UInt8]) -> [UInt8] {
-        magic + [version, UInt8(identity.count >> 8), UInt8(identity.count & 0xff)] + identity + salt + nonce
-    }
-
-    private struct Parsed {
-        let identity: ArraySlice<UInt8>
-        let salt: Range<Int>
-        let nonce: Range<Int>
-        let ciphertext: Range<Int>
-    }
-
-    /// Checks the header's bounds; never reads past `bytes`.
-    private static func parse(_ bytes: [UInt8]) throws(SecureDictionaryError) -> Parsed {
-        let fixed = magic.count + 3
-        guard bytes.count >= fixed, bytes.starts(with: magic) else {
+    /// The header of the file `bytes` (all of it, or its first bytes, for listing), checked
+    /// for bounds; never reads past `bytes`.
+    ///
+    /// - Throws: ``SecureDictionaryError/corrupt(reason:)`` when the bytes are not a file of
+    ///   this format or are truncated; ``SecureDictionaryError/unsupportedFormatVersion(_:)``
+    ///   for another version.
+    static func header(of bytes: [UInt8]) throws(SecureDictionaryError) -> Header {
+        var reader = Reader(bytes: bytes)
+        guard let start = reader.take(magic.count), start.elementsEqual(magic), let version = reader.byte() else {
             throw .corrupt(reason: "not a SecureDictionary encrypted file")
         }
-        let version = bytes[magic.count]
-        guard version == self.version else { throw .unsupportedFormatVersion("encrypted file version \(version)") }
-        let identityCount = Int(bytes[magic.count + 1]) << 8 | Int(bytes[magic.count + 2])
-        let saltStart = fixed + identityCount
-        let nonceStart = saltStart + saltSize
-        let ciphertextStart = nonceStart + nonceSize
-        guard bytes.count >= ciphertextStart + tagSize else {
-            throw .corrupt(reason: "the encrypted file is truncated")
+        guard version == 1 || version == 2 else {
+            throw .unsupportedFormatVersion("encrypted file version \(version)")
         }
-        return Parsed(
-            identity: bytes[fixed..<saltStart], salt: saltStart..<nonceStart, nonce: nonceStart..<ciphertextStart,
-            ciphertext: ciphertextStart..<(bytes.count - tagSize))
+        let truncated = SecureDictionaryError.corrupt(reason: "the encrypted file is truncated")
+        guard let high = reader.byte(), let low = reader.byte(), let identity = reader.take(Int(high) << 8 | Int(low)) else {
+            throw truncated
+        }
+        let parts = identity.split(separator: 0, omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .corrupt(reason: "the encrypted file's header names no item") }
+        var key: KeyBlock?
+        var generation: UInt64 = 0
+        if version == 2 {
+            guard let kindByte = reader.byte() else { throw truncated }
+            guard let kind = KeyBlock.Kind(rawValue: kindByte) else {
+                throw .unsupportedFormatVersion("encrypted file key kind \(kindByte)")
+            }
+            var scrypt: ScryptParameters?
+            if kind == .passphrase {
+                guard let cost = reader.take(3), let salt = reader.take(ScryptParameters.saltSize) else { throw truncated }
+                let (log2N, r, p) = (cost[cost.startIndex], cost[cost.startIndex + 1], cost[cost.startIndex + 2])
+                scrypt = try ScryptParameters(log2N: log2N, r: r, p: p, salt: Array(salt))
+            }
+            guard let check = reader.take(checkSize), let count = reader.take(8) else { throw truncated }
+            key = KeyBlock(kind: kind, scrypt: scrypt, check: Array(check))
+            generation = count.reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        guard reader.take(saltSize + nonceSize) != nil else { throw truncated }
+        let headerSize = reader.offset
+        return Header(
+            version: version, alias: String(decoding: parts[0], as: UTF8.self),
+            applicationID: String(decoding: parts[1], as: UTF8.self), dictionaryName: String(decoding: parts[2], as: UTF8.self),
+            key: key, generation: generation, headerSize: headerSize, identity: Array(identity))
     }
 
-    private static func key(_ masterSecret: SecretBytes, salt: some DataProtocol) -> SymmetricKey {
-        masterSecret.withUnsafeBytes { secret in
-            HKDF<SHA256>.deriveKey(
-                inputKeyMaterial: SymmetricKey(data: secret), salt: salt, info: keyLabel, outputByteCount: 32)
+    /// ``header(of:)`` of a whole file, which must also hold a tag.
+    static func wholeFileHeader(of bytes: [UInt8]) throws(SecureDictionaryError) -> Header {
+        let header = try header(of: bytes)
+        guard bytes.count >= header.headerSize + tagSize else { throw .corrupt(reason: "the encrypted file is truncated") }
+        return header
+    }
+
+    // MARK: Helpers
+
+    /// The key of a file with `salt` (for tests: the files' keys never leave CFileStoreShim).
+    static func fileKey(_ secret: SecretBytes, salt: [UInt8]) -> [UInt8] {
+        hkdf(secret, salt: salt, info: keyLabel, count: 32)
+    }
+
+    /// Reads fields front to back, never past the end.
+    private struct Reader {
+        let bytes: [UInt8]
+        var offset = 0
+
+        mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
+            guard count >= 0, bytes.count - offset >= count else { return nil }
+            defer { offset += count }
+            return bytes[offset..<(offset + count)]
         }
+
+        mutating func byte() -> UInt8? { take(1)?.first }
+    }
+}
+
+/// Which key a file was written with: what the header says about it.
+struct KeyBlock: Sendable, Hashable {
+    enum Kind: UInt8, Sendable {
+        /// A master secret: the Secret portal's, or a systemd credential.
+        case secret = 1
+        /// A passphrase stretched with scrypt.
+        case passphrase = 2
+    }
+
+    var kind: Kind
+    /// For ``Kind/passphrase`` only.
+    var scrypt: ScryptParameters?
+    var check: [UInt8]
+
+    var encoded: [UInt8] {
+        var bytes = [kind.rawValue]
+        if let scrypt { bytes += [scrypt.log2N, scrypt.r, scrypt.p] + scrypt.salt }
+        return bytes + check
     }
 }

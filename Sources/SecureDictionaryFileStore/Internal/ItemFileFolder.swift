@@ -1,34 +1,45 @@
 import Crypto
 import SecureDictionary
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The folder that holds one file per item on the Secret portal path, and the only code
+/// The folder that holds one file per item of an encrypted-file store, and the only code
 /// that touches those files.
 ///
 /// ```swift
-/// let folder = ItemFileFolder(path: "/home/me/.var/app/org.example.App/data/securedictionary")
+/// let folder = ItemFileFolder(path: "/home/me/.local/share/securedictionary")
 /// try folder.replace(item, with: encrypted)      // write, fsync, rename, fsync the folder
 /// let bytes = try folder.read(item)               // nil when there is no file
 /// ```
 ///
-/// Why atomic replacement: a reader (another process of the app) sees the old file or the
-/// new one, never half of one, and a crash or full disk leaves the old file in place.
+/// Why atomic replacement: a reader (another process) sees the old file or the new one,
+/// never half of one, and a crash or full disk leaves the old file in place.
+///
+/// Every call opens the folder itself first, as OpenSSH checks `~/.ssh` (see
+/// ``FolderSafety``): not a symbolic link, this user's, writable by nobody else; and then
+/// works inside that open folder (`openat`, `renameat`), so the folder checked is the
+/// folder used. An item file must be a regular file of this user, never a link.
 struct ItemFileFolder: Sendable {
     let path: String
+    /// Whether the folders above `path` passed ``FolderSafety/checkAncestors(of:)``: once
+    /// per store, as ssh checks once per connection.
+    private let ancestorsChecked = Flag()
 
-    /// The file of `item`: a hash of its identity, so that any item name makes a valid,
+    init(path: String) {
+        var path = path
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        self.path = path
+    }
+
+    /// The file name of `item`: a hash of its identity, so that any item name makes a valid,
     /// short file name.
-    func filePath(of item: KeyringItem) -> String {
-        "\(path)/\(Self.fileStem(of: item)).sdict"
-    }
+    static func fileName(of item: KeyringItem) -> String { "\(fileStem(of: item)).sdict" }
 
-    /// The lock file of `item`, beside its file.
-    func lockPath(of item: KeyringItem) -> String {
-        "\(path)/\(Self.fileStem(of: item)).lock"
-    }
+    /// The file of `item`.
+    func filePath(of item: KeyringItem) -> String { "\(path)/\(Self.fileName(of: item))" }
 
     static func fileStem(of item: KeyringItem) -> String {
         SHA256.hash(data: EncryptedItemFile.identity(of: item)).prefix(16).map { byte in
@@ -37,35 +48,94 @@ struct ItemFileFolder: Sendable {
         }.joined()
     }
 
+    // MARK: The folder
+
+    /// Runs `body` with the folder open (checked), or returns `nil` when there is no folder
+    /// yet and `create` is `false`.
+    ///
+    /// - Throws: ``SecureDictionaryError/unsafePath(path:reason:)`` for a folder someone else
+    ///   could swap or write to; ``SecureDictionaryError/fileUnavailable(path:reason:)`` when
+    ///   it cannot be opened or created.
+    func withFolder<T>(create: Bool, _ body: (Int32) throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T? {
+        if !ancestorsChecked.isSet {
+            try FolderSafety.checkAncestors(of: path)
+            ancestorsChecked.set()
+        }
+        var descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if descriptor < 0 && errno == ENOENT {
+            guard create else { return nil }
+            try createFolder()
+            descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        }
+        guard descriptor >= 0 else { throw FolderSafety.openFailure(path, errno: errno) }
+        defer { close(descriptor) }
+        try FolderSafety.checkFolder(descriptor, path: path)
+        return try body(descriptor)
+    }
+
+    /// Creates the folder (mode 0700) and its parents as needed.
+    func createFolder() throws(SecureDictionaryError) {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0, errno != EEXIST { throw unusable(prefix) }
+        }
+    }
+
+    // MARK: Item files
+
     /// The bytes of `item`'s file, or `nil` when there is none.
     ///
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)`` for a file larger than any
-    ///   dictionary (not read); ``SecureDictionaryError/fileUnavailable(path:reason:)`` when
+    ///   dictionary (not read); ``SecureDictionaryError/unsafePath(path:reason:)`` for a link
+    ///   or another user's file; ``SecureDictionaryError/fileUnavailable(path:reason:)`` when
     ///   the file cannot be read.
-    func read(_ item: KeyringItem) throws(SecureDictionaryError) -> [UInt8]? {
-        let file = filePath(of: item)
-        let descriptor = Glibc.open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    func read(_ item: KeyringItem, upTo limit: Int = EncryptedItemFile.maximumFileSize) throws(SecureDictionaryError)
+        -> [UInt8]?
+    {
+        let result = try withFolder(create: false) { folder throws(SecureDictionaryError) -> [UInt8]? in
+            try read(Self.fileName(of: item), in: folder, upTo: limit)
+        }
+        return result ?? nil
+    }
+
+    /// Reads the file `name` of the open folder: `nil` when there is none. At most `limit`
+    /// bytes are read; a larger file is ``SecureDictionaryError/tooLarge(size:limit:)``
+    /// unless `limit` is below ``EncryptedItemFile/maximumFileSize`` (a header read).
+    func read(_ name: String, in folder: Int32, upTo limit: Int) throws(SecureDictionaryError) -> [UInt8]? {
+        let file = "\(path)/\(name)"
+        let descriptor = openat(folder, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if descriptor < 0 {
             if errno == ENOENT { return nil }
+            if errno == ELOOP {
+                throw .unsafePath(path: file, reason: "the item file is a symbolic link: remove the link")
+            }
             throw unusable(file)
         }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw unusable(file) }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw .unsafePath(path: file, reason: "the item file is not a regular file: remove it")
+        }
+        guard status.st_uid == geteuid() else {
+            throw .unsafePath(path: file, reason: "the item file belongs to uid \(status.st_uid), not to this user: remove it")
+        }
         let size = Int(status.st_size)
-        guard size <= EncryptedItemFile.maximumFileSize else {
+        if size > EncryptedItemFile.maximumFileSize && limit >= EncryptedItemFile.maximumFileSize {
             throw .tooLarge(size: size, limit: EncryptedItemFile.maximumFileSize)
         }
-        var bytes = [UInt8](repeating: 0, count: size)
+        let wanted = min(size, limit)
+        var bytes = [UInt8](repeating: 0, count: wanted)
         var total = 0
-        while total < size {
-            let got = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + total, size - total) }
+        while total < wanted {
+            let got = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + total, wanted - total) }
             if got < 0, errno == EINTR { continue }
             guard got >= 0 else { throw unusable(file) }
             if got == 0 { break }  // shrank meanwhile: it was replaced, never truncated
             total += got
         }
-        if total < size { bytes.removeLast(size - total) }
+        if total < wanted { bytes.removeLast(wanted - total) }
         return bytes
     }
 
@@ -75,11 +145,17 @@ struct ItemFileFolder: Sendable {
     /// - Throws: ``SecureDictionaryError/fileUnavailable(path:reason:)`` when the folder
     ///   cannot be created or written (full disk, read-only); the old file is then unchanged.
     func replace(_ item: KeyringItem, with bytes: [UInt8]) throws(SecureDictionaryError) {
-        try createFolder()
-        let target = filePath(of: item)
-        let temporary = "\(path)/.\(Self.fileStem(of: item)).\(UInt64.random(in: .min ... .max)).tmp"
-        let descriptor = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw unusable(temporary) }
+        _ = try withFolder(create: true) { folder throws(SecureDictionaryError) in
+            try replace(Self.fileName(of: item), in: folder, with: bytes)
+        }
+    }
+
+    /// ``replace(_:with:)`` in the open folder.
+    func replace(_ name: String, in folder: Int32, with bytes: [UInt8]) throws(SecureDictionaryError) {
+        let target = "\(path)/\(name)"
+        let temporary = ".\(name).\(UInt64.random(in: .min ... .max)).tmp"
+        let descriptor = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else { throw unusable("\(path)/\(temporary)") }
         var written = 0
         var failed = false
         while written < bytes.count {
@@ -94,71 +170,68 @@ struct ItemFileFolder: Sendable {
         if !failed, fsync(descriptor) != 0 { failed = true }
         let error = errno
         close(descriptor)
-        guard !failed, rename(temporary, target) == 0 else {
+        guard !failed, renameat(folder, temporary, folder, name) == 0 else {
             let reason = String(cString: strerror(failed ? error : errno))
-            unlink(temporary)
+            unlinkat(folder, temporary, 0)
             throw .fileUnavailable(path: target, reason: reason)
         }
-        syncFolder()
+        fsync(folder)
     }
 
     /// Removes `item`'s file; returns whether there was one.
     func remove(_ item: KeyringItem) throws(SecureDictionaryError) -> Bool {
-        let file = filePath(of: item)
-        if unlink(file) == 0 {
-            syncFolder()
-            return true
+        let result = try withFolder(create: false) { folder throws(SecureDictionaryError) -> Bool in
+            if unlinkat(folder, Self.fileName(of: item), 0) == 0 {
+                fsync(folder)
+                return true
+            }
+            if errno == ENOENT { return false }
+            throw unusable(filePath(of: item))
         }
-        if errno == ENOENT { return false }
-        throw unusable(file)
+        return result ?? false
     }
 
-    /// The identities in the headers of every item file, unverified (listing needs no key).
-    func identities() -> [(alias: String, applicationID: String, dictionaryName: String)] {
-        guard let folder = opendir(path) else { return [] }
-        defer { closedir(folder) }
-        var found: [(alias: String, applicationID: String, dictionaryName: String)] = []
-        while let entry = readdir(folder) {
+    /// The names of the item files (`*.sdict`) in the open folder.
+    func itemFileNames(in folder: Int32) -> [String] {
+        let copy = dup(folder)
+        guard copy >= 0, let listing = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return []
+        }
+        defer { closedir(listing) }
+        var names: [String] = []
+        while let entry = readdir(listing) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            guard name.hasSuffix(".sdict"), !name.hasPrefix(".") else { continue }
-            if let header = readHeader("\(path)/\(name)"), let identity = EncryptedItemFile.identity(inHeaderOf: header) {
-                found.append(identity)
+            if name.hasSuffix(".sdict"), !name.hasPrefix(".") { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// The headers of every item file, unverified (listing needs no key): the first bytes of
+    /// each file that parse as a header. Files that cannot be read are left out.
+    func headers() throws(SecureDictionaryError) -> [(name: String, header: EncryptedItemFile.Header)] {
+        let result = try withFolder(create: false) { folder in
+            itemFileNames(in: folder).compactMap { name -> (name: String, header: EncryptedItemFile.Header)? in
+                guard let bytes = try? read(name, in: folder, upTo: EncryptedItemFile.maximumHeaderSize),
+                    let header = try? EncryptedItemFile.header(of: bytes)
+                else { return nil }
+                return (name, header)
             }
         }
-        return found
-    }
-
-    // MARK: Helpers
-
-    /// The first bytes of a file: enough for any header.
-    private func readHeader(_ file: String) -> [UInt8]? {
-        let descriptor = Glibc.open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let got = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, $0.count) }
-        guard got > 0 else { return nil }
-        return Array(bytes[..<got])
-    }
-
-    /// Creates the folder (mode 0700) and its parents as needed.
-    func createFolder() throws(SecureDictionaryError) {
-        var prefix = ""
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0, errno != EEXIST { throw unusable(prefix) }
-        }
-    }
-
-    private func syncFolder() {
-        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        fsync(descriptor)
-        close(descriptor)
+        return result ?? []
     }
 
     /// The error for `file`, from `errno`.
     private func unusable(_ file: String) -> SecureDictionaryError {
         .fileUnavailable(path: file, reason: String(cString: strerror(errno)))
     }
+}
+
+/// A flag that is set once and stays set.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isSet: Bool { value.load(ordering: .acquiring) }
+
+    func set() { value.store(true, ordering: .releasing) }
 }

@@ -33,6 +33,13 @@ public func caseName(_ error: any Error) -> String {
     case .fileUnavailable: return "fileUnavailable"
     case .alreadyExists: return "alreadyExists"
     case .sourceChanged: return "sourceChanged"
+    case .unsafePath: return "unsafePath"
+    case .wrongPassphrase: return "wrongPassphrase"
+    case .wrongKey: return "wrongKey"
+    case .credentialUnavailable: return "credentialUnavailable"
+    case .passphraseUnavailable: return "passphraseUnavailable"
+    case .rolledBack: return "rolledBack"
+    case .noStoreAvailable: return "noStoreAvailable"
     case .keyring: return "keyring"
     }
 }

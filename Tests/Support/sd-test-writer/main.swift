@@ -10,10 +10,23 @@
 //   sd-test-writer get APP NAME KEY            prints "ok <string value>", "absent" or "error <case>"
 //   sd-test-writer move APP NAME               moves the dictionary from the Secret Service to the
 //                                              Secret portal's files: "ok moved", "ok absent" or "error <case>"
+//   sd-test-writer move-up APP NAME            moves it from the store below to the Secret Service (same output)
+//   sd-test-writer move-down APP NAME          moves it from the Secret Service to the store below
+//   sd-test-writer unlock                      the file store's unlock(): "ok" or "error <case>"
+//   sd-test-writer forget                      the file store's forgetKey(): "ok"
+//   sd-test-writer change-passphrase           the passphrase store's changePassphrase(): "ok <files>" or "error <case>"
+//   sd-test-writer choice                      the automatic store's choice: "ok <chosen> <ms>" or "error <case> <ms>"
 //
-// With SD_TEST_WRITER_STORE=portal, dictionaries live in SecretPortalStore.shared (the
-// Secret portal's encrypted files) instead of the Secret Service; SD_TEST_WRITER_TIMEOUT_MS
-// sets the timeout of set, get and move.
+// SD_TEST_WRITER_STORE picks the store: the Secret Service by default; "portal":
+// SecretPortalStore.shared (the Secret portal's encrypted files); "credential": an
+// EncryptedFileStore under the systemd credential SD_TEST_WRITER_CREDENTIAL (default
+// "securedictionary") in SD_TEST_WRITER_FOLDER (default: the store's own); "passphrase": one
+// under a passphrase read from descriptor SD_TEST_WRITER_PASSPHRASE_FD (else asked on the
+// terminal), cached in the kernel keyring for SD_TEST_WRITER_CACHE_SECONDS ("none": not
+// cached; default 900), scrypt N = 2^SD_TEST_WRITER_SCRYPT_LOG2N (default 17);
+// "automatic": AutomaticStore, with the file store SD_TEST_WRITER_FILE_STORE
+// ("credential" or "passphrase", as above; unset: none). SD_TEST_WRITER_TIMEOUT_MS sets the
+// timeout of set, get and move.
 import Foundation
 import SecureDictionary
 import SecureDictionaryFileStore
@@ -24,14 +37,67 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
+let environment = ProcessInfo.processInfo.environment
+
+/// The encrypted-file store named `kind` ("credential" or "passphrase"), configured from the environment.
+func fileStore(_ kind: String?) -> EncryptedFileStore? {
+    let folder = environment["SD_TEST_WRITER_FOLDER"]
+    switch kind {
+    case "credential":
+        let name = environment["SD_TEST_WRITER_CREDENTIAL"] ?? "securedictionary"
+        return EncryptedFileStore(folderPath: folder, keySource: .systemdCredential(named: name))
+    case "passphrase":
+        let input: EncryptedFileStore.PassphraseInput =
+            environment["SD_TEST_WRITER_PASSPHRASE_FD"].flatMap(Int32.init).map { .fileDescriptor($0) }
+            ?? .terminal(timeout: .seconds(30))
+        let cacheSetting = environment["SD_TEST_WRITER_CACHE_SECONDS"]
+        let cache: EncryptedFileStore.PassphraseCache =
+            cacheSetting == "none" ? .none : .kernelKeyring(timeout: .seconds(cacheSetting.flatMap(Int.init) ?? 900))
+        let cost = EncryptedFileStore.PassphraseCost(log2N: environment["SD_TEST_WRITER_SCRYPT_LOG2N"].flatMap(Int.init) ?? 17)
+        return EncryptedFileStore(folderPath: folder, keySource: .passphrase(input, cache: cache, cost: cost))
+    default:
+        return nil
+    }
+}
+
 /// The store named by SD_TEST_WRITER_STORE.
 let store: any KeyringStore =
-    ProcessInfo.processInfo.environment["SD_TEST_WRITER_STORE"] == "portal" ? SecretPortalStore.shared : SecretServiceStore.shared
+    switch environment["SD_TEST_WRITER_STORE"] {
+    case "portal": SecretPortalStore.shared
+    case "credential", "passphrase": fileStore(environment["SD_TEST_WRITER_STORE"])!
+    case "automatic": AutomaticStore(fileStore: fileStore(environment["SD_TEST_WRITER_FILE_STORE"]))
+    default: SecretServiceStore.shared
+    }
+
+/// Milliseconds since `start`.
+func milliseconds(since start: ContinuousClock.Instant) -> Int64 {
+    let elapsed = ContinuousClock.now - start
+    return elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+}
 
 /// The options of every command; SD_TEST_WRITER_TIMEOUT_MS replaces the default timeout.
 func options(timeout: Duration? = nil) -> SecureDictionary.Options {
     let given = ProcessInfo.processInfo.environment["SD_TEST_WRITER_TIMEOUT_MS"].flatMap(Int.init).map(Duration.milliseconds)
     return SecureDictionary.Options(timeout: timeout ?? given ?? .seconds(3), store: store)
+}
+
+/// For `hygiene`: everything that touches the file stores' secrets, in a frame of its own.
+@inline(never)
+func exerciseFileStores(app: String, keeping kept: inout [AnyObject]) throws {
+    let folder = environment["SD_TEST_WRITER_FOLDER"] ?? "/nonexistent"
+    let stores = [
+        EncryptedFileStore(folderPath: "\(folder)/credential", keySource: .systemdCredential()),
+        EncryptedFileStore(
+            folderPath: "\(folder)/passphrase",
+            keySource: .passphrase(.fileDescriptor(0), cache: .none, cost: .init(log2N: 12))),
+    ]
+    for store in stores {
+        let dictionary = try SecureDictionary(name: "hygiene", applicationID: app, options: .init(store: store))
+        for index in 0..<5 { try dictionary.setValue(.integer(index), forKey: "k\(index)") }
+        let again = try SecureDictionary(name: "hygiene", applicationID: app, options: .init(timeout: .seconds(3), store: store))
+        try again.reload()
+        kept += [store, dictionary, again]
+    }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -101,6 +167,60 @@ do {
         } catch {
             print("error \(caseName(error))")
         }
+    case "move-up" where arguments.count == 3, "move-down" where arguments.count == 3:
+        let (source, destination): (any KeyringStore, any KeyringStore) =
+            command == "move-up" ? (store, SecretServiceStore.shared) : (SecretServiceStore.shared, store)
+        do {
+            let moved = try SecureDictionary.move(
+                name: arguments[2], applicationID: arguments[1], from: source, to: destination, timeout: options().timeout)
+            print(moved ? "ok moved" : "ok absent")
+        } catch {
+            print("error \(caseName(error))")
+        }
+    case "unlock" where arguments.count == 1:
+        do {
+            try (store as! EncryptedFileStore).unlock(timeout: options().timeout)
+            print("ok")
+        } catch {
+            print("error \(caseName(error))")
+        }
+    case "forget" where arguments.count == 1:
+        (store as! EncryptedFileStore).forgetKey()
+        print("ok")
+    case "change-passphrase" where arguments.count == 1:
+        do {
+            print("ok \(try (store as! EncryptedFileStore).changePassphrase(timeout: options().timeout))")
+        } catch {
+            print("error \(caseName(error))")
+        }
+    case "choice" where arguments.count == 1:
+        let start = ContinuousClock.now
+        do {
+            let choice = try (store as! AutomaticStore).choose(timeout: options().timeout)
+            print("ok \(choice.chosen) \(milliseconds(since: start))")
+        } catch {
+            print("error \(caseName(error)) \(milliseconds(since: start))")
+        }
+    case "hygiene" where arguments.count == 3:
+        // Uses a credential store and a passphrase store (passphrase: the first line of standard
+        // input, not cached), writes and reads APP's dictionary in both, then with "forget"
+        // forgets their keys and releases everything; prints "ready" and waits for a line. For
+        // the core-dump scan of their secrets; "control" keeps everything.
+        var kept: [AnyObject] = []
+        do {
+            try exerciseFileStores(app: arguments[1], keeping: &kept)
+        } catch {
+            print("error \(caseName(error))")
+            exit(1)
+        }
+        if arguments[2] == "forget" {
+            for case let store as EncryptedFileStore in kept { store.forgetKey() }
+            kept.removeAll()
+        }
+        print("ready")
+        fflush(nil)
+        _ = readLine()
+        withExtendedLifetime(kept) {}
     case "hold" where arguments.count == 3:
         // Takes the item's writer lock and keeps it: prints "holding PID", then sleeps inside
         // update { } until killed. For the test that stops a lock holder.
@@ -113,7 +233,9 @@ do {
         }
     default:
         fail(
-            "usage: write APP NAME PREFIX COUNT INCREMENTS | set APP NAME KEY VALUE | probe APP NAME TIMEOUT_MS | get APP NAME KEY | move APP NAME | hold APP NAME"
+            "usage: write APP NAME PREFIX COUNT INCREMENTS | set APP NAME KEY VALUE | probe APP NAME TIMEOUT_MS | "
+                + "get APP NAME KEY | move APP NAME | move-up APP NAME | move-down APP NAME | hold APP NAME | unlock | forget | "
+                + "change-passphrase | choice"
         )
     }
 } catch {

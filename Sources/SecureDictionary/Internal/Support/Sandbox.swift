@@ -19,7 +19,12 @@ package enum Sandbox: Sendable, Equatable {
         flatpakInfo: (try? String(contentsOfFile: "/.flatpak-info", encoding: .utf8)),
         environment: ProcessInfo.processInfo.environment)
 
-    /// Flatpak puts `/.flatpak-info` in every sandbox; snapd sets `SNAP_NAME`.
+    /// Flatpak puts `/.flatpak-info` in every sandbox, with an `[Application]` group that
+    /// names the app; snapd sets `SNAP_NAME`.
+    ///
+    /// Only a file Flatpak really writes counts: an empty `/.flatpak-info` (a stray mount
+    /// point, or a file left by a tool) made every process on a machine believe it was
+    /// sandboxed (issue 31).
     package static func detect(flatpakInfo: String?, environment: [String: String]) -> Sandbox? {
         if let flatpakInfo {
             // The `name=` line of the `[Application]` group.
@@ -30,9 +35,11 @@ package enum Sandbox: Sendable, Equatable {
                     inApplication = text == "[Application]"
                     continue
                 }
-                if inApplication, text.hasPrefix("name=") { return .flatpak(appID: String(text.dropFirst(5))) }
+                if inApplication, text.hasPrefix("name=") {
+                    let name = text.dropFirst(5).trimmingWhitespace()
+                    if !name.isEmpty { return .flatpak(appID: String(name)) }
+                }
             }
-            return .flatpak(appID: nil)
         }
         if let snap = environment["SNAP_NAME"], !snap.isEmpty { return .snap(name: snap) }
         return nil

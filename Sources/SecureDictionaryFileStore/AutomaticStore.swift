@@ -1,0 +1,213 @@
+package import Logging
+public import SecureDictionary
+import Synchronization
+
+/// The store that works here, chosen once, never silently a weaker one: the Secret Service
+/// when one answers; inside a sandbox without it, the Secret portal's files; otherwise the
+/// ``EncryptedFileStore`` the application configured, and only if it configured one.
+///
+/// ```swift
+/// // Desktop: the keyring. Over SSH, in CI or a container without one: files under a
+/// // passphrase kept for the login session. With neither, a typed error says so.
+/// let options = SecureDictionary.Options(
+///     store: .automatic(fileStore: EncryptedFileStore(keySource: .passphrase(.terminal()))))
+/// let settings = try SecureDictionary(name: "settings", options: options)
+/// ```
+///
+/// The choice is made on the first call that needs a store, within its deadline, and kept
+/// for the store's life: a keyring that stops answering later is an error
+/// (``SecureDictionaryError/serviceUnavailable(reason:)``), never a switch to files, which
+/// would split the dictionary in two. Only a positive "no Secret Service here" (no session
+/// bus, nobody owning `org.freedesktop.secrets`) moves on; a keyring that answers locked,
+/// slowly or with an error is the Secret Service. ``choice`` says what was chosen and why
+/// (`secure-dict doctor --store auto` reports it), and the choice is logged once at `debug`.
+///
+/// - Throws (from every call): ``SecureDictionaryError/noStoreAvailable(reason:)`` when
+///   nothing fits; what the chosen store throws.
+public final class AutomaticStore: KeyringStore, CoordinatedStore {
+    /// What was chosen.
+    public enum Chosen: Sendable, Equatable {
+        case secretService
+        case secretPortal
+        case encryptedFiles
+    }
+
+    /// What was chosen, and why, in words for a person.
+    public struct Choice: Sendable, Equatable, CustomStringConvertible {
+        public let chosen: Chosen
+        public let reason: String
+        public var description: String {
+            switch chosen {
+            case .secretService: "the Secret Service (\(reason))"
+            case .secretPortal: "the Secret portal's encrypted files (\(reason))"
+            case .encryptedFiles: "encrypted files (\(reason))"
+            }
+        }
+    }
+
+    /// The automatic store without a file store: the Secret Service, or the Secret portal
+    /// inside a sandbox.
+    public static let shared = AutomaticStore()
+
+    /// The file store used where no Secret Service answers outside a sandbox.
+    public let fileStore: EncryptedFileStore?
+    private let secretService: SecretServiceStore
+    private let portal: SecretPortalStore
+    private let decided = Mutex<(store: any KeyringStore, choice: Choice)?>(nil)
+    private let deciding = FairLock()
+    private let logger = Logger(label: "SecureDictionary")
+
+    /// - Parameters:
+    ///   - fileStore: the store to use where no keyring answers, outside a sandbox; `nil`:
+    ///     none (then such a machine gets ``SecureDictionaryError/noStoreAvailable(reason:)``).
+    ///   - secretService: the keyring's store. Default: ``SecretServiceStore/shared``.
+    ///   - portal: the store inside a sandbox. Default: ``SecretPortalStore/shared``.
+    public init(
+        fileStore: EncryptedFileStore? = nil, secretService: SecretServiceStore = .shared,
+        portal: SecretPortalStore = .shared
+    ) {
+        self.fileStore = fileStore
+        self.secretService = secretService
+        self.portal = portal
+    }
+
+    /// What was chosen; `nil` before the first call.
+    public var choice: Choice? { decided.withLock { $0?.choice } }
+
+    /// Makes the choice now (if not made yet) and says what it is.
+    ///
+    /// - Throws: ``SecureDictionaryError/noStoreAvailable(reason:)`` when nothing fits;
+    ///   ``SecureDictionaryError/timedOut`` when the Secret Service did not say in time
+    ///   whether it is there (nothing is chosen then; the next call tries again).
+    @discardableResult
+    public func choose(timeout: Duration = .seconds(3)) throws(SecureDictionaryError) -> Choice {
+        try decide(until: Deadline(after: timeout)).choice
+    }
+
+    public var isSharedBetweenProcesses: Bool { true }
+
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        let deadline = Deadline(after: timeout)
+        return try decide(until: deadline).store.load(item, timeout: deadline.remainingForCall())
+    }
+
+    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        let deadline = Deadline(after: timeout)
+        try decide(until: deadline).store.store(secret, for: item, timeout: deadline.remainingForCall())
+    }
+
+    public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
+        let deadline = Deadline(after: timeout)
+        return try decide(until: deadline).store.delete(item, timeout: deadline.remainingForCall())
+    }
+
+    public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [KeyringItemListing]
+    {
+        let deadline = Deadline(after: timeout)
+        return try decide(until: deadline).store.listItems(
+            applicationID: applicationID, collection: collection, timeout: deadline.remainingForCall())
+    }
+
+    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
+        ChosenStoreLock(automatic: self, item: item, logger: logger)
+    }
+
+    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
+        guard let store = decided.withLock({ $0?.store }) as? any CoordinatedStore else { return nil }
+        return store.watchChanges(onChange)
+    }
+
+    // MARK: The choice
+
+    /// The chosen store, choosing it first if needed (one thread at a time).
+    func decide(until deadline: Deadline) throws(SecureDictionaryError) -> (store: any KeyringStore, choice: Choice) {
+        if let decided = decided.withLock({ $0 }) { return decided }
+        guard deciding.lock(until: deadline) else { throw .timedOut }
+        defer { deciding.unlock() }
+        if let decided = decided.withLock({ $0 }) { return decided }
+        let made = try makeChoice(until: deadline)
+        decided.withLock { $0 = made }
+        logger.debug("store chosen", metadata: ["store": "\(made.choice)"])
+        return made
+    }
+
+    private func makeChoice(until deadline: Deadline) throws(SecureDictionaryError) -> (
+        store: any KeyringStore, choice: Choice
+    ) {
+        let absence: String
+        do {
+            _ = try secretService.diagnose(collection: .default, timeout: deadline.remainingForCall())
+            return (secretService, Choice(chosen: .secretService, reason: "it answered"))
+        } catch .serviceUnavailable(let reason) {
+            absence = reason
+        } catch .sandboxed {
+            return (portal, Choice(chosen: .secretPortal, reason: "a sandbox without access to the Secret Service"))
+        } catch .noSuchCollection {
+            return (secretService, Choice(chosen: .secretService, reason: "it answered, without a default collection"))
+        } catch {
+            // It answered (locked, refused a session, failed): that is the Secret Service,
+            // with its error to fix; a timeout decides nothing.
+            if error == .timedOut || error == .cancelled { throw error }
+            return (secretService, Choice(chosen: .secretService, reason: "it answered, with an error"))
+        }
+        if Sandbox.current != nil {
+            return (portal, Choice(chosen: .secretPortal, reason: "a sandbox without access to the Secret Service"))
+        }
+        guard let fileStore else { throw .noStoreAvailable(reason: absence) }
+        return (
+            fileStore,
+            Choice(
+                chosen: .encryptedFiles,
+                reason: "no Secret Service here (\(absence.prefix(60))); \(fileStore.keySource) in \(fileStore.folderPath)")
+        )
+    }
+}
+
+/// The writer lock of the store ``AutomaticStore`` chose: chosen when first taken (a
+/// dictionary's init loads before it writes, so the choice is made by then).
+private final class ChosenStoreLock: ItemWriterLock {
+    private let automatic: AutomaticStore
+    private let item: KeyringItem
+    private let logger: Logger
+    private let inner = Mutex<(any ItemWriterLock)??>(nil)
+
+    init(automatic: AutomaticStore, item: KeyringItem, logger: Logger) {
+        self.automatic = automatic
+        self.item = item
+        self.logger = logger
+    }
+
+    func acquire<T>(
+        until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
+        guard let lock = try resolved(until: deadline) else { return (false, try check()) }
+        return try lock.acquire(until: deadline, thenCheck: check)
+    }
+
+    func release() {
+        if case .some(.some(let lock)) = inner.withLock({ $0 }) { lock.release() }
+    }
+
+    private func resolved(until deadline: Deadline) throws(SecureDictionaryError) -> (any ItemWriterLock)? {
+        if case .some(let lock) = inner.withLock({ $0 }) { return lock }
+        let store = try automatic.decide(until: deadline).store
+        let lock = (store as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
+        inner.withLock { $0 = .some(lock) }
+        return lock
+    }
+}
+
+extension KeyringStore where Self == AutomaticStore {
+    /// An ``AutomaticStore``: the Secret Service when one answers, the Secret portal inside
+    /// a sandbox, else `fileStore` (if given).
+    ///
+    /// ```swift
+    /// let options = SecureDictionary.Options(store: .automatic(fileStore: .init(keySource: .systemdCredential())))
+    /// ```
+    /// Without `fileStore`, ``AutomaticStore/shared``; make one store with a file store and
+    /// keep it, so that every dictionary of the process shares its choice and its caches.
+    public static func automatic(fileStore: EncryptedFileStore? = nil) -> AutomaticStore {
+        fileStore.map { AutomaticStore(fileStore: $0) } ?? .shared
+    }
+}

@@ -1,0 +1,47 @@
+package import SecureDictionary
+
+/// What `secure-dict doctor` reports about an encrypted-file store, found without asking
+/// for a passphrase. Package-internal: the tool's, not an API promise.
+package struct FileStoreDiagnosis: Sendable {
+    /// Why the folder cannot be used, or `nil` when it can (or does not exist yet).
+    package var folderProblem: SecureDictionaryError?
+    package var folderExists: Bool
+    /// The dictionaries' files in the folder.
+    package var fileCount: Int
+    /// Why the key cannot be had without a person: a missing credential. `nil` for a
+    /// passphrase (it can always be asked) and for a credential that is there.
+    package var keyProblem: SecureDictionaryError?
+    /// For a passphrase: whether the session's kernel keyring keeps it now (the next call
+    /// asks for it when not). `nil` for other sources, or when the folder has no file yet.
+    package var passphraseKept: Bool?
+}
+
+extension EncryptedFileStore {
+    /// Checks the folder, counts the files, and looks for the key without a prompt.
+    package func diagnose() -> FileStoreDiagnosis {
+        var diagnosis = FileStoreDiagnosis(folderProblem: nil, folderExists: false, fileCount: 0)
+        do {
+            let count = try engine.folder.withFolder(create: false) { descriptor in
+                engine.folder.itemFileNames(in: descriptor).count
+            }
+            diagnosis.folderExists = count != nil
+            diagnosis.fileCount = count ?? 0
+        } catch {
+            diagnosis.folderProblem = error
+        }
+        switch keySource.kind {
+        case .systemdCredential(let name):
+            do {
+                _ = try SystemdCredential.read(named: name)
+            } catch {
+                diagnosis.keyProblem = error
+            }
+        case .passphrase:
+            let parameters = (try? engine.folder.headers())?.lazy.compactMap { $0.header.key?.scrypt }.first
+            diagnosis.passphraseKept = parameters.map {
+                KernelKeyring.read(PassphraseKeySource.cacheDescription($0), capacity: 64) != nil
+            }
+        }
+        return diagnosis
+    }
+}

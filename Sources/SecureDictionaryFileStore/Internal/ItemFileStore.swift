@@ -1,0 +1,64 @@
+import SecureDictionary
+
+/// What every encrypted-file store does with its folder, whatever its key: the
+/// ``KeyringStore`` calls, on ``ItemFileFolder``, ``EncryptedItemFile``,
+/// ``GenerationRecord`` and a ``MasterKeySource``.
+///
+/// A load reads the file, refuses one older than the session has seen (a rollback), gets
+/// the master secret its key block asks for, and decrypts. A store (called under the
+/// folder's writer lock, after the check) reads the replaced file's header, writes the new
+/// file under the same key with a larger generation, and records that generation.
+struct ItemFileStore: Sendable {
+    let folder: ItemFileFolder
+    let keys: any MasterKeySource
+
+    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        let deadline = Deadline(after: timeout)
+        guard let bytes = try folder.read(item) else { return nil }
+        let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
+        let record = GenerationRecord(file: folder.filePath(of: item))
+        guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
+        let secret = try keys.secret(opening: header.key, in: folder, until: deadline)
+        let blob = try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)
+        record.note(header.generation, written: false)
+        return blob
+    }
+
+    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        let deadline = Deadline(after: timeout)
+        let name = ItemFileFolder.fileName(of: item)
+        _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
+            let replaced = try? folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumHeaderSize)
+                .flatMap { try EncryptedItemFile.header(of: $0) }
+            let (block, master) = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
+            let record = GenerationRecord(file: folder.filePath(of: item))
+            let generation = record.next(after: replaced?.generation ?? 0)
+            let file = try EncryptedItemFile.seal(secret, for: item, key: block, secret: master, generation: generation)
+            try folder.replace(name, in: descriptor, with: file)
+            record.note(generation, written: true)
+        }
+    }
+
+    func delete(_ item: KeyringItem) throws(SecureDictionaryError) -> Bool {
+        try folder.remove(item)
+    }
+
+    func listItems(applicationID: String?, collection: KeyringCollection) throws(SecureDictionaryError)
+        -> [KeyringItemListing]
+    {
+        try folder.headers()
+            .map(\.header)
+            .filter { $0.alias == collection.alias && (applicationID == nil || $0.applicationID == applicationID) }
+            .compactMap { header in
+                try? KeyringItem(
+                    dictionaryName: header.dictionaryName.isEmpty ? nil : header.dictionaryName,
+                    applicationID: header.applicationID, collection: collection)
+            }
+            .sorted { $0.name < $1.name }
+            .map { KeyringItemListing(item: $0, isLocked: false) }
+    }
+
+    func writerLock() -> any ItemWriterLock {
+        FileWriterLock(folder: folder)
+    }
+}

@@ -1,0 +1,81 @@
+import CFileStoreShim
+import SecureDictionary
+
+/// The scrypt parameters of a passphrase store's files (stored in each file's header) and
+/// the derivation itself.
+///
+/// ```swift
+/// let parameters = try ScryptParameters(log2N: 17, r: 8, p: 1, salt: salt)
+/// let master = try parameters.derive(passphrase)      // about 128 MiB and 0.3 s
+/// ```
+///
+/// Why scrypt: it is memory-hard (a guess costs 128·r·N bytes of memory, not just time, so
+/// GPUs and ASICs gain little), and BoringSSL, which swift-crypto links in, has it. It runs
+/// through `sd_scrypt` (CFileStoreShim) so that the key is written straight into a buffer
+/// this module wipes.
+struct ScryptParameters: Sendable, Hashable {
+    static let saltSize = 16
+    /// The most memory a file's parameters may ask for: 1 GiB.
+    static let memoryLimit = 1 << 30
+    /// The most work (memory × p) a file's parameters may ask for, so that a planted file
+    /// cannot make a read take minutes.
+    static let workLimit = 1 << 32
+
+    let log2N: UInt8
+    let r: UInt8
+    let p: UInt8
+    let salt: [UInt8]
+
+    /// - Throws: ``SecureDictionaryError/corrupt(reason:)`` for parameters out of bounds
+    ///   (they come from a file, which is hostile input).
+    init(log2N: UInt8, r: UInt8, p: UInt8, salt: [UInt8]) throws(SecureDictionaryError) {
+        guard (1...24).contains(log2N), r >= 1, p >= 1, salt.count == Self.saltSize else {
+            throw .corrupt(reason: "the passphrase's scrypt parameters are out of bounds")
+        }
+        let memory = 128 * Int(r) * (1 << Int(log2N))
+        guard memory <= Self.memoryLimit, memory * Int(p) <= Self.workLimit else {
+            throw .corrupt(reason: "the passphrase's scrypt parameters are out of bounds")
+        }
+        (self.log2N, self.r, self.p, self.salt) = (log2N, r, p, salt)
+    }
+
+    /// New parameters of the given cost with a random salt.
+    static func random(log2N: Int, r: Int, p: Int) throws(SecureDictionaryError) -> ScryptParameters {
+        var generator = SystemRandomNumberGenerator()
+        let salt = (0..<saltSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        guard let log2N = UInt8(exactly: log2N), let r = UInt8(exactly: r), let p = UInt8(exactly: p) else {
+            throw .invalidValue(reason: "scrypt cost out of bounds")
+        }
+        return try ScryptParameters(log2N: log2N, r: r, p: p, salt: salt)
+    }
+
+    /// The 32-byte master secret for `passphrase`.
+    ///
+    /// - Throws: ``SecureDictionaryError/keyring(domain:code:message:)`` when scrypt fails
+    ///   (out of memory).
+    func derive(_ passphrase: SecretBytes) throws(SecureDictionaryError) -> SecretBytes {
+        var key = [UInt8](repeating: 0, count: 32)
+        defer { Wipe.bytes(&key) }
+        let done = passphrase.withUnsafeBytes { password in
+            Self.scrypt(password, salt: salt, log2N: Int(log2N), r: Int(r), p: Int(p), into: &key)
+        }
+        guard done else {
+            throw .keyring(domain: "SecureDictionary.Scrypt", code: 1, message: "scrypt failed (out of memory?)")
+        }
+        return SecretBytes.copying(key)
+    }
+
+    /// scrypt of `password` and `salt` into `key` (its whole length); `false` on failure.
+    static func scrypt(
+        _ password: UnsafeRawBufferPointer, salt: [UInt8], log2N: Int, r: Int, p: Int, into key: inout [UInt8]
+    ) -> Bool {
+        let blocks = (1 << log2N) + p + 1
+        return salt.withUnsafeBufferPointer { salt in
+            key.withUnsafeMutableBufferPointer { out in
+                sd_scrypt(
+                    password.baseAddress?.assumingMemoryBound(to: UInt8.self), password.count, salt.baseAddress, salt.count,
+                    UInt32(log2N), UInt32(r), UInt32(p), 128 * r * blocks + 4096, out.baseAddress, out.count)
+            }
+        } == 1
+    }
+}
