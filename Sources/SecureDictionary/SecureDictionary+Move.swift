@@ -15,8 +15,9 @@ extension SecureDictionary {
     /// source's bytes are decoded (as hostile input) before anything is written, so a
     /// damaged dictionary is never copied. When the destination already holds exactly the
     /// same bytes (an earlier move stopped before removing the source) the move completes.
-    /// The source's writer lock is held from the first read to the removal, so no
-    /// SecureDictionary writer (in any process) writes in between: each write lands before the
+    /// The source's writer lock is held from the first read to the removal, and the
+    /// destination's around the copy, so no SecureDictionary writer (in any process) writes in
+    /// between: each write lands before the
     /// move, and is copied, or after it, in a new source item. A writer that does not take the
     /// lock (another tool) may still change the source: the copy is then made again (up to
     /// three times), so that what is removed is what was copied; only its write in the one
@@ -44,10 +45,16 @@ extension SecureDictionary {
         let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: collection)
         let deadline = Deadline(after: timeout)
         // The source's writer lock, from the first read to the removal: writers that take it
-        // (every SecureDictionary) wait, so none writes between the copy and the removal.
-        let lock = (source as? any CoordinatedStore)?.writerLock(for: item, logger: Logger(label: "SecureDictionary.move"))
-        let locked = try lock?.acquire(until: deadline) ?? false
-        defer { if locked { lock?.release() } }
+        // (every SecureDictionary) wait, so none writes between the copy and the removal. Then
+        // the destination's, around the copy: its writers wait too (a file store's own store()
+        // takes no lock, so move must). Always in this order.
+        let logger = Logger(label: "SecureDictionary.move")
+        let sourceLock = (source as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
+        let sourceLocked = try sourceLock?.acquire(until: deadline) ?? false
+        defer { if sourceLocked { sourceLock?.release() } }
+        let destinationLock = (destination as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
+        let destinationLocked = try destinationLock?.acquire(until: deadline) ?? false
+        defer { if destinationLocked { destinationLock?.release() } }
         guard var bytes = try source.load(item, timeout: deadline.remainingForCall()) else { return false }
         defer { Wipe.bytes(&bytes) }
         var copied = false
