@@ -52,15 +52,20 @@ extension SecureDictionary {
         let sourceLock = (source as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
         let sourceLocked = try sourceLock?.acquire(until: deadline) ?? false
         defer { if sourceLocked { sourceLock?.release() } }
-        let destinationLock = (destination as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
-        let destinationLocked = try destinationLock?.acquire(until: deadline) ?? false
-        defer { if destinationLocked { destinationLock?.release() } }
         guard var bytes = try source.load(item, timeout: deadline.remainingForCall()) else { return false }
         defer { Wipe.bytes(&bytes) }
+        var destinationLock: (any ItemWriterLock)?
+        defer { destinationLock?.release() }
         var copied = false
         for _ in 0..<3 {
             var entries = try BinaryPropertyList.entries(of: bytes, limits: PropertyListLimits(maximumSize: bytes.count))
             Wipe.entries(&entries)
+            // Taken once the source decodes: a damaged source touches nothing of the destination.
+            if destinationLock == nil, let lock = (destination as? any CoordinatedStore)?.writerLock(for: item, logger: logger),
+                try lock.acquire(until: deadline)
+            {
+                destinationLock = lock
+            }
             try copy(bytes, of: item, to: destination, replacingOwnCopy: copied, deadline)
             copied = true
             // Only the bytes copied are removed: a writer that does not take the lock may have
