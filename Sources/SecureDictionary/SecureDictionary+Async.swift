@@ -75,7 +75,7 @@ extension SecureDictionary {
             return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.value(for: key) }
         }
 
-        /// See ``SecureDictionary/setValue(_:forKey:)``.
+        /// See ``SecureDictionary/setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
         public func setValue(_ value: Value?, forKey key: String) async throws(SecureDictionaryError) {
             let dictionary = dictionary
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
@@ -144,7 +144,7 @@ extension SecureDictionary {
             return try await Offload.runRethrowing { try dictionary.update(ifUnchanged: expected, body) }
         }
 
-        /// See ``SecureDictionary/update(_:)``; `body` runs on the keyring queue.
+        /// The async form of `update { }`; `body` runs on the keyring queue.
         @discardableResult
         public func update<R: Sendable>(_ body: @escaping @Sendable (inout Entries) throws -> R) async throws -> R {
             let dictionary = dictionary

@@ -1,5 +1,5 @@
 extension SecureDictionary {
-    /// The entries as ``update(_:)-(([String:Value])throws->R)`` lets you change them: a
+    /// The entries as `update { entries in … }` lets you change them: a
     /// dictionary of ``Value``s that also takes plain Swift values and typed keys.
     ///
     /// ```swift

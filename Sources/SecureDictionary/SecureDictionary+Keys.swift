@@ -94,7 +94,7 @@ extension SecureDictionary {
 
     /// Stores `value` for `key` with one keyring write; `nil` (for an optional key) removes it.
     ///
-    /// - Throws: as ``setValue(_:forKey:)``, and ``SecureDictionaryError/invalidValue(reason:)``
+    /// - Throws: as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``, and ``SecureDictionaryError/invalidValue(reason:)``
     ///   when a `Codable` value cannot be encoded.
     public func set<Value>(_ value: Value, for key: Key<Value>) throws(SecureDictionaryError) {
         if let optional = value as? any OptionalProtocol, optional.isNone {
@@ -111,7 +111,7 @@ extension SecureDictionary {
 }
 
 extension Dictionary where Key == String, Value == PropertyListValue {
-    /// Typed access inside ``SecureDictionary/SecureDictionary/update(_:)``:
+    /// Typed access inside `update { entries in … }`:
     ///
     /// ```swift
     /// try tokens.update { entries in

@@ -11,7 +11,7 @@ extension SecureDictionary {
     /// ```
     ///
     /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when a `Codable` value cannot
-    ///   be encoded, and what ``setValue(_:forKey:)-(PropertyListValue?,_)`` throws.
+    ///   be encoded, and what ``setValue(_:forKey:)-(SecureDictionary.Value?,_)`` throws.
     public func setValue<V: PropertyListConvertible>(_ value: V?, forKey key: String) throws(SecureDictionaryError) {
         try setValue(try Self.storedForm(of: value), forKey: key)
     }

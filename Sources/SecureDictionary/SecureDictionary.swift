@@ -93,7 +93,7 @@ public final class SecureDictionary: Sendable {
     /// Setting it writes to the keyring at once (`nil` removes the key). The setter cannot
     /// throw: when the write fails, the cache stays equal to the store, an error is logged
     /// (without key or value) and ``Options/failureHandler`` is called. Prefer
-    /// ``setValue(_:forKey:)`` wherever you can handle the error.
+    /// ``setValue(_:forKey:)-(SecureDictionary.Value?,_)`` wherever you can handle the error.
     public subscript(key: String) -> Value? {
         get { loadedEntries()[key] }
         set {
@@ -174,8 +174,8 @@ public final class SecureDictionary: Sendable {
     /// dictionary (or another instance of the same item): it runs under the item's lock.
     ///
     /// - Throws: what `body` throws, or a ``SecureDictionaryError``. When `body` cannot throw,
-    ///   the overload ``update(_:)-((Entries)->R)`` throws ``SecureDictionaryError``
-    ///   only, so `catch .locked` works.
+    ///   the overload for a body that cannot throw throws ``SecureDictionaryError`` only, so
+    ///   `catch .locked` works.
     @discardableResult
     public func update<R>(_ body: (inout Entries) throws -> R) throws -> R {
         do {
@@ -203,7 +203,7 @@ public final class SecureDictionary: Sendable {
     /// }
     /// ```
     ///
-    /// - Throws: ``SecureDictionaryError``, as ``setValue(_:forKey:)-(PropertyListValue?,_)``.
+    /// - Throws: ``SecureDictionaryError``, as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
     @discardableResult
     public func update<R>(_ body: (inout Entries) -> R) throws(SecureDictionaryError) -> R {
         try mutate { dictionary in Entries.editing(&dictionary, body) }
@@ -211,7 +211,7 @@ public final class SecureDictionary: Sendable {
 
     /// Applies `body` with one keyring write only if the entries named in `expected` still
     /// hold exactly those values in the keyring (`nil`: no such entry); otherwise writes
-    /// nothing and returns `false`. The optimistic form of ``update(_:)-((Entries)throws->R)``
+    /// nothing and returns `false`. The optimistic form of `update { }`
     /// for work that must await between reading and writing, such as a token refresh:
     ///
     /// ```swift

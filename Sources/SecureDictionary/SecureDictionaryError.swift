@@ -96,7 +96,7 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// could not be put back. The write is not acknowledged.
     /// `restored`: what the item held before (or its absence) was put back and read back
     /// exactly; when `false`, the item may hold this write or damaged bytes (the next load
-    /// may throw ``corrupt``). Either way the dictionary reloads before its next use.
+    /// may throw ``corrupt(reason:)``). Either way the dictionary reloads before its next use.
     case writeNotVerified(restored: Bool)
     /// The Secret portal cannot give this app its master secret (`SecretPortalStore`, in SecureDictionaryFileStore): it
     /// is missing, has no Secret backend, or this process is not a sandboxed app. Nothing

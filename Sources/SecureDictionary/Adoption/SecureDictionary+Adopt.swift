@@ -43,8 +43,11 @@ extension SecureDictionary {
     ///
     /// - Parameters:
     ///   - items: which items, and the attribute that names each one's key.
-    ///   - conflicts: what a key already holding another value means (default: stop).
-    ///   - retire: keep the items (default) or delete them once adopted.
+    ///   - name: the dictionary's name; `nil` for the application's default dictionary.
+    ///   - applicationID: the dictionary's application (default: ``defaultApplicationID``).
+    ///   - options: the store (which also holds the items), collection and deadline.
+    ///   - policy: what a key already holding another value means (default: stop).
+    ///   - retirement: keep the items (default) or delete them once adopted.
     ///   - dryRun: only say what would be written and retired.
     /// - Returns: the report; with conflicts and ``AdoptionConflictPolicy/stop``, nothing was
     ///   changed and ``AdoptionReport/changedNothing`` is `true`.
