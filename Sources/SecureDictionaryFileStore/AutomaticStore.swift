@@ -16,13 +16,13 @@ import Synchronization
 ///
 /// The choice is made on the first call that needs a store, within its deadline, and kept
 /// for the store's life: a keyring that stops answering later is an error
-/// (``SecureDictionaryError/serviceUnavailable(reason:)``), never a switch to files, which
+/// (`SecureDictionaryError.serviceUnavailable(reason:)`), never a switch to files, which
 /// would split the dictionary in two. Only a positive "no Secret Service here" (no session
 /// bus, nobody owning `org.freedesktop.secrets`) moves on; a keyring that answers locked,
-/// slowly or with an error is the Secret Service. ``choice`` says what was chosen and why
+/// slowly or with an error is the Secret Service. `choice` says what was chosen and why
 /// (`secure-dict doctor --store auto` reports it), and the choice is logged once at `debug`.
 ///
-/// - Throws (from every call): ``SecureDictionaryError/noStoreAvailable(reason:)`` when
+/// - Throws (from every call): `SecureDictionaryError.noStoreAvailable(reason:)` when
 ///   nothing fits; what the chosen store throws.
 public final class AutomaticStore: KeyringStore, CoordinatedStore {
     /// What was chosen.
@@ -59,8 +59,8 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore {
 
     /// - Parameters:
     ///   - fileStore: the store to use where no keyring answers, outside a sandbox; `nil`:
-    ///     none (then such a machine gets ``SecureDictionaryError/noStoreAvailable(reason:)``).
-    ///   - secretService: the keyring's store. Default: ``SecretServiceStore/shared``.
+    ///     none (then such a machine gets `SecureDictionaryError.noStoreAvailable(reason:)`).
+    ///   - secretService: the keyring's store. Default: `SecretServiceStore.shared`.
     ///   - portal: the store inside a sandbox. Default: ``SecretPortalStore/shared``.
     public init(
         fileStore: EncryptedFileStore? = nil, secretService: SecretServiceStore = .shared,
@@ -76,8 +76,8 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore {
 
     /// Makes the choice now (if not made yet) and says what it is.
     ///
-    /// - Throws: ``SecureDictionaryError/noStoreAvailable(reason:)`` when nothing fits;
-    ///   ``SecureDictionaryError/timedOut`` when the Secret Service did not say in time
+    /// - Throws: `SecureDictionaryError.noStoreAvailable(reason:)` when nothing fits;
+    ///   `SecureDictionaryError.timedOut` when the Secret Service did not say in time
     ///   whether it is there (nothing is chosen then; the next call tries again).
     @discardableResult
     public func choose(timeout: Duration = .seconds(3)) throws(SecureDictionaryError) -> Choice {

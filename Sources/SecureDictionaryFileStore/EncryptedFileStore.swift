@@ -7,7 +7,7 @@ public import SecureDictionary
     import Foundation
 #endif
 
-/// A ``KeyringStore`` for machines without a keyring (SSH, containers, CI, systemd
+/// A `KeyringStore` for machines without a keyring (SSH, containers, CI, systemd
 /// services): each dictionary is one encrypted file in a folder, under a master secret from
 /// a ``KeySource``: a systemd credential or a passphrase.
 ///
@@ -25,22 +25,22 @@ public import SecureDictionary
 /// authenticated header naming the item, atomic replacement, the check before every write,
 /// hostile-input decoding), plus:
 /// - the folder is checked as OpenSSH checks `~/.ssh`: no symbolic link, this user's, and
-///   writable by nobody else, nor any folder above it (``SecureDictionaryError/unsafePath(path:reason:)``);
+///   writable by nobody else, nor any folder above it (`SecureDictionaryError.unsafePath(path:reason:)`);
 /// - writers of the folder lock the folder itself, which nobody else can remove or swap,
 ///   and never write without the lock;
 /// - each file carries a generation; one older than this process or this login session has
-///   seen is refused (``SecureDictionaryError/rolledBack(path:)``);
+///   seen is refused (`SecureDictionaryError.rolledBack(path:)`);
 /// - a key other than the one the files were written with is a typed error
-///   (``SecureDictionaryError/wrongPassphrase``, ``SecureDictionaryError/wrongKey(source:)``),
+///   (`SecureDictionaryError.wrongPassphrase`, `SecureDictionaryError.wrongKey(source:)`),
 ///   never `corrupt` and never empty.
 ///
 /// The master secret (and, for a passphrase, its stretched key) is kept in wiped memory
-/// until ``forgetKey()`` or the store's release.
+/// until `forgetKey()` or the store's release.
 ///
 /// - Important: the files are as safe as the key source: whoever reads both the folder and
 ///   the credential (root, the service itself) or knows the passphrase reads the files.
 ///   Moving a dictionary to the keyring once one runs:
-///   ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)``.
+///   `SecureDictionary.move(name:applicationID:collection:from:to:timeout:)`.
 public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// The folder of the encrypted files.
     public let folderPath: String
@@ -54,7 +54,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// `$XDG_DATA_HOME/securedictionary` (or `~/.local/share/securedictionary`).
     ///
     /// Creates nothing until the first write, and asks nothing until the first call that
-    /// needs the key (or ``unlock(timeout:)``).
+    /// needs the key (or `unlock(timeout:)`).
     public init(folderPath: String? = nil, keySource: KeySource) {
         let folderPath = folderPath ?? Self.defaultFolderPath(for: keySource)
         self.folderPath = folderPath
@@ -81,8 +81,8 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// the passphrase from the session's kernel keyring or asks it (a new one, twice on a
     /// terminal, when the folder has no file yet).
     ///
-    /// - Throws: ``SecureDictionaryError/wrongPassphrase``, ``SecureDictionaryError/passphraseUnavailable(reason:)``,
-    ///   ``SecureDictionaryError/credentialUnavailable(name:reason:)``, ``SecureDictionaryError/unsafePath(path:reason:)``…
+    /// - Throws: `SecureDictionaryError.wrongPassphrase`, `SecureDictionaryError.passphraseUnavailable(reason:)`,
+    ///   `SecureDictionaryError.credentialUnavailable(name:reason:)`, `SecureDictionaryError.unsafePath(path:reason:)`…
     public func unlock(timeout: Duration = .seconds(10)) throws(SecureDictionaryError) {
         _ = try engine.keys.keyForWriting(replacing: nil, in: engine.folder, until: Deadline(after: timeout))
     }
@@ -117,7 +117,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
 
-    /// The default folder for `keySource` in `environment` (see ``init(folderPath:keySource:)``).
+    /// The default folder for `keySource` in `environment` (see `init(folderPath:keySource:)`).
     static func defaultFolderPath(
         for keySource: KeySource, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
@@ -145,10 +145,10 @@ extension EncryptedFileStore {
     /// A change that stops halfway (a crash, a full disk) leaves each file whole, under the
     /// old passphrase or the new one: run it again with the old passphrase for the rest.
     ///
-    /// - Throws: ``SecureDictionaryError/wrongPassphrase`` for a wrong old passphrase
-    ///   (nothing changed); ``SecureDictionaryError/writeNotVerified(restored:)`` when a
+    /// - Throws: `SecureDictionaryError.wrongPassphrase` for a wrong old passphrase
+    ///   (nothing changed); `SecureDictionaryError.writeNotVerified(restored:)` when a
     ///   file read back differently (it is left as written, and the change stops);
-    ///   ``SecureDictionaryError/invalidValue(reason:)`` for a store whose key is no passphrase.
+    ///   `SecureDictionaryError.invalidValue(reason:)` for a store whose key is no passphrase.
     @discardableResult
     public func changePassphrase(to newPassphrase: PassphraseInput? = nil, timeout: Duration = .seconds(60))
         throws(SecureDictionaryError) -> Int

@@ -7,7 +7,7 @@ public import SecureDictionary
     import Foundation
 #endif
 
-/// The ``KeyringStore`` for sandboxed apps (Flatpak, snap) that may not talk to the Secret
+/// The `KeyringStore` for sandboxed apps (Flatpak, snap) that may not talk to the Secret
 /// Service: each dictionary is one encrypted file in the app's data folder, under a key
 /// that only the desktop's Secret portal gives this app.
 ///
@@ -31,12 +31,12 @@ public import SecureDictionary
 ///
 /// The files live in `$XDG_DATA_HOME/securedictionary`: inside a Flatpak that is the app's
 /// own `~/.var/app/APP-ID/data/securedictionary`. The master secret is fetched once, on
-/// the first call that needs it, and kept (wiped on release) until ``forgetMasterSecret()``.
+/// the first call that needs it, and kept (wiped on release) until `forgetMasterSecret()`.
 ///
 /// - Important: the files are only as safe as the portal's secret: anyone who can read
 ///   both the app's data folder and the host keyring (any unsandboxed process of the
 ///   user, while the keyring is unlocked) can decrypt them, as they can read the keyring.
-///   Moving a dictionary from the host keyring: ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)``.
+///   Moving a dictionary from the host keyring: `SecureDictionary.move(name:applicationID:collection:from:to:timeout:)`.
 public final class SecretPortalStore: KeyringStore, CoordinatedStore {
     /// The store in the default folder, shared by every dictionary that names it.
     public static let shared = SecretPortalStore()
@@ -50,7 +50,7 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
     ///
     /// Creates nothing until the first write. Every call needs the Secret portal, which
     /// serves sandboxed apps only: outside a sandbox, calls that read or write throw
-    /// ``SecureDictionaryError/portalUnavailable(reason:)``.
+    /// `SecureDictionaryError.portalUnavailable(reason:)`.
     public convenience init(folderPath: String? = nil) {
         self.init(folderPath: folderPath ?? Self.defaultFolderPath()) { timeout throws(SecureDictionaryError) in
             guard Sandbox.current != nil else {

@@ -23,7 +23,7 @@ import SecureDictionary
 /// | 1 | key kind: 1 a master secret (Secret portal, systemd credential), 2 a passphrase |
 /// | 19 | passphrase only: scrypt log2(N), r, p (one byte each) and its 16-byte salt |
 /// | 16 | key check: HKDF-SHA256 of the master secret, label `io.github.securedictionary.key-check.v1` |
-/// | 8 | generation: larger in every write (rollback detection, ``GenerationRecord``) |
+/// | 8 | generation: larger in every write (rollback detection, `GenerationRecord`) |
 /// | 32 | salt, random per write |
 /// | 12 | AES-GCM nonce, random per write |
 /// | rest − 16 | ciphertext |
@@ -99,7 +99,7 @@ enum EncryptedItemFile {
 
     /// Encrypts `blob` for `item` under `secret`, whose key block is `key`.
     ///
-    /// - Throws: ``SecureDictionaryError/keyring(domain:code:message:)`` if encryption fails
+    /// - Throws: `SecureDictionaryError.keyring(domain:code:message:)` if encryption fails
     ///   (it does not with valid sizes).
     static func seal(_ blob: [UInt8], for item: KeyringItem, key: KeyBlock, secret: SecretBytes, generation: UInt64)
         throws(SecureDictionaryError) -> [UInt8]
@@ -129,7 +129,7 @@ enum EncryptedItemFile {
     /// Decrypts the file `bytes` of `item`, whose key the caller checked against
     /// `header.key`. The caller owns (and should wipe) the result.
     ///
-    /// - Throws: ``SecureDictionaryError/corrupt(reason:)`` when the file belongs to another
+    /// - Throws: `SecureDictionaryError.corrupt(reason:)` when the file belongs to another
     ///   item or fails authentication (changed or damaged).
     static func open(_ bytes: [UInt8], header: Header, for item: KeyringItem, secret: SecretBytes)
         throws(SecureDictionaryError) -> [UInt8]
@@ -164,8 +164,8 @@ enum EncryptedItemFile {
     /// The header of the file `bytes` (all of it, or its first bytes, for listing), checked
     /// for bounds; never reads past `bytes`.
     ///
-    /// - Throws: ``SecureDictionaryError/corrupt(reason:)`` when the bytes are not a file of
-    ///   this format or are truncated; ``SecureDictionaryError/unsupportedFormatVersion(_:)``
+    /// - Throws: `SecureDictionaryError.corrupt(reason:)` when the bytes are not a file of
+    ///   this format or are truncated; `SecureDictionaryError.unsupportedFormatVersion(_:)`
     ///   for another version.
     static func header(of bytes: [UInt8]) throws(SecureDictionaryError) -> Header {
         var reader = Reader(bytes: bytes)
@@ -206,7 +206,7 @@ enum EncryptedItemFile {
             key: key, generation: generation, headerSize: headerSize, identity: Array(identity))
     }
 
-    /// ``header(of:)`` of a whole file, which must also hold a tag.
+    /// `header(of:)` of a whole file, which must also hold a tag.
     static func wholeFileHeader(of bytes: [UInt8]) throws(SecureDictionaryError) -> Header {
         let header = try header(of: bytes)
         guard bytes.count >= header.headerSize + tagSize else { throw .corrupt(reason: "the encrypted file is truncated") }
@@ -245,7 +245,7 @@ struct KeyBlock: Sendable, Hashable {
     }
 
     var kind: Kind
-    /// For ``Kind/passphrase`` only.
+    /// For `Kind.passphrase` only.
     var scrypt: ScryptParameters?
     var check: [UInt8]
 

@@ -14,17 +14,17 @@ import Synchronization
 /// first (measured on the Secret portal store with a lock file per item: 4 writers × 50
 /// lost 123, 143 and 141 of 200 writes with the lock file replaced by a folder, and 42 to 89
 /// with it deleted every 2 ms, without an error). The folder cannot be removed while it
-/// holds files, nor swapped by anyone but this user (``FolderSafety``), and nothing outside
+/// holds files, nor swapped by anyone but this user (`FolderSafety`), and nothing outside
 /// the app writes these files: so, unlike the keyring's, this lock is never skipped. When
 /// it cannot be taken (`flock` unsupported, as on some network file systems) the write
-/// fails with ``SecureDictionaryError/fileUnavailable(path:reason:)``; it never goes on
+/// fails with `SecureDictionaryError.fileUnavailable(path:reason:)`; it never goes on
 /// unlocked. The check under the lock then makes the read-compare-write of a mutation
 /// airtight: a file has no window between check and write.
 ///
-/// Threads of this process queue on an in-process ``FairLock`` first (`flock` locks belong
+/// Threads of this process queue on an in-process `FairLock` first (`flock` locks belong
 /// to the open file, not the thread). The holder writes its pid into `writer.pid` in the
 /// folder, so that a waiter that reaches its deadline can name it
-/// (``SecureDictionaryError/lockHeld(pid:command:)``); that file is a hint only.
+/// (`SecureDictionaryError.lockHeld(pid:command:)`); that file is a hint only.
 final class FileWriterLock: ItemWriterLock {
     static let holderFile = "writer.pid"
 

@@ -20,7 +20,7 @@ import Synchronization
 /// Why two places: nothing in the folder can say what the newest file was (whoever can put
 /// an old file back can put back everything beside it), so the record is kept where the
 /// files' writer cannot reach by writing files: this process's memory (always), and the
-/// kernel keyring of the login session (``KernelKeyring``; one 8-byte key per file, without
+/// kernel keyring of the login session (`KernelKeyring`; one 8-byte key per file, without
 /// a timeout), so that the next process of the session knows too. Every write records its
 /// generation there; reads only compare (a read of a newer file needs no record: its
 /// writer recorded it). What is not detected: a rollback across a reboot or logout, in a

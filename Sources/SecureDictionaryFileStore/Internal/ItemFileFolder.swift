@@ -19,12 +19,12 @@ import Synchronization
 /// never half of one, and a crash or full disk leaves the old file in place.
 ///
 /// Every call opens the folder itself first, as OpenSSH checks `~/.ssh` (see
-/// ``FolderSafety``): not a symbolic link, this user's, writable by nobody else; and then
+/// `FolderSafety`): not a symbolic link, this user's, writable by nobody else; and then
 /// works inside that open folder (`openat`, `renameat`), so the folder checked is the
 /// folder used. An item file must be a regular file of this user, never a link.
 struct ItemFileFolder: Sendable {
     let path: String
-    /// Whether the folders above `path` passed ``FolderSafety/checkAncestors(of:)``: once
+    /// Whether the folders above `path` passed `FolderSafety.checkAncestors(of:)`: once
     /// per store, as ssh checks once per connection.
     private let ancestorsChecked = Flag()
 
@@ -53,8 +53,8 @@ struct ItemFileFolder: Sendable {
     /// Runs `body` with the folder open (checked), or returns `nil` when there is no folder
     /// yet and `create` is `false`.
     ///
-    /// - Throws: ``SecureDictionaryError/unsafePath(path:reason:)`` for a folder someone else
-    ///   could swap or write to; ``SecureDictionaryError/fileUnavailable(path:reason:)`` when
+    /// - Throws: `SecureDictionaryError.unsafePath(path:reason:)` for a folder someone else
+    ///   could swap or write to; `SecureDictionaryError.fileUnavailable(path:reason:)` when
     ///   it cannot be opened or created.
     func withFolder<T>(create: Bool, _ body: (Int32) throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T? {
         if !ancestorsChecked.isSet {
@@ -86,9 +86,9 @@ struct ItemFileFolder: Sendable {
 
     /// The bytes of `item`'s file, or `nil` when there is none.
     ///
-    /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)`` for a file larger than any
-    ///   dictionary (not read); ``SecureDictionaryError/unsafePath(path:reason:)`` for a link
-    ///   or another user's file; ``SecureDictionaryError/fileUnavailable(path:reason:)`` when
+    /// - Throws: `SecureDictionaryError.tooLarge(size:limit:)` for a file larger than any
+    ///   dictionary (not read); `SecureDictionaryError.unsafePath(path:reason:)` for a link
+    ///   or another user's file; `SecureDictionaryError.fileUnavailable(path:reason:)` when
     ///   the file cannot be read.
     func read(_ item: KeyringItem, upTo limit: Int = EncryptedItemFile.maximumFileSize) throws(SecureDictionaryError)
         -> [UInt8]?
@@ -100,8 +100,8 @@ struct ItemFileFolder: Sendable {
     }
 
     /// Reads the file `name` of the open folder: `nil` when there is none. At most `limit`
-    /// bytes are read; a larger file is ``SecureDictionaryError/tooLarge(size:limit:)``
-    /// unless `limit` is below ``EncryptedItemFile/maximumFileSize`` (a header read).
+    /// bytes are read; a larger file is `SecureDictionaryError.tooLarge(size:limit:)`
+    /// unless `limit` is below `EncryptedItemFile.maximumFileSize` (a header read).
     func read(_ name: String, in folder: Int32, upTo limit: Int) throws(SecureDictionaryError) -> [UInt8]? {
         let file = "\(path)/\(name)"
         let descriptor = openat(folder, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
@@ -142,7 +142,7 @@ struct ItemFileFolder: Sendable {
     /// Writes `bytes` as `item`'s file: to a new file beside it (mode 0600), flushed to disk,
     /// then renamed over the old one, and the folder flushed so the rename is durable.
     ///
-    /// - Throws: ``SecureDictionaryError/fileUnavailable(path:reason:)`` when the folder
+    /// - Throws: `SecureDictionaryError.fileUnavailable(path:reason:)` when the folder
     ///   cannot be created or written (full disk, read-only); the old file is then unchanged.
     func replace(_ item: KeyringItem, with bytes: [UInt8]) throws(SecureDictionaryError) {
         _ = try withFolder(create: true) { folder throws(SecureDictionaryError) in
@@ -150,7 +150,7 @@ struct ItemFileFolder: Sendable {
         }
     }
 
-    /// ``replace(_:with:)`` in the open folder.
+    /// `replace(_:with:)` in the open folder.
     func replace(_ name: String, in folder: Int32, with bytes: [UInt8]) throws(SecureDictionaryError) {
         let target = "\(path)/\(name)"
         let temporary = ".\(name).\(UInt64.random(in: .min ... .max)).tmp"

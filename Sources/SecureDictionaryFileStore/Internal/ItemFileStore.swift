@@ -1,8 +1,8 @@
 import SecureDictionary
 
 /// What every encrypted-file store does with its folder, whatever its key: the
-/// ``KeyringStore`` calls, on ``ItemFileFolder``, ``EncryptedItemFile``,
-/// ``GenerationRecord`` and a ``MasterKeySource``.
+/// `KeyringStore` calls, on `ItemFileFolder`, `EncryptedItemFile`,
+/// `GenerationRecord` and a `MasterKeySource`.
 ///
 /// A load reads the file, refuses one older than the session has seen (a rollback), gets
 /// the master secret its key block asks for, and decrypts. A store (called under the

@@ -2,16 +2,16 @@ import SecureDictionary
 import Synchronization
 
 /// Where an encrypted-file store's master secret comes from, and what its files' headers
-/// say about it (``KeyBlock``).
+/// say about it (`KeyBlock`).
 protocol MasterKeySource: Sendable {
-    /// The source, for ``SecureDictionaryError/wrongKey(source:)``: e.g. `systemd credential 'app'`.
+    /// The source, for `SecureDictionaryError.wrongKey(source:)`: e.g. `systemd credential 'app'`.
     var name: String { get }
 
     /// The master secret that opens a file whose header has `block` (`nil`: a version 1
     /// file, which only AES-GCM can check).
     ///
-    /// - Throws: ``SecureDictionaryError/wrongKey(source:)`` or
-    ///   ``SecureDictionaryError/wrongPassphrase`` when the key check differs; what getting
+    /// - Throws: `SecureDictionaryError.wrongKey(source:)` or
+    ///   `SecureDictionaryError.wrongPassphrase` when the key check differs; what getting
     ///   the secret throws.
     func secret(opening block: KeyBlock?, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
         -> SecretBytes

@@ -7,8 +7,8 @@ import Synchronization
 ///
 /// Where a secret comes from, in order: this store's memory; the session's kernel keyring
 /// (`securedictionary:passphrase:SALT:COST`, 32 bytes, with the cache's timeout); the
-/// passphrase, asked (``PassphraseReader``), stretched and checked against the file's key
-/// check: a wrong one is ``SecureDictionaryError/wrongPassphrase`` and is kept nowhere.
+/// passphrase, asked (`PassphraseReader`), stretched and checked against the file's key
+/// check: a wrong one is `SecureDictionaryError.wrongPassphrase` and is kept nowhere.
 ///
 /// A folder has one salt: the first file written picks it, and later files reuse the salt
 /// of the file they replace, else of any file in the folder, so one passphrase and one

@@ -12,11 +12,11 @@ import SecureDictionary
 /// ```
 ///
 /// The bytes go into one fixed buffer that is wiped after they were copied into the
-/// returned ``SecretBytes``; the terminal's own line buffer is the kernel's.
+/// returned `SecretBytes`; the terminal's own line buffer is the kernel's.
 enum PassphraseReader {
     static let maximumLength = 1024
 
-    /// - Throws: ``SecureDictionaryError/passphraseUnavailable(reason:)`` when there is no
+    /// - Throws: `SecureDictionaryError.passphraseUnavailable(reason:)` when there is no
     ///   terminal, nobody typed by the timeout, the descriptor is closed or gives an empty
     ///   line, or the passphrase is longer than 1,024 bytes.
     static func read(_ input: EncryptedFileStore.PassphraseInput, prompt: String) throws(SecureDictionaryError)

@@ -26,7 +26,7 @@ struct ScryptParameters: Sendable, Hashable {
     let p: UInt8
     let salt: [UInt8]
 
-    /// - Throws: ``SecureDictionaryError/corrupt(reason:)`` for parameters out of bounds
+    /// - Throws: `SecureDictionaryError.corrupt(reason:)` for parameters out of bounds
     ///   (they come from a file, which is hostile input).
     init(log2N: UInt8, r: UInt8, p: UInt8, salt: [UInt8]) throws(SecureDictionaryError) {
         guard (1...24).contains(log2N), r >= 1, p >= 1, salt.count == Self.saltSize else {
@@ -51,7 +51,7 @@ struct ScryptParameters: Sendable, Hashable {
 
     /// The 32-byte master secret for `passphrase`.
     ///
-    /// - Throws: ``SecureDictionaryError/keyring(domain:code:message:)`` when scrypt fails
+    /// - Throws: `SecureDictionaryError.keyring(domain:code:message:)` when scrypt fails
     ///   (out of memory).
     func derive(_ passphrase: SecretBytes) throws(SecureDictionaryError) -> SecretBytes {
         var key = [UInt8](repeating: 0, count: 32)

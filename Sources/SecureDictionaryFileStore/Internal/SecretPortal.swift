@@ -18,13 +18,13 @@ enum SecretPortal {
     /// When the host keyring is locked, gnome-keyring's backend shows its unlock dialog (if
     /// a prompter runs) and answers once the user did: the call then waits up to `timeout`.
     ///
-    /// - Throws: ``SecureDictionaryError/portalUnavailable(reason:)`` when no portal with a
-    ///   Secret backend is on the session bus; ``SecureDictionaryError/locked`` when the
+    /// - Throws: `SecureDictionaryError.portalUnavailable(reason:)` when no portal with a
+    ///   Secret backend is on the session bus; `SecureDictionaryError.locked` when the
     ///   backend could not give the secret (portal response 2: gnome-keyring 42.1 answers so
     ///   when its login keyring is locked and no dialog can be shown, when its unlock dialog
-    ///   is cancelled, and when its daemon is gone); ``SecureDictionaryError/unlockDismissed``
+    ///   is cancelled, and when its daemon is gone); `SecureDictionaryError.unlockDismissed`
     ///   for response 1 (the user cancelled, where a backend reports it so);
-    ///   ``SecureDictionaryError/timedOut`` past `timeout`.
+    ///   `SecureDictionaryError.timedOut` past `timeout`.
     static func retrieveMasterSecret(timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
         let (seconds, attoseconds) = timeout.components
         let milliseconds = Int32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))

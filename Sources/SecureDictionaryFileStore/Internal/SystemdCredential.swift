@@ -22,7 +22,7 @@ enum SystemdCredential {
     static let minimumSize = 32
     static let maximumSize = 4096
 
-    /// - Throws: ``SecureDictionaryError/credentialUnavailable(name:reason:)`` when the
+    /// - Throws: `SecureDictionaryError.credentialUnavailable(name:reason:)` when the
     ///   variable is unset, the file missing or unreadable, or its size out of bounds.
     static func read(named name: String, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(SecureDictionaryError) -> SecretBytes
