@@ -2,9 +2,9 @@ import ArgumentParser
 
 @main
 struct SecureDict: ParsableCommand {
-    /// What `secure-dict --version` prints: the package's version, raised at each release
-    /// (the CHANGELOG's heading); `-dev` until the first.
-    static let version = "0.1.0-dev"
+    /// What `secure-dict --version` prints: the package's version, the CHANGELOG's latest
+    /// version heading (a test holds them equal).
+    static let version = "0.1.0"
 
     static let configuration = CommandConfiguration(
         commandName: "secure-dict",

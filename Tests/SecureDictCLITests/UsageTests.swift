@@ -1,4 +1,5 @@
 import Foundation
+import SecureDictionaryTestSupport
 import Testing
 
 /// Help and usage errors: argument parsing only, no keyring call, so no keyring needed.
@@ -60,6 +61,14 @@ import Testing
             #expect(output.stderr.hasPrefix("Error: "), "\(arguments): \(output)")
             #expect(output.stdout.isEmpty, "\(arguments): \(output)")
         }
+    }
+
+    /// The version printed is the CHANGELOG's latest version heading: one source for both.
+    @Test func theVersionIsTheChangelogsLatest() throws {
+        let changelog = try String(
+            contentsOf: PrivateKeyring.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let latest = try #require(changelog.firstMatch(of: /\n## \[([0-9]+\.[0-9]+\.[0-9]+)\]/)?.1)
+        #expect(try CLIHarness.cli(["--version"]).text == "\(latest)\n")
     }
 
     /// Issue 28: `--version`, which argument-parser refused as an unknown option.
