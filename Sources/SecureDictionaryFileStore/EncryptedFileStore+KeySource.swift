@@ -1,5 +1,3 @@
-public import SecureDictionary
-
 extension EncryptedFileStore {
     /// Where an ``EncryptedFileStore``'s master secret comes from: a real secret, never a
     /// constant.

@@ -31,7 +31,7 @@ extension SecureDictionary {
         let dictionary = try SecureDictionary(name: name, applicationID: applicationID, options: options)
         var report = ItemExportReport()
         for (key, value) in dictionary.snapshot.sorted(by: { $0.key < $1.key }) {
-            guard var (bytes, attributes, contentType) = ItemExport.form(of: value, key: key, items) else {
+            guard case (var bytes, let attributes, let contentType)? = ItemExport.form(of: value, key: key, items) else {
                 report.skipped.append(key)
                 continue
             }
