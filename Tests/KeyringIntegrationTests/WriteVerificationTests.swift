@@ -99,5 +99,35 @@ extension KeyringIntegration {
                 if case SecureDictionaryError.corrupt = error { true } else { false }
             }
         }
+
+        /// Issue 29's find (KWallet 5.103 and 6.13): a session with mismatched keys can decrypt
+        /// a read to garbage that passes the padding check. On a session not yet proven, that
+        /// is the session's fault as likely as the item's: it was reported as `corrupt` and
+        /// the write that needed it failed, although the item was whole.
+        @Test func aReadThatDecryptsToGarbageOnAnUnprovenSessionIsReadAgainOnANewOne() throws {
+            let test = TestItem("verify-read")
+            try test.open().setValue("stored", forKey: "k")
+            let store = SecretServiceStore(client: LibSecretClient(fault: ManglingFault(reads: 1)))
+            let dictionary = try test.open(.init(store: store))
+            #expect(dictionary["k"] == "stored")
+            try dictionary.setValue("written", forKey: "k")
+            #expect(try test.openFresh()["k"] == "written")
+        }
+
+        /// A damaged item stays `corrupt`: the new sessions are bounded, and it is not overwritten.
+        @Test func aReadThatIsGarbageOnEveryTryIsCorrupt() throws {
+            let test = TestItem("verify-read-all")
+            try test.open().setValue("stored", forKey: "k")
+            let digest = try test.sha256()
+            let store = SecretServiceStore(
+                client: LibSecretClient(fault: ManglingFault(reads: LibSecretConnection.sessionAttempts)))
+            #expect {
+                try test.open(.init(store: store))
+            } throws: { error in
+                if case SecureDictionaryError.corrupt = error { true } else { false }
+            }
+            #expect(try test.sha256() == digest)
+            #expect(try test.openFresh()["k"] == "stored")
+        }
     }
 }

@@ -137,8 +137,8 @@ extension LibSecretClient {
 
     // MARK: Test hooks (compiled only with ENABLE_TESTING_HOOKS: debug builds)
 
-    /// Whether a test makes this client's writes go wrong on purpose.
-    var manglesWrites: Bool {
+    /// Whether a test makes this client's writes or reads go wrong on purpose.
+    var manglesSecrets: Bool {
         #if ENABLE_TESTING_HOOKS
             fault != nil
         #else
@@ -149,7 +149,15 @@ extension LibSecretClient {
     /// `secret`, or, when a test says so, other bytes, as a provider that mangles secrets sends.
     private func mangled(_ secret: SecretBytes) -> SecretBytes {
         #if ENABLE_TESTING_HOOKS
-            if fault?.takeOne() == true { return ManglingFault.mangled(secret) }
+            if fault?.takeWrite() == true { return ManglingFault.mangled(secret) }
+        #endif
+        return secret
+    }
+
+    /// `secret` as read, or, when a test says so, what a session with the wrong key decrypts.
+    func garbled(_ secret: SecretBytes) -> SecretBytes {
+        #if ENABLE_TESTING_HOOKS
+            if fault?.takeRead() == true { return ManglingFault.garbled(secret) }
         #endif
         return secret
     }

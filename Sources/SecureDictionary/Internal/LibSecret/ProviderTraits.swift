@@ -13,10 +13,12 @@ import CSecretShim
 ///
 /// Not in the table because every provider gets them (the provider is not known before the
 /// transport session is open): a session the provider rejects is offered again, up to
-/// ``LibSecretConnection/sessionAttempts`` times, and the first write of a session is read
-/// back before later writes are trusted (``VerifiedWrite``). KWallet before KDE Frameworks
-/// 6.25 rejects about one session in 200 and, more rarely, derives another key than the
-/// client and stores garbage.
+/// ``LibSecretConnection/sessionAttempts`` times, a read that decrypts to no property list
+/// before the session has proven its key is read again on a new one
+/// (``LibSecretClient/load(_:timeout:)``), and the first write of a session is read back
+/// before later writes are trusted (``VerifiedWrite``). KWallet before KDE Frameworks 6.25
+/// rejects about one session in 200 and, more rarely, derives another key than the client,
+/// so that it stores garbage or reads it.
 struct ProviderTraits: Sendable, Equatable {
     /// How `secure-dict doctor` names it (`nil`: not told apart).
     let name: String?

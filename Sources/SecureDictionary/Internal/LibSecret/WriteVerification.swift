@@ -67,28 +67,33 @@ final class VerifiedWrite: Sendable {
 }
 
 #if ENABLE_TESTING_HOOKS
-    /// Makes the next writes send other bytes than asked, as a provider that mangles secrets
-    /// would: the write's read-back then differs. Compiled only with ENABLE_TESTING_HOOKS (debug
-    /// builds), for tests.
+    /// Makes the next writes send other bytes than asked, and the next reads return other
+    /// bytes than stored, as a session whose two ends derived different keys does: a write's
+    /// read-back then differs, and a read is no property list. Compiled only with
+    /// ENABLE_TESTING_HOOKS (debug builds), for tests.
     ///
     /// ```swift
     /// let fault = ManglingFault(writes: 3)   // every try of one write
     /// let store = SecretServiceStore(client: LibSecretClient(fault: fault))
     /// ```
     ///
-    /// Counts every write sent, putting the previous content back included.
+    /// Counts every write sent, putting the previous content back included, and every read
+    /// of a dictionary (``LibSecretClient/load(_:timeout:)``), not a write's read-back.
     final class ManglingFault: Sendable {
-        private let remaining: Mutex<Int>
+        private let remaining: Mutex<(writes: Int, reads: Int)>
 
-        init(writes: Int) { remaining = Mutex(writes) }
+        init(writes: Int = 0, reads: Int = 0) { remaining = Mutex((writes, reads)) }
 
         /// Whether this write is to be mangled (counting it).
-        func takeOne() -> Bool {
-            remaining.withLock { count in
-                guard count > 0 else { return false }
-                count -= 1
-                return true
-            }
+        func takeWrite() -> Bool { remaining.withLock { Self.take(&$0.writes) } }
+
+        /// Whether this read is to be garbled (counting it).
+        func takeRead() -> Bool { remaining.withLock { Self.take(&$0.reads) } }
+
+        private static func take(_ count: inout Int) -> Bool {
+            guard count > 0 else { return false }
+            count -= 1
+            return true
         }
 
         /// `secret` with its last byte flipped (one zero byte for an empty one).
@@ -96,6 +101,14 @@ final class VerifiedWrite: Sendable {
             var bytes = secret.array
             defer { Wipe.bytes(&bytes) }
             if bytes.isEmpty { bytes = [0] } else { bytes[bytes.count - 1] ^= 0xFF }
+            return SecretBytes.copying(bytes)
+        }
+
+        /// `secret` with every byte changed, as a key that differs decrypts it (padding intact).
+        static func garbled(_ secret: SecretBytes) -> SecretBytes {
+            var bytes = secret.array
+            defer { Wipe.bytes(&bytes) }
+            for index in bytes.indices { bytes[index] ^= 0xA5 }
             return SecretBytes.copying(bytes)
         }
     }
