@@ -42,7 +42,11 @@ import Synchronization
 /// does only once its write was answered. A queued request runs the check again once the name
 /// is ours; a lock that was queued last time waits before it checks, so contention costs no
 /// extra keyring reads. (libsecret's service and this lock share GLib's one session-bus
-/// connection per process.)
+/// connection per process.) Gain: one round trip to the bus per uncontended write;
+/// `mutation-10` at 0.97–1.04× raw libsecret with it and 1.01–1.15× without, lower with it
+/// in each of 6 alternating pairs of `scripts/benchmark --only mutation-10,…` runs
+/// (2026-11-25, Benchmarks/README.md); within the noise on the 1,000-entry and contended
+/// rows. Safe: `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
     private let local: FairLock
