@@ -94,13 +94,15 @@ struct LibSecretClient: Sendable {
                 // session's first write checks: both ends derived the same key (under another
                 // key each block decrypts to random bytes; 8 of them match the magic once in
                 // 2^64). A test's `fault` stands for a session whose keys differ. On a session
-                // not proven yet, anything else may be such garbage (KWallet before KDE
-                // Frameworks 6.25 lets about 1 in 3,000 through its padding check), so it is
-                // read again on a new session; the last try's bytes go to the decoder, which
-                // calls a damaged item `corrupt`.
+                // not proven yet, anything else may be such garbage where the provider's keys
+                // may differ (ProviderTraits.sessionKeysMayDiffer), so it is read again on a
+                // new session; the last try's bytes go to the decoder, which calls a damaged
+                // item `corrupt`.
                 if !call.connection.sessionVerified {
                     if !secret.hasPrefix(Self.propertyListMagic) {
-                        if !call.isLastAttempt { throw .sessionRejected(reason: "a secret decrypted to no property list") }
+                        if !call.isLastAttempt, call.connection.provider(call.cancellable).sessionKeysMayDiffer {
+                            throw .sessionRejected(reason: "a secret decrypted to no property list")
+                        }
                     } else if !manglesSecrets {
                         call.connection.sessionVerified = true
                     }

@@ -28,9 +28,10 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     private(set) var sessionAlgorithm = ""
     /// Whether this session has proven that both ends derived the same key: a write read
     /// back exactly as written, or a read that decrypted to a property list. Until then, every
-    /// write is read back, and a read that is no property list is read again on a new
-    /// session: a session whose two ends derived different keys (KWallet before KDE
-    /// Frameworks 6.25 does so about once in a hundred sessions) can store or read garbage.
+    /// write is read back, and (``ProviderTraits/sessionKeysMayDiffer``) a read that is no
+    /// property list is read again on a new session: a session whose two ends derived
+    /// different keys (KWallet before KDE Frameworks 6.25 does so about once in a hundred
+    /// sessions) can store or read garbage.
     var sessionVerified = false
     /// How many times a session is offered before the provider counts as refusing them.
     static let sessionAttempts = 3
