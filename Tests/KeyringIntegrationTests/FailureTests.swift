@@ -187,8 +187,13 @@ extension KeyringIntegration.Failures {
         #expect(delay < .seconds(5), "the wait ended only after \(delay): no signal arrived")
     }
 
-    /// Issue 12, part 5: the runnable example says it waits, and goes on once unlocked.
-    @Test func theWaitForKeyringExampleWaitsAndGoesOnByItself() async throws {
+    /// Issue 12, part 5: the runnable example says it waits, and goes on once unlocked. Not on
+    /// KWallet: the harness can unlock it only by restarting kwalletd (scripts/providers/kwallet),
+    /// and a look of the example's (every 2 s) that falls in that gap finds no Secret Service,
+    /// which ends a wait by design (UnlockWaitTests.otherErrorsEndTheWait); it did so once in
+    /// Debian 13's run on 2026-11-25. A user's unlock restarts nothing.
+    @Test(.enabled(if: PrivateKeyring.provider != "kwallet", "KWallet unlocks here only by restarting kwalletd"))
+    func theWaitForKeyringExampleWaitsAndGoesOnByItself() async throws {
         try TestItem("example-warm-up").open().setValue(1, forKey: "k")  // the keyring exists
         try KeyringHarness.daemon("lock")
         var unlocked = false
