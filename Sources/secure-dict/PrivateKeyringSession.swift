@@ -292,25 +292,36 @@ final class PrivateKeyringSession {
 
     /// SIGCONT (a frozen process acts on nothing else) and SIGTERM to every process that
     /// carries `XDG_RUNTIME_DIR=runtime` (and to `also`), SIGKILL to those left 3 s later.
+    ///
+    /// `/proc` is scanned again on every round until two scans in a row, 50 ms apart, find
+    /// nothing: one scan misses a process that a session process forks after it, and one
+    /// whose `execve` is under way (its environment reads as empty until the new program's
+    /// stack is set up). Such a survivor kept `keyring run`'s standard output open, so that
+    /// its caller waited for the end of that output (a CI run lost a test's output this way).
     static func stopProcesses(runtime: String, also: [pid_t] = []) {
-        var pids = Set(sessionProcesses(runtime: runtime) + also.filter { kill($0, 0) == 0 })
-        pids.remove(getpid())
-        guard !pids.isEmpty else { return }
-        for pid in pids {
-            kill(pid, SIGCONT)
-            kill(pid, SIGTERM)
-        }
-        let deadline = ContinuousClock.now.advanced(by: .seconds(3))
-        while ContinuousClock.now < deadline {
-            for pid in pids {
+        var signaled = Set<pid_t>()
+        var emptyScans = 0
+        let termination = ContinuousClock.now.advanced(by: .seconds(3))
+        let giveUp = termination.advanced(by: .seconds(2))
+        var extra = also.filter { kill($0, 0) == 0 }
+        while emptyScans < 2, ContinuousClock.now < giveUp {
+            var found = Set(sessionProcesses(runtime: runtime) + extra)
+            found.remove(getpid())
+            for pid in found {
                 var status: Int32 = 0
                 waitpid(pid, &status, WNOHANG)  // our own children: reap them
             }
-            pids = pids.filter { isAlive($0) }
-            if pids.isEmpty { return }
+            found = found.filter { isAlive($0) }
+            extra = extra.filter { found.contains($0) }
+            let late = ContinuousClock.now >= termination
+            for pid in found where late || !signaled.contains(pid) {
+                kill(pid, SIGCONT)
+                kill(pid, late ? SIGKILL : SIGTERM)
+            }
+            signaled.formUnion(found)
+            emptyScans = found.isEmpty ? emptyScans + 1 : 0
             usleep(50_000)
         }
-        for pid in pids { kill(pid, SIGKILL) }
     }
 
     /// A process that exists and is no zombie.

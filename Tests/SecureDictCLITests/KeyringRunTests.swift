@@ -100,6 +100,20 @@ struct KeyringRun {
     }
 
     /// Killed with SIGKILL (no handler runs): its watchdog still stops the session.
+    /// A process that the stop itself makes start another (here: a shell that starts one on
+    /// SIGTERM) is found and stopped too: one scan of `/proc` missed it, and a survivor that
+    /// holds `keyring run`'s output open made a CI run's caller lose that output.
+    @Test func aProcessStartedWhileTheSessionStopsIsStoppedToo() throws {
+        let script =
+            "sh -c 'trap \"sleep 300 </dev/null >/dev/null 2>&1 & exit 0\" TERM; while :; do sleep 0.1; done' "
+            + "</dev/null >/dev/null 2>&1 & echo \"runtime=$XDG_RUNTIME_DIR\"; sleep 0.3"
+        let output = try clean(["keyring", "run", "--", "sh", "-c", script])
+        #expect(output.succeeded, "\(output)")
+        let runtime = try #require(
+            output.text.split(separator: "\n").first { $0.hasPrefix("runtime=") }.map { String($0.dropFirst(8)) })
+        #expect(Self.processes(of: runtime).isEmpty, "left running: \(Self.processes(of: runtime))")
+    }
+
     @Test func aKilledRunLeavesNothingRunning() throws {
         let marker = "\(home)/runtime"
         let process = Process()

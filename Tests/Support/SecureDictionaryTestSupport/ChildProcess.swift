@@ -158,22 +158,22 @@ public enum ChildProcess {
     }
 
     /// Everything read from a pipe until its end, by a thread of its own, which then closes it.
+    /// What was read so far is kept as it comes, so that a pipe a grandchild holds open still
+    /// shows what the child wrote.
     private final class Collected: Sendable {
         private let data = Mutex(Data())
         private let done = DispatchSemaphore(value: 0)
 
         init(_ descriptor: Int32) {
             DispatchQueue.global().async { [self] in
-                var bytes = Data()
                 var buffer = [UInt8](repeating: 0, count: 65_536)
                 while true {
                     let count = read(descriptor, &buffer, buffer.count)
                     if count < 0 && errno == EINTR { continue }
                     if count <= 0 { break }
-                    bytes.append(contentsOf: buffer[0..<count])
+                    data.withLock { $0.append(contentsOf: buffer[0..<count]) }
                 }
                 close(descriptor)
-                data.withLock { $0 = bytes }
                 done.signal()
             }
         }
