@@ -97,6 +97,9 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
         CollectionWatcher(onChange)
     }
 
+    /// Every instance talks to the Secret Service of this process's session bus.
+    package var place: String? { "the Secret Service" }
+
     // MARK: Items outside the contract (adoption)
 
     package func foreignItems(matching attributes: [String: String], in collection: KeyringCollection, timeout: Duration)

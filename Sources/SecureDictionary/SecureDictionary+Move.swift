@@ -33,6 +33,8 @@ extension SecureDictionary {
     ///   ``SecureDictionaryError/corrupt(reason:)`` for a source that does not decode;
     ///   ``SecureDictionaryError/sourceChanged(name:)`` when another tool kept changing the
     ///   source while it was copied (both are kept: move again later);
+    ///   ``SecureDictionaryError/sameStore(name:)`` when `source` and `destination` are one
+    ///   store, or two stores of the same keyring or folder (nothing changed);
     ///   ``SecureDictionaryError/lockHeld(pid:command:)`` when a writer held the source's lock
     ///   until the deadline.
     @discardableResult
@@ -52,6 +54,8 @@ extension SecureDictionary {
         let sourceLock = (source as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
         let sourceLocked = try sourceLock?.acquire(until: deadline) ?? false
         defer { if sourceLocked { sourceLock?.release() } }
+        // After the lock, which makes an AutomaticStore choose its store.
+        guard !isOnePlace(source, destination) else { throw .sameStore(name: item.name) }
         guard var bytes = try source.load(item, timeout: deadline.remainingForCall()) else { return false }
         defer { Wipe.bytes(&bytes) }
         var destinationLock: (any ItemWriterLock)?
@@ -82,6 +86,15 @@ extension SecureDictionary {
             bytes = now
         }
         throw .sourceChanged(name: item.name)
+    }
+
+    /// Whether `first` and `second` keep their items in one place: moving would copy the
+    /// dictionary onto itself, then remove it.
+    static func isOnePlace(_ first: any KeyringStore, _ second: any KeyringStore) -> Bool {
+        if first as AnyObject === second as AnyObject { return true }
+        guard let first = (first as? any CoordinatedStore)?.place, let second = (second as? any CoordinatedStore)?.place
+        else { return false }
+        return first == second
     }
 
     /// Writes `bytes` to `destination` and reads them back. Unless `replacingOwnCopy`, the

@@ -42,6 +42,8 @@ extension SecureDictionaryError: CustomStringConvertible {
             "Cannot use the file \(path) (\(reason)); a write left the previous file in place."
         case .alreadyExists(let name):
             "\(name) exists in the destination already, with other content: nothing was moved."
+        case .sameStore(let name):
+            "\(name) was not moved: the source and the destination are the same store; pass the store to move it to."
         case .sourceChanged(let name):
             "\(name) kept changing while it was moved (another tool writes it): both copies are kept; move it again later."
         case .unsafePath(let path, let reason): "SecureDictionary will not use \(path): \(reason)."

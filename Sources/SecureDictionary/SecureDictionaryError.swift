@@ -112,6 +112,10 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// changed after each of its copies (another tool kept writing it without the writer lock):
     /// the source and the copy are both kept. Move again later.
     case sourceChanged(name: String)
+    /// ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)`` was given one
+    /// store as both source and destination (the same instance, or two stores of the same
+    /// keyring or folder): removing the source would remove the only copy. Nothing was moved.
+    case sameStore(name: String)
     /// An encrypted-file store (SecureDictionaryFileStore) refuses a folder or file that
     /// someone else could swap or read: a symbolic link, a folder of another user, or one
     /// that others may write to. `reason` says which, and the fix. Nothing was read or written.

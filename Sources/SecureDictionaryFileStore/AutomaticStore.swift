@@ -118,6 +118,9 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore {
         return store.watchChanges(onChange)
     }
 
+    /// The chosen store's; `nil` until the first call chooses it.
+    package var place: String? { (decided.withLock({ $0?.store }) as? any CoordinatedStore)?.place }
+
     // MARK: The choice
 
     /// The chosen store, choosing it first if needed (one thread at a time).

@@ -117,6 +117,8 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
 
+    package var place: String? { ItemFileFolder.place(of: folderPath) }
+
     /// The default folder for `keySource` in `environment` (see `init(folderPath:keySource:)`).
     static func defaultFolderPath(
         for keySource: KeySource, environment: [String: String] = ProcessInfo.processInfo.environment

@@ -103,6 +103,8 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
 
+    package var place: String? { ItemFileFolder.place(of: folderPath) }
+
     static func defaultFolderPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
         let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"

@@ -46,5 +46,18 @@ extension KeyringIntegration {
             // The figure: how many rounds had writes on both sides of the move.
             print("move race: \(overlapping) of 8 rounds overlapped the writer")
         }
+
+        /// Two `SecretServiceStore`s are one keyring: a move between them is refused at once
+        /// (before, it waited for its own writer lock until the deadline), and nothing changes.
+        @Test func aMoveFromTheKeyringToItselfIsRefusedAndChangesNothing() throws {
+            let test = TestItem("move-self")
+            try test.open(.init(store: SecretServiceStore())).setValue("v", forKey: "k")
+            let name = try test.item.name
+            #expect(throws: SecureDictionaryError.sameStore(name: name)) {
+                try SecureDictionary.move(
+                    name: test.name, applicationID: test.appID, from: SecretServiceStore(), to: SecretServiceStore.shared)
+            }
+            #expect(try test.openFresh().snapshot == ["k": "v"])
+        }
     }
 }

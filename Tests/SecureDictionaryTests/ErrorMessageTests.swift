@@ -35,6 +35,7 @@ import Testing
         .writeNotVerified(restored: true), .writeNotVerified(restored: false),
         .portalUnavailable(reason: "no portal on the bus"), .alreadyExists(name: "org.example.App.__SecureDictionary__"),
         .sourceChanged(name: "org.example.App.__SecureDictionary__.settings"),
+        .sameStore(name: "org.example.App.__SecureDictionary__.settings"),
         .unsafePath(
             path: "/home/someone/.local/share/securedictionary",
             reason: "it is a symbolic link: remove the link and use the real folder's path"),

@@ -80,6 +80,8 @@ final class RecordingCoordinatedStore: ForwardingStore, CoordinatedStore, Sendab
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
 
+    package var place: String? { nil }
+
     struct Lock: ItemWriterLock {
         let store: RecordingCoordinatedStore
 

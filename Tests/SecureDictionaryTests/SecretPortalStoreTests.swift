@@ -239,6 +239,30 @@ import Testing
                 == .string("old"))
     }
 
+    /// One store as source and destination: an in-memory store removed the only copy (its
+    /// move returned `true`), and two stores of one folder waited for the lock until the deadline
+    /// (`lockHeld`).
+    @Test func moveOntoTheSameStoreIsRefusedAtOnceAndChangesNothing() throws {
+        let memory = InMemoryKeyringStore()
+        try SecureDictionary(name: "settings", applicationID: "org.example.App", options: .init(store: memory))
+            .setValue("v", forKey: "k")
+        let refused = SecureDictionaryError.sameStore(name: "org.example.App.__SecureDictionary__.settings")
+        #expect(throws: refused) {
+            try SecureDictionary.move(name: "settings", applicationID: "org.example.App", from: memory, to: memory)
+        }
+        #expect(
+            try SecureDictionary(name: "settings", applicationID: "org.example.App", options: .init(store: memory))["k"]
+                == .string("v"))
+
+        try dictionary(store()).setValue("v", forKey: "k")
+        #expect(throws: refused) {
+            try SecureDictionary.move(
+                name: "settings", applicationID: "org.example.App", from: store(),
+                to: SecretPortalStore(folderPath: folder + "/"), timeout: .seconds(5))
+        }
+        #expect(try dictionary(store())["k"] == .string("v"))
+    }
+
     @Test func moveNeverCopiesADamagedDictionary() throws {
         let source = InMemoryKeyringStore()
         let item = try KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")

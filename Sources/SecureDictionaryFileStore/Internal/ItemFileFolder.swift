@@ -34,6 +34,15 @@ struct ItemFileFolder: Sendable {
         self.path = path
     }
 
+    /// What tells whether two stores share the folder at `path`: its real path (the path as
+    /// given while the folder does not exist).
+    static func place(of path: String) -> String {
+        let given = ItemFileFolder(path: path).path
+        guard let real = realpath(given, nil) else { return "the files in \(given)" }
+        defer { free(real) }
+        return "the files in \(String(cString: real))"
+    }
+
     /// The file name of `item`: a hash of its identity, so that any item name makes a valid,
     /// short file name.
     static func fileName(of item: KeyringItem) -> String { "\(fileStem(of: item)).sdict" }

@@ -33,6 +33,7 @@ public func caseName(_ error: any Error) -> String {
     case .fileUnavailable: return "fileUnavailable"
     case .alreadyExists: return "alreadyExists"
     case .sourceChanged: return "sourceChanged"
+    case .sameStore: return "sameStore"
     case .unsafePath: return "unsafePath"
     case .wrongPassphrase: return "wrongPassphrase"
     case .wrongKey: return "wrongKey"

@@ -63,4 +63,8 @@ package protocol CoordinatedStore: KeyringStore {
     /// Calls `onChange` after any item or collection of the store changed, whoever changed
     /// it; `nil` when changes cannot be watched.
     func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)?
+
+    /// Where the store keeps its items: equal for two stores that read and write the same
+    /// items (the Secret Service of this session, one folder), `nil` while not known.
+    var place: String? { get }
 }
