@@ -120,7 +120,7 @@ enum Threads {
         let result = Subprocess.run(
             "/usr/bin/env", arguments,
             environment: [
-                "TSAN_OPTIONS": "halt_on_error=0 suppressions=\(suppressions)",
+                "TSAN_OPTIONS": "halt_on_error=0 print_suppressions=1 suppressions=\(suppressions)",
                 "ASAN_OPTIONS": "detect_leaks=0",
             ],
             timeout: .seconds(3_600))
