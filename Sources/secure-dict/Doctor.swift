@@ -307,7 +307,8 @@ struct DoctorReport: Encodable {
                 return "start a keyring on this bus: \(DoctorEnvironment.headlessKeyring)"
             }
             return "start your desktop's keyring (gnome-keyring, KWallet, or KeePassXC with Secret Service "
-                + "integration on); on GNOME it starts with the session"
+                + "integration on; on Debian 13, KeePassXC's package keepassxc-full, as keepassxc-minimal has none); "
+                + "on GNOME it starts with the session"
         case .sessionRejected:
             return "try again; if it keeps failing, update the keyring provider"
         case .timedOut:

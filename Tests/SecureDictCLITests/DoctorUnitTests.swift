@@ -66,6 +66,13 @@ import Testing
         #expect(DoctorReport.unlockFix(providerName: nil, environment: desktop).contains("keyring manager"))
     }
 
+    /// Debian 13 splits KeePassXC: `keepassxc-minimal` has no Secret Service (PROVIDERS.md).
+    @Test func aDesktopWithoutAServiceNamesTheKeePassXCPackageThatHasOne() {
+        let desktop = environment(["DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus", "DISPLAY": ":0"])
+        let fix = DoctorReport.fixForUnreachableService(.serviceUnavailable(reason: "no Secret Service"), desktop)
+        #expect(fix?.contains("keepassxc-full") == true, "\(fix ?? "no fix")")
+    }
+
     @Test func versionsAreReadFromWhatProvidersPrint() {
         #expect(ProviderProcess.firstVersion(in: "gnome-keyring-daemon: 42.1\ntesting: disabled\n") == "42.1")
         #expect(ProviderProcess.firstVersion(in: "KeePassXC 2.7.4\n") == "2.7.4")
