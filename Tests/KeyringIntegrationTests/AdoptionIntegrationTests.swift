@@ -19,15 +19,11 @@ extension KeyringIntegration {
                 environment: ["PYTHON_KEYRING_BACKEND": "keyring.backends.SecretService.Keyring"])
         }
 
-        /// ``python(_:)`` until `done` holds for what it printed, 3 tries, for code that may run
-        /// twice: KWallet before KDE Frameworks 6.25 refuses or garbles about 1 session in 100,
-        /// and neither python `keyring` nor `secretstorage` tries again (a read raised once in CI).
+        /// ``python(_:)`` until `done` holds for what it printed (``KeyringHarness/thirdParty(until:_:)``).
         static func pythonRetrying(
             _ code: String, until done: (ChildProcess.Output) -> Bool = \.succeeded
         ) throws -> ChildProcess.Output {
-            var output = try python(code)
-            for _ in 1..<3 where !done(output) { output = try python(code) }
-            return output
+            try KeyringHarness.thirdParty(until: done) { try python(code) }
         }
 
         @Test(.timeLimit(.minutes(2))) func pythonKeyringItemsAreAdoptedReadBackAfterARestartAndRetired() throws {
@@ -100,8 +96,18 @@ extension KeyringIntegration {
             let client = try QtKeychainClient.built()
             let service = "adopt-\(UUID().uuidString)"
             let app = "it.adopt.\(UUID().uuidString)"
-            try #require(try client.run(["write", service, "alice", "qt secret"]).succeeded)
-            try #require(try client.run(["write-binary", service, "bob", "0001ff"]).succeeded)
+            let alice = "qt secret\n717420736563726574\n"  // QtKeychain's text, then its bytes in hex
+            // Made, then read back by QtKeychain itself (a garbled session stores garbage silently).
+            let made = try KeyringHarness.thirdParty(until: { $0.text == alice }) {
+                _ = try client.run(["write", service, "alice", "qt secret"])
+                return try client.run(["read", service, "alice"])
+            }
+            try #require(made.text == alice, "\(made)")
+            let madeBinary = try KeyringHarness.thirdParty(until: { $0.text.hasSuffix("0001ff\n") }) {
+                _ = try client.run(["write-binary", service, "bob", "0001ff"])
+                return try client.run(["read", service, "bob"])
+            }
+            try #require(madeBinary.text.hasSuffix("0001ff\n"), "\(madeBinary)")
             let options = SecureDictionary.Options(store: SecretServiceStore())
             let report = try SecureDictionary.adopt(
                 .qtKeychain(service: service), into: "tokens", applicationID: app, options: options, retire: .delete)
@@ -110,9 +116,30 @@ extension KeyringIntegration {
             #expect(fresh.snapshot == ["alice": "qt secret", "bob": .data(Data([0x00, 0x01, 0xFF]))])
             #expect(!(try client.run(["read", service, "alice"]).succeeded))  // retired: QtKeychain finds nothing
 
+            // exportItems reads each item back on its own session before it counts it written, so
+            // a QtKeychain read that fails below is QtKeychain's session: the message says what
+            // the library reads from the same item on a new connection.
             try SecureDictionary.exportItems(.qtKeychain(service: service), from: "tokens", applicationID: app, options: options)
-            #expect(try client.run(["read", service, "alice"]).text == "qt secret\n717420736563726574\n")
-            #expect(try client.run(["read", service, "bob"]).text.hasSuffix("0001ff\n"))
+            let back = try KeyringHarness.thirdParty(until: { $0.text == alice }) { try client.run(["read", service, "alice"]) }
+            if back.text != alice {
+                let reads = try Self.libraryReads(["server": service, "user": "alice"])
+                Issue.record(
+                    "QtKeychain read \(back.how); the library reads \(reads.count) item(s), as written: \(reads == ["qt secret"])"
+                )
+            }
+            let backBinary = try KeyringHarness.thirdParty(until: { $0.text.hasSuffix("0001ff\n") }) {
+                try client.run(["read", service, "bob"])
+            }
+            #expect(backBinary.text.hasSuffix("0001ff\n"), "\(backBinary)")
+        }
+
+        /// What the library reads from the items matching `attributes`, on a new connection: to
+        /// tell a third-party client's failed session from a wrong item in a failure message.
+        static func libraryReads(_ attributes: [String: String]) throws -> [String] {
+            let store = SecretServiceStore()
+            return try store.foreignItems(matching: attributes, in: .default, timeout: .seconds(10)).map { item in
+                String(decoding: try store.foreignSecret(of: item, timeout: .seconds(10)).array, as: UTF8.self)
+            }
         }
 
         /// keytar, go-keyring and QtKeychain, whose items are made with `secret-tool` and the
@@ -120,20 +147,22 @@ extension KeyringIntegration {
         @Test func otherLibrariesItemsAreAdopted() throws {
             let service = "adopt-\(UUID().uuidString)"
             let app = "it.adopt.\(UUID().uuidString)"
-            // KWallet before KDE Frameworks 6.25 refuses or garbles about 1 session in 100, and
-            // secret-tool neither tries again nor checks ("Can't find session", once in Debian
-            // 13's run): store until a lookup reads the secret back, 3 tries.
+            // secret-tool stores, then looks up what it stored ("Can't find session" once in
+            // Debian 13's run): see KeyringHarness.thirdParty.
             func store(_ attributes: [String: String], _ secret: String) throws {
                 let pairs = attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
                 var failures = ""
-                for _ in 1...3 {
+                let found = { (lookup: ChildProcess.Output) in
+                    lookup.succeeded && lookup.text.trimmingCharacters(in: .newlines) == secret
+                }
+                let lookup = try KeyringHarness.thirdParty(until: found) {
                     let stored = try ChildProcess.run(
                         "/usr/bin/secret-tool", ["store", "--label=made by a test"] + pairs, input: Data(secret.utf8))
                     let lookup = try ChildProcess.run("/usr/bin/secret-tool", ["lookup"] + pairs)
-                    if stored.succeeded, lookup.succeeded, lookup.text.trimmingCharacters(in: .newlines) == secret { return }
                     failures += stored.stderr + lookup.stderr
+                    return lookup
                 }
-                try #require(Bool(false), "secret-tool: \(failures)")
+                try #require(found(lookup), "secret-tool: \(failures)")
             }
             try store(["service": service, "account": "kt", "xdg:schema": "org.freedesktop.Secret.Generic"], "keytar secret")
             try store(["service": service, "username": "go"], "go secret")

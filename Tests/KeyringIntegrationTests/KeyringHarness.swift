@@ -26,6 +26,18 @@ enum KeyringHarness {
         #expect(output.status == 0, "keyring-daemon \(command): \(output.stderr)")
     }
 
+    /// A third-party client's `attempt` (python `keyring`, `secretstorage`, `secret-tool`,
+    /// QtKeychain) until `done` holds for its output, 3 tries: KWallet before KDE Frameworks
+    /// 6.25 refuses or garbles about 1 new session in 100 (PROVIDERS.md), and none of these
+    /// clients tries again, as the library does. An attempt that writes must read back what it
+    /// wrote in the same attempt (a garbled session stores garbage without a word), and must be
+    /// safe to run twice.
+    static func thirdParty(until done: (Output) -> Bool, _ attempt: () throws -> Output) throws -> Output {
+        var output = try attempt()
+        for _ in 1..<3 where !done(output) { output = try attempt() }
+        return output
+    }
+
     /// `scripts/keyring-fixture.py …`: raw access to items, bypassing SecureDictionary.
     static func fixture(_ arguments: [String], input: Data? = nil) throws -> Output {
         try PrivateKeyring.fixture(arguments, input: input)
