@@ -175,7 +175,7 @@ extension EncryptedFileStore {
                     dictionaryName: header.dictionaryName.isEmpty ? nil : header.dictionaryName,
                     applicationID: header.applicationID, collection: KeyringCollection(alias: header.alias))
                 guard ItemFileFolder.fileName(of: item) == name else { continue }  // a file under another's name
-                let record = GenerationRecord(file: folder.filePath(of: item))
+                let record = try folder.record(of: name, in: descriptor)
                 guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
                 let secret = try passphrase.secret(opening: header.key, in: folder, until: deadline)
                 files.append((name, header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)))
@@ -188,7 +188,7 @@ extension EncryptedFileStore {
                 let item = try KeyringItem(
                     dictionaryName: file.header.dictionaryName.isEmpty ? nil : file.header.dictionaryName,
                     applicationID: file.header.applicationID, collection: KeyringCollection(alias: file.header.alias))
-                let record = GenerationRecord(file: folder.filePath(of: item))
+                let record = try folder.record(of: file.name, in: descriptor)
                 let generation = record.next(after: file.header.generation)
                 let sealed = try EncryptedItemFile.seal(file.blob, for: item, key: block, secret: secret, generation: generation)
                 try folder.replace(file.name, in: descriptor, with: sealed)

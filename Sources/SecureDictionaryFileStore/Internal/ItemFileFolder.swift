@@ -91,6 +91,12 @@ struct ItemFileFolder: Sendable {
         }
     }
 
+    /// The rollback record of the file `name` in the open folder: keyed by what the folder
+    /// is (device and inode), not by how `path` spells it.
+    func record(of name: String, in folder: Int32) throws(SecureDictionaryError) -> GenerationRecord {
+        GenerationRecord(folder: try FolderIdentity(of: folder, path: path), file: name, path: "\(path)/\(name)")
+    }
+
     // MARK: Item files
 
     /// The bytes of `item`'s file, or `nil` when there is none.

@@ -14,9 +14,14 @@ struct ItemFileStore: Sendable {
 
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         let deadline = Deadline(after: timeout)
-        guard let bytes = try folder.read(item) else { return nil }
+        let name = ItemFileFolder.fileName(of: item)
+        let found = try folder.withFolder(create: false) {
+            descriptor throws(SecureDictionaryError) -> (bytes: [UInt8], record: GenerationRecord)? in
+            guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { return nil }
+            return (bytes, try folder.record(of: name, in: descriptor))
+        }
+        guard let (bytes, record) = found ?? nil else { return nil }
         let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
-        let record = GenerationRecord(file: folder.filePath(of: item))
         guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
         let secret = try keys.secret(opening: header.key, in: folder, until: deadline)
         let blob = try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)
@@ -31,7 +36,7 @@ struct ItemFileStore: Sendable {
             let replaced = try? folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumHeaderSize)
                 .flatMap { try EncryptedItemFile.header(of: $0) }
             let (block, master) = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
-            let record = GenerationRecord(file: folder.filePath(of: item))
+            let record = try folder.record(of: name, in: descriptor)
             let generation = record.next(after: replaced?.generation ?? 0)
             let file = try EncryptedItemFile.seal(secret, for: item, key: block, secret: master, generation: generation)
             try folder.replace(name, in: descriptor, with: file)

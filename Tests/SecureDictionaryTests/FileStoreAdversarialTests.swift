@@ -1,0 +1,78 @@
+import Foundation
+import SecureDictionaryTestSupport
+import Testing
+
+@testable import SecureDictionary
+@testable import SecureDictionaryFileStore
+
+/// Issue 35: the holes an adversarial run found in the encrypted-file stores, on real files
+/// and the real kernel keyring of this process's session. Each test failed before its fix
+/// (see the commit messages); the same holes across processes, as another user and through
+/// `secure-dict` are in `FileStoreProcesses` and `StoreOption`.
+@Suite struct FileStoreAdversarialTests {
+    let base: String
+    let secret = SecretBytes.copying(Array(repeating: 0x3c, count: 32))
+    static let cheap = EncryptedFileStoreTests.cheap
+    typealias Lines = EncryptedFileStoreTests.Lines
+
+    init() throws {
+        base = FileManager.default.temporaryDirectory.appendingPathComponent("sd-adv-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        chmod(base, 0o700)
+    }
+
+    private func fixed(_ folder: String) -> SecretPortalStore {
+        let secret = self.secret
+        return SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
+    }
+
+    private func passphrase(
+        _ folder: String, _ lines: Lines, cache: EncryptedFileStore.PassphraseCache = .none,
+        cost: EncryptedFileStore.PassphraseCost = cheap
+    ) -> EncryptedFileStore {
+        EncryptedFileStore(
+            folderPath: folder, keySource: .passphrase(.fileDescriptor(lines.descriptor), cache: cache, cost: cost))
+    }
+
+    private func dictionary(_ store: any KeyringStore, name: String = "settings", timeout: Duration = .seconds(3)) throws
+        -> SecureDictionary
+    {
+        try SecureDictionary(name: name, applicationID: "org.example.App", options: .init(timeout: timeout, store: store))
+    }
+
+    private func file(_ folder: String, name: String = "settings") throws -> String {
+        ItemFileFolder(path: folder).filePath(of: try KeyringItem(dictionaryName: name, applicationID: "org.example.App"))
+    }
+
+    private static func outcome(_ body: () throws -> Any) -> String {
+        do {
+            _ = try body()
+            return "ok"
+        } catch {
+            return caseName(error)
+        }
+    }
+
+    // MARK: 35.2: rollback detection keyed on what the folder is, not how its path is spelled
+
+    /// Before: keyed on the path string, so `X/`, `X//…` or `X/./…` read an old copy put
+    /// back without error, and the next write through them built on it.
+    @Test func anOldCopyPutBackIsRefusedThroughEverySpellingOfItsFolder() throws {
+        let folder = "\(base)/store"
+        try dictionary(fixed(folder)).setValue("old", forKey: "token")
+        let oldCopy = try Data(contentsOf: URL(fileURLWithPath: try file(folder)))
+        try dictionary(fixed(folder)).setValue("new", forKey: "token")
+        try oldCopy.write(to: URL(fileURLWithPath: try file(folder)))
+        try FileManager.default.createSymbolicLink(atPath: "\(base)/alias", withDestinationPath: base)
+        let spellings = [
+            folder, "\(folder)/", "\(base)//store", "\(base)/./store", "\(base)/store/../store", "\(base)/alias/store",
+        ]
+        for spelling in spellings {
+            #expect(Self.outcome { try dictionary(fixed(spelling)) } == "rolledBack", "read through \(spelling)")
+            #expect(
+                Self.outcome { try dictionary(fixed(spelling)).setValue("built on the old copy", forKey: "k") } == "rolledBack",
+                "write through \(spelling)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: try file(folder))) == oldCopy, "a write built on the old copy")
+    }
+}
