@@ -75,4 +75,25 @@ import Testing
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: try file(folder))) == oldCopy, "a write built on the old copy")
     }
+
+    // MARK: 35.9: the Secret portal store outside a sandbox
+
+    /// Before: a dictionary without a file opened empty, and a refused write created the folder.
+    @Test func outsideASandboxThePortalStoreIsUnavailableForEveryCall() throws {
+        try #require(Sandbox.current == nil, "the tests run outside a sandbox")
+        let folder = "\(base)/portal"
+        let store = SecretPortalStore(folderPath: folder)
+        #expect(Self.outcome { try dictionary(store) } == "portalUnavailable")
+        #expect(Self.outcome { try dictionary(store).setValue("v", forKey: "k") } == "portalUnavailable")
+        #expect(
+            Self.outcome {
+                try store.store(
+                    [1], for: KeyringItem(dictionaryName: "x", applicationID: "org.example.App"), timeout: .seconds(1))
+            }
+                == "portalUnavailable")
+        #expect(
+            Self.outcome { try store.listItems(applicationID: nil, collection: .default, timeout: .seconds(1)) }
+                == "portalUnavailable")
+        #expect(!FileManager.default.fileExists(atPath: folder), "a refused write created the folder")
+    }
 }

@@ -29,18 +29,22 @@ final class FileWriterLock: ItemWriterLock {
     static let holderFile = "writer.pid"
 
     private let folder: ItemFileFolder
+    private let available: @Sendable () throws(SecureDictionaryError) -> Void
     private let local: FairLock
     /// The folder's descriptor that holds the lock, while it is held.
     private let held = Mutex<Int32?>(nil)
 
-    init(folder: ItemFileFolder) {
+    /// `available` runs first, before anything is created (see `ItemFileStore.available`).
+    init(folder: ItemFileFolder, available: @escaping @Sendable () throws(SecureDictionaryError) -> Void = {}) {
         self.folder = folder
+        self.available = available
         local = FairLock.shared(for: folder.path)
     }
 
     func acquire<T>(
         until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
+        try available()
         guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
         let descriptor: Int32
         do throws(SecureDictionaryError) {

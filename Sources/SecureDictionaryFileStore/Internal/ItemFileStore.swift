@@ -11,8 +11,13 @@ import SecureDictionary
 struct ItemFileStore: Sendable {
     let folder: ItemFileFolder
     let keys: any MasterKeySource
+    /// Throws when the store cannot work here at all, before anything is read or created
+    /// (the Secret portal outside a sandbox: issue 35, where a dictionary without a file
+    /// opened empty and a refused write created the folder).
+    var available: @Sendable () throws(SecureDictionaryError) -> Void = {}
 
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        try available()
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
         let found = try folder.withFolder(create: false) {
@@ -30,6 +35,7 @@ struct ItemFileStore: Sendable {
     }
 
     func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try available()
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
         _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
@@ -45,13 +51,15 @@ struct ItemFileStore: Sendable {
     }
 
     func delete(_ item: KeyringItem) throws(SecureDictionaryError) -> Bool {
-        try folder.remove(item)
+        try available()
+        return try folder.remove(item)
     }
 
     func listItems(applicationID: String?, collection: KeyringCollection) throws(SecureDictionaryError)
         -> [KeyringItemListing]
     {
-        try folder.headers()
+        try available()
+        return try folder.headers()
             .map(\.header)
             .filter { $0.alias == collection.alias && (applicationID == nil || $0.applicationID == applicationID) }
             .compactMap { header in
@@ -64,6 +72,6 @@ struct ItemFileStore: Sendable {
     }
 
     func writerLock() -> any ItemWriterLock {
-        FileWriterLock(folder: folder)
+        FileWriterLock(folder: folder, available: available)
     }
 }
