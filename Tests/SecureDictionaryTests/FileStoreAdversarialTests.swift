@@ -96,4 +96,35 @@ import Testing
                 == "portalUnavailable")
         #expect(!FileManager.default.fileExists(atPath: folder), "a refused write created the folder")
     }
+
+    // MARK: 35.12: lockHeld names the process that holds the lock
+
+    /// Before: the pid in `writer.pid`, the last writer's (here this very process), not the
+    /// holder's.
+    @Test func lockHeldNamesTheProcessHoldingTheFolder() throws {
+        let folder = "\(base)/store"
+        try dictionary(fixed(folder)).setValue("v", forKey: "k")  // this process wrote last
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        holder.arguments = ["--no-fork", folder, "sleep", "60"]  // the holder is the process named
+        try holder.run()
+        defer {
+            kill(holder.processIdentifier, SIGKILL)  // SIGTERM may be ignored by what the runner started
+            holder.waitUntilExit()
+        }
+        // Until the folder is locked (observed, not slept on).
+        let descriptor = open(folder, O_RDONLY | O_DIRECTORY)
+        defer { close(descriptor) }
+        while flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
+            flock(descriptor, LOCK_UN)
+            usleep(5_000)
+        }
+        let settings = try dictionary(fixed(folder), timeout: .milliseconds(300))
+        #expect {
+            try settings.setValue("w", forKey: "k")
+        } throws: { error in
+            guard case .lockHeld(let pid, let command) = error as? SecureDictionaryError else { return false }
+            return pid == Int(holder.processIdentifier) && command == "sleep"
+        }
+    }
 }
