@@ -6,7 +6,8 @@ import Testing
 @testable import SecureDictionaryFileStore
 
 /// Issue 35, across processes: the kernel keyring's quota as a user who is not root (uid
-/// 65534, in a session keyring of its own, as after a login).
+/// 65534, in a session keyring of its own, as after a login), and the temporaries of
+/// writers killed mid-write.
 extension FileStoreProcesses {
     /// A folder of uid 65534 (mode 0700) directly under /tmp, holding a 32-byte credential in
     /// `credentials/`.
@@ -86,5 +87,23 @@ extension FileStoreProcesses {
         #expect(output.stderr.contains("quota"), "the write did not report the full quota: \(output)")
         let diagnosis = output.text.split(separator: "\n").first { $0.hasPrefix("diagnosis ") } ?? ""
         #expect(diagnosis.contains("kernel key quota is full"), "\(output)")
+    }
+
+    /// Issue 35.13. Before: every writer killed while writing left its `.NAME.RANDOM.tmp`
+    /// in the folder, and nothing removed it.
+    @Test func theNextWriteRemovesWhatKilledWritersLeft() throws {
+        let environment = credentialEnvironment("\(base)/credentials")
+        try makeCredential(in: "\(base)/credentials")
+        var killed = 0
+        for round in 0..<10 {
+            let output = try writer(
+                ["write", app, "killed", "r\(round)", "400", "0"], environment, timeout: .milliseconds(100 + 40 * round))
+            if output.timedOut { killed += 1 }
+        }
+        let folder = "\(base)/state/securedictionary"
+        let before = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".tmp") }
+        #expect(try writer(["set", app, "killed", "after", "kills"], environment).trimmedText.hasPrefix("ok "))
+        let after = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".tmp") }
+        #expect(after.isEmpty, "\(after.count) temporaries left (\(before.count) before the write, \(killed) writers killed)")
     }
 }

@@ -127,4 +127,20 @@ import Testing
             return pid == Int(holder.processIdentifier) && command == "sleep"
         }
     }
+
+    // MARK: 35.13: temporaries of killed writers
+
+    /// Before: `.NAME.RANDOM.tmp` files of killed writers stayed forever.
+    @Test func aWriteRemovesTheTemporariesOfKilledWritersAndNothingElse() throws {
+        let folder = "\(base)/store"
+        try dictionary(fixed(folder)).setValue("v", forKey: "k")
+        let name = URL(fileURLWithPath: try file(folder)).lastPathComponent
+        let stale = [".\(name).123456789.tmp", ".0123456789abcdef0123456789abcdef.sdict.42.tmp"]
+        let others = [".other.tmp", "notes.tmp", ".\(name).tmp", "\(name).1.tmp"]
+        for entry in stale + others { try Data([1, 2, 3]).write(to: URL(fileURLWithPath: "\(folder)/\(entry)")) }
+        try dictionary(fixed(folder)).setValue("w", forKey: "k")
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: folder))
+        for entry in stale { #expect(!left.contains(entry), "\(entry) left") }
+        for entry in others { #expect(left.contains(entry), "\(entry) removed") }
+    }
 }

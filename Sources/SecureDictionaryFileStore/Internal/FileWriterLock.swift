@@ -25,6 +25,13 @@ import Synchronization
 /// to the open file, not the thread). A waiter that reaches its deadline names the holder
 /// as the kernel tells it (`LockHolder`: `/proc/locks`), or says it is unknown
 /// (`SecureDictionaryError.lockHeld(pid:command:)`).
+///
+/// Invariant, *nothing left behind*: a writer killed between creating its temporary file and
+/// renaming it leaves `.NAME.RANDOM.tmp` (`ItemFileFolder.replace`); the next holder of the
+/// lock removes such files. Sound because temporaries are made only under this lock: while
+/// it is held, no other writer is between its temporary and its rename, so every temporary
+/// found is one whose writer is gone. Only names of exactly that pattern, regular files of
+/// this user, are removed. Test: `FileStoreAdversarialTests.aWriteRemovesTheTemporariesOfKilledWritersAndNothingElse`.
 final class FileWriterLock: ItemWriterLock {
     private let folder: ItemFileFolder
     private let available: @Sendable () throws(SecureDictionaryError) -> Void
@@ -97,6 +104,7 @@ final class FileWriterLock: ItemWriterLock {
             usleep(pause)
             pause = min(pause * 2, 2_000)
         }
+        folder.removeTemporaries(in: descriptor)
         return descriptor
     }
 }
