@@ -177,7 +177,8 @@ extension EncryptedFileStore {
                 guard ItemFileFolder.fileName(of: item) == name else { continue }  // a file under another's name
                 let record = try folder.record(of: name, in: descriptor)
                 guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
-                let secret = try passphrase.secret(opening: header.key, in: folder, until: deadline)
+                let secret = try passphrase.secret(
+                    opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
                 files.append((name, header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)))
                 if let scrypt = header.key?.scrypt { oldParameters.insert(scrypt) }
             }

@@ -76,6 +76,75 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: try file(folder))) == oldCopy, "a write built on the old copy")
     }
 
+    // MARK: 35.7: one damaged file is corrupt, and never evicts the folder's key
+
+    /// Flips one bit of the key check of `path`'s file.
+    private static func flipKeyCheckBit(_ path: String) throws {
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        let header = try EncryptedItemFile.header(of: bytes)
+        bytes[header.headerSize - 12 - 32 - 8 - 16 + 5] ^= 0x04
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Before: `wrongPassphrase` ("try again", with the right passphrase), and the folder's
+    /// key was revoked from the kernel keyring, so the other dictionary asked again.
+    @Test func aFlippedKeyCheckBitIsCorruptAndTheFolderKeepsItsKey() throws {
+        let folder = "\(base)/store"
+        let kept = EncryptedFileStore.PassphraseCache.kernelKeyring(timeout: .seconds(60))
+        let writer = passphrase(folder, Lines(["right"]), cache: kept)
+        try dictionary(writer, name: "a").setValue("first", forKey: "k")
+        try dictionary(writer, name: "b").setValue("second", forKey: "k")
+        defer { writer.forgetKey() }
+        try Self.flipKeyCheckBit(try file(folder, name: "a"))
+        // A new store, which finds the key in the kernel keyring (and has the passphrase to give).
+        #expect(Self.outcome { try dictionary(passphrase(folder, Lines(["right"]), cache: kept), name: "a") } == "corrupt")
+        // The other dictionary of the folder opens without asking: its key was kept.
+        #expect(try dictionary(passphrase(folder, Lines([]), cache: kept), name: "b")["k"] == .string("second"))
+    }
+
+    @Test func aFlippedKeyCheckBitOfALoneFileIsCorruptWhenThePassphraseIsTyped() throws {
+        let folder = "\(base)/store"
+        try dictionary(passphrase(folder, Lines(["right"]))).setValue("v", forKey: "k")
+        try Self.flipKeyCheckBit(try file(folder))
+        #expect(Self.outcome { try dictionary(passphrase(folder, Lines(["right"]))) } == "corrupt")
+        // A wrong passphrase is still told apart.
+        #expect(Self.outcome { try dictionary(passphrase(folder, Lines(["wrong"]))) } == "wrongPassphrase")
+    }
+
+    @Test func aFlippedKeyCheckBitUnderAMasterSecretIsCorruptNotAnotherKey() throws {
+        let folder = "\(base)/store"
+        try dictionary(fixed(folder)).setValue("v", forKey: "k")
+        try Self.flipKeyCheckBit(try file(folder))
+        #expect(Self.outcome { try dictionary(fixed(folder)) } == "corrupt")
+    }
+
+    /// Each of the 128 bits of the key check, flipped alone, under a passphrase and under a
+    /// master secret. Before: `wrongPassphrase` and `wrongKey` every time.
+    @Test func everyFlippedBitOfAKeyCheckIsCorrupt() throws {
+        let folder = "\(base)/store"
+        let lines = Lines(Array(repeating: "right", count: 130))
+        let stores: [(String, () -> any KeyringStore)] = [
+            ("passphrase", { passphrase(folder, lines) }), ("master secret", { fixed(folder) }),
+        ]
+        for (label, store) in stores {
+            try? FileManager.default.removeItem(atPath: folder)
+            try dictionary(store()).setValue("v", forKey: "k")
+            let path = try file(folder)
+            let good = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            let start = try EncryptedItemFile.header(of: good).headerSize - 12 - 32 - 8 - 16
+            var outcomes: [String: Int] = [:]
+            for bit in 0..<128 {
+                var bad = good
+                bad[start + bit / 8] ^= UInt8(1 << (bit % 8))
+                try Data(bad).write(to: URL(fileURLWithPath: path))
+                outcomes[Self.outcome { try dictionary(store()) }, default: 0] += 1
+            }
+            #expect(outcomes == ["corrupt": 128], "\(label): \(outcomes)")
+            try Data(good).write(to: URL(fileURLWithPath: path))
+            #expect(try dictionary(store())["k"] == .string("v"), "\(label)")
+        }
+    }
+
     // MARK: 35.9: the Secret portal store outside a sandbox
 
     /// Before: a dictionary without a file opened empty, and a refused write created the folder.

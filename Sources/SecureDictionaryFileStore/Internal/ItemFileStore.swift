@@ -28,7 +28,7 @@ struct ItemFileStore: Sendable {
         guard let (bytes, record) = found ?? nil else { return nil }
         let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
         guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
-        let secret = try keys.secret(opening: header.key, in: folder, until: deadline)
+        let secret = try keys.secret(opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
         let blob = try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)
         record.note(header.generation, written: false)
         return blob

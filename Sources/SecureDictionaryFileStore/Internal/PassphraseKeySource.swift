@@ -8,7 +8,9 @@ import Synchronization
 /// Where a secret comes from, in order: this store's memory; the session's kernel keyring
 /// (`securedictionary:passphrase:SALT:COST`, 32 bytes, with the cache's timeout); the
 /// passphrase, asked (`PassphraseReader`), stretched and checked against the file's key
-/// check: a wrong one is `SecureDictionaryError.wrongPassphrase` and is kept nowhere.
+/// check: a wrong one is `SecureDictionaryError.wrongPassphrase` and is kept nowhere. A key
+/// check that differs is told from damage by the rules of "When the key check differs"
+/// (MasterKeySource.swift).
 ///
 /// A folder has one salt: the first file written picks it, and later files reuse the salt
 /// of the file they replace, else of any file in the folder, so one passphrase and one
@@ -34,18 +36,18 @@ final class PassphraseKeySource: MasterKeySource {
         self.prompt = prompt
     }
 
-    func secret(opening block: KeyBlock?, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
+    func secret(opening file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
         -> SecretBytes
     {
-        guard let block, block.kind == .passphrase, let parameters = block.scrypt else { throw .wrongKey(source: name) }
-        return try secret(for: parameters, check: block.check)
+        guard let block = file.block, block.kind == .passphrase, block.scrypt != nil else { throw .wrongKey(source: name) }
+        return try secret(for: file, in: folder, until: deadline)
     }
 
     func keyForWriting(replacing block: KeyBlock?, in folder: ItemFileFolder, until deadline: Deadline)
         throws(SecureDictionaryError) -> (KeyBlock, SecretBytes)
     {
-        if let block, block.kind == .passphrase, let parameters = block.scrypt {
-            return (block, try secret(for: parameters, check: block.check))
+        if let block, block.kind == .passphrase, block.scrypt != nil {
+            return (block, try secret(for: KeyedFile(name: nil, block: block), in: folder, until: deadline))
         }
         if let (parameters, secret, check) = derived.withLock({ state in
             state.current.flatMap { current in state.secrets[current].map { (current, $0.0, $0.1) } }
@@ -53,10 +55,11 @@ final class PassphraseKeySource: MasterKeySource {
             return (KeyBlock(kind: .passphrase, scrypt: parameters, check: check), secret)
         }
         // Another file of the folder: its salt, and the passphrase it was written with.
-        if let sibling = try folder.headers().lazy.compactMap({ $0.header.key }).first(where: { $0.kind == .passphrase }),
-            let parameters = sibling.scrypt
+        if let sibling = try folder.headers().first(where: { $0.header.key?.kind == .passphrase && $0.header.key?.scrypt != nil }
+        ),
+            let block = sibling.header.key
         {
-            return (sibling, try secret(for: parameters, check: sibling.check))
+            return (block, try secret(for: KeyedFile(name: sibling.name, block: block), in: folder, until: deadline))
         }
         return try newPassphrase()
     }
@@ -100,34 +103,56 @@ final class PassphraseKeySource: MasterKeySource {
         return (KeyBlock(kind: .passphrase, scrypt: parameters, check: check), secret)
     }
 
-    /// The secret of `parameters`, which must pass `check`.
-    private func secret(for parameters: ScryptParameters, check: [UInt8]) throws(SecureDictionaryError) -> SecretBytes {
-        if let found = remembered(parameters, check: check) { return found }
+    /// The secret of `file`'s scrypt parameters, which must pass its check (`file.block` is a
+    /// passphrase's).
+    private func secret(for file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline)
+        throws(SecureDictionaryError) -> SecretBytes
+    {
+        guard let block = file.block, let parameters = block.scrypt else { throw .wrongKey(source: name) }
+        if let kept = try remembered(parameters, for: file) { return kept }
         guard asking.lock(until: Deadline(after: promptWait)) else { throw .timedOut }
         defer { asking.unlock() }
-        if let found = remembered(parameters, check: check) { return found }  // asked by another thread meanwhile
+        if let kept = try remembered(parameters, for: file) { return kept }  // asked by another thread meanwhile
         let passphrase = try PassphraseReader.read(input, prompt: prompt)
+        let check = block.check
         let secret = try parameters.derive(passphrase)
-        guard constantTimeEqual(EncryptedItemFile.keyCheck(of: secret), check) else { throw .wrongPassphrase }
-        keep(secret, check: check, for: parameters)
-        return secret
+        let own = EncryptedItemFile.keyCheck(of: secret)
+        if constantTimeEqual(own, check) {
+            keep(secret, check: check, for: parameters)
+            return secret
+        }
+        // The rules of "When the key check differs": the right key for a damaged file is kept.
+        if file.opensWithRestoredCheck(secret) || sharesSalt(with: file, check: own, in: folder) {
+            keep(secret, check: own, for: parameters)
+            throw KeyedFile.damagedCheck
+        }
+        throw .wrongPassphrase
     }
 
-    /// From memory, else from the session's kernel keyring (a stale entry that fails the
-    /// check is revoked).
-    private func remembered(_ parameters: ScryptParameters, check: [UInt8]) -> SecretBytes? {
-        if let (secret, kept) = derived.withLock({ $0.secrets[parameters] }) {
-            if constantTimeEqual(kept, check) {
-                derived.withLock { $0.current = parameters }
-                return secret
-            }
+    /// Whether another file of the folder, with `file`'s salt and cost, has the check `check`.
+    private func sharesSalt(with file: KeyedFile, check: [UInt8], in folder: ItemFileFolder) -> Bool {
+        ((try? folder.headers()) ?? []).contains { other in
+            guard other.name != file.name, let key = other.header.key else { return false }
+            return key.scrypt == file.block?.scrypt && constantTimeEqual(key.check, check)
         }
-        guard case .kernelKeyring = cache, let secret = KernelKeyring.read(Self.cacheDescription(parameters), capacity: 64)
-        else { return nil }
-        guard constantTimeEqual(EncryptedItemFile.keyCheck(of: secret), check) else {
-            KernelKeyring.revoke(Self.cacheDescription(parameters))
+    }
+
+    /// The secret of `parameters` from memory, else from the session's kernel keyring, when
+    /// it passes `file`'s check. One that does not is the right key of that salt (it passed a
+    /// check before it was kept), so the file is damaged: `corrupt`, and the key stays kept.
+    private func remembered(_ parameters: ScryptParameters, for file: KeyedFile) throws(SecureDictionaryError)
+        -> SecretBytes?
+    {
+        let secret: SecretBytes
+        if let (kept, _) = derived.withLock({ $0.secrets[parameters] }) {
+            secret = kept
+        } else if case .kernelKeyring = cache, let kept = KernelKeyring.read(Self.cacheDescription(parameters), capacity: 64) {
+            secret = kept
+        } else {
             return nil
         }
+        let check = EncryptedItemFile.keyCheck(of: secret)
+        guard let wanted = file.block?.check, constantTimeEqual(check, wanted) else { throw KeyedFile.damagedCheck }
         derived.withLock { state in
             state.secrets[parameters] = (secret, check)
             state.current = parameters
