@@ -76,6 +76,42 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: try file(folder))) == oldCopy, "a write built on the old copy")
     }
 
+    // MARK: 35.5: a planted scrypt cost
+
+    /// The header of `bytes` with scrypt's cost and salt replaced (a planted header).
+    private static func planting(_ bytes: [UInt8], log2N: UInt8, r: UInt8, p: UInt8) throws -> [UInt8] {
+        let header = try EncryptedItemFile.header(of: bytes)
+        let cost = header.headerSize - 12 - 32 - 8 - 16 - 16 - 3
+        var planted = bytes
+        planted[cost..<(cost + 3)] = [log2N, r, p]
+        for index in (cost + 3)..<(cost + 19) { planted[index] = UInt8.random(in: 0...255) }
+        return planted
+    }
+
+    /// Before: a cost of 2^19 × 8 (512 MiB, twice what the library writes at most) was
+    /// stretched in full, then called a wrong passphrase.
+    @Test func aPlantedCostAboveWhatTheLibraryWritesIsCorruptWithoutAStretch() throws {
+        let folder = "\(base)/store"
+        try dictionary(passphrase(folder, Lines(["right"]))).setValue("v", forKey: "k")
+        let path = try file(folder)
+        let planted = try Self.planting(Array(Data(contentsOf: URL(fileURLWithPath: path))), log2N: 19, r: 8, p: 1)
+        try Data(planted).write(to: URL(fileURLWithPath: path))
+        #expect(Self.outcome { try dictionary(passphrase(folder, Lines(["right"]))) } == "corrupt")
+    }
+
+    /// A cost the store accepts, but a deadline shorter than its stretch: the call ends at
+    /// its deadline with `timedOut` (before: it stretched to the end).
+    @Test func aStretchLongerThanTheDeadlineEndsAtTheDeadline() throws {
+        let folder = "\(base)/store"
+        let standard = EncryptedFileStore.PassphraseCost.standard
+        try dictionary(passphrase(folder, Lines(["right"]))).setValue("v", forKey: "k")
+        let path = try file(folder)
+        let planted = try Self.planting(Array(Data(contentsOf: URL(fileURLWithPath: path))), log2N: 17, r: 8, p: 1)
+        try Data(planted).write(to: URL(fileURLWithPath: path))
+        let store = passphrase(folder, Lines(["right"]), cost: standard)
+        #expect(Self.outcome { try dictionary(store, timeout: .milliseconds(50)) } == "timedOut")
+    }
+
     // MARK: 35.7: one damaged file is corrupt, and never evicts the folder's key
 
     /// Flips one bit of the key check of `path`'s file.

@@ -12,6 +12,20 @@ import Synchronization
 /// check that differs is told from damage by the rules of "When the key check differs"
 /// (MasterKeySource.swift).
 ///
+/// Invariant, *a planted cost is not stretched*: the file's header names scrypt's cost, and
+/// a header can be planted. A stretch is made only for a cost up to twice the larger of this
+/// store's `PassphraseCost` and the standard one (`readableWork`, 256 MiB by default):
+/// anything costlier is `corrupt` at once. Before issue 35 the reader accepted up to 4 GiB of
+/// work, and a planted header (2^20 × 8, p = 4) took 11.5 to 14 s and 1 GiB for a read with
+/// a 3 s deadline, then said "wrong passphrase". Test:
+/// `FileStoreAdversarialTests.aPlantedCostAboveWhatTheLibraryWritesIsCorruptWithoutAStretch`.
+///
+/// Invariant, *the stretch keeps the deadline*: it runs on a thread of its own
+/// (`ScryptParameters.derive(_:until:late:)`), and the call ends at its deadline with
+/// `timedOut`; the time spent waiting for a person to type is not counted. A stretch that
+/// ends late is kept when it passes the check, so the next call does not stretch again. Test:
+/// `FileStoreAdversarialTests.aStretchLongerThanTheDeadlineEndsAtTheDeadline`.
+///
 /// A folder has one salt: the first file written picks it, and later files reuse the salt
 /// of the file they replace, else of any file in the folder, so one passphrase and one
 /// scrypt serve them all.
@@ -110,12 +124,22 @@ final class PassphraseKeySource: MasterKeySource {
     {
         guard let block = file.block, let parameters = block.scrypt else { throw .wrongKey(source: name) }
         if let kept = try remembered(parameters, for: file) { return kept }
+        guard parameters.work <= readableWork else {
+            throw .corrupt(
+                reason: "the encrypted file asks for a passphrase stretch of \(parameters.work >> 20) MiB, more than this "
+                    + "store's \(readableWork >> 20) MiB: it was changed, or written with a costlier PassphraseCost")
+        }
+        let asked = ContinuousClock.now
         guard asking.lock(until: Deadline(after: promptWait)) else { throw .timedOut }
         defer { asking.unlock() }
         if let kept = try remembered(parameters, for: file) { return kept }  // asked by another thread meanwhile
         let passphrase = try PassphraseReader.read(input, prompt: prompt)
+        // The person's time is not the call's: the stretch gets what was left when asking began.
+        let stretchDeadline = Deadline(after: deadline.remaining + (ContinuousClock.now - asked))
         let check = block.check
-        let secret = try parameters.derive(passphrase)
+        let secret = try parameters.derive(passphrase, until: stretchDeadline) { [self] late in
+            if constantTimeEqual(EncryptedItemFile.keyCheck(of: late), check) { keep(late, check: check, for: parameters) }
+        }
         let own = EncryptedItemFile.keyCheck(of: secret)
         if constantTimeEqual(own, check) {
             keep(secret, check: check, for: parameters)
@@ -127,6 +151,14 @@ final class PassphraseKeySource: MasterKeySource {
             throw KeyedFile.damagedCheck
         }
         throw .wrongPassphrase
+    }
+
+    /// The most work (`ScryptParameters.work`) a file may ask a stretch for: twice the larger
+    /// of this store's cost and the standard one.
+    var readableWork: Int {
+        let standard = EncryptedFileStore.PassphraseCost.standard
+        let own = 128 * cost.blockSize * (1 << min(cost.log2N, 40)) * cost.parallelism
+        return 2 * max(own, 128 * standard.blockSize * (1 << standard.log2N) * standard.parallelism)
     }
 
     /// Whether another file of the folder, with `file`'s salt and cost, has the check `check`.
