@@ -28,13 +28,14 @@ let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
 /// and the next files had no record, so their rollback went unnoticed. Test:
 /// `FileStoreProcesses.aUserWithManyDictionariesKeepsFewKernelKeysAndRollbackIsStillRefused`.
 /// - A folder keeps the records of the `maximumFiles` files written last; writing another
-///   drops the oldest record (logged at `notice`, once per process).
+///   drops the oldest record (logged at `debug`, once per process: a bound, not a failure).
 /// - A new folder's key replaces, beyond `maximumFolders`, the key of the folder written
-///   least recently (logged at `notice`, once per process).
+///   least recently (logged at `debug`, once per process).
 ///
-/// Invariant, *never silent*: a record that cannot be stored (`EDQUOT`: the quota is full;
-/// no kernel keyring here) is logged with the quota's use (`warning`, once per folder and
-/// process), and ``problem()`` tells `secure-dict doctor`. Test:
+/// Invariant, *never silent*: a record that cannot be stored because the quota is full
+/// (`EDQUOT`) is logged with the quota's use (`warning`, once per folder and process), and
+/// ``problem()`` tells `secure-dict doctor` (which also tells a session without a kernel
+/// keyring, logged at `debug` only: that is how Docker's and Flatpak's sandboxes are). Test:
 /// `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
 ///
 /// Changes are read-modify-write of one key: the folder's writer lock serialises them.
@@ -67,7 +68,7 @@ struct KernelGenerationTable {
             let text =
                 "The kernel keyring keeps the generations of the \(Self.maximumFiles) files written last in a folder: "
                 + "a rollback of the oldest of \(folderName(path)) is now noticed within one process only."
-            if Self.firstTime("files") { fileStoreLogger.notice("\(text)") }
+            if Self.firstTime("files") { fileStoreLogger.debug("\(text)") }
         }
         if stored == nil { makeRoomForAFolder(path) }
         var payload = [Self.version]
@@ -111,7 +112,7 @@ struct KernelGenerationTable {
         let text =
             "The kernel keyring keeps the generations of the \(Self.maximumFolders) folders written last: the record of "
             + "the oldest was dropped for \(folderName(path))."
-        if Self.firstTime("folders") { fileStoreLogger.notice("\(text)") }
+        if Self.firstTime("folders") { fileStoreLogger.debug("\(text)") }
     }
 
     private static let reported = Mutex<Set<String>>([])
@@ -119,16 +120,22 @@ struct KernelGenerationTable {
     /// Whether `what` is logged for the first time in this process.
     private static func firstTime(_ what: String) -> Bool { reported.withLock { $0.insert(what).inserted } }
 
+    /// A full quota is a warning; no kernel keyring here (Docker's and Flatpak's seccomp
+    /// filters) is how the environment is, told by `problem()` and at `debug`.
     private static func report(_ failure: Int32, folder: String) {
         guard firstTime("\(failure) \(folder)") else { return }
-        let why =
-            failure == EDQUOT
-            ? "this user's kernel key quota is full (\(KernelKeyring.quota()?.description ?? "see /proc/key-users"))"
-            : "the kernel keyring refused it (\(String(cString: strerror(failure))))"
+        guard failure == EDQUOT else {
+            let text =
+                "Rollback of the encrypted files in \(folder) is noticed only within this process: the kernel keyring "
+                + "refused the record (\(String(cString: strerror(failure))))."
+            fileStoreLogger.debug("\(text)")
+            return
+        }
+        let use = KernelKeyring.quota()?.description ?? "see /proc/key-users"
         let text =
             "Rollback of the encrypted files in \(folder) goes unnoticed by the next process: their generation could not "
-            + "be recorded, as \(why). Remove kernel keys no longer needed ('keyctl show @s'), or raise "
-            + "/proc/sys/kernel/keys/maxkeys and maxbytes."
+            + "be recorded, as this user's kernel key quota is full (\(use)). Remove kernel keys no longer needed "
+            + "('keyctl show @s'), or raise /proc/sys/kernel/keys/maxkeys and maxbytes."
         fileStoreLogger.warning("\(text)")
     }
 
