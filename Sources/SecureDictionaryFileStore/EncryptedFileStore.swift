@@ -1,5 +1,6 @@
 package import Logging
 public import SecureDictionary
+import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -46,6 +47,10 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     public let folderPath: String
     /// Where the master secret comes from.
     public let keySource: KeySource
+    /// How `folderPath` was chosen, and what is wrong with it for a service: for
+    /// `secure-dict doctor` and the tool's messages.
+    package let folderOrigin: FolderOrigin
+    private static let warned = Mutex<Set<String>>([])
     let engine: ItemFileStore
     private let passphrase: PassphraseKeySource?
 
@@ -56,8 +61,12 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// Creates nothing until the first write, and asks nothing until the first call that
     /// needs the key (or `unlock(timeout:)`).
     public init(folderPath: String? = nil, keySource: KeySource) {
+        folderOrigin = Self.folderOrigin(given: folderPath, for: keySource)
         let folderPath = folderPath ?? Self.defaultFolderPath(for: keySource)
         self.folderPath = folderPath
+        if let warning = folderOrigin.warning, Self.warned.withLock({ $0.insert(folderPath).inserted }) {
+            fileStoreLogger.warning("\(warning)")
+        }
         self.keySource = keySource
         let keys: any MasterKeySource
         switch keySource.kind {

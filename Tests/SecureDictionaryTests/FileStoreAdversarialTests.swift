@@ -248,4 +248,36 @@ import Testing
         for entry in stale { #expect(!left.contains(entry), "\(entry) left") }
         for entry in others { #expect(left.contains(entry), "\(entry) removed") }
     }
+
+    // MARK: 36.6: a systemd credential of the wrong size
+
+    /// Before: told to add `LoadCredentialEncrypted=` to the unit, which already has it.
+    @Test func aCredentialOfTheWrongSizeIsToldToMakeANewOne() throws {
+        let directory = "\(base)/credentials"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data("12345".utf8).write(to: URL(fileURLWithPath: "\(directory)/app-key"))
+        #expect {
+            try SystemdCredential.read(named: "app-key", environment: ["CREDENTIALS_DIRECTORY": directory])
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("systemd-creds encrypt --name=app-key") && text.contains("head -c 32 /dev/urandom")
+                && !text.contains("LoadCredentialEncrypted") && text.count <= 200
+        }
+    }
+
+    /// Before: a service with a credential but no `StateDirectory=` kept its files in
+    /// `$XDG_DATA_HOME` silently, and then found "no such dictionary" where it looked.
+    @Test func aServiceWithoutAStateDirectoryIsToldWhereItsFilesAreAndTheFix() {
+        let service = ["CREDENTIALS_DIRECTORY": "/run/credentials/app.service", "XDG_DATA_HOME": "/d"]
+        let origin = EncryptedFileStore.folderOrigin(given: nil, for: .systemdCredential(), environment: service)
+        #expect(origin.description == "$XDG_DATA_HOME/securedictionary")
+        #expect(origin.warning?.contains("/d/securedictionary") == true && origin.warning?.contains("StateDirectory=") == true)
+        // With StateDirectory=, a person's passphrase, or a folder given: nothing to fix.
+        let withState = service.merging(["STATE_DIRECTORY": "/var/lib/app"]) { _, new in new }
+        #expect(EncryptedFileStore.folderOrigin(given: nil, for: .systemdCredential(), environment: withState).warning == nil)
+        #expect(EncryptedFileStore.folderOrigin(given: nil, for: .passphrase(), environment: service).warning == nil)
+        #expect(EncryptedFileStore.folderOrigin(given: "/srv/x", for: .systemdCredential(), environment: service).warning == nil)
+        let store = EncryptedFileStore(folderPath: "\(base)/files", keySource: .systemdCredential())
+        #expect(store.diagnose().folderOrigin.description == "the folder given to the store")
+    }
 }
