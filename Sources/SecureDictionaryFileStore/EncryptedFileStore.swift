@@ -30,10 +30,12 @@ import Synchronization
 /// - writers of the folder lock the folder itself, which nobody else can remove or swap,
 ///   and never write without the lock;
 /// - each file carries a generation; one older than this process or this login session has
-///   seen is refused (`SecureDictionaryError.rolledBack(path:)`);
+///   seen is refused (`SecureDictionaryError.rolledBack(path:)`), whatever path spells the
+///   folder;
 /// - a key other than the one the files were written with is a typed error
 ///   (`SecureDictionaryError.wrongPassphrase`, `SecureDictionaryError.wrongKey(source:)`),
-///   never `corrupt` and never empty.
+///   never empty; a damaged file is `SecureDictionaryError.corrupt(reason:)`, never a wrong
+///   key, and a planted scrypt cost is refused before any stretch.
 ///
 /// The master secret (and, for a passphrase, its stretched key) is kept in wiped memory
 /// until `forgetKey()` or the store's release.
