@@ -138,6 +138,21 @@ import Testing
         #expect(try dictionary(passphrase(folder, Lines([]), cache: kept), name: "b")["k"] == .string("second"))
     }
 
+    /// A new dictionary takes the folder's salt from another file: a damaged one is passed
+    /// over, not a reason to refuse the write.
+    @Test func aDamagedFileDoesNotKeepANewDictionaryFromBeingWritten() throws {
+        let folder = "\(base)/store"
+        let kept = EncryptedFileStore.PassphraseCache.kernelKeyring(timeout: .seconds(60))
+        let writer = passphrase(folder, Lines(["right"]), cache: kept)
+        defer { writer.forgetKey() }
+        try dictionary(writer, name: "a").setValue("first", forKey: "k")
+        try dictionary(writer, name: "b").setValue("second", forKey: "k")
+        let first = try [file(folder, name: "a"), file(folder, name: "b")].min()!  // the one the store looks at first
+        try Self.flipKeyCheckBit(first)
+        try dictionary(passphrase(folder, Lines([]), cache: kept), name: "c").setValue("third", forKey: "k")
+        #expect(try dictionary(passphrase(folder, Lines([]), cache: kept), name: "c")["k"] == .string("third"))
+    }
+
     @Test func aFlippedKeyCheckBitOfALoneFileIsCorruptWhenThePassphraseIsTyped() throws {
         let folder = "\(base)/store"
         try dictionary(passphrase(folder, Lines(["right"]))).setValue("v", forKey: "k")

@@ -68,13 +68,19 @@ final class PassphraseKeySource: MasterKeySource {
         }) {
             return (KeyBlock(kind: .passphrase, scrypt: parameters, check: check), secret)
         }
-        // Another file of the folder: its salt, and the passphrase it was written with.
-        if let sibling = try folder.headers().first(where: { $0.header.key?.kind == .passphrase && $0.header.key?.scrypt != nil }
-        ),
-            let block = sibling.header.key
-        {
-            return (block, try secret(for: KeyedFile(name: sibling.name, block: block), in: folder, until: deadline))
+        // Another file of the folder: its salt, and the passphrase it was written with (a
+        // damaged one is passed over: it must not keep a new file from being written).
+        var damaged: SecureDictionaryError?
+        for sibling in try folder.headers() {
+            guard let block = sibling.header.key, block.kind == .passphrase, block.scrypt != nil else { continue }
+            do throws(SecureDictionaryError) {
+                return (block, try secret(for: KeyedFile(name: sibling.name, block: block), in: folder, until: deadline))
+            } catch {
+                guard case .corrupt = error else { throw error }
+                damaged = error
+            }
         }
+        if let damaged { throw damaged }  // every file of the folder damaged: no new passphrase beside them
         return try newPassphrase()
     }
 
