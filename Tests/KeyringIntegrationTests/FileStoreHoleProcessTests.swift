@@ -47,6 +47,7 @@ extension FileStoreProcesses {
     @Test(.enabled(if: getuid() == 0, "needs root to run as uid 65534"))
     func aUserWithManyDictionariesKeepsFewKernelKeysAndRollbackIsStillRefused() throws {
         let home = try nobodysFolder()
+        defer { try? FileManager.default.removeItem(atPath: home) }
         let last = ItemFileFolder(path: "\(home)/files/f0").filePath(
             of: try KeyringItem(dictionaryName: "last", applicationID: app))
         let output = try asNobody(
@@ -73,6 +74,7 @@ extension FileStoreProcesses {
     @Test(.enabled(if: getuid() == 0, "needs root to run as uid 65534"))
     func aFullKernelKeyQuotaIsReported() throws {
         let home = try nobodysFolder()
+        defer { try? FileManager.default.removeItem(atPath: home) }
         let output = try asNobody(
             """
             n=0  # until the keys of the tests before are collected: the quota has room
