@@ -29,6 +29,10 @@ long sd_keyring_revoke(int32_t key) {
     return syscall(SYS_keyctl, KEYCTL_REVOKE, key);
 }
 
+long sd_keyring_describe(int32_t key, char *buffer, size_t length) {
+    return syscall(SYS_keyctl, KEYCTL_DESCRIBE, key, buffer, length);
+}
+
 long sd_keyring_unlink(int32_t key, int32_t keyring) {
     return syscall(SYS_keyctl, KEYCTL_UNLINK, key, keyring);
 }

@@ -53,9 +53,7 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .wrongKey(let source):
             "The encrypted file was written with another key than this store's (\(source)): give the store the key "
                 + "it was written with."
-        case .credentialUnavailable(let name, let reason):
-            "The systemd credential '\(name)' is unavailable (\(reason)): add 'LoadCredentialEncrypted=\(name)' to "
-                + "the service's unit."
+        case .credentialUnavailable(let name, let reason): "The systemd credential '\(name)' cannot be used: \(reason)."
         case .passphraseUnavailable(let reason):
             "No passphrase could be read (\(reason)): run the program on a terminal, or give the passphrase on a "
                 + "file descriptor."

@@ -128,7 +128,8 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// key). Nothing was read or written.
     case wrongKey(source: String)
     /// The systemd credential `name` that holds an encrypted-file store's key is missing or
-    /// unusable (`reason`). Nothing was read or written.
+    /// unusable: `reason` says why, and the fix (the unit's line for a missing one, the
+    /// command that makes a new one for one of the wrong size). Nothing was read or written.
     case credentialUnavailable(name: String, reason: String)
     /// An encrypted-file store needs its passphrase and none could be read (`reason`: no
     /// terminal, an empty or closed descriptor, nobody typed it in time). Nothing was read or

@@ -14,12 +14,21 @@ package struct FileStoreDiagnosis: Sendable {
     /// For a passphrase: whether the session's kernel keyring keeps it now (the next call
     /// asks for it when not). `nil` for other sources, or when the folder has no file yet.
     package var passphraseKept: Bool?
+    /// Why the files' generations cannot be recorded in the session's kernel keyring now, so
+    /// that an old copy put back goes unnoticed by the next process: this user's key quota
+    /// is full, or there is no kernel keyring here. `nil` when they can be.
+    package var rollbackRecordProblem: String?
+    /// How the folder was chosen, and, for a service without `StateDirectory=`, the fix
+    /// (`FolderOrigin.warning`).
+    package var folderOrigin: FolderOrigin
 }
 
 extension EncryptedFileStore {
     /// Checks the folder, counts the files, and looks for the key without a prompt.
     package func diagnose() -> FileStoreDiagnosis {
-        var diagnosis = FileStoreDiagnosis(folderProblem: nil, folderExists: false, fileCount: 0)
+        var diagnosis = FileStoreDiagnosis(
+            folderProblem: nil, folderExists: false, fileCount: 0, rollbackRecordProblem: KernelGenerationTable.problem(),
+            folderOrigin: folderOrigin)
         do {
             let count = try engine.folder.withFolder(create: false) { descriptor in
                 engine.folder.itemFileNames(in: descriptor).count

@@ -1,5 +1,6 @@
 package import Logging
 public import SecureDictionary
+import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -29,10 +30,12 @@ public import SecureDictionary
 /// - writers of the folder lock the folder itself, which nobody else can remove or swap,
 ///   and never write without the lock;
 /// - each file carries a generation; one older than this process or this login session has
-///   seen is refused (`SecureDictionaryError.rolledBack(path:)`);
+///   seen is refused (`SecureDictionaryError.rolledBack(path:)`), whatever path spells the
+///   folder;
 /// - a key other than the one the files were written with is a typed error
 ///   (`SecureDictionaryError.wrongPassphrase`, `SecureDictionaryError.wrongKey(source:)`),
-///   never `corrupt` and never empty.
+///   never empty; a damaged file is `SecureDictionaryError.corrupt(reason:)`, never a wrong
+///   key, and a planted scrypt cost is refused before any stretch.
 ///
 /// The master secret (and, for a passphrase, its stretched key) is kept in wiped memory
 /// until `forgetKey()` or the store's release.
@@ -46,6 +49,10 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     public let folderPath: String
     /// Where the master secret comes from.
     public let keySource: KeySource
+    /// How `folderPath` was chosen, and what is wrong with it for a service: for
+    /// `secure-dict doctor` and the tool's messages.
+    package let folderOrigin: FolderOrigin
+    private static let warned = Mutex<Set<String>>([])
     let engine: ItemFileStore
     private let passphrase: PassphraseKeySource?
 
@@ -56,8 +63,12 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// Creates nothing until the first write, and asks nothing until the first call that
     /// needs the key (or `unlock(timeout:)`).
     public init(folderPath: String? = nil, keySource: KeySource) {
+        folderOrigin = Self.folderOrigin(given: folderPath, for: keySource)
         let folderPath = folderPath ?? Self.defaultFolderPath(for: keySource)
         self.folderPath = folderPath
+        if let warning = folderOrigin.warning, Self.warned.withLock({ $0.insert(folderPath).inserted }) {
+            fileStoreLogger.warning("\(warning)")
+        }
         self.keySource = keySource
         let keys: any MasterKeySource
         switch keySource.kind {
@@ -175,9 +186,10 @@ extension EncryptedFileStore {
                     dictionaryName: header.dictionaryName.isEmpty ? nil : header.dictionaryName,
                     applicationID: header.applicationID, collection: KeyringCollection(alias: header.alias))
                 guard ItemFileFolder.fileName(of: item) == name else { continue }  // a file under another's name
-                let record = GenerationRecord(file: folder.filePath(of: item))
+                let record = try folder.record(of: name, in: descriptor)
                 guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
-                let secret = try passphrase.secret(opening: header.key, in: folder, until: deadline)
+                let secret = try passphrase.secret(
+                    opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
                 files.append((name, header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)))
                 if let scrypt = header.key?.scrypt { oldParameters.insert(scrypt) }
             }
@@ -188,7 +200,7 @@ extension EncryptedFileStore {
                 let item = try KeyringItem(
                     dictionaryName: file.header.dictionaryName.isEmpty ? nil : file.header.dictionaryName,
                     applicationID: file.header.applicationID, collection: KeyringCollection(alias: file.header.alias))
-                let record = GenerationRecord(file: folder.filePath(of: item))
+                let record = try folder.record(of: file.name, in: descriptor)
                 let generation = record.next(after: file.header.generation)
                 let sealed = try EncryptedItemFile.seal(file.blob, for: item, key: block, secret: secret, generation: generation)
                 try folder.replace(file.name, in: descriptor, with: sealed)

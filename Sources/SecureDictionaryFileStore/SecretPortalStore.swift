@@ -52,24 +52,31 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
     /// serves sandboxed apps only: outside a sandbox, calls that read or write throw
     /// `SecureDictionaryError.portalUnavailable(reason:)`.
     public convenience init(folderPath: String? = nil) {
-        self.init(folderPath: folderPath ?? Self.defaultFolderPath()) { timeout throws(SecureDictionaryError) in
-            guard Sandbox.current != nil else {
-                throw .portalUnavailable(
-                    reason: "the Secret portal serves sandboxed apps (Flatpak, snap) only; outside a sandbox use "
-                        + "SecretServiceStore")
-            }
+        self.init(folderPath: folderPath ?? Self.defaultFolderPath(), available: Self.inASandbox) {
+            timeout throws(SecureDictionaryError) in
+            try Self.inASandbox()
             return try SecretPortal.retrieveMasterSecret(timeout: timeout)
         }
     }
 
-    /// A store whose master secret comes from `fetchMasterSecret` (tests).
+    /// A store whose master secret comes from `fetchMasterSecret` (tests), usable where
+    /// `available` does not throw.
     init(
-        folderPath: String,
+        folderPath: String, available: @escaping @Sendable () throws(SecureDictionaryError) -> Void = {},
         fetchMasterSecret: @escaping @Sendable (Duration) throws(SecureDictionaryError) -> SecretBytes
     ) {
         self.folderPath = folderPath
         engine = ItemFileStore(
-            folder: ItemFileFolder(path: folderPath), keys: FixedSecretSource(name: "Secret portal", fetch: fetchMasterSecret))
+            folder: ItemFileFolder(path: folderPath), keys: FixedSecretSource(name: "Secret portal", fetch: fetchMasterSecret),
+            available: available)
+    }
+
+    /// Throws `portalUnavailable` outside a sandbox, where the portal never serves: before
+    /// any call reads or creates anything, so that no dictionary opens empty there.
+    @Sendable private static func inASandbox() throws(SecureDictionaryError) {
+        guard Sandbox.current == nil else { return }
+        throw .portalUnavailable(
+            reason: "the Secret portal serves sandboxed apps (Flatpak, snap) only; outside a sandbox use SecretServiceStore")
     }
 
     public var isSharedBetweenProcesses: Bool { true }

@@ -134,15 +134,18 @@ extension KeyringIntegration {
             #expect(try await readWhileLocked(answering: "cancel") == "error locked")
         }
 
+        /// Issue 35.9: a dictionary without a file is not empty outside a sandbox (it opened
+        /// as "ok 0"), and a refused write creates no folder.
         @Test func outsideASandboxThePortalStoreRefuses() throws {
             let output = try KeyringHarness.run(
                 KeyringHarness.writer, ["probe", test.appID, test.name, "3000"],
                 environment: ["SD_TEST_WRITER_STORE": "portal", "XDG_DATA_HOME": data])
-            #expect(output.trimmedText.hasPrefix("ok 0"), "no file yet: nothing to decrypt: \(output)")
+            #expect(output.trimmedText.hasPrefix("error portalUnavailable"), "\(output)")
             let write = try KeyringHarness.run(
                 KeyringHarness.writer, ["set", test.appID, test.name, "k", "v"],
                 environment: ["SD_TEST_WRITER_STORE": "portal", "XDG_DATA_HOME": data])
             #expect(!write.succeeded && write.stderr.contains("Secret portal"), "\(write)")
+            #expect(!FileManager.default.fileExists(atPath: "\(data)/securedictionary"), "a refused write made the folder")
         }
     }
 }

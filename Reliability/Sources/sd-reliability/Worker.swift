@@ -18,6 +18,7 @@ enum Worker {
         case "hygiene": hygiene(rest)
         case "burst": burst(rest)
         case "hold": hold(rest)
+        case "files": files(rest)
         default: usage()
         }
         exit(0)

@@ -25,8 +25,12 @@ long sd_keyring_add(const char *description, const void *payload, size_t length,
 long sd_keyring_search(int32_t keyring, const char *description);
 
 /// keyctl(KEYCTL_READ, key, buffer, length): the payload's full length (copies at most
-/// `length` bytes).
+/// `length` bytes). For a keyring, the payload is the serials (int32_t) of its keys.
 long sd_keyring_read(int32_t key, void *buffer, size_t length);
+
+/// keyctl(KEYCTL_DESCRIBE, key, buffer, length): "type;uid;gid;perm;description" and a NUL;
+/// returns the full length (copies at most `length` bytes).
+long sd_keyring_describe(int32_t key, char *buffer, size_t length);
 
 /// keyctl(KEYCTL_SET_TIMEOUT, key, seconds): the key expires `seconds` from now (0: never).
 long sd_keyring_set_timeout(int32_t key, unsigned int seconds);

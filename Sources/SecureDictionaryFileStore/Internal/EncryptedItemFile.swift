@@ -137,6 +137,34 @@ enum EncryptedItemFile {
         guard header.identity.elementsEqual(identity(of: item)) else {
             throw .corrupt(reason: "the encrypted file belongs to another item")
         }
+        guard let plain = decrypt(bytes, header: header, secret: secret, authenticating: Array(bytes[..<header.headerSize]))
+        else {
+            let written = header.key == nil ? ", or written with another app's secret" : ""
+            throw .corrupt(reason: "the encrypted file failed authentication: it was changed or damaged\(written)")
+        }
+        return plain
+    }
+
+    /// Whether the file `bytes` authenticates under `secret` once its key check is put back
+    /// as `secret`'s own: then `secret` is the file's key, and the stored check alone is
+    /// damaged (see "When the key check differs" in MasterKeySource.swift). Nothing
+    /// decrypted is kept.
+    static func opensWithRestoredCheck(_ bytes: [UInt8], header: Header, secret: SecretBytes) -> Bool {
+        guard header.key != nil else { return false }
+        let checkStart = header.headerSize - saltSize - nonceSize - 8 - checkSize
+        var restored = Array(bytes[..<header.headerSize])
+        restored.replaceSubrange(checkStart..<(checkStart + checkSize), with: keyCheck(of: secret))
+        guard var plain = decrypt(bytes, header: header, secret: secret, authenticating: restored) else { return false }
+        Wipe.bytes(&plain)
+        return true
+    }
+
+    /// AES-GCM opening of `bytes`'s ciphertext with `header`'s salt and nonce and the
+    /// associated data `aad`: the plaintext (the caller wipes it), or `nil` when it does not
+    /// authenticate.
+    private static func decrypt(_ bytes: [UInt8], header: Header, secret: SecretBytes, authenticating aad: [UInt8])
+        -> [UInt8]?
+    {
         let saltStart = header.headerSize - saltSize - nonceSize
         let nonceStart = header.headerSize - nonceSize
         let count = bytes.count - header.headerSize - tagSize
@@ -146,16 +174,14 @@ enum EncryptedItemFile {
                 plain.withUnsafeMutableBufferPointer { plain in
                     sd_file_open(
                         master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, file.baseAddress! + saltStart,
-                        saltSize, keyLabel, keyLabel.count, file.baseAddress! + nonceStart, file.baseAddress!,
-                        header.headerSize, file.baseAddress! + header.headerSize, file.count - header.headerSize,
-                        plain.baseAddress)
+                        saltSize, keyLabel, keyLabel.count, file.baseAddress! + nonceStart, aad, aad.count,
+                        file.baseAddress! + header.headerSize, file.count - header.headerSize, plain.baseAddress)
                 }
             }
         }
         guard done == 1 else {
             Wipe.bytes(&plain)
-            let written = header.key == nil ? ", or written with another app's secret" : ""
-            throw .corrupt(reason: "the encrypted file failed authentication: it was changed or damaged\(written)")
+            return nil
         }
         if count == 0 { plain.removeAll() }
         return plain

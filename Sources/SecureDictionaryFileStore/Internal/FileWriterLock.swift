@@ -22,25 +22,34 @@ import Synchronization
 /// airtight: a file has no window between check and write.
 ///
 /// Threads of this process queue on an in-process `FairLock` first (`flock` locks belong
-/// to the open file, not the thread). The holder writes its pid into `writer.pid` in the
-/// folder, so that a waiter that reaches its deadline can name it
-/// (`SecureDictionaryError.lockHeld(pid:command:)`); that file is a hint only.
+/// to the open file, not the thread). A waiter that reaches its deadline names the holder
+/// as the kernel tells it (`LockHolder`: `/proc/locks`), or says it is unknown
+/// (`SecureDictionaryError.lockHeld(pid:command:)`).
+///
+/// Invariant, *nothing left behind*: a writer killed between creating its temporary file and
+/// renaming it leaves `.NAME.RANDOM.tmp` (`ItemFileFolder.replace`); the next holder of the
+/// lock removes such files. Sound because temporaries are made only under this lock: while
+/// it is held, no other writer is between its temporary and its rename, so every temporary
+/// found is one whose writer is gone. Only names of exactly that pattern, regular files of
+/// this user, are removed. Test: `FileStoreAdversarialTests.aWriteRemovesTheTemporariesOfKilledWritersAndNothingElse`.
 final class FileWriterLock: ItemWriterLock {
-    static let holderFile = "writer.pid"
-
     private let folder: ItemFileFolder
+    private let available: @Sendable () throws(SecureDictionaryError) -> Void
     private let local: FairLock
     /// The folder's descriptor that holds the lock, while it is held.
     private let held = Mutex<Int32?>(nil)
 
-    init(folder: ItemFileFolder) {
+    /// `available` runs first, before anything is created (see `ItemFileStore.available`).
+    init(folder: ItemFileFolder, available: @escaping @Sendable () throws(SecureDictionaryError) -> Void = {}) {
         self.folder = folder
+        self.available = available
         local = FairLock.shared(for: folder.path)
     }
 
     func acquire<T>(
         until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
+        try available()
         guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
         let descriptor: Int32
         do throws(SecureDictionaryError) {
@@ -88,37 +97,14 @@ final class FileWriterLock: ItemWriterLock {
                     reason: "cannot lock the folder (\(String(cString: strerror(failure)))): use a local folder")
             }
             guard deadline.remaining > .zero else {
-                let error = heldError(descriptor)
+                let holder = LockHolder.of(descriptor)
                 close(descriptor)
-                throw error
+                throw .lockHeld(pid: holder.map { Int($0.pid) }, command: holder?.command)
             }
             usleep(pause)
             pause = min(pause * 2, 2_000)
         }
-        writeHolder(descriptor)
+        folder.removeTemporaries(in: descriptor)
         return descriptor
-    }
-
-    /// Writes this process's pid into the holder file (a hint: failures are ignored).
-    private func writeHolder(_ folder: Int32) {
-        let file = openat(folder, Self.holderFile, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
-        guard file >= 0 else { return }
-        defer { close(file) }
-        var status = stat()
-        guard fstat(file, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return }
-        let pid = Array("\(getpid())\n".utf8)
-        if ftruncate(file, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(file, $0.baseAddress, $0.count, 0) } }
-    }
-
-    /// The holder named by the pid it wrote, as the error to throw at the deadline.
-    private func heldError(_ folder: Int32) -> SecureDictionaryError {
-        let file = openat(folder, Self.holderFile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard file >= 0 else { return .lockHeld(pid: nil, command: nil) }
-        defer { close(file) }
-        var text = [UInt8](repeating: 0, count: 32)
-        let got = text.withUnsafeMutableBytes { pread(file, $0.baseAddress, $0.count, 0) }
-        let digits = got > 0 ? String(decoding: text[..<got].prefix { $0 != 10 }, as: UTF8.self) : ""
-        guard let pid = Int32(digits), pid > 0 else { return .lockHeld(pid: nil, command: nil) }
-        return .lockHeld(pid: Int(pid), command: ProcessName.command(of: pid))
     }
 }

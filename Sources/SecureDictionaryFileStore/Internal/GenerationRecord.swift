@@ -8,11 +8,37 @@ import Synchronization
     import Foundation
 #endif
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What identifies a store folder, however its path is spelled (`X/`, `X//…`, `X/./…`,
+/// through a link above it): its device and inode, read from the open folder.
+struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
+    let device: UInt64
+    let inode: UInt64
+
+    /// The identity of the open folder `descriptor`.
+    ///
+    /// - Throws: `SecureDictionaryError.fileUnavailable(path:reason:)` when `fstat` fails.
+    init(of descriptor: Int32, path: String) throws(SecureDictionaryError) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw .fileUnavailable(path: path, reason: String(cString: strerror(errno)))
+        }
+        device = UInt64(status.st_dev)
+        inode = UInt64(status.st_ino)
+    }
+
+    /// `DEVICE:INODE`, as the kernel keyring's records name the folder.
+    var description: String { "\(device):\(inode)" }
+}
+
 /// The newest generation of each item file that this process, and this login session, has
 /// read or written: an older file is an old copy put back (a rollback).
 ///
 /// ```swift
-/// let record = GenerationRecord(file: folder.filePath(of: item))
+/// let record = GenerationRecord(folder: FolderIdentity(of: descriptor, path: path), file: name, path: file)
 /// guard header.generation >= record.newest else { throw .rolledBack(path: file) }
 /// record.note(header.generation, written: false)
 /// ```
@@ -20,44 +46,61 @@ import Synchronization
 /// Why two places: nothing in the folder can say what the newest file was (whoever can put
 /// an old file back can put back everything beside it), so the record is kept where the
 /// files' writer cannot reach by writing files: this process's memory (always), and the
-/// kernel keyring of the login session (`KernelKeyring`; one 8-byte key per file, without
-/// a timeout), so that the next process of the session knows too. Every write records its
-/// generation there; reads only compare (a read of a newer file needs no record: its
-/// writer recorded it). What is not detected: a rollback across a reboot or logout, in a
-/// session without the kernel keyring (Flatpak's seccomp filter), or by someone who can
-/// also change this user's kernel keyring (a process of the same user).
+/// kernel keyring of the login session (`KernelGenerationTable`: one small key per folder),
+/// so that the next process of the session knows too. Every write records its generation
+/// there; reads only compare (a read of a newer file needs no record: its writer recorded
+/// it). What is not detected: a rollback across a reboot or logout, in a session without
+/// the kernel keyring (Flatpak's seccomp filter), of a file whose record the bounds of
+/// `KernelGenerationTable` dropped (logged), or by someone who can also change this user's
+/// kernel keyring (a process of the same user).
+///
+/// Invariant, *a file is known by what it is*: the record is keyed by the folder's device
+/// and inode and the file's name, never by the path string, so that every spelling of the
+/// folder meets the same record (issue 35: `X/` read an old copy that `X` refused, and its
+/// next write gave that copy a newer generation). Test:
+/// `FileStoreAdversarialTests.anOldCopyPutBackIsRefusedThroughEverySpellingOfItsFolder`.
 ///
 /// Generations are microseconds since 1970, and larger than the file's previous one: so a
 /// dictionary deleted and written anew by another session still gets a generation above
 /// every copy older than the deletion.
 struct GenerationRecord: Sendable {
+    let folder: FolderIdentity
+    /// The file's name in the folder.
     let file: String
-    private let description: String
+    /// The file's path as this store spells it, for messages and the records of versions
+    /// before issue 35 (one kernel key per path).
+    let path: String
 
-    init(file: String) {
+    init(folder: FolderIdentity, file: String, path: String) {
+        self.folder = folder
         self.file = file
-        let digest = SHA256.hash(data: Array(file.utf8)).prefix(16).map { byte in
-            let hex = String(byte, radix: 16)
-            return hex.count == 1 ? "0" + hex : hex
-        }.joined()
-        description = "securedictionary:generation:\(digest)"
+        self.path = path
     }
 
     private static let inProcess = Mutex<[String: UInt64]>([:])
 
+    private var key: String { "\(folder)/\(file)" }
+
+    /// The file's identifier in the folder's kernel record: 8 bytes of SHA-256 of its name.
+    var fileID: UInt64 {
+        SHA256.hash(data: Array(file.utf8)).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
     /// The newest generation known for the file: 0 when none.
     var newest: UInt64 {
-        let here = Self.inProcess.withLock { $0[file] ?? 0 }
-        return max(here, kernelValue ?? 0)
+        let here = Self.inProcess.withLock { $0[key] ?? 0 }
+        let session = KernelGenerationTable(folder: folder).generation(of: fileID) ?? 0
+        return max(here, session, legacyValue ?? 0)
     }
 
     /// Records `generation` as seen (`written: false`, this process only) or written (also
-    /// in the kernel keyring).
+    /// in the kernel keyring; called under the folder's writer lock, which serialises the
+    /// changes of its record).
     func note(_ generation: UInt64, written: Bool) {
-        Self.inProcess.withLock { $0[file] = max($0[file] ?? 0, generation) }
-        guard written, generation > (kernelValue ?? 0) else { return }
-        let bytes = (0..<8).reversed().map { UInt8(truncatingIfNeeded: generation >> (UInt64($0) * 8)) }
-        bytes.withUnsafeBytes { _ = KernelKeyring.store(description, $0, timeout: nil) }
+        Self.inProcess.withLock { $0[key] = max($0[key] ?? 0, generation) }
+        guard written else { return }
+        KernelGenerationTable(folder: folder).record(generation, of: fileID, path: path)
+        if legacyValue != nil { KernelKeyring.revoke(legacyDescription) }
     }
 
     /// The generation for the next write of a file whose current generation is `current`.
@@ -66,8 +109,18 @@ struct GenerationRecord: Sendable {
         return max(now, max(current, newest) + 1)
     }
 
-    private var kernelValue: UInt64? {
-        guard let bytes = KernelKeyring.read(description, capacity: 8), bytes.count == 8 else { return nil }
+    // MARK: Records of versions before issue 35, read until their next write replaces them
+
+    private var legacyDescription: String {
+        let digest = SHA256.hash(data: Array(path.utf8)).prefix(16).map { byte in
+            let hex = String(byte, radix: 16)
+            return hex.count == 1 ? "0" + hex : hex
+        }.joined()
+        return "securedictionary:generation:\(digest)"
+    }
+
+    private var legacyValue: UInt64? {
+        guard let bytes = KernelKeyring.read(legacyDescription, capacity: 8), bytes.count == 8 else { return nil }
         return bytes.withUnsafeBytes { $0.reduce(0) { $0 << 8 | UInt64($1) } }
     }
 }

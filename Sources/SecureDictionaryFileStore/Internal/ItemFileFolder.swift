@@ -91,6 +91,12 @@ struct ItemFileFolder: Sendable {
         }
     }
 
+    /// The rollback record of the file `name` in the open folder: keyed by what the folder
+    /// is (device and inode), not by how `path` spells it.
+    func record(of name: String, in folder: Int32) throws(SecureDictionaryError) -> GenerationRecord {
+        GenerationRecord(folder: try FolderIdentity(of: folder, path: path), file: name, path: "\(path)/\(name)")
+    }
+
     // MARK: Item files
 
     /// The bytes of `item`'s file, or `nil` when there is none.
@@ -185,6 +191,41 @@ struct ItemFileFolder: Sendable {
             throw .fileUnavailable(path: target, reason: reason)
         }
         fsync(folder)
+    }
+
+    /// Whether `name` is a temporary of `replace(_:in:with:)`: `.` + an item file's name +
+    /// `.` + decimal digits + `.tmp`, and nothing else.
+    static func isTemporary(_ name: String) -> Bool {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 5, parts[0].isEmpty, parts[2] == "sdict", parts[4] == "tmp" else { return false }
+        let hex = parts[1].utf8
+        let digits = parts[3].utf8
+        return hex.count == 32 && hex.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+            && !digits.isEmpty && digits.count <= 20 && digits.allSatisfy { (48...57).contains($0) }
+    }
+
+    /// Removes the temporaries left by writers killed mid-write, from the open folder whose
+    /// writer lock the caller holds (see `FileWriterLock`): regular files of this user whose
+    /// names are exactly the temporaries' pattern. Failures are ignored (nothing depends on it).
+    func removeTemporaries(in folder: Int32) {
+        let copy = dup(folder)
+        guard copy >= 0, let listing = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return
+        }
+        defer { closedir(listing) }
+        var names: [String] = []
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if Self.isTemporary(name) { names.append(name) }
+        }
+        for name in names {
+            var status = stat()
+            guard fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG,
+                status.st_uid == geteuid()
+            else { continue }
+            unlinkat(folder, name, 0)
+        }
     }
 
     /// Removes `item`'s file; returns whether there was one.

@@ -11,27 +11,38 @@ import SecureDictionary
 struct ItemFileStore: Sendable {
     let folder: ItemFileFolder
     let keys: any MasterKeySource
+    /// Throws when the store cannot work here at all, before anything is read or created
+    /// (the Secret portal outside a sandbox: issue 35, where a dictionary without a file
+    /// opened empty and a refused write created the folder).
+    var available: @Sendable () throws(SecureDictionaryError) -> Void = {}
 
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        try available()
         let deadline = Deadline(after: timeout)
-        guard let bytes = try folder.read(item) else { return nil }
+        let name = ItemFileFolder.fileName(of: item)
+        let found = try folder.withFolder(create: false) {
+            descriptor throws(SecureDictionaryError) -> (bytes: [UInt8], record: GenerationRecord)? in
+            guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { return nil }
+            return (bytes, try folder.record(of: name, in: descriptor))
+        }
+        guard let (bytes, record) = found ?? nil else { return nil }
         let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
-        let record = GenerationRecord(file: folder.filePath(of: item))
         guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
-        let secret = try keys.secret(opening: header.key, in: folder, until: deadline)
+        let secret = try keys.secret(opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
         let blob = try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)
         record.note(header.generation, written: false)
         return blob
     }
 
     func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try available()
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
         _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
             let replaced = try? folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumHeaderSize)
                 .flatMap { try EncryptedItemFile.header(of: $0) }
             let (block, master) = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
-            let record = GenerationRecord(file: folder.filePath(of: item))
+            let record = try folder.record(of: name, in: descriptor)
             let generation = record.next(after: replaced?.generation ?? 0)
             let file = try EncryptedItemFile.seal(secret, for: item, key: block, secret: master, generation: generation)
             try folder.replace(name, in: descriptor, with: file)
@@ -40,13 +51,15 @@ struct ItemFileStore: Sendable {
     }
 
     func delete(_ item: KeyringItem) throws(SecureDictionaryError) -> Bool {
-        try folder.remove(item)
+        try available()
+        return try folder.remove(item)
     }
 
     func listItems(applicationID: String?, collection: KeyringCollection) throws(SecureDictionaryError)
         -> [KeyringItemListing]
     {
-        try folder.headers()
+        try available()
+        return try folder.headers()
             .map(\.header)
             .filter { $0.alias == collection.alias && (applicationID == nil || $0.applicationID == applicationID) }
             .compactMap { header in
@@ -59,6 +72,6 @@ struct ItemFileStore: Sendable {
     }
 
     func writerLock() -> any ItemWriterLock {
-        FileWriterLock(folder: folder)
+        FileWriterLock(folder: folder, available: available)
     }
 }

@@ -37,17 +37,24 @@ enum KernelKeyring {
     /// its timeout (`nil`: none). Returns whether it was stored.
     @discardableResult
     static func store(_ description: String, _ payload: UnsafeRawBufferPointer, timeout: Duration?) -> Bool {
-        guard let keyring = session else { return false }
+        failureToStore(description, payload, timeout: timeout) == nil
+    }
+
+    /// `store(_:_:timeout:)`, returning why it failed: the `errno` of the call (`EDQUOT`: this
+    /// user's key quota is full; `ENOSYS`, `EPERM`: no kernel keyring here), `nil` once stored.
+    static func failureToStore(_ description: String, _ payload: UnsafeRawBufferPointer, timeout: Duration?) -> Int32? {
+        guard let keyring = session else { return errno == 0 ? ENOSYS : errno }
         let key = sd_keyring_add(description, payload.baseAddress, payload.count, keyring)
-        guard key > 0 else { return false }
+        guard key > 0 else { return errno }
         if let timeout {
             let seconds = max(1, timeout.components.seconds + (timeout.components.attoseconds > 0 ? 1 : 0))
             guard sd_keyring_set_timeout(Int32(truncatingIfNeeded: key), UInt32(clamping: seconds)) == 0 else {
+                let failure = errno
                 sd_keyring_revoke(Int32(truncatingIfNeeded: key))
-                return false
+                return failure
             }
         }
-        return true
+        return nil
     }
 
     /// The payload of the key `description` (at most `capacity` bytes), or `nil` when there
@@ -73,5 +80,73 @@ enum KernelKeyring {
         sd_keyring_revoke(Int32(truncatingIfNeeded: key))
         sd_keyring_unlink(Int32(truncatingIfNeeded: key), keyring)
         return true
+    }
+
+    /// The keys of the session keyring (not of keyrings linked in it) whose description
+    /// starts with `prefix`.
+    static func keys(withPrefix prefix: String) -> [(serial: Int32, description: String)] {
+        guard let keyring = session else { return [] }
+        var serials = [Int32](repeating: 0, count: 1024)
+        let length = serials.withUnsafeMutableBytes { sd_keyring_read(keyring, $0.baseAddress, $0.count) }
+        guard length > 0 else { return [] }
+        var found: [(serial: Int32, description: String)] = []
+        for serial in serials.prefix(min(length, serials.count * 4) / 4) {
+            var text = [CChar](repeating: 0, count: 512)
+            let got = text.withUnsafeMutableBufferPointer { sd_keyring_describe(serial, $0.baseAddress, $0.count) }
+            guard got > 0, got <= text.count else { continue }
+            // "type;uid;gid;perm;description": the description may hold ';' itself.
+            let fields = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(
+                separator: ";", maxSplits: 4, omittingEmptySubsequences: false)
+            guard fields.count == 5, fields[0] == "user", fields[4].hasPrefix(prefix) else { continue }
+            found.append((serial, String(fields[4])))
+        }
+        return found
+    }
+
+    /// The payload of the key `serial` (a record, not a secret), at most `capacity` bytes.
+    static func payload(of serial: Int32, capacity: Int) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        let length = buffer.withUnsafeMutableBytes { sd_keyring_read(serial, $0.baseAddress, $0.count) }
+        guard length >= 0, length <= capacity else { return nil }
+        return Array(buffer.prefix(length))
+    }
+
+    /// Revokes the key `serial` and unlinks it from the session keyring.
+    static func revoke(serial: Int32) {
+        sd_keyring_revoke(serial)
+        if let keyring = session { sd_keyring_unlink(serial, keyring) }
+    }
+
+    /// This user's use of the kernel's key quota (`/proc/key-users`): keys and bytes, each
+    /// with its limit (200 keys and 20,000 bytes for a user who is not root, by default).
+    struct Quota: Sendable, Equatable {
+        var keys: Int
+        var maximumKeys: Int
+        var bytes: Int
+        var maximumBytes: Int
+
+        /// Whether a new key of `size` bytes (description included) no longer fits.
+        func isFull(forA size: Int) -> Bool { keys >= maximumKeys || bytes + size > maximumBytes }
+
+        /// E.g. "200 of 200 keys, 4,100 of 20,000 bytes".
+        var description: String { "\(keys) of \(maximumKeys) keys, \(bytes) of \(maximumBytes) bytes" }
+    }
+
+    /// This user's quota, or `nil` when `/proc/key-users` cannot be read.
+    static func quota(of user: uid_t = geteuid()) -> Quota? {
+        guard let file = fopen("/proc/key-users", "r") else { return nil }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), file) != nil {
+            // "  1000:    12 11/11 9/200 140/20000"
+            let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(
+                whereSeparator: { $0 == " " || $0 == "\n" })
+            guard fields.count == 5, fields[0] == "\(user):" else { continue }
+            let keys = fields[3].split(separator: "/").compactMap { Int($0) }
+            let bytes = fields[4].split(separator: "/").compactMap { Int($0) }
+            guard keys.count == 2, bytes.count == 2 else { return nil }
+            return Quota(keys: keys[0], maximumKeys: keys[1], bytes: bytes[0], maximumBytes: bytes[1])
+        }
+        return nil
     }
 }

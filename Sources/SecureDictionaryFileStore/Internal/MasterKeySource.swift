@@ -3,17 +3,43 @@ import Synchronization
 
 /// Where an encrypted-file store's master secret comes from, and what its files' headers
 /// say about it (`KeyBlock`).
+///
+/// ## When the key check differs
+///
+/// A file's key check (HKDF of the master secret, in its header) tells before decrypting
+/// whether a key is the one the file was written with. When it differs, either the key is
+/// another (a wrong passphrase, another credential: `wrongPassphrase`, `wrongKey`) or the
+/// file is damaged (`corrupt`). Before issue 35 one flipped bit of one file's check read as
+/// "wrong passphrase, try again" with the right passphrase, and revoked the folder's kept key,
+/// so every other dictionary of the folder asked again. The rules, each sound:
+/// - *Restored check*: the file, its check put back as the key's own, authenticates under
+///   the key (AES-GCM's tag covers the whole header, under a key derived from the master
+///   secret): the key is the file's, and only its check is damaged → `corrupt`
+///   (`EncryptedItemFile.opensWithRestoredCheck`).
+/// - *One salt, one passphrase*: a passphrase's salt is random, made with the passphrase and
+///   never reused for another, so a key of the same salt and cost that is known to be right
+///   (kept after an earlier check, in memory or the kernel keyring, or matching the check of
+///   another file of the folder with that salt) makes any other check with that salt damage
+///   → `corrupt`.
+/// - Otherwise the key is another → `wrongPassphrase` or `wrongKey`. A key kept is never
+///   dropped because of one file: only `forgetKey()` or its timeout drop it.
+/// What stays ambiguous: a header whose salt was changed (planted) reads as
+/// `wrongPassphrase`, since a file of another passphrase looks the same (a passphrase change
+/// that stopped halfway leaves such files, and calling them corrupt would invite deleting
+/// them); its cost is bounded before any stretch (`PassphraseKeySource`).
+/// Tests: `FileStoreAdversarialTests.aFlippedKeyCheckBitIsCorruptAndTheFolderKeepsItsKey`,
+/// `everyFlippedBitOfAKeyCheckIsCorrupt`.
 protocol MasterKeySource: Sendable {
     /// The source, for `SecureDictionaryError.wrongKey(source:)`: e.g. `systemd credential 'app'`.
     var name: String { get }
 
-    /// The master secret that opens a file whose header has `block` (`nil`: a version 1
-    /// file, which only AES-GCM can check).
+    /// The master secret that opens `file` (whose block is `nil` for a version 1 file, which
+    /// only AES-GCM can check).
     ///
     /// - Throws: `SecureDictionaryError.wrongKey(source:)` or
-    ///   `SecureDictionaryError.wrongPassphrase` when the key check differs; what getting
-    ///   the secret throws.
-    func secret(opening block: KeyBlock?, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
+    ///   `SecureDictionaryError.wrongPassphrase` for another key, `SecureDictionaryError.corrupt(reason:)`
+    ///   for a damaged key check (the rules above); what getting the secret throws.
+    func secret(opening file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
         -> SecretBytes
 
     /// The key block and master secret to write a file with, in place of a file with `block`
@@ -23,6 +49,26 @@ protocol MasterKeySource: Sendable {
 
     /// Drops the secrets kept in memory (wiped), and those kept for the session.
     func forget(in folder: ItemFileFolder)
+}
+
+/// A file whose key is wanted: what its header says about the key, and how to tell a
+/// damaged key check from another key (see "When the key check differs" above).
+struct KeyedFile {
+    /// The file's name in the folder, `nil` when unknown.
+    var name: String?
+    var block: KeyBlock?
+    /// Whether a secret opens the file once its key check is put back as the secret's own
+    /// (`false` when only the header was read).
+    var opensWithRestoredCheck: (SecretBytes) -> Bool = { _ in false }
+
+    /// The file `bytes` named `name`, whose header is `header`.
+    static func whole(_ bytes: [UInt8], named name: String, header: EncryptedItemFile.Header) -> KeyedFile {
+        KeyedFile(name: name, block: header.key) { EncryptedItemFile.opensWithRestoredCheck(bytes, header: header, secret: $0) }
+    }
+
+    /// `corrupt`, for a file whose key check alone is damaged, or that was changed.
+    static let damagedCheck = SecureDictionaryError.corrupt(
+        reason: "the encrypted file was changed or damaged: its key check is not that of the right key")
 }
 
 /// A master secret that is fetched whole and kept: the Secret portal's, a systemd credential.
@@ -38,13 +84,15 @@ final class FixedSecretSource: MasterKeySource {
         self.fetch = fetch
     }
 
-    func secret(opening block: KeyBlock?, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
+    func secret(opening file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
         -> SecretBytes
     {
         let (secret, check) = try current(until: deadline)
-        guard let block else { return secret }
-        guard block.kind == .secret, constantTimeEqual(block.check, check) else { throw .wrongKey(source: name) }
-        return secret
+        guard let block = file.block else { return secret }
+        guard block.kind == .secret else { throw .wrongKey(source: name) }
+        if constantTimeEqual(block.check, check) { return secret }
+        if file.opensWithRestoredCheck(secret) { throw KeyedFile.damagedCheck }
+        throw .wrongKey(source: name)
     }
 
     func keyForWriting(replacing block: KeyBlock?, in folder: ItemFileFolder, until deadline: Deadline)

@@ -8,7 +8,23 @@ import Synchronization
 /// Where a secret comes from, in order: this store's memory; the session's kernel keyring
 /// (`securedictionary:passphrase:SALT:COST`, 32 bytes, with the cache's timeout); the
 /// passphrase, asked (`PassphraseReader`), stretched and checked against the file's key
-/// check: a wrong one is `SecureDictionaryError.wrongPassphrase` and is kept nowhere.
+/// check: a wrong one is `SecureDictionaryError.wrongPassphrase` and is kept nowhere. A key
+/// check that differs is told from damage by the rules of "When the key check differs"
+/// (MasterKeySource.swift).
+///
+/// Invariant, *a planted cost is not stretched*: the file's header names scrypt's cost, and
+/// a header can be planted. A stretch is made only for a cost up to twice the larger of this
+/// store's `PassphraseCost` and the standard one (`readableWork`, 256 MiB by default):
+/// anything costlier is `corrupt` at once. Before issue 35 the reader accepted up to 4 GiB of
+/// work, and a planted header (2^20 × 8, p = 4) took 11.5 to 14 s and 1 GiB for a read with
+/// a 3 s deadline, then said "wrong passphrase". Test:
+/// `FileStoreAdversarialTests.aPlantedCostAboveWhatTheLibraryWritesIsCorruptWithoutAStretch`.
+///
+/// Invariant, *the stretch keeps the deadline*: it runs on a thread of its own
+/// (`ScryptParameters.derive(_:until:late:)`), and the call ends at its deadline with
+/// `timedOut`; the time spent waiting for a person to type is not counted. A stretch that
+/// ends late is kept when it passes the check, so the next call does not stretch again. Test:
+/// `FileStoreAdversarialTests.aStretchLongerThanTheDeadlineEndsAtTheDeadline`.
 ///
 /// A folder has one salt: the first file written picks it, and later files reuse the salt
 /// of the file they replace, else of any file in the folder, so one passphrase and one
@@ -34,30 +50,37 @@ final class PassphraseKeySource: MasterKeySource {
         self.prompt = prompt
     }
 
-    func secret(opening block: KeyBlock?, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
+    func secret(opening file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
         -> SecretBytes
     {
-        guard let block, block.kind == .passphrase, let parameters = block.scrypt else { throw .wrongKey(source: name) }
-        return try secret(for: parameters, check: block.check)
+        guard let block = file.block, block.kind == .passphrase, block.scrypt != nil else { throw .wrongKey(source: name) }
+        return try secret(for: file, in: folder, until: deadline)
     }
 
     func keyForWriting(replacing block: KeyBlock?, in folder: ItemFileFolder, until deadline: Deadline)
         throws(SecureDictionaryError) -> (KeyBlock, SecretBytes)
     {
-        if let block, block.kind == .passphrase, let parameters = block.scrypt {
-            return (block, try secret(for: parameters, check: block.check))
+        if let block, block.kind == .passphrase, block.scrypt != nil {
+            return (block, try secret(for: KeyedFile(name: nil, block: block), in: folder, until: deadline))
         }
         if let (parameters, secret, check) = derived.withLock({ state in
             state.current.flatMap { current in state.secrets[current].map { (current, $0.0, $0.1) } }
         }) {
             return (KeyBlock(kind: .passphrase, scrypt: parameters, check: check), secret)
         }
-        // Another file of the folder: its salt, and the passphrase it was written with.
-        if let sibling = try folder.headers().lazy.compactMap({ $0.header.key }).first(where: { $0.kind == .passphrase }),
-            let parameters = sibling.scrypt
-        {
-            return (sibling, try secret(for: parameters, check: sibling.check))
+        // Another file of the folder: its salt, and the passphrase it was written with (a
+        // damaged one is passed over: it must not keep a new file from being written).
+        var damaged: SecureDictionaryError?
+        for sibling in try folder.headers() {
+            guard let block = sibling.header.key, block.kind == .passphrase, block.scrypt != nil else { continue }
+            do throws(SecureDictionaryError) {
+                return (block, try secret(for: KeyedFile(name: sibling.name, block: block), in: folder, until: deadline))
+            } catch {
+                guard case .corrupt = error else { throw error }
+                damaged = error
+            }
         }
+        if let damaged { throw damaged }  // every file of the folder damaged: no new passphrase beside them
         return try newPassphrase()
     }
 
@@ -100,34 +123,74 @@ final class PassphraseKeySource: MasterKeySource {
         return (KeyBlock(kind: .passphrase, scrypt: parameters, check: check), secret)
     }
 
-    /// The secret of `parameters`, which must pass `check`.
-    private func secret(for parameters: ScryptParameters, check: [UInt8]) throws(SecureDictionaryError) -> SecretBytes {
-        if let found = remembered(parameters, check: check) { return found }
+    /// The secret of `file`'s scrypt parameters, which must pass its check (`file.block` is a
+    /// passphrase's).
+    private func secret(for file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline)
+        throws(SecureDictionaryError) -> SecretBytes
+    {
+        guard let block = file.block, let parameters = block.scrypt else { throw .wrongKey(source: name) }
+        if let kept = try remembered(parameters, for: file) { return kept }
+        guard parameters.work <= readableWork else {
+            throw .corrupt(
+                reason: "the encrypted file asks for a passphrase stretch of \(parameters.work >> 20) MiB, more than this "
+                    + "store's \(readableWork >> 20) MiB: it was changed, or written with a costlier PassphraseCost")
+        }
+        let asked = ContinuousClock.now
         guard asking.lock(until: Deadline(after: promptWait)) else { throw .timedOut }
         defer { asking.unlock() }
-        if let found = remembered(parameters, check: check) { return found }  // asked by another thread meanwhile
+        if let kept = try remembered(parameters, for: file) { return kept }  // asked by another thread meanwhile
         let passphrase = try PassphraseReader.read(input, prompt: prompt)
-        let secret = try parameters.derive(passphrase)
-        guard constantTimeEqual(EncryptedItemFile.keyCheck(of: secret), check) else { throw .wrongPassphrase }
-        keep(secret, check: check, for: parameters)
-        return secret
+        // The person's time is not the call's: the stretch gets what was left when asking began.
+        let stretchDeadline = Deadline(after: deadline.remaining + (ContinuousClock.now - asked))
+        let check = block.check
+        let secret = try parameters.derive(passphrase, until: stretchDeadline) { [self] late in
+            if constantTimeEqual(EncryptedItemFile.keyCheck(of: late), check) { keep(late, check: check, for: parameters) }
+        }
+        let own = EncryptedItemFile.keyCheck(of: secret)
+        if constantTimeEqual(own, check) {
+            keep(secret, check: check, for: parameters)
+            return secret
+        }
+        // The rules of "When the key check differs": the right key for a damaged file is kept.
+        if file.opensWithRestoredCheck(secret) || sharesSalt(with: file, check: own, in: folder) {
+            keep(secret, check: own, for: parameters)
+            throw KeyedFile.damagedCheck
+        }
+        throw .wrongPassphrase
     }
 
-    /// From memory, else from the session's kernel keyring (a stale entry that fails the
-    /// check is revoked).
-    private func remembered(_ parameters: ScryptParameters, check: [UInt8]) -> SecretBytes? {
-        if let (secret, kept) = derived.withLock({ $0.secrets[parameters] }) {
-            if constantTimeEqual(kept, check) {
-                derived.withLock { $0.current = parameters }
-                return secret
-            }
+    /// The most work (`ScryptParameters.work`) a file may ask a stretch for: twice the larger
+    /// of this store's cost and the standard one.
+    var readableWork: Int {
+        let standard = EncryptedFileStore.PassphraseCost.standard
+        let own = 128 * cost.blockSize * (1 << min(cost.log2N, 40)) * cost.parallelism
+        return 2 * max(own, 128 * standard.blockSize * (1 << standard.log2N) * standard.parallelism)
+    }
+
+    /// Whether another file of the folder, with `file`'s salt and cost, has the check `check`.
+    private func sharesSalt(with file: KeyedFile, check: [UInt8], in folder: ItemFileFolder) -> Bool {
+        ((try? folder.headers()) ?? []).contains { other in
+            guard other.name != file.name, let key = other.header.key else { return false }
+            return key.scrypt == file.block?.scrypt && constantTimeEqual(key.check, check)
         }
-        guard case .kernelKeyring = cache, let secret = KernelKeyring.read(Self.cacheDescription(parameters), capacity: 64)
-        else { return nil }
-        guard constantTimeEqual(EncryptedItemFile.keyCheck(of: secret), check) else {
-            KernelKeyring.revoke(Self.cacheDescription(parameters))
+    }
+
+    /// The secret of `parameters` from memory, else from the session's kernel keyring, when
+    /// it passes `file`'s check. One that does not is the right key of that salt (it passed a
+    /// check before it was kept), so the file is damaged: `corrupt`, and the key stays kept.
+    private func remembered(_ parameters: ScryptParameters, for file: KeyedFile) throws(SecureDictionaryError)
+        -> SecretBytes?
+    {
+        let secret: SecretBytes
+        if let (kept, _) = derived.withLock({ $0.secrets[parameters] }) {
+            secret = kept
+        } else if case .kernelKeyring = cache, let kept = KernelKeyring.read(Self.cacheDescription(parameters), capacity: 64) {
+            secret = kept
+        } else {
             return nil
         }
+        let check = EncryptedItemFile.keyCheck(of: secret)
+        guard let wanted = file.block?.check, constantTimeEqual(check, wanted) else { throw KeyedFile.damagedCheck }
         derived.withLock { state in
             state.secrets[parameters] = (secret, check)
             state.current = parameters

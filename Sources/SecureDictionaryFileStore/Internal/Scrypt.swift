@@ -1,5 +1,7 @@
 import CFileStoreShim
+import Dispatch
 import SecureDictionary
+import Synchronization
 
 /// The scrypt parameters of a passphrase store's files (stored in each file's header) and
 /// the derivation itself.
@@ -47,6 +49,48 @@ struct ScryptParameters: Sendable, Hashable {
             throw .invalidValue(reason: "scrypt cost out of bounds")
         }
         return try ScryptParameters(log2N: log2N, r: r, p: p, salt: salt)
+    }
+
+    /// What a stretch costs: its memory (128 × r × N bytes) times p, the number of times it
+    /// is filled.
+    var work: Int { 128 * Int(r) * (1 << Int(log2N)) * Int(p) }
+
+    /// `derive(_:)` on a thread of its own, waited for until `deadline`: past it the call
+    /// throws `SecureDictionaryError.timedOut`, and the stretch (which BoringSSL cannot
+    /// interrupt) goes on to its end, where `late` receives its key, so that the next call
+    /// need not stretch again.
+    func derive(
+        _ passphrase: SecretBytes, until deadline: Deadline, late: @escaping @Sendable (SecretBytes) -> Void
+    ) throws(SecureDictionaryError) -> SecretBytes {
+        let stretch = Stretch()
+        let parameters = self
+        DispatchQueue.global(qos: .userInitiated).async {
+            let result: Result<SecretBytes, SecureDictionaryError>
+            do throws(SecureDictionaryError) { result = .success(try parameters.derive(passphrase)) } catch {
+                result = .failure(error)
+            }
+            let abandoned = stretch.state.withLock { state in
+                state.result = result
+                return state.abandoned
+            }
+            if abandoned, case .success(let secret) = result { late(secret) }
+            stretch.finished.signal()
+        }
+        let (seconds, attoseconds) = deadline.remaining.components
+        let waited = stretch.finished.wait(
+            timeout: .now() + .nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)))
+        let result = stretch.state.withLock { state in
+            if waited == .timedOut && state.result == nil { state.abandoned = true }
+            return state.result
+        }
+        guard let result else { throw .timedOut }
+        return try result.get()
+    }
+
+    /// A stretch on its thread: its result, and whether its caller stopped waiting.
+    private final class Stretch: Sendable {
+        let state = Mutex<(result: Result<SecretBytes, SecureDictionaryError>?, abandoned: Bool)>((nil, false))
+        let finished = DispatchSemaphore(value: 0)
     }
 
     /// The 32-byte master secret for `passphrase`.

@@ -23,19 +23,25 @@ enum SystemdCredential {
     static let maximumSize = 4096
 
     /// - Throws: `SecureDictionaryError.credentialUnavailable(name:reason:)` when the
-    ///   variable is unset, the file missing or unreadable, or its size out of bounds.
+    ///   variable is unset, the file missing or unreadable, or its size out of bounds; the
+    ///   reason names the fix for each (a unit line for a missing credential, the command
+    ///   that makes a new one for a wrong size).
     static func read(named name: String, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(SecureDictionaryError) -> SecretBytes
     {
         guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
-            throw .credentialUnavailable(name: name, reason: "not a valid credential name")
+            throw .credentialUnavailable(name: name, reason: "it is not a valid credential name: give a file name without '/'")
         }
+        let addIt = "add 'LoadCredentialEncrypted=\(name)' to the service's unit"
         guard let directory = environment["CREDENTIALS_DIRECTORY"], directory.hasPrefix("/") else {
-            throw .credentialUnavailable(name: name, reason: "$CREDENTIALS_DIRECTORY is not set")
+            throw .credentialUnavailable(name: name, reason: "$CREDENTIALS_DIRECTORY is not set: \(addIt)")
         }
         let descriptor = open("\(directory)/\(name)", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
-            let reason = errno == ENOENT ? "no such file in $CREDENTIALS_DIRECTORY" : String(cString: strerror(errno))
+            let reason =
+                errno == ENOENT
+                ? "no such file in $CREDENTIALS_DIRECTORY: \(addIt)"
+                : "it cannot be read (\(String(cString: strerror(errno)))): check the unit's LoadCredentialEncrypted= line"
             throw .credentialUnavailable(name: name, reason: reason)
         }
         defer { close(descriptor) }
@@ -45,15 +51,20 @@ enum SystemdCredential {
         while total < buffer.count {
             let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + total, $0.count - total) }
             if got < 0, errno == EINTR { continue }
-            guard got >= 0 else { throw .credentialUnavailable(name: name, reason: String(cString: strerror(errno))) }
+            guard got >= 0 else {
+                throw .credentialUnavailable(name: name, reason: "it cannot be read (\(String(cString: strerror(errno))))")
+            }
             if got == 0 { break }
             total += got
         }
         guard total >= minimumSize, total <= maximumSize else {
+            // The unit has the credential: it is the credential that is wrong. (Issue 36: this
+            // said to add LoadCredentialEncrypted=, which the unit had.)
+            let held = total > maximumSize ? "more than \(maximumSize) bytes" : "\(total) bytes"
             throw .credentialUnavailable(
                 name: name,
-                reason: total > maximumSize
-                    ? "larger than \(maximumSize) bytes" : "it holds \(total) bytes; a key needs \(minimumSize) random bytes")
+                reason: "it holds \(held), not a key: make a new one, 'head -c 32 /dev/urandom | systemd-creds encrypt "
+                    + "--name=\(name) - FILE'")
         }
         return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<total])) }
     }

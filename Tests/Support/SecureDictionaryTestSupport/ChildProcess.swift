@@ -136,7 +136,10 @@ public enum ChildProcess {
             exited.signal()
         }
         var timedOut = false
-        if exited.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.components.seconds * 1_000_000_000))) == .timedOut {
+        // The whole timeout, below a second too (seconds alone made 400 ms a kill at once).
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        if exited.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
             timedOut = true
             kill(child, SIGKILL)
             exited.wait()

@@ -5,6 +5,9 @@
 //       setting it, increments the shared "counter" INCREMENTS times inside update { };
 //       prints "ok <increments done>"; exits 1 on the first error.
 //   sd-test-writer set APP NAME KEY VALUE      one setValue; prints "ok <unix time after it>"
+//   sd-test-writer spread APP COUNT FOLDERS    one setValue in each of the dictionaries d0 … d(COUNT-1)
+//                                              of the file store, spread over the folders
+//                                              SD_TEST_WRITER_FOLDER/f0 … f(FOLDERS-1); prints "ok COUNT"
 //   sd-test-writer probe APP NAME TIMEOUT_MS   opens the dictionary; prints "ok <count>" or
 //                                              "error <case>" and the elapsed milliseconds
 //   sd-test-writer get APP NAME KEY            prints "ok <string value>", "absent" or "error <case>"
@@ -15,6 +18,8 @@
 //   sd-test-writer unlock                      the file store's unlock(): "ok" or "error <case>"
 //   sd-test-writer forget                      the file store's forgetKey(): "ok"
 //   sd-test-writer change-passphrase           the passphrase store's changePassphrase(): "ok <files>" or "error <case>"
+//   sd-test-writer diagnose                    the file store's diagnosis of its rollback record:
+//                                              "diagnosis none" or "diagnosis <problem>"
 //   sd-test-writer choice                      the automatic store's choice: "ok <chosen> <ms>" or "error <case> <ms>"
 //
 // SD_TEST_WRITER_STORE picks the store: the Secret Service by default; "portal":
@@ -39,9 +44,9 @@ func fail(_ message: String) -> Never {
 
 let environment = ProcessInfo.processInfo.environment
 
-/// The encrypted-file store named `kind` ("credential" or "passphrase"), configured from the environment.
-func fileStore(_ kind: String?) -> EncryptedFileStore? {
-    let folder = environment["SD_TEST_WRITER_FOLDER"]
+/// The encrypted-file store named `kind` ("credential" or "passphrase"), configured from the
+/// environment (`folder` replaces SD_TEST_WRITER_FOLDER).
+func fileStore(_ kind: String?, folder: String? = environment["SD_TEST_WRITER_FOLDER"]) -> EncryptedFileStore? {
     switch kind {
     case "credential":
         let name = environment["SD_TEST_WRITER_CREDENTIAL"] ?? "securedictionary"
@@ -135,6 +140,16 @@ do {
             name: arguments[2], applicationID: arguments[1], options: options(timeout: .seconds(20)))
         for index in 0..<count { try dictionary.setValue(.integer(index), forKey: "\(arguments[3])-\(index)") }
         print("ok \(count)")
+    case "spread" where arguments.count == 4:
+        guard let count = Int(arguments[2]), let folders = Int(arguments[3]), folders > 0,
+            let base = environment["SD_TEST_WRITER_FOLDER"]
+        else { fail("bad spread") }
+        let stores = (0..<folders).map { fileStore(environment["SD_TEST_WRITER_STORE"], folder: "\(base)/f\($0)")! }
+        for index in 0..<count {
+            let options = SecureDictionary.Options(timeout: .seconds(20), store: stores[index % folders])
+            try SecureDictionary(name: "d\(index)", applicationID: arguments[1], options: options).setValue(1, forKey: "k")
+        }
+        print("ok \(count)")
     case "set" where arguments.count == 5:
         let dictionary = try SecureDictionary(name: arguments[2], applicationID: arguments[1], options: options())
         try dictionary.setValue(.string(arguments[4]), forKey: arguments[3])
@@ -193,6 +208,8 @@ do {
         } catch {
             print("error \(caseName(error))")
         }
+    case "diagnose" where arguments.count == 1:
+        print("diagnosis \((store as! EncryptedFileStore).diagnose().rollbackRecordProblem ?? "none")")
     case "choice" where arguments.count == 1:
         let start = ContinuousClock.now
         do {
@@ -234,8 +251,8 @@ do {
     default:
         fail(
             "usage: write APP NAME PREFIX COUNT INCREMENTS | set APP NAME KEY VALUE | probe APP NAME TIMEOUT_MS | "
-                + "get APP NAME KEY | move APP NAME | move-up APP NAME | move-down APP NAME | hold APP NAME | unlock | forget | "
-                + "change-passphrase | choice"
+                + "spread APP COUNT FOLDERS | get APP NAME KEY | move APP NAME | move-up APP NAME | move-down APP NAME | hold APP NAME | unlock | forget | "
+                + "change-passphrase | diagnose | choice"
         )
     }
 } catch {

@@ -1,0 +1,46 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// How an ``EncryptedFileStore``'s folder was chosen. Package-internal: the tool's, not an
+/// API promise.
+package struct FolderOrigin: Sendable, Equatable {
+    /// E.g. `$STATE_DIRECTORY/securedictionary (the unit's StateDirectory=)`.
+    package var description: String
+    /// What is wrong with the choice, and the fix, or `nil`: set for a systemd service (one
+    /// that has `$CREDENTIALS_DIRECTORY`) under a credential without `$STATE_DIRECTORY`,
+    /// whose files then land in the user's data folder, where the service's next run (given
+    /// `StateDirectory=` meanwhile) or the tool do not look (issue 36: "no such dictionary").
+    package var warning: String?
+}
+
+extension EncryptedFileStore {
+    /// How the folder is chosen for `keySource` when `given` is `nil` (see
+    /// `init(folderPath:keySource:)`), in `environment`.
+    ///
+    /// ```swift
+    /// let origin = EncryptedFileStore.folderOrigin(given: nil, for: .systemdCredential())
+    /// if let warning = origin.warning { print(warning) }
+    /// ```
+    static func folderOrigin(
+        given: String?, for keySource: KeySource, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> FolderOrigin {
+        if given != nil { return FolderOrigin(description: "the folder given to the store") }
+        let path = defaultFolderPath(for: keySource, environment: environment)
+        let credential: Bool = if case .systemdCredential = keySource.kind { true } else { false }
+        if credential, let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first, state.hasPrefix("/") {
+            return FolderOrigin(description: "$STATE_DIRECTORY/securedictionary (the unit's StateDirectory=)")
+        }
+        let data = environment["XDG_DATA_HOME"].map { $0.hasPrefix("/") } == true
+        let description = data ? "$XDG_DATA_HOME/securedictionary" : "$HOME/.local/share/securedictionary"
+        guard credential, environment["CREDENTIALS_DIRECTORY"]?.hasPrefix("/") == true else {
+            return FolderOrigin(description: description)
+        }
+        return FolderOrigin(
+            description: description,
+            warning: "$STATE_DIRECTORY is unset, so this service keeps its encrypted files in \(path): add "
+                + "StateDirectory=NAME to its unit to keep them in /var/lib/NAME/securedictionary")
+    }
+}

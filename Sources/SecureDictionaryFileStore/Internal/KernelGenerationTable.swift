@@ -1,0 +1,158 @@
+import Logging
+import SecureDictionary
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The file stores' log: what a person or `secure-dict doctor` should hear about, never a
+/// key or a value.
+let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
+
+/// The generations of one folder's files, kept for the login session in the kernel keyring
+/// (see `GenerationRecord`): one `user` key per folder, `securedictionary:generations:DEVICE:INODE`,
+/// holding a version byte and one 16-byte record per file (8 bytes of its name's digest, 8
+/// of its newest generation written).
+///
+/// ```swift
+/// let table = KernelGenerationTable(folder: identity)
+/// table.record(generation, of: record.fileID, path: file)     // under the folder's writer lock
+/// let newest = table.generation(of: record.fileID)            // nil: none recorded
+/// ```
+///
+/// Invariant, *bounded*: the library never keeps more than `maximumFolders` keys of at most
+/// 1,025 bytes each (8 keys and 8.6 KB of the 200 keys and 20,000 bytes the kernel gives a
+/// user who is not root; 1 key of 17 bytes per file for a folder of one dictionary). Before issue 35 it kept one key per file ever written, and after
+/// about 200 files the quota was full: every other program of the user failed to add a key,
+/// and the next files had no record, so their rollback went unnoticed. Test:
+/// `FileStoreProcesses.aUserWithManyDictionariesKeepsFewKernelKeysAndRollbackIsStillRefused`.
+/// - A folder keeps the records of the `maximumFiles` files written last; writing another
+///   drops the oldest record (logged at `debug`, once per process: a bound, not a failure).
+/// - A new folder's key replaces, beyond `maximumFolders`, the key of the folder written
+///   least recently (logged at `debug`, once per process).
+///
+/// Invariant, *never silent*: a record that cannot be stored because the quota is full
+/// (`EDQUOT`) is logged with the quota's use (`warning`, once per folder and process), and
+/// ``problem()`` tells `secure-dict doctor` (which also tells a session without a kernel
+/// keyring, logged at `debug` only: that is how Docker's and Flatpak's sandboxes are). Test:
+/// `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
+///
+/// Changes are read-modify-write of one key: the folder's writer lock serialises them.
+struct KernelGenerationTable {
+    static let prefix = "securedictionary:generations:"
+    static let maximumFiles = 64
+    static let maximumFolders = 8
+    static let version: UInt8 = 1
+    private static let entrySize = 16
+    private static let capacity = 1 + maximumFiles * entrySize
+
+    let folder: FolderIdentity
+
+    var description: String { Self.prefix + folder.description }
+
+    /// The newest generation recorded for `file` (a `GenerationRecord.fileID`).
+    func generation(of file: UInt64) -> UInt64? {
+        guard let bytes = KernelKeyring.read(description, capacity: Self.capacity) else { return nil }
+        return bytes.withUnsafeBytes { Self.entries(Array($0))[file] }
+    }
+
+    /// Records `generation` as the newest written of `file` (`path`, for the log).
+    func record(_ generation: UInt64, of file: UInt64, path: String) {
+        let stored = KernelKeyring.read(description, capacity: Self.capacity).map { $0.withUnsafeBytes { Array($0) } }
+        var entries = stored.map(Self.entries) ?? [:]
+        entries[file] = max(entries[file] ?? 0, generation)
+        if entries.count > Self.maximumFiles {
+            let dropped = entries.sorted { $0.value < $1.value }.prefix(entries.count - Self.maximumFiles)
+            for entry in dropped { entries[entry.key] = nil }
+            let text =
+                "The kernel keyring keeps the generations of the \(Self.maximumFiles) files written last in a folder: "
+                + "a rollback of the oldest of \(folderName(path)) is now noticed within one process only."
+            if Self.firstTime("files") { fileStoreLogger.debug("\(text)") }
+        }
+        if stored == nil { makeRoomForAFolder(path) }
+        var payload = [Self.version]
+        for (id, newest) in entries.sorted(by: { $0.value > $1.value }) {
+            payload += Self.bigEndian(id) + Self.bigEndian(newest)
+        }
+        let failure = payload.withUnsafeBytes { KernelKeyring.failureToStore(description, $0, timeout: nil) }
+        if let failure { Self.report(failure, folder: folderName(path)) }
+    }
+
+    /// Why the generations cannot be recorded for the session now (a rollback is then
+    /// noticed only by the process that saw the newer copy), or `nil` when they can. For
+    /// `secure-dict doctor`.
+    static func problem() -> String? {
+        guard KernelKeyring.session != nil else {
+            return "the kernel keyring is unavailable here (a seccomp filter?): a rollback is noticed only by the "
+                + "process that saw the newer copy"
+        }
+        if let quota = KernelKeyring.quota(), quota.isFull(forA: capacity + 64) {
+            return "this user's kernel key quota is full (\(quota.description)): a rollback of files written now goes "
+                + "unnoticed by the next process; remove keys no longer needed ('keyctl show @s') or raise "
+                + "/proc/sys/kernel/keys/maxkeys and maxbytes"
+        }
+        return nil
+    }
+
+    // MARK: Helpers
+
+    private func folderName(_ path: String) -> String {
+        String(path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
+    }
+
+    /// Beyond `maximumFolders` keys, revokes those of the folders written least recently.
+    private func makeRoomForAFolder(_ path: String) {
+        let others = KernelKeyring.keys(withPrefix: Self.prefix).filter { $0.description != description }
+        guard others.count >= Self.maximumFolders else { return }
+        let byAge = others.map { key in
+            (key.serial, KernelKeyring.payload(of: key.serial, capacity: Self.capacity).map(Self.entries)?.values.max() ?? 0)
+        }.sorted { $0.1 < $1.1 }
+        for (serial, _) in byAge.prefix(others.count - Self.maximumFolders + 1) { KernelKeyring.revoke(serial: serial) }
+        let text =
+            "The kernel keyring keeps the generations of the \(Self.maximumFolders) folders written last: the record of "
+            + "the oldest was dropped for \(folderName(path))."
+        if Self.firstTime("folders") { fileStoreLogger.debug("\(text)") }
+    }
+
+    private static let reported = Mutex<Set<String>>([])
+
+    /// Whether `what` is logged for the first time in this process.
+    private static func firstTime(_ what: String) -> Bool { reported.withLock { $0.insert(what).inserted } }
+
+    /// A full quota is a warning; no kernel keyring here (Docker's and Flatpak's seccomp
+    /// filters) is how the environment is, told by `problem()` and at `debug`.
+    private static func report(_ failure: Int32, folder: String) {
+        guard firstTime("\(failure) \(folder)") else { return }
+        guard failure == EDQUOT else {
+            let text =
+                "Rollback of the encrypted files in \(folder) is noticed only within this process: the kernel keyring "
+                + "refused the record (\(String(cString: strerror(failure))))."
+            fileStoreLogger.debug("\(text)")
+            return
+        }
+        let use = KernelKeyring.quota()?.description ?? "see /proc/key-users"
+        let text =
+            "Rollback of the encrypted files in \(folder) goes unnoticed by the next process: their generation could not "
+            + "be recorded, as this user's kernel key quota is full (\(use)). Remove kernel keys no longer needed "
+            + "('keyctl show @s'), or raise /proc/sys/kernel/keys/maxkeys and maxbytes."
+        fileStoreLogger.warning("\(text)")
+    }
+
+    static func entries(_ bytes: [UInt8]) -> [UInt64: UInt64] {
+        guard bytes.first == version, (bytes.count - 1) % entrySize == 0 else { return [:] }
+        var entries: [UInt64: UInt64] = [:]
+        var offset = 1
+        while offset < bytes.count {
+            let id = bytes[offset..<(offset + 8)].reduce(0) { $0 << 8 | UInt64($1) }
+            let generation = bytes[(offset + 8)..<(offset + 16)].reduce(0) { $0 << 8 | UInt64($1) }
+            entries[id] = max(entries[id] ?? 0, generation)
+            offset += entrySize
+        }
+        return entries
+    }
+
+    private static func bigEndian(_ value: UInt64) -> [UInt8] {
+        (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> (UInt64($0) * 8)) }
+    }
+}
