@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionaryTestSupport
+import Synchronization
 import Testing
 
 @testable import SecureDictionary
@@ -294,5 +295,40 @@ import Testing
         #expect(EncryptedFileStore.folderOrigin(given: "/srv/x", for: .systemdCredential(), environment: service).warning == nil)
         let store = EncryptedFileStore(folderPath: "\(base)/files", keySource: .systemdCredential())
         #expect(store.diagnose().folderOrigin.description == "the folder given to the store")
+    }
+}
+
+extension FileStoreAdversarialTests {
+    /// A read beside a writer is never a rollback: before, a load read the file, then the
+    /// record, so a write landing in between (the new file recorded after the read) made a
+    /// reader of the old, genuine file throw `rolledBack` (once in a CI run of Debian 13's
+    /// sandboxed writers, `SecretPortal.processesOfTheAppLoseNoWrite`). Threads of one process
+    /// share the in-process record as processes share the kernel one.
+    @Test func aReadBesideAWriterIsNeverARollback() throws {
+        let folder = base + "/race"
+        let writer = fixed(folder)
+        let reader = fixed(folder)
+        let item = try KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")
+        let blob = try BinaryPropertyList.blob(of: ["k": "v"], limits: .default)
+        try writer.store(blob, for: item, timeout: .seconds(3))
+        let writing = Mutex(true)
+        let rollbacks = Mutex(0)
+        let reads = Mutex(0)
+        let thread = Thread {
+            while writing.withLock({ $0 }) {
+                do throws(SecureDictionaryError) {
+                    _ = try reader.load(item, timeout: .seconds(3))
+                    reads.withLock { $0 += 1 }
+                } catch .rolledBack {
+                    rollbacks.withLock { $0 += 1 }
+                } catch {}
+            }
+        }
+        thread.start()
+        for _ in 0..<400 { try writer.store(blob, for: item, timeout: .seconds(3)) }
+        writing.withLock { $0 = false }
+        while !thread.isFinished { usleep(1_000) }
+        #expect(reads.withLock { $0 } > 0)
+        #expect(rollbacks.withLock { $0 } == 0, "\(rollbacks.withLock { $0 }) of \(reads.withLock { $0 }) reads were rollbacks")
     }
 }

@@ -39,7 +39,9 @@ struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
 ///
 /// ```swift
 /// let record = GenerationRecord(folder: FolderIdentity(of: descriptor, path: path), file: name, path: file)
-/// guard header.generation >= record.newest else { throw .rolledBack(path: file) }
+/// let newest = record.newest                     // first: see "read the record first"
+/// let header = try EncryptedItemFile.wholeFileHeader(of: try read(file))
+/// guard header.generation >= newest else { throw .rolledBack(path: file) }
 /// record.note(header.generation, written: false)
 /// ```
 ///
@@ -59,6 +61,13 @@ struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
 /// folder meets the same record (issue 35: `X/` read an old copy that `X` refused, and its
 /// next write gave that copy a newer generation). Test:
 /// `FileStoreAdversarialTests.anOldCopyPutBackIsRefusedThroughEverySpellingOfItsFolder`.
+///
+/// Invariant, *read the record first*: a reader takes ``newest`` before it reads the file.
+/// A writer records a generation only after its file is in place, so every generation seen
+/// before the read is in that file or an older one than what the read finds; read after the
+/// file, a write landing in between makes the genuine file look rolled back (measured: 34-39
+/// of about 400 reads beside one writer). Test:
+/// `FileStoreAdversarialTests.aReadBesideAWriterIsNeverARollback`.
 ///
 /// Generations are microseconds since 1970, and larger than the file's previous one: so a
 /// dictionary deleted and written anew by another session still gets a generation above

@@ -21,13 +21,16 @@ struct ItemFileStore: Sendable {
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
         let found = try folder.withFolder(create: false) {
-            descriptor throws(SecureDictionaryError) -> (bytes: [UInt8], record: GenerationRecord)? in
+            descriptor throws(SecureDictionaryError) -> (bytes: [UInt8], record: GenerationRecord, newest: UInt64)? in
+            // The record before the file (`GenerationRecord`'s rule "read the record first").
+            let record = try folder.record(of: name, in: descriptor)
+            let newest = record.newest
             guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { return nil }
-            return (bytes, try folder.record(of: name, in: descriptor))
+            return (bytes, record, newest)
         }
-        guard let (bytes, record) = found ?? nil else { return nil }
+        guard let (bytes, record, newest) = found ?? nil else { return nil }
         let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
-        guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
+        guard header.generation >= newest else { throw .rolledBack(path: folder.filePath(of: item)) }
         let secret = try keys.secret(opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
         let blob = try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)
         record.note(header.generation, written: false)
