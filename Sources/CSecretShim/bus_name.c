@@ -3,15 +3,6 @@
    clock (microseconds), which the caller gives. */
 #include "internal.h"
 
-GDBusConnection *
-sd_session_bus (GError **error)
-{
-    GDBusConnection *bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, error);
-    if (bus != NULL)
-        g_dbus_connection_set_exit_on_close (bus, FALSE);
-    return bus;
-}
-
 static void
 on_name_acquired (GDBusConnection *bus, const char *sender, const char *path,
                   const char *interface, const char *signal, GVariant *parameters, gpointer flag)
@@ -78,9 +69,9 @@ on_request_answered (GObject *source, GAsyncResult *result, gpointer data)
 }
 
 SdNameRequest *
-sd_bus_name_request (const char *name, GError **error)
+sd_bus_name_request (const char *name, gint64 deadline_us, GError **error)
 {
-    GDBusConnection *bus = sd_session_bus (error);
+    GDBusConnection *bus = sd_session_bus_until (deadline_us, error);
     if (bus == NULL)
         return NULL;
     SdNameRequest *request = g_new0 (SdNameRequest, 1);
@@ -202,7 +193,7 @@ bus_call_until (GDBusConnection *bus, GMainContext *context, const char *method,
 gint64
 sd_bus_name_owner_pid (const char *name, gint64 deadline_us)
 {
-    GDBusConnection *bus = sd_session_bus (NULL);
+    GDBusConnection *bus = sd_session_bus_until (deadline_us, NULL);
     if (bus == NULL)
         return -1;
     GMainContext *context = g_main_context_new ();
