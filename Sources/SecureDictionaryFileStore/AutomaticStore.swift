@@ -24,7 +24,7 @@ import Synchronization
 ///
 /// - Throws (from every call): `SecureDictionaryError.noStoreAvailable(reason:)` when
 ///   nothing fits; what the chosen store throws.
-public final class AutomaticStore: KeyringStore, CoordinatedStore {
+public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosingStore {
     /// What was chosen.
     public enum Chosen: Sendable, Equatable {
         case secretService
@@ -120,6 +120,10 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore {
 
     /// The chosen store's; `nil` until the first call chooses it.
     package var place: String? { (decided.withLock({ $0?.store }) as? any CoordinatedStore)?.place }
+
+    package func choosePlace(until deadline: Deadline) throws(SecureDictionaryError) -> String? {
+        (try decide(until: deadline).store as? any CoordinatedStore)?.place
+    }
 
     // MARK: The choice
 
