@@ -10,35 +10,6 @@ on_name_acquired (GDBusConnection *bus, const char *sender, const char *path,
     *(gboolean *) flag = TRUE;
 }
 
-static gboolean
-on_deadline (gpointer flag)
-{
-    *(gboolean *) flag = TRUE;
-    return G_SOURCE_REMOVE;
-}
-
-static guint
-remaining_ms (gint64 deadline_us)
-{
-    gint64 left = deadline_us - g_get_monotonic_time ();
-    return left <= 0 ? 0 : (guint) MIN (left / 1000 + 1, G_MAXUINT);
-}
-
-/* Iterates `context` until *done, or the deadline passed; returns *done. */
-static gboolean
-iterate_until (GMainContext *context, const gboolean *done, gint64 deadline_us)
-{
-    gboolean expired = FALSE;
-    GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
-    g_source_set_callback (timer, on_deadline, &expired, NULL);
-    g_source_attach (timer, context);
-    while (!*done && !expired)
-        g_main_context_iteration (context, TRUE);
-    g_source_destroy (timer);
-    g_source_unref (timer);
-    return *done;
-}
-
 struct SdNameRequest {
     GDBusConnection *bus;
     GMainContext *context;
@@ -139,7 +110,7 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean
 {
     int result = -1;
     *at_once = FALSE;
-    if (!iterate_until (request->context, &request->answered, deadline_us)) {
+    if (!sd_iterate_until (request->context, &request->answered, deadline_us)) {
         result = 0;
     } else if (request->error != NULL) {
         g_propagate_error (error, request->error);
@@ -148,7 +119,7 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean
         result = 1;
         *at_once = TRUE;
     } else if (request->code == 2) {                          /* IN_QUEUE: wait for NameAcquired */
-        result = iterate_until (request->context, &request->acquired, deadline_us) ? 1 : 0;
+        result = sd_iterate_until (request->context, &request->acquired, deadline_us) ? 1 : 0;
     } else {
         g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", request->code);
     }
@@ -180,7 +151,7 @@ bus_call_until (GDBusConnection *bus, GMainContext *context, const char *method,
     g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
                             parameters, G_VARIANT_TYPE (reply_type), G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
                             sd_pending_call_answered, &call);
-    if (!iterate_until (context, &call.done, deadline_us)) {
+    if (!sd_iterate_until (context, &call.done, deadline_us)) {
         g_cancellable_cancel (cancellable);   /* the callback then comes at once */
         while (!call.done)
             g_main_context_iteration (context, TRUE);

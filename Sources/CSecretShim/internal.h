@@ -21,4 +21,7 @@ void sd_pending_call_answered(GObject *source, GAsyncResult *result, gpointer da
    deadline, and a call after one stopped at its deadline finds the connection ready. */
 GDBusConnection *sd_session_bus_until(gint64 deadline_us, GError **error);
 
+/* Iterates `context` until *done, or until deadline_us passed; returns *done. */
+gboolean sd_iterate_until(GMainContext *context, const gboolean *done, gint64 deadline_us);
+
 #endif

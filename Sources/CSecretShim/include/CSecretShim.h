@@ -140,6 +140,20 @@ void sd_bus_name_unlock(GDBusConnection *held, const char *name);
    deadline_us, on g_get_monotonic_time()'s clock). */
 gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
 
+/* ---- session_bus.c: who owns a well-known name ------------------------------------ */
+
+/* Whether the well-known `name` has an owner on the session bus (2), or can be started there
+   by D-Bus activation (1), or neither (0): NameHasOwner and ListActivatableNames, in one
+   round trip. -1 with error set when there is no session bus, or (G_IO_ERROR_TIMED_OUT) it
+   did not answer by deadline_us (g_get_monotonic_time()'s clock). */
+int sd_bus_name_presence(const char *name, gint64 deadline_us, GError **error);
+
+/* Waits until `name` has an owner on the session bus (NameOwnerChanged), asking the bus to
+   start it first (StartServiceByName) when `start`. Returns 1 (it has one), 0 (the bus said
+   it has none, and none came by deadline_us), or -1 with error set: no session bus, no answer
+   from it (G_IO_ERROR_TIMED_OUT), or the bus's answer to the start (it cannot start it). */
+int sd_bus_name_await_owner(const char *name, gboolean start, gint64 deadline_us, GError **error);
+
 /* ---- watcher.c: changes in the keyring ------------------------------------------ */
 
 /* Calls callback(SD_CHANGE_ITEMS, user_data) on a thread of its own after every ItemCreated,
