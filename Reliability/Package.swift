@@ -15,6 +15,7 @@ let package = Package(
             name: "sd-reliability",
             dependencies: [
                 .product(name: "SecureDictionary", package: "SecureDictionary"),
+                .product(name: "SecureDictionaryFileStore", package: "SecureDictionary"),
                 .product(name: "SecureDictionaryTestSupport", package: "SecureDictionary"),
                 .product(name: "Logging", package: "swift-log"),
             ]

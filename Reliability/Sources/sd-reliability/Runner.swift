@@ -15,6 +15,8 @@ var scenarios: [(number: Int, title: String, run: (Harness, Report) -> Void)] {
         (10, "10 threads", Threads.run),
         (11, "11 writers not seen", OutsideWriters.run),
         (12, "12 fair waiting", FairWaiting.run),
+        (14, "14 frozen bus", FrozenBus.run),
+        (15, "15 automatic store, keyring away", AutomaticRestart.run),
     ]
 }
 
@@ -24,7 +26,7 @@ enum Runner {
 
           --full       full size (the issue's numbers); default: the small CI size
           --json FILE  also write the rows, the size and the machine as JSON
-          --only N,…   run only these scenarios (1–12)
+          --only N,…   run only these scenarios (1–15)
           --sanitize L which sanitizers scenario 10 runs the unit tests under: thread,address,
                        or none (default: thread; --full: thread,address)
           --root DIR   the SecureDictionary repository (default: found from the current folder)

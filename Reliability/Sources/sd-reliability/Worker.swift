@@ -18,6 +18,8 @@ enum Worker {
         case "hygiene": hygiene(rest)
         case "burst": burst(rest)
         case "hold": hold(rest)
+        case "bus-writes": busWrites(rest)
+        case "auto-writes": autoWrites(rest)
         default: usage()
         }
         exit(0)
