@@ -44,15 +44,16 @@ extension AutomaticStore {
             case .owned: return try secretServiceThatAnswers(until: deadline)
             case .notYet: throw .timedOut  // being started: nothing is chosen
             case .cannotStart(let reason):
-                return try whileNobodyOwns(name, because: "the session bus cannot start \(name): \(reason)", until: deadline)
+                return try whileNobodyOwns(name, because: "cannot start \(name): \(reason)", until: deadline)
             }
         case .absent:
-            return try whileNobodyOwns(name, because: "nobody owns \(name) on the session bus", until: deadline)
+            return try whileNobodyOwns(name, because: "nobody owns \(name)", until: deadline)
         }
     }
 
     /// Nobody owns the Secret Service's name and the bus cannot start it: the record decides
-    /// how long to wait for it, and whether the files may be chosen after.
+    /// how long to wait for it, and whether the files may be chosen after. (`absence` comes
+    /// first in `noStoreAvailable`'s description, which shows 40 characters of it.)
     private func whileNobodyOwns(_ name: String, because absence: String, until deadline: Deadline)
         throws(SecureDictionaryError) -> Made
     {
@@ -74,7 +75,8 @@ extension AutomaticStore {
             if try SessionBusName.awaitOwner(of: name, starting: false, until: Deadline(after: wait)) == .owned {
                 return try secretServiceThatAnswers(until: deadline)
             }
-            waited = ", nor after \(wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000) ms"
+            let milliseconds = wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000
+            waited = ", and nobody came in \(milliseconds) ms"
         } else {
             waited = ", and these files were chosen before"
         }
