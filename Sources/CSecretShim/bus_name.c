@@ -3,49 +3,11 @@
    clock (microseconds), which the caller gives. */
 #include "internal.h"
 
-GDBusConnection *
-sd_session_bus (GError **error)
-{
-    GDBusConnection *bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, error);
-    if (bus != NULL)
-        g_dbus_connection_set_exit_on_close (bus, FALSE);
-    return bus;
-}
-
 static void
 on_name_acquired (GDBusConnection *bus, const char *sender, const char *path,
                   const char *interface, const char *signal, GVariant *parameters, gpointer flag)
 {
     *(gboolean *) flag = TRUE;
-}
-
-static gboolean
-on_deadline (gpointer flag)
-{
-    *(gboolean *) flag = TRUE;
-    return G_SOURCE_REMOVE;
-}
-
-static guint
-remaining_ms (gint64 deadline_us)
-{
-    gint64 left = deadline_us - g_get_monotonic_time ();
-    return left <= 0 ? 0 : (guint) MIN (left / 1000 + 1, G_MAXUINT);
-}
-
-/* Iterates `context` until *done, or the deadline passed; returns *done. */
-static gboolean
-iterate_until (GMainContext *context, const gboolean *done, gint64 deadline_us)
-{
-    gboolean expired = FALSE;
-    GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
-    g_source_set_callback (timer, on_deadline, &expired, NULL);
-    g_source_attach (timer, context);
-    while (!*done && !expired)
-        g_main_context_iteration (context, TRUE);
-    g_source_destroy (timer);
-    g_source_unref (timer);
-    return *done;
 }
 
 struct SdNameRequest {
@@ -78,9 +40,9 @@ on_request_answered (GObject *source, GAsyncResult *result, gpointer data)
 }
 
 SdNameRequest *
-sd_bus_name_request (const char *name, GError **error)
+sd_bus_name_request (const char *name, gint64 deadline_us, GError **error)
 {
-    GDBusConnection *bus = sd_session_bus (error);
+    GDBusConnection *bus = sd_session_bus_until (deadline_us, error);
     if (bus == NULL)
         return NULL;
     SdNameRequest *request = g_new0 (SdNameRequest, 1);
@@ -148,7 +110,7 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean
 {
     int result = -1;
     *at_once = FALSE;
-    if (!iterate_until (request->context, &request->answered, deadline_us)) {
+    if (!sd_iterate_until (request->context, &request->answered, deadline_us)) {
         result = 0;
     } else if (request->error != NULL) {
         g_propagate_error (error, request->error);
@@ -157,7 +119,7 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean
         result = 1;
         *at_once = TRUE;
     } else if (request->code == 2) {                          /* IN_QUEUE: wait for NameAcquired */
-        result = iterate_until (request->context, &request->acquired, deadline_us) ? 1 : 0;
+        result = sd_iterate_until (request->context, &request->acquired, deadline_us) ? 1 : 0;
     } else {
         g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", request->code);
     }
@@ -189,7 +151,7 @@ bus_call_until (GDBusConnection *bus, GMainContext *context, const char *method,
     g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
                             parameters, G_VARIANT_TYPE (reply_type), G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
                             sd_pending_call_answered, &call);
-    if (!iterate_until (context, &call.done, deadline_us)) {
+    if (!sd_iterate_until (context, &call.done, deadline_us)) {
         g_cancellable_cancel (cancellable);   /* the callback then comes at once */
         while (!call.done)
             g_main_context_iteration (context, TRUE);
@@ -202,7 +164,7 @@ bus_call_until (GDBusConnection *bus, GMainContext *context, const char *method,
 gint64
 sd_bus_name_owner_pid (const char *name, gint64 deadline_us)
 {
-    GDBusConnection *bus = sd_session_bus (NULL);
+    GDBusConnection *bus = sd_session_bus_until (deadline_us, NULL);
     if (bus == NULL)
         return -1;
     GMainContext *context = g_main_context_new ();

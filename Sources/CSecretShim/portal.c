@@ -108,7 +108,7 @@ sd_portal_retrieve_secret (gint timeout_ms, guint8 *buffer, gsize capacity, gsiz
     gchar *sender = NULL, *token = NULL, *request_path = NULL;
     PortalWait wait = { 0 };
 
-    connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, error);
+    connection = sd_session_bus_until (deadline, error);
     if (connection == NULL)
         goto out;
 

@@ -234,11 +234,17 @@ sd_no_prompt_service_class_init (SdNoPromptServiceClass *klass)
 }
 
 SecretService *
-sd_service_open (GCancellable *cancellable, GError **error)
+sd_service_open (gint64 deadline_us, GCancellable *cancellable, GError **error)
 {
+    /* libsecret asks GLib for the shared connection itself, which then is the ready one
+       held here (g_bus_get_sync hands out the connection while anyone holds it). */
+    GDBusConnection *bus = sd_session_bus_until (deadline_us, error);
+    if (bus == NULL)
+        return NULL;
     SecretService *service = secret_service_open_sync (sd_no_prompt_service_get_type (), NULL,
                                                        SECRET_SERVICE_OPEN_SESSION,
                                                        cancellable, error);
+    g_object_unref (bus);
     if (service != NULL) {
         GDBusConnection *connection = g_dbus_proxy_get_connection (G_DBUS_PROXY (service));
         g_dbus_connection_set_exit_on_close (connection, FALSE);

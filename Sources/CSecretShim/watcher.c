@@ -7,24 +7,68 @@ struct SdWatcher {
     GThread *thread;
     GMainContext *context;
     GMainLoop *loop;
-    GDBusConnection *bus;
+    GDBusConnection *bus;     /* once the watcher's thread has it */
     SdChangeCallback callback;
     void *user_data;
-    GMutex started_lock;
+    GMutex started_lock;      /* guards the four flags below and failure */
     GCond started;
-    gboolean ready;
+    gboolean ready;           /* subscribed */
+    gboolean waiting;         /* the bus did not answer at once: subscribed once it does */
+    gboolean stopping;
+    GError *failure;          /* no session bus: the thread ended */
     gboolean detached;   /* stopped from its own thread: the thread frees the watcher */
 };
+
+/* How long the watcher's thread waits for the bus at a time, between looks at `stopping`. */
+#define BUS_WAIT_SLICE_US (100 * G_TIME_SPAN_MILLISECOND)
 
 static void
 watcher_free (SdWatcher *watcher)
 {
     g_main_loop_unref (watcher->loop);
     g_main_context_unref (watcher->context);
-    g_object_unref (watcher->bus);
+    g_clear_object (&watcher->bus);
+    g_clear_error (&watcher->failure);
     g_mutex_clear (&watcher->started_lock);
     g_cond_clear (&watcher->started);
     g_free (watcher);
+}
+
+/* Sets one of the flags sd_watcher_start waits for. */
+static void
+announce (SdWatcher *watcher, gboolean *flag)
+{
+    g_mutex_lock (&watcher->started_lock);
+    *flag = TRUE;
+    g_cond_signal (&watcher->started);
+    g_mutex_unlock (&watcher->started_lock);
+}
+
+/* The session bus, waited for in slices (the bus may be frozen) until it answers, or NULL
+   when there is none (watcher->failure set) or the watcher is stopped meanwhile. */
+static GDBusConnection *
+wait_for_bus (SdWatcher *watcher)
+{
+    while (TRUE) {
+        GError *error = NULL;
+        GDBusConnection *bus = sd_session_bus_until (g_get_monotonic_time () + BUS_WAIT_SLICE_US, &error);
+        if (bus != NULL)
+            return bus;
+        g_mutex_lock (&watcher->started_lock);
+        gboolean stopping = watcher->stopping;
+        if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT)) {
+            watcher->failure = error;
+            error = NULL;
+        } else {
+            watcher->waiting = TRUE;
+        }
+        g_cond_signal (&watcher->started);
+        gboolean failed = watcher->failure != NULL;
+        g_mutex_unlock (&watcher->started_lock);
+        g_clear_error (&error);
+        if (failed || stopping)
+            return NULL;
+    }
 }
 
 static void
@@ -53,6 +97,10 @@ static gpointer
 watcher_main (gpointer data)
 {
     SdWatcher *watcher = data;
+    watcher->bus = wait_for_bus (watcher);
+    if (watcher->bus == NULL)
+        goto out;
+    gboolean late = watcher->waiting;
     g_main_context_push_thread_default (watcher->context);
     guint subscription = g_dbus_connection_signal_subscribe (
         watcher->bus, NULL, "org.freedesktop.Secret.Collection", NULL, NULL, NULL,
@@ -63,10 +111,12 @@ watcher_main (gpointer data)
     guint properties_subscription = g_dbus_connection_signal_subscribe (
         watcher->bus, NULL, "org.freedesktop.DBus.Properties", "PropertiesChanged", NULL,
         "org.freedesktop.Secret.Collection", G_DBUS_SIGNAL_FLAGS_NONE, on_service_signal, watcher, NULL);
-    g_mutex_lock (&watcher->started_lock);
-    watcher->ready = TRUE;
-    g_cond_signal (&watcher->started);
-    g_mutex_unlock (&watcher->started_lock);
+    announce (watcher, &watcher->ready);
+    /* Subscribed late: whatever changed before is looked at once. */
+    if (late) {
+        watcher->callback (SD_CHANGE_ITEMS, watcher->user_data);
+        watcher->callback (SD_CHANGE_COLLECTIONS, watcher->user_data);
+    }
     g_main_loop_run (watcher->loop);
     g_dbus_connection_signal_unsubscribe (watcher->bus, subscription);
     g_dbus_connection_signal_unsubscribe (watcher->bus, service_subscription);
@@ -74,6 +124,7 @@ watcher_main (gpointer data)
     while (g_main_context_iteration (watcher->context, FALSE))
         ;
     g_main_context_pop_thread_default (watcher->context);
+out:
     if (watcher->detached) {
         g_thread_unref (watcher->thread);
         watcher_free (watcher);
@@ -84,11 +135,7 @@ watcher_main (gpointer data)
 SdWatcher *
 sd_watcher_start (SdChangeCallback callback, void *user_data, GError **error)
 {
-    GDBusConnection *bus = sd_session_bus (error);
-    if (bus == NULL)
-        return NULL;
     SdWatcher *watcher = g_new0 (SdWatcher, 1);
-    watcher->bus = bus;
     watcher->callback = callback;
     watcher->user_data = user_data;
     watcher->context = g_main_context_new ();
@@ -96,11 +143,20 @@ sd_watcher_start (SdChangeCallback callback, void *user_data, GError **error)
     g_mutex_init (&watcher->started_lock);
     g_cond_init (&watcher->started);
     watcher->thread = g_thread_new ("SecureDictionary.watcher", watcher_main, watcher);
-    /* Return once the subscription exists: a change made after this call is seen. */
+    /* Return once the subscription exists, so that a change made after this call is seen; or,
+       when the bus does not answer at once, with the subscription to come (changes made
+       meanwhile are then looked at once); or with no watcher when there is no session bus. */
     g_mutex_lock (&watcher->started_lock);
-    while (!watcher->ready)
+    while (!watcher->ready && !watcher->waiting && watcher->failure == NULL)
         g_cond_wait (&watcher->started, &watcher->started_lock);
+    gboolean failed = watcher->failure != NULL;
     g_mutex_unlock (&watcher->started_lock);
+    if (failed) {
+        g_propagate_error (error, g_error_copy (watcher->failure));
+        g_thread_join (watcher->thread);
+        watcher_free (watcher);
+        return NULL;
+    }
     return watcher;
 }
 
@@ -114,14 +170,20 @@ quit_loop (gpointer loop)
 void
 sd_watcher_stop (SdWatcher *watcher)
 {
+    g_mutex_lock (&watcher->started_lock);
+    watcher->stopping = TRUE;
+    g_mutex_unlock (&watcher->started_lock);
+    /* Quits the loop as soon as it runs (it may not have started yet). */
+    GSource *quit = g_idle_source_new ();
+    g_source_set_callback (quit, quit_loop, watcher->loop, NULL);
+    g_source_attach (quit, watcher->context);
+    g_source_unref (quit);
     if (g_thread_self () == watcher->thread) {
         /* Stopped from its own callback: it cannot wait for itself. The loop ends when the
            callback returns, and the thread then frees the watcher. */
         watcher->detached = TRUE;
-        g_main_loop_quit (watcher->loop);
         return;
     }
-    g_main_context_invoke (watcher->context, quit_loop, watcher->loop);
     g_thread_join (watcher->thread);
     watcher_free (watcher);
 }

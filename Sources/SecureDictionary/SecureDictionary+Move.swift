@@ -34,7 +34,8 @@ extension SecureDictionary {
     ///   ``SecureDictionaryError/sourceChanged(name:)`` when another tool kept changing the
     ///   source while it was copied (both are kept: move again later);
     ///   ``SecureDictionaryError/sameStore(name:)`` when `source` and `destination` are one
-    ///   store, or two stores of the same keyring or folder (nothing changed);
+    ///   store, or two stores of the same keyring or folder, an `AutomaticStore` counting as
+    ///   the store it chooses (it chooses first; nothing changed);
     ///   ``SecureDictionaryError/lockHeld(pid:command:)`` when a writer held the source's lock
     ///   until the deadline.
     @discardableResult
@@ -46,6 +47,11 @@ extension SecureDictionary {
     ) throws(SecureDictionaryError) -> Bool {
         let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: collection)
         let deadline = Deadline(after: timeout)
+        // Where each store keeps its items, an AutomaticStore not used yet choosing now: one
+        // place on both sides would copy the dictionary onto itself, then remove it (or, with
+        // the second writer lock the same as the first, wait for it until the deadline).
+        for store in [source, destination] { _ = try (store as? any PlaceChoosingStore)?.choosePlace(until: deadline) }
+        guard !isOnePlace(source, destination) else { throw .sameStore(name: item.name) }
         // The source's writer lock, from the first read to the removal: writers that take it
         // (every SecureDictionary) wait, so none writes between the copy and the removal. Then
         // the destination's, around the copy: its writers wait too (a file store's own store()
@@ -54,8 +60,6 @@ extension SecureDictionary {
         let sourceLock = (source as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
         let sourceLocked = try sourceLock?.acquire(until: deadline) ?? false
         defer { if sourceLocked { sourceLock?.release() } }
-        // After the lock, which makes an AutomaticStore choose its store.
-        guard !isOnePlace(source, destination) else { throw .sameStore(name: item.name) }
         guard var bytes = try source.load(item, timeout: deadline.remainingForCall()) else { return false }
         defer { Wipe.bytes(&bytes) }
         var destinationLock: (any ItemWriterLock)?
@@ -115,4 +119,16 @@ extension SecureDictionary {
         defer { Wipe.bytes(&stored) }
         guard stored == bytes else { throw .writeNotVerified(restored: false) }
     }
+}
+
+/// A store that knows where it keeps its items only once it chose a store to keep them in
+/// (`AutomaticStore`): ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)``
+/// has it choose before it compares the two places.
+package protocol PlaceChoosingStore: CoordinatedStore {
+    /// Chooses, if not done yet, within `deadline`, and says where the items are kept (as
+    /// ``CoordinatedStore/place``).
+    ///
+    /// - Throws: what choosing throws (`SecureDictionaryError.timedOut`,
+    ///   `SecureDictionaryError.noStoreAvailable(reason:)`…).
+    func choosePlace(until deadline: Deadline) throws(SecureDictionaryError) -> String?
 }

@@ -17,14 +17,23 @@ import Synchronization
 /// The choice is made on the first call that needs a store, within its deadline, and kept
 /// for the store's life: a keyring that stops answering later is an error
 /// (`SecureDictionaryError.serviceUnavailable(reason:)`), never a switch to files, which
-/// would split the dictionary in two. Only a positive "no Secret Service here" (no session
-/// bus, nobody owning `org.freedesktop.secrets`) moves on; a keyring that answers locked,
-/// slowly or with an error is the Secret Service. `choice` says what was chosen and why
-/// (`secure-dict doctor --store auto` reports it), and the choice is logged once at `debug`.
+/// would split the dictionary in two. Only a positive "no Secret Service here" moves on: no
+/// session bus, or nobody owning `org.freedesktop.secrets` on it while the bus cannot start
+/// it and none comes for half the time left. A keyring the bus can start is started and
+/// awaited; a keyring that answers locked, slowly or with an error is the Secret Service.
+/// The choice is recorded in the file store's folder (`automatic-store-choice`): a store
+/// that chose the keyring once then never takes the files while a session bus runs (a
+/// keyring restarting is an error until it is back; remove that file to let the files be
+/// used), and one that chose the files takes them at once. `choice` says what was chosen and
+/// why (`secure-dict doctor --store auto` reports it); choosing the files is logged at
+/// `info`, the rest at `debug`.
 ///
 /// - Throws (from every call): `SecureDictionaryError.noStoreAvailable(reason:)` when
-///   nothing fits; what the chosen store throws.
-public final class AutomaticStore: KeyringStore, CoordinatedStore {
+///   nothing fits; `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this
+///   store chose before is not running; `SecureDictionaryError.timedOut` when the bus did not
+///   answer, or the keyring it starts did not come, by the deadline (nothing is chosen then);
+///   what the chosen store throws.
+public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosingStore {
     /// What was chosen.
     public enum Chosen: Sendable, Equatable {
         case secretService
@@ -51,11 +60,11 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore {
 
     /// The file store used where no Secret Service answers outside a sandbox.
     public let fileStore: EncryptedFileStore?
-    private let secretService: SecretServiceStore
-    private let portal: SecretPortalStore
+    let secretService: SecretServiceStore
+    let portal: SecretPortalStore
     private let decided = Mutex<(store: any KeyringStore, choice: Choice)?>(nil)
     private let deciding = FairLock()
-    private let logger = Logger(label: "SecureDictionary")
+    let logger = Logger(label: "SecureDictionary")
 
     /// - Parameters:
     ///   - fileStore: the store to use where no keyring answers, outside a sandbox; `nil`:
@@ -77,8 +86,9 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore {
     /// Makes the choice now (if not made yet) and says what it is.
     ///
     /// - Throws: `SecureDictionaryError.noStoreAvailable(reason:)` when nothing fits;
-    ///   `SecureDictionaryError.timedOut` when the Secret Service did not say in time
-    ///   whether it is there (nothing is chosen then; the next call tries again).
+    ///   `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this store chose
+    ///   before is not running; `SecureDictionaryError.timedOut` when the Secret Service did
+    ///   not say in time whether it is there (nothing is chosen then; the next call tries again).
     @discardableResult
     public func choose(timeout: Duration = .seconds(3)) throws(SecureDictionaryError) -> Choice {
         try decide(until: Deadline(after: timeout)).choice
@@ -121,6 +131,10 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore {
     /// The chosen store's; `nil` until the first call chooses it.
     package var place: String? { (decided.withLock({ $0?.store }) as? any CoordinatedStore)?.place }
 
+    package func choosePlace(until deadline: Deadline) throws(SecureDictionaryError) -> String? {
+        (try decide(until: deadline).store as? any CoordinatedStore)?.place
+    }
+
     // MARK: The choice
 
     /// The chosen store, choosing it first if needed (one thread at a time).
@@ -131,39 +145,12 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore {
         if let decided = decided.withLock({ $0 }) { return decided }
         let made = try makeChoice(until: deadline)
         decided.withLock { $0 = made }
-        logger.debug("store chosen", metadata: ["store": "\(made.choice)"])
+        if made.choice.chosen == .encryptedFiles {
+            logger.info("the automatic store chose the encrypted files", metadata: ["store": "\(made.choice)"])
+        } else {
+            logger.debug("store chosen", metadata: ["store": "\(made.choice)"])
+        }
         return made
-    }
-
-    private func makeChoice(until deadline: Deadline) throws(SecureDictionaryError) -> (
-        store: any KeyringStore, choice: Choice
-    ) {
-        let absence: String
-        do {
-            _ = try secretService.diagnose(collection: .default, timeout: deadline.remainingForCall())
-            return (secretService, Choice(chosen: .secretService, reason: "it answered"))
-        } catch .serviceUnavailable(let reason) {
-            absence = reason
-        } catch .sandboxed {
-            return (portal, Choice(chosen: .secretPortal, reason: "a sandbox without access to the Secret Service"))
-        } catch .noSuchCollection {
-            return (secretService, Choice(chosen: .secretService, reason: "it answered, without a default collection"))
-        } catch {
-            // It answered (locked, refused a session, failed): that is the Secret Service,
-            // with its error to fix; a timeout decides nothing.
-            if error == .timedOut || error == .cancelled { throw error }
-            return (secretService, Choice(chosen: .secretService, reason: "it answered, with an error"))
-        }
-        if Sandbox.current != nil {
-            return (portal, Choice(chosen: .secretPortal, reason: "a sandbox without access to the Secret Service"))
-        }
-        guard let fileStore else { throw .noStoreAvailable(reason: absence) }
-        return (
-            fileStore,
-            Choice(
-                chosen: .encryptedFiles,
-                reason: "no Secret Service here (\(absence.prefix(60))); \(fileStore.keySource) in \(fileStore.folderPath)")
-        )
     }
 }
 

@@ -338,10 +338,10 @@ struct FileStoreProcesses {
         let files = try ChildProcess.run(
             script, ["--no-keyring", "--", KeyringHarness.writer, "choice"], environment: environment)
         #expect(files.trimmedText.hasPrefix("ok encryptedFiles "), "\(files)")
-        for output in [none, files] {
-            let milliseconds = Int(output.trimmedText.split(separator: " ").last ?? "") ?? .max
-            #expect(milliseconds < 500, "\(output)")
-        }
+        // A first choice of the files waits half the deadline for a keyring that may be
+        // starting (issue 35.1); a later one is quick (AutomaticChoice tests both).
+        let milliseconds = Int(none.trimmedText.split(separator: " ").last ?? "") ?? .max
+        #expect(milliseconds < 500, "\(none)")
     }
 }
 

@@ -16,6 +16,8 @@ var scenarios: [(number: Int, title: String, run: (Harness, Report) -> Void)] {
         (11, "11 writers not seen", OutsideWriters.run),
         (12, "12 fair waiting", FairWaiting.run),
         (13, "13 file stores", FileStores.run),
+        (14, "14 frozen bus", FrozenBus.run),
+        (15, "15 automatic store, keyring away", AutomaticRestart.run),
     ]
 }
 
@@ -25,7 +27,7 @@ enum Runner {
 
           --full       full size (the issue's numbers); default: the small CI size
           --json FILE  also write the rows, the size and the machine as JSON
-          --only N,…   run only these scenarios (1–13)
+          --only N,…   run only these scenarios (1–15)
           --sanitize L which sanitizers scenario 10 runs the unit tests under: thread,address,
                        or none (default: thread; --full: thread,address)
           --root DIR   the SecureDictionary repository (default: found from the current folder)

@@ -19,6 +19,8 @@ enum Worker {
         case "burst": burst(rest)
         case "hold": hold(rest)
         case "files": files(rest)
+        case "bus-writes": busWrites(rest)
+        case "auto-writes": autoWrites(rest)
         default: usage()
         }
         exit(0)

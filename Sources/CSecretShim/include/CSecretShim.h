@@ -6,7 +6,9 @@
    the signal watcher). The rule the code follows: no decision is made here that Swift could
    make; a function sends, waits and converts, and the Swift caller decides. One file per
    concern: service.c (the connection and its prompts), calls.c (calls and values),
-   bus_name.c (the writer lock), watcher.c (signals), portal.c (the Secret portal). */
+   bus_name.c (the writer lock), watcher.c (signals), portal.c (the Secret portal), and
+   session_bus.c (the session bus connection they share, ready within each call's
+   deadline). */
 #include "../../CLibSecret/shim.h"
 
 /* ---- service.c: the Secret Service connection ---------------------------------- */
@@ -16,8 +18,10 @@
    SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown and nothing waits for one;
    only while confirmations are allowed (below) does it run a prompt.
    The bus connection is set not to exit the process when it closes (GLib's default for
-   the shared session bus). */
-SecretService *sd_service_open(GCancellable *cancellable, GError **error);
+   the shared session bus). libsecret waits for a new bus connection's handshake without
+   end: the connection is made ready first, and when it is not by deadline_us
+   (g_get_monotonic_time()'s clock) the open fails with G_IO_ERROR_TIMED_OUT. */
+SecretService *sd_service_open(gint64 deadline_us, GCancellable *cancellable, GError **error);
 
 /* While allowed, a prompt the service returns is run (Prompt.Prompt, then its Completed
    signal): KeePassXC returns one from every CreateItem and Item.Delete, which completes at
@@ -113,7 +117,8 @@ int sd_bus_name_available(SecretService *service, const char *name, GCancellable
    exits or dies.
 
    sd_bus_name_request sends RequestName and returns at once (NULL with error set when there
-   is no session bus). Every message this process sends on the bus afterwards reaches the bus
+   is no session bus, or G_IO_ERROR_TIMED_OUT when the connection to it is not ready by
+   deadline_us). Every message this process sends on the bus afterwards reaches the bus
    after the request. Then exactly one of:
    - sd_bus_name_request_finish: waits until deadline_us (g_get_monotonic_time() clock).
      Returns 1 (owned; *at_once is TRUE when the bus granted the request without queueing
@@ -122,7 +127,7 @@ int sd_bus_name_available(SecretService *service, const char *name, GCancellable
      as a sandbox's proxy does for foreign names). Frees the request.
    - sd_bus_name_request_abandon: leaves the queue or gives the name back; frees the request. */
 typedef struct SdNameRequest SdNameRequest;
-SdNameRequest *sd_bus_name_request(const char *name, GError **error);
+SdNameRequest *sd_bus_name_request(const char *name, gint64 deadline_us, GError **error);
 int sd_bus_name_request_finish(SdNameRequest *request, gint64 deadline_us, gboolean *at_once,
                                GDBusConnection **held, GError **error);
 void sd_bus_name_request_abandon(SdNameRequest *request);
@@ -135,13 +140,29 @@ void sd_bus_name_unlock(GDBusConnection *held, const char *name);
    deadline_us, on g_get_monotonic_time()'s clock). */
 gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
 
+/* ---- session_bus.c: who owns a well-known name ------------------------------------ */
+
+/* Whether the well-known `name` has an owner on the session bus (2), or can be started there
+   by D-Bus activation (1), or neither (0): NameHasOwner and ListActivatableNames, in one
+   round trip. -1 with error set when there is no session bus, or (G_IO_ERROR_TIMED_OUT) it
+   did not answer by deadline_us (g_get_monotonic_time()'s clock). */
+int sd_bus_name_presence(const char *name, gint64 deadline_us, GError **error);
+
+/* Waits until `name` has an owner on the session bus (NameOwnerChanged), asking the bus to
+   start it first (StartServiceByName) when `start`. Returns 1 (it has one), 0 (the bus said
+   it has none, and none came by deadline_us), or -1 with error set: no session bus, no answer
+   from it (G_IO_ERROR_TIMED_OUT), or the bus's answer to the start (it cannot start it). */
+int sd_bus_name_await_owner(const char *name, gboolean start, gint64 deadline_us, GError **error);
+
 /* ---- watcher.c: changes in the keyring ------------------------------------------ */
 
 /* Calls callback(SD_CHANGE_ITEMS, user_data) on a thread of its own after every ItemCreated,
    ItemChanged or ItemDeleted signal of any Secret Service collection on the session bus, and
    callback(SD_CHANGE_COLLECTIONS, user_data) after a collection was created, deleted or
-   changed (locked or unlocked), until stopped. Returns once the subscriptions are in place,
-   or NULL with error set. */
+   changed (locked or unlocked), until stopped. Returns once the subscriptions are in place;
+   or, when the session bus does not answer within about 100 ms (frozen), at once, with the
+   subscriptions made once it answers and both callbacks called then (what changed
+   meanwhile is looked at); or NULL with error set when there is no session bus. */
 enum { SD_CHANGE_ITEMS = 1, SD_CHANGE_COLLECTIONS = 2 };
 typedef void (*SdChangeCallback)(int kind, void *user_data);
 typedef struct SdWatcher SdWatcher;

@@ -21,6 +21,11 @@
 //   sd-test-writer diagnose                    the file store's diagnosis of its rollback record:
 //                                              "diagnosis none" or "diagnosis <problem>"
 //   sd-test-writer choice                      the automatic store's choice: "ok <chosen> <ms>" or "error <case> <ms>"
+//   sd-test-writer open-when-unlocked APP NAME  SecureDictionary.Async.openWhenUnlocked: "ok <count> <ms>" or
+//                                              "error <case> <ms>"
+//   sd-test-writer pound APP NAME THREADS      opens the dictionary, prints "ready", then on THREADS threads sets
+//                                              one key each back to back, printing "call <thread> ok|<case> <ms>"
+//                                              per call, until standard input ends
 //
 // SD_TEST_WRITER_STORE picks the store: the Secret Service by default; "portal":
 // SecretPortalStore.shared (the Secret portal's encrypted files); "credential": an
@@ -36,6 +41,7 @@ import Foundation
 import SecureDictionary
 import SecureDictionaryFileStore
 import SecureDictionaryTestSupport
+import Synchronization
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("sd-test-writer: \(message)\n".utf8))
@@ -103,6 +109,29 @@ func exerciseFileStores(app: String, keeping kept: inout [AnyObject]) throws {
         try again.reload()
         kept += [store, dictionary, again]
     }
+}
+
+/// For `pound`: every thread writes back to back and reports each call as it ends; the
+/// process exits when its standard input ends (a call still stuck then is abandoned).
+func pound(app: String, name: String, threads: Int) throws {
+    let dictionary = try SecureDictionary(name: name, applicationID: app, options: options())
+    let output = NSLock()
+    print("ready")
+    fflush(nil)
+    for thread in 0..<threads {
+        Thread {
+            for count in 0... {
+                let start = ContinuousClock.now
+                var outcome = "ok"
+                do { try dictionary.setValue(.integer(count), forKey: "t\(thread)") } catch { outcome = caseName(error) }
+                // Written at once: stdio's lock is taken by the main thread's readLine().
+                let line = Data("call \(thread) \(outcome) \(milliseconds(since: start))\n".utf8)
+                output.withLock { FileHandle.standardOutput.write(line) }
+            }
+        }.start()
+    }
+    while readLine() != nil {}
+    exit(0)
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -238,6 +267,25 @@ do {
         fflush(nil)
         _ = readLine()
         withExtendedLifetime(kept) {}
+    case "open-when-unlocked" where arguments.count == 3:
+        let start = ContinuousClock.now
+        let outcome = Mutex("")
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {  // not on the main actor, whose thread waits below
+            do {
+                let dictionary = try await SecureDictionary.Async.openWhenUnlocked(
+                    name: arguments[2], applicationID: arguments[1], options: options())
+                outcome.withLock { $0 = "ok \(dictionary.count)" }
+            } catch {
+                outcome.withLock { $0 = "error \(caseName(error))" }
+            }
+            done.signal()
+        }
+        done.wait()
+        print("\(outcome.withLock { $0 }) \(milliseconds(since: start))")
+    case "pound" where arguments.count == 4:
+        guard let threads = Int(arguments[3]), threads > 0 else { fail("bad thread count") }
+        try pound(app: arguments[1], name: arguments[2], threads: threads)
     case "hold" where arguments.count == 3:
         // Takes the item's writer lock and keeps it: prints "holding PID", then sleeps inside
         // update { } until killed. For the test that stops a lock holder.
@@ -252,7 +300,7 @@ do {
         fail(
             "usage: write APP NAME PREFIX COUNT INCREMENTS | set APP NAME KEY VALUE | probe APP NAME TIMEOUT_MS | "
                 + "spread APP COUNT FOLDERS | get APP NAME KEY | move APP NAME | move-up APP NAME | move-down APP NAME | hold APP NAME | unlock | forget | "
-                + "change-passphrase | diagnose | choice"
+                + "change-passphrase | diagnose | choice | open-when-unlocked APP NAME | pound APP NAME THREADS"
         )
     }
 } catch {

@@ -18,6 +18,10 @@ struct Sizes: Sendable {
     var windowWrites: Int { full ? 300 : 50 }
     var fairProcesses: Int { full ? 16 : 6 }
     var fairWrites: Int { full ? 100 : 20 }
+    /// How long scenario 14 keeps the bus frozen (the 10 s at full size).
+    var frozenBusSeconds: Int { full ? 10 : 3 }
+    /// How many times scenario 15 stops and starts the keyring under each kind of writer.
+    var restartRounds: Int { full ? 5 : 1 }
     var sanitizers: [String] { sanitizerOverride ?? (full ? ["thread", "address"] : ["thread"]) }
 }
 

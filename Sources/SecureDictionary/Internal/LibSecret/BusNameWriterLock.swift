@@ -29,7 +29,10 @@ import Synchronization
 ///   first: the bus grants a name per connection, and every store in the process shares one.
 /// - **Unusable is not fatal.** A bus that refuses the name (a sandbox's proxy, a bus policy)
 ///   or is missing makes the lock unusable, never the write: one warning is logged and writes
-///   go on without it (still checked against the keyring).
+///   go on without it (still checked against the keyring). A bus that does not answer (its
+///   daemon frozen) is ``SecureDictionaryError/timedOut`` at the deadline, never "unusable":
+///   every wait on the bus, the connection's own handshake included (`sd_session_bus_until`),
+///   ends by the deadline (`FrozenBus`, issue 35.4).
 /// - **The holder is named within the deadline.** The wait for the name ends a little before
 ///   the deadline (``namingReserve(_:)``), so that the holder can still be named
 ///   (``SecureDictionaryError/lockHeld(pid:command:)``) by it.
@@ -75,8 +78,14 @@ final class BusNameWriterLock: ItemWriterLock {
     ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
         guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
         var error: UnsafeMutablePointer<GError>?
-        guard let request = sd_bus_name_request(busName, &error) else {
+        guard let request = sd_bus_name_request(busName, MonotonicDeadline(deadline).microseconds, &error) else {
             local.unlock()
+            if let failure = error, failure.pointee.domain == sd_io_error_quark(),
+                failure.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue)
+            {
+                g_clear_error(&error)
+                throw .timedOut  // the bus did not answer: the lock may well be usable
+            }
             warnUnusable(error)
             return (false, try check())
         }
@@ -94,7 +103,7 @@ final class BusNameWriterLock: ItemWriterLock {
         }
         var atOnce: gboolean = 0
         var connection: OpaquePointer?
-        let waitingEnds = Self.monotonicMicroseconds(deadline) - Self.namingReserve(deadline)
+        let waitingEnds = MonotonicDeadline(deadline).microseconds - Self.namingReserve(deadline)
         switch sd_bus_name_request_finish(request, waitingEnds, &atOnce, &connection, &error) {
         case 1:
             held.withLock { $0 = connection.map { BusConnection($0) } }
@@ -149,7 +158,7 @@ final class BusNameWriterLock: ItemWriterLock {
     /// The process id of the owner of the bus name `name`, asked of the bus until `deadline`
     /// (`nil`: no owner, or no answer in time).
     static func ownerPID(of name: String, until deadline: Deadline) -> Int? {
-        let pid = sd_bus_name_owner_pid(name, monotonicMicroseconds(deadline))
+        let pid = sd_bus_name_owner_pid(name, MonotonicDeadline(deadline).microseconds)
         return pid > 0 ? Int(pid) : nil
     }
 
@@ -194,11 +203,5 @@ final class BusNameWriterLock: ItemWriterLock {
         let (seconds, attoseconds) = deadline.remaining.components
         let left = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
         return gint64(min(50_000, left / 10))
-    }
-
-    /// The deadline on GLib's monotonic clock, in microseconds.
-    private static func monotonicMicroseconds(_ deadline: Deadline) -> gint64 {
-        let (seconds, attoseconds) = deadline.remaining.components
-        return g_get_monotonic_time() + gint64(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
     }
 }

@@ -31,13 +31,14 @@ struct LibSecretClient: Sendable {
         timeout: Duration, writes: Bool = false, _ operation: @escaping @Sendable (Call) throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
         let cancellable = Cancellable()
+        let deadline = MonotonicDeadline(after: timeout)
         let result = lane.run(timeout: timeout, interrupt: { cancellable.cancel() }) { connection in
             var attempt = 0
             var outcomeUnknown = false
             while true {
                 attempt += 1
                 do throws(SecureDictionaryError) {
-                    let service = try connection.openService(cancellable)
+                    let service = try connection.openService(cancellable, until: deadline)
                     let call = Call(connection: connection, service: service, cancellable: cancellable, attempt: attempt)
                     return Result<T, SecureDictionaryError>.success(try operation(call))
                 } catch {

@@ -38,15 +38,18 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
 
     deinit { close() }
 
-    /// The open service, opening it (with an encrypted transport session) when needed.
+    /// The open service, opening it (with an encrypted transport session) when needed; a
+    /// session bus that does not answer by `deadline` is ``SecureDictionaryError/timedOut``.
     ///
     /// Calls `sd_service_open` → `secret_service_open_sync` with the no-prompt subclass.
-    func openService(_ cancellable: Cancellable) throws(SecureDictionaryError) -> UnsafeMutablePointer<SecretService> {
+    func openService(_ cancellable: Cancellable, until deadline: MonotonicDeadline) throws(SecureDictionaryError)
+        -> UnsafeMutablePointer<SecretService>
+    {
         if let service { return service }
         var opened: UnsafeMutablePointer<SecretService>?
         for attempt in 1...Self.sessionAttempts {
             var error: UnsafeMutablePointer<GError>?
-            opened = sd_service_open(cancellable.pointer, &error)
+            opened = sd_service_open(deadline.microseconds, cancellable.pointer, &error)
             if opened != nil { break }
             // KWallet 5 rejects about one public key in 200 as "invalid" (it mishandles a key
             // with leading zero bytes); a new session brings a new key.
@@ -127,6 +130,19 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
 struct ItemLookup {
     let collection: String
     let path: String?
+}
+
+/// A deadline on GLib's monotonic clock (`g_get_monotonic_time`, microseconds), the clock
+/// the shim's waits end by.
+struct MonotonicDeadline: Sendable {
+    let microseconds: gint64
+
+    init(after timeout: Duration) {
+        let (seconds, attoseconds) = timeout.components
+        microseconds = g_get_monotonic_time() + gint64(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+    }
+
+    init(_ deadline: Deadline) { self.init(after: deadline.remaining) }
 }
 
 /// A `GCancellable`, which GLib documents as safe to cancel from any thread.

@@ -1,0 +1,244 @@
+/* The session bus connection every part of the shim uses, ready within the caller's
+   deadline, and kept for the life of the process. */
+#include "internal.h"
+
+/* GLib's shared session bus connection (g_bus_get_sync) is set up by a handshake that
+   waits without end when the bus does not answer (poll with no timeout: measured 9 s of a
+   10 s SIGSTOP of dbus-daemon), and a second caller waits on the first one's lock. So the
+   handshake runs on a thread of its own, never cancelled (the shared connection would keep
+   the cancellation as its failure), callers wait for it only until their deadline, and the
+   connection is kept once made: a connection given up when its last user let go (as after a
+   call stopped at its deadline) had to be made again, on a bus that did not answer. It is
+   dropped only once closed (the bus went away), so the next call makes a new one. */
+static GMutex bus_lock;
+static GCond bus_settled;
+static GDBusConnection *kept_bus;   /* ready, until it closes */
+static gboolean connecting;         /* a handshake runs */
+static guint64 handshakes_ended;
+static GError *last_failure;        /* why the last handshake failed, if it did */
+
+static gpointer
+connect_in_background (gpointer unused)
+{
+    GError *error = NULL;
+    GDBusConnection *bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
+    if (bus != NULL) {
+        g_dbus_connection_set_exit_on_close (bus, FALSE);
+        /* GLib hands out its shared connection while anyone holds it, closed or not. */
+        if (g_dbus_connection_is_closed (bus)) {
+            g_set_error_literal (&error, G_IO_ERROR, G_IO_ERROR_CLOSED, "the connection to the session bus was closed");
+            g_clear_object (&bus);
+        }
+    }
+    g_mutex_lock (&bus_lock);
+    kept_bus = bus;
+    g_clear_error (&last_failure);
+    last_failure = error;
+    connecting = FALSE;
+    handshakes_ended++;
+    g_cond_broadcast (&bus_settled);
+    g_mutex_unlock (&bus_lock);
+    return NULL;
+}
+
+GDBusConnection *
+sd_session_bus_until (gint64 deadline_us, GError **error)
+{
+    GDBusConnection *bus = NULL;
+    g_mutex_lock (&bus_lock);
+    if (kept_bus != NULL && g_dbus_connection_is_closed (kept_bus))
+        g_clear_object (&kept_bus);
+    if (kept_bus == NULL && !connecting) {
+        GThread *thread = g_thread_try_new ("SecureDictionary.bus", connect_in_background, NULL, error);
+        if (thread == NULL) {
+            g_mutex_unlock (&bus_lock);
+            return NULL;
+        }
+        g_thread_unref (thread);
+        connecting = TRUE;
+    }
+    /* Wait for the handshake running now, whoever started it. */
+    guint64 awaited = handshakes_ended + (kept_bus == NULL ? 1 : 0);
+    while (kept_bus == NULL && handshakes_ended < awaited)
+        if (!g_cond_wait_until (&bus_settled, &bus_lock, deadline_us))
+            break;
+    if (kept_bus != NULL)
+        bus = g_object_ref (kept_bus);
+    else if (handshakes_ended >= awaited && last_failure != NULL)
+        g_propagate_error (error, g_error_copy (last_failure));
+    else
+        g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "the session bus did not answer in time");
+    g_mutex_unlock (&bus_lock);
+    return bus;
+}
+
+/* ---- waiting within a deadline ---------------------------------------------------- */
+
+static gboolean
+on_deadline (gpointer flag)
+{
+    *(gboolean *) flag = TRUE;
+    return G_SOURCE_REMOVE;
+}
+
+static guint
+remaining_ms (gint64 deadline_us)
+{
+    gint64 left = deadline_us - g_get_monotonic_time ();
+    return left <= 0 ? 0 : (guint) MIN (left / 1000 + 1, G_MAXUINT);
+}
+
+gboolean
+sd_iterate_until (GMainContext *context, const gboolean *done, gint64 deadline_us)
+{
+    gboolean expired = FALSE;
+    GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
+    g_source_set_callback (timer, on_deadline, &expired, NULL);
+    g_source_attach (timer, context);
+    while (!*done && !expired)
+        g_main_context_iteration (context, TRUE);
+    g_source_destroy (timer);
+    g_source_unref (timer);
+    return *done;
+}
+
+/* Ends a call sent with `cancellable`: cancelled unless answered, its callback awaited (a
+   cancelled call's comes at once), its reply and error dropped. */
+static void
+end_call (GMainContext *context, SdPendingCall *call, GCancellable *cancellable)
+{
+    g_cancellable_cancel (cancellable);
+    while (!call->done)
+        g_main_context_iteration (context, TRUE);
+    g_clear_pointer (&call->reply, g_variant_unref);
+    g_clear_error (&call->error);
+}
+
+static void
+call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, const char *reply_type,
+          GCancellable *cancellable, SdPendingCall *call)
+{
+    g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
+                            parameters, G_VARIANT_TYPE (reply_type), G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
+                            sd_pending_call_answered, call);
+}
+
+/* ---- who owns a name ---------------------------------------------------------------- */
+
+int
+sd_bus_name_presence (const char *name, gint64 deadline_us, GError **error)
+{
+    GDBusConnection *bus = sd_session_bus_until (deadline_us, error);
+    if (bus == NULL)
+        return -1;
+    GMainContext *context = g_main_context_new ();
+    g_main_context_push_thread_default (context);
+    GCancellable *cancellable = g_cancellable_new ();
+    /* Both questions go out before the first answer is awaited: one round trip. */
+    SdPendingCall owned = { FALSE, NULL, NULL }, activatable = { FALSE, NULL, NULL };
+    call_bus (bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", cancellable, &owned);
+    call_bus (bus, "ListActivatableNames", NULL, "(as)", cancellable, &activatable);
+    int result = -1;
+    if (!sd_iterate_until (context, &owned.done, deadline_us) ||
+        !sd_iterate_until (context, &activatable.done, deadline_us)) {
+        g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "the session bus did not answer in time");
+    } else if (owned.error != NULL || activatable.error != NULL) {
+        g_propagate_error (error, g_error_copy (owned.error != NULL ? owned.error : activatable.error));
+    } else {
+        gboolean has_owner = FALSE;
+        g_variant_get (owned.reply, "(b)", &has_owner);
+        result = has_owner ? 2 : 0;
+        GVariant *names = g_variant_get_child_value (activatable.reply, 0);
+        for (gsize i = 0; result == 0 && i < g_variant_n_children (names); i++) {
+            const char *candidate = NULL;
+            g_variant_get_child (names, i, "&s", &candidate);
+            if (g_strcmp0 (candidate, name) == 0)
+                result = 1;
+        }
+        g_variant_unref (names);
+    }
+    end_call (context, &owned, cancellable);
+    end_call (context, &activatable, cancellable);
+    g_object_unref (cancellable);
+    g_main_context_pop_thread_default (context);
+    g_main_context_unref (context);
+    g_object_unref (bus);
+    return result;
+}
+
+static void
+on_owner_changed (GDBusConnection *bus, const char *sender, const char *path, const char *interface,
+                  const char *signal, GVariant *parameters, gpointer owned)
+{
+    const char *name = NULL, *old_owner = NULL, *new_owner = NULL;
+    if (g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sss)"))) {
+        g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
+        if (new_owner[0] != '\0')
+            *(gboolean *) owned = TRUE;
+    }
+}
+
+int
+sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, GError **error)
+{
+    GDBusConnection *bus = sd_session_bus_until (deadline_us, error);
+    if (bus == NULL)
+        return -1;
+    GMainContext *context = g_main_context_new ();
+    g_main_context_push_thread_default (context);
+    GCancellable *cancellable = g_cancellable_new ();
+    gboolean owned = FALSE;
+    /* Subscribed first: its AddMatch reaches the bus before the question below, so an owner
+       that comes after the answer is announced. */
+    guint subscription = g_dbus_connection_signal_subscribe (
+        bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus", name,
+        G_DBUS_SIGNAL_FLAGS_NONE, on_owner_changed, &owned, NULL);
+    SdPendingCall has_owner = { FALSE, NULL, NULL }, started = { TRUE, NULL, NULL };
+    call_bus (bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", cancellable, &has_owner);
+    if (start) {
+        started.done = FALSE;
+        call_bus (bus, "StartServiceByName", g_variant_new ("(su)", name, 0u), "(u)", cancellable, &started);
+    }
+    int result = 0;
+    gboolean expired = FALSE;
+    GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
+    g_source_set_callback (timer, on_deadline, &expired, NULL);
+    g_source_attach (timer, context);
+    while (!expired) {
+        if (has_owner.reply != NULL) {
+            gboolean value = FALSE;
+            g_variant_get (has_owner.reply, "(b)", &value);
+            owned = owned || value;
+            g_clear_pointer (&has_owner.reply, g_variant_unref);
+        }
+        if (started.reply != NULL)   /* started, or running already: it owns the name now */
+            owned = TRUE;
+        if (owned) {
+            result = 1;
+            break;
+        }
+        GError *failure = has_owner.error != NULL ? has_owner.error : started.error;
+        if (failure != NULL) {
+            g_propagate_error (error, g_error_copy (failure));
+            result = -1;
+            break;
+        }
+        g_main_context_iteration (context, TRUE);
+    }
+    g_source_destroy (timer);
+    g_source_unref (timer);
+    if (result == 0 && !has_owner.done) {   /* "no owner" is an answer the bus did not give */
+        g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "the session bus did not answer in time");
+        result = -1;
+    }
+    end_call (context, &has_owner, cancellable);
+    end_call (context, &started, cancellable);
+    g_dbus_connection_signal_unsubscribe (bus, subscription);
+    while (g_main_context_iteration (context, FALSE))
+        ;
+    g_object_unref (cancellable);
+    g_main_context_pop_thread_default (context);
+    g_main_context_unref (context);
+    g_object_unref (bus);
+    return result;
+}

@@ -1,0 +1,83 @@
+import CLibSecret
+import CSecretShim
+import Foundation
+
+/// What the session bus says about a well-known name, asked within a deadline: whether the
+/// Secret Service is there, can be started, or is on its way (`AutomaticStore` asks before it
+/// chooses a store).
+///
+/// ```swift
+/// if try SessionBusName.presence(of: SessionBusName.secretService, until: deadline) == .activatable {
+///     _ = try SessionBusName.awaitOwner(of: SessionBusName.secretService, starting: true, until: deadline)
+/// }
+/// ```
+package enum SessionBusName {
+    /// The Secret Service's name, as libsecret reads it (`SECRET_SERVICE_BUS_NAME` replaces it).
+    package static var secretService: String {
+        ProcessInfo.processInfo.environment["SECRET_SERVICE_BUS_NAME"] ?? "org.freedesktop.secrets"
+    }
+
+    package enum Presence: Sendable, Equatable {
+        /// A connection owns the name now.
+        case owned
+        /// Nobody owns it, and the bus can start it (D-Bus activation).
+        case activatable
+        /// Nobody owns it, and the bus cannot start it.
+        case absent
+    }
+
+    package enum Arrival: Sendable, Equatable {
+        /// It has an owner.
+        case owned
+        /// The bus says it has none, and none came by the deadline.
+        case notYet
+        /// The bus could not start it (its answer to `StartServiceByName`).
+        case cannotStart(reason: String)
+    }
+
+    /// Who has `name` now (`NameHasOwner` and `ListActivatableNames`, one round trip).
+    ///
+    /// - Throws: ``SecureDictionaryError/timedOut`` when the bus did not answer by `deadline`;
+    ///   ``SecureDictionaryError/serviceUnavailable(reason:)`` when there is no session bus.
+    package static func presence(of name: String, until deadline: Deadline) throws(SecureDictionaryError) -> Presence {
+        var error: UnsafeMutablePointer<GError>?
+        switch sd_bus_name_presence(name, MonotonicDeadline(deadline).microseconds, &error) {
+        case 2: return .owned
+        case 1: return .activatable
+        case 0: return .absent
+        default: throw failure(error)
+        }
+    }
+
+    /// Waits until `name` has an owner, asking the bus to start it first when `starting`
+    /// (`StartServiceByName`, then `NameOwnerChanged`).
+    ///
+    /// - Throws: ``SecureDictionaryError/timedOut`` when the bus did not answer by `deadline`;
+    ///   ``SecureDictionaryError/serviceUnavailable(reason:)`` when there is no session bus.
+    package static func awaitOwner(of name: String, starting: Bool, until deadline: Deadline)
+        throws(SecureDictionaryError) -> Arrival
+    {
+        var error: UnsafeMutablePointer<GError>?
+        switch sd_bus_name_await_owner(name, starting ? 1 : 0, MonotonicDeadline(deadline).microseconds, &error) {
+        case 1: return .owned
+        case 0: return .notYet
+        default:
+            if starting, let answer = error, g_dbus_error_is_remote_error(answer) != 0 {  // the bus's own answer
+                defer { g_clear_error(&error) }
+                return .cannotStart(reason: String(cString: answer.pointee.message))
+            }
+            throw failure(error)
+        }
+    }
+
+    /// The bus did not answer in time (`timedOut`), or there is none (`serviceUnavailable`).
+    private static func failure(_ error: UnsafeMutablePointer<GError>?) -> SecureDictionaryError {
+        var error = error
+        defer { g_clear_error(&error) }
+        guard let failure = error else { return .serviceUnavailable(reason: "the session bus failed without an error") }
+        if failure.pointee.domain == sd_io_error_quark() && failure.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
+            return .timedOut
+        }
+        return .serviceUnavailable(reason: String(cString: failure.pointee.message))
+    }
+}

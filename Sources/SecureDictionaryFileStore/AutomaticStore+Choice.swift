@@ -1,0 +1,153 @@
+import Logging
+import SecureDictionary
+
+/// How ``AutomaticStore`` chooses, once, within the deadline of the call that needs a store.
+///
+/// Rules, and why:
+/// - **Only a positive absence moves on.** No session bus at all is one ("no Secret Service
+///   here"). On a session bus, nobody owning `org.freedesktop.secrets` at this instant is
+///   not: the keyring may be restarting, or starting after the program. So the bus is asked
+///   (`NameHasOwner`, `ListActivatableNames`): a name it can start is started
+///   (`StartServiceByName`) and awaited until the deadline, which is `timedOut` if it does not
+///   come (nothing is chosen; the next call asks again); a name it cannot start is awaited
+///   (`NameOwnerChanged`) as the record below says. (Choosing the files in that window split
+///   the dictionary in two: 1 of 20 CLI writes while the keyring started went to the files,
+///   and a process started during a 2 s stop wrote 109 times to the files after it came
+///   back.)
+/// - **A store that chose the keyring before keeps choosing it** (``AutomaticStoreRecord``,
+///   in the file store's folder): with the keyring stopped, it waits for it until the
+///   deadline, and then throws `serviceUnavailable`; never the files.
+/// - **A first choice waits for half the time left**, for a keyring that is starting, before
+///   it takes the files (and records that): one that chose the files before takes them at
+///   once. Without a file store there is nothing to split: `noStoreAvailable` at once.
+/// - **Never silently.** Choosing the files is logged at `info`, and ``AutomaticStore/choice``
+///   says why (`secure-dict doctor --store auto` shows it).
+/// - **A sandbox** keeps its own rule: the Secret portal when the Secret Service cannot be
+///   reached from it (the bus proxy hides the name, so the bus cannot tell).
+extension AutomaticStore {
+    typealias Made = (store: any KeyringStore, choice: Choice)
+
+    func makeChoice(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
+        if Sandbox.current != nil { return try choiceInSandbox(until: deadline) }
+        let name = SessionBusName.secretService
+        let presence: SessionBusName.Presence
+        do {
+            presence = try SessionBusName.presence(of: name, until: deadline)
+        } catch .serviceUnavailable(let reason) {
+            return try withoutSecretService(because: "no session bus (\(reason))")
+        }
+        switch presence {
+        case .owned:
+            return try secretServiceThatAnswers(until: deadline)
+        case .activatable:
+            switch try SessionBusName.awaitOwner(of: name, starting: true, until: deadline) {
+            case .owned: return try secretServiceThatAnswers(until: deadline)
+            case .notYet: throw .timedOut  // being started: nothing is chosen
+            case .cannotStart(let reason):
+                return try whileNobodyOwns(name, because: "cannot start \(name): \(reason)", until: deadline)
+            }
+        case .absent:
+            return try whileNobodyOwns(name, because: "nobody owns \(name)", until: deadline)
+        }
+    }
+
+    /// Nobody owns the Secret Service's name and the bus cannot start it: the record decides
+    /// how long to wait for it, and whether the files may be chosen after. (`absence` comes
+    /// first in `noStoreAvailable`'s description, which shows 40 characters of it.)
+    private func whileNobodyOwns(_ name: String, because absence: String, until deadline: Deadline)
+        throws(SecureDictionaryError) -> Made
+    {
+        guard let fileStore else { throw .noStoreAvailable(reason: absence) }
+        let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
+        let recorded = readRecord(record)
+        if recorded == .secretService {
+            if try SessionBusName.awaitOwner(of: name, starting: false, until: deadline) == .owned {
+                return try secretServiceThatAnswers(until: deadline)
+            }
+            // 48 characters first: what the error's description shows of the reason.
+            throw .serviceUnavailable(
+                reason: "not running; this store's dictionaries are in it (\(record.path) records that: remove "
+                    + "that file to let the files be used)")
+        }
+        var waited = ""
+        if recorded == nil {
+            let wait = deadline.remaining / 2
+            if try SessionBusName.awaitOwner(of: name, starting: false, until: Deadline(after: wait)) == .owned {
+                return try secretServiceThatAnswers(until: deadline)
+            }
+            let milliseconds = wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000
+            waited = ", and nobody came in \(milliseconds) ms"
+        } else {
+            waited = ", and these files were chosen before"
+        }
+        return try withoutSecretService(because: absence + waited)
+    }
+
+    /// No Secret Service here: the file store, or `noStoreAvailable`.
+    private func withoutSecretService(because absence: String) throws(SecureDictionaryError) -> Made {
+        guard let fileStore else { throw .noStoreAvailable(reason: absence) }
+        let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
+        if readRecord(record) == nil { writeRecord(.encryptedFiles, record) }
+        let reason = "no Secret Service here (\(absence.prefix(120))); \(fileStore.keySource) in \(fileStore.folderPath)"
+        return (fileStore, Choice(chosen: .encryptedFiles, reason: reason))
+    }
+
+    /// The name has an owner: the Secret Service it is, unless it cannot be reached after all.
+    private func secretServiceThatAnswers(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
+        let made: Made
+        do {
+            _ = try secretService.diagnose(collection: .default, timeout: deadline.remainingForCall())
+            made = (secretService, Choice(chosen: .secretService, reason: "it answered"))
+        } catch .noSuchCollection {
+            made = (secretService, Choice(chosen: .secretService, reason: "it answered, without a default collection"))
+        } catch {
+            // It answered (locked, refused a session, failed): that is the Secret Service,
+            // with its error to fix. A timeout, or a service gone again, decides nothing.
+            if error == .timedOut || error == .cancelled { throw error }
+            if case .serviceUnavailable = error { throw error }
+            made = (secretService, Choice(chosen: .secretService, reason: "it answered, with an error"))
+        }
+        if let fileStore {
+            let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
+            if readRecord(record) != .secretService { writeRecord(.secretService, record) }
+        }
+        return made
+    }
+
+    /// Inside a sandbox: the Secret Service if it can be reached, else the Secret portal.
+    private func choiceInSandbox(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
+        let portalChoice = Choice(chosen: .secretPortal, reason: "a sandbox without access to the Secret Service")
+        do {
+            _ = try secretService.diagnose(collection: .default, timeout: deadline.remainingForCall())
+            return (secretService, Choice(chosen: .secretService, reason: "it answered"))
+        } catch .serviceUnavailable, .sandboxed {
+            return (portal, portalChoice)
+        } catch .noSuchCollection {
+            return (secretService, Choice(chosen: .secretService, reason: "it answered, without a default collection"))
+        } catch {
+            if error == .timedOut || error == .cancelled { throw error }
+            return (secretService, Choice(chosen: .secretService, reason: "it answered, with an error"))
+        }
+    }
+
+    /// The record, or `nil` when it cannot be read (logged): a folder the file store could not
+    /// use either.
+    private func readRecord(_ record: AutomaticStoreRecord) -> Chosen? {
+        do {
+            return try record.read()
+        } catch {
+            logger.warning(
+                "the automatic store's record cannot be read", metadata: ["path": "\(record.path)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func writeRecord(_ chosen: Chosen, _ record: AutomaticStoreRecord) {
+        do {
+            try record.write(chosen)
+        } catch {
+            logger.warning(
+                "the automatic store's choice cannot be recorded", metadata: ["path": "\(record.path)", "error": "\(error)"])
+        }
+    }
+}

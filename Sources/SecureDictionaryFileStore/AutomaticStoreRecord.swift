@@ -1,0 +1,65 @@
+import SecureDictionary
+
+/// What an ``AutomaticStore`` chose last, kept in the folder of its file store: a file whose
+/// first line is `keyring` or `files`, and then what it means, for a person who finds it.
+///
+/// ```swift
+/// let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
+/// if record.read() == .secretService { /* no Secret Service now is an error, not the files */ }
+/// ```
+///
+/// Why: a Secret Service that nobody owns on the session bus at this instant may be
+/// restarting or not started yet. A store that chose the keyring before keeps its
+/// dictionaries there, so choosing the files then would split them in two; one that chose the
+/// files keeps them there, and needs no wait for a keyring to come. In the file store's own
+/// folder: the record belongs to that configuration, lives and goes with its files, and is
+/// checked as they are (`ItemFileFolder`).
+struct AutomaticStoreRecord: Sendable {
+    static let fileName = "automatic-store-choice"
+
+    let folder: ItemFileFolder
+
+    init(folderPath: String) { folder = ItemFileFolder(path: folderPath) }
+
+    /// The record's path, for messages.
+    var path: String { "\(folder.path)/\(Self.fileName)" }
+
+    /// What was recorded: ``AutomaticStore/Chosen/secretService`` or
+    /// ``AutomaticStore/Chosen/encryptedFiles``; `nil` when nothing was (or it reads as neither).
+    ///
+    /// - Throws: what reading the folder throws (`SecureDictionaryError.unsafePath(path:reason:)`…).
+    func read() throws(SecureDictionaryError) -> AutomaticStore.Chosen? {
+        let bytes = try folder.withFolder(create: false) { descriptor throws(SecureDictionaryError) in
+            try folder.read(Self.fileName, in: descriptor, upTo: 4_096)
+        }
+        guard let bytes = bytes ?? nil else { return nil }
+        switch String(decoding: bytes, as: UTF8.self).split(separator: "\n").first {
+        case "keyring": return .secretService
+        case "files": return .encryptedFiles
+        default: return nil
+        }
+    }
+
+    /// Records `chosen` (the folder is made if needed).
+    ///
+    /// - Throws: what writing in the folder throws.
+    func write(_ chosen: AutomaticStore.Chosen) throws(SecureDictionaryError) {
+        let text =
+            chosen == .secretService
+            ? """
+            keyring
+            AutomaticStore chose the Secret Service for the dictionaries of the encrypted-file store in this folder.
+            While this file says so, a session bus where no Secret Service runs is an error, never a switch to these files.
+            Remove this file to let AutomaticStore use the files when no Secret Service runs.
+
+            """
+            : """
+            files
+            AutomaticStore chose the encrypted files of this folder: where no Secret Service runs, they are used at once.
+
+            """
+        _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
+            try folder.replace(Self.fileName, in: descriptor, with: Array(text.utf8))
+        }
+    }
+}
