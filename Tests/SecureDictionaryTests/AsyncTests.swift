@@ -14,6 +14,34 @@ final class SlowStore: ForwardingStore {
     }
 }
 
+/// A store whose writes wait at a gate the test opens: a write stays in flight exactly as long
+/// as a test wants, with nothing timed.
+final class GatedStore: ForwardingStore {
+    let inner = InMemoryKeyringStore()
+    /// Signalled when a write reaches the gate, and when it has passed the inner store.
+    let entered = DispatchSemaphore(value: 0)
+    let gate = DispatchSemaphore(value: 0)
+    let passed = DispatchSemaphore(value: 0)
+    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        entered.signal()
+        gate.wait()
+        defer { passed.signal() }
+        try inner.store(secret, for: item, timeout: timeout)
+    }
+}
+
+extension DispatchSemaphore {
+    /// Waits on a thread of its own, so that no thread of the cooperative pool blocks.
+    func arrival() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                self.wait()
+                done.resume()
+            }
+        }
+    }
+}
+
 @Suite struct AsyncTests {
     @Test func asyncFormsDoWhatTheSyncOnesDo() async throws {
         let options = SecureDictionary.Options(store: InMemoryKeyringStore())
@@ -63,20 +91,28 @@ final class SlowStore: ForwardingStore {
         await #expect(throws: Abort.self) { try await settings.async.update { _ in throw Abort() } }
     }
 
-    @Test func cancellationEndsTheWaitAndKeepsCacheEqualToStore() async throws {
-        let store = SlowStore(delay: .seconds(1))
+    /// Cancelling ends the caller's wait while the write is still in flight (held at the
+    /// store's gate: had the task waited for the write, it would never end, and the time
+    /// limit fails the test); the write goes on, and once it lands cache and store agree.
+    @Test(.timeLimit(.minutes(1))) func cancellationEndsTheWaitAndKeepsCacheEqualToStore() async throws {
+        let store = GatedStore()
         let settings = try SecureDictionary(
             name: "slow", applicationID: "test.async.\(UUID().uuidString)",
             options: .init(store: store))
         let task = Task { try await settings.async.setValue("new", forKey: "k") }
-        try await Task.sleep(for: .milliseconds(100))
-        let start = ContinuousClock.now
+        await store.entered.arrival()
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - start < .milliseconds(500))  // not the 1 s write
         #expect(throws: SecureDictionaryError.cancelled) { try result.get() }
-        // The write itself went on; once it lands, cache and store agree.
-        try await Task.sleep(for: .milliseconds(1_200))
+        #expect(settings["k"] == nil)  // not written yet, so not in the cache either
+        store.gate.signal()
+        await store.passed.arrival()
+        // The cache changes right after the store returns, on the keyring call's own queue.
+        var polls = 0
+        while settings["k"] == nil, polls < 1_000 {
+            try await Task.sleep(for: .milliseconds(10))
+            polls += 1
+        }
         #expect(settings["k"] == "new")
         #expect(
             try store.inner.storedBytes(of: settings.item).map { try BinaryPropertyListCoding.decode(Data($0)) } == ["k": "new"])
