@@ -404,7 +404,7 @@ struct BinaryPropertyListHostileTests {
             HandMadeBlob.make([[0xD2, 0x01, 0x02, 0x03, 0x03], ascii("a"), ascii("b"), [0xA0]]))  // diamond
     }
 
-    @Test("the exponential-sharing plist is rejected in well under a second")
+    @Test("the exponential-sharing plist is rejected, not expanded")
     func exponentialSharing() {
         // Object 2 is an empty array; object n + 1 is [n, n]: fully expanded, 2^30 arrays.
         var objects: [[UInt8]] = [[0xD1, 0x01, 0x20], ascii("k"), [0xA0]]
@@ -413,7 +413,9 @@ struct BinaryPropertyListHostileTests {
         let clock = ContinuousClock()
         let start = clock.now
         expectCorrupt(blob)
-        #expect(clock.now - start < .milliseconds(100))
+        // Not a timing goal (the benchmark has those): expanded, 2^30 arrays would take
+        // minutes; the bound is loose so that a loaded machine never fails it.
+        #expect(clock.now - start < .seconds(10))
     }
 
     @Test("trailer fields out of range are corrupt")
