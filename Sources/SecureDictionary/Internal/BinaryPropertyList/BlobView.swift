@@ -1,5 +1,75 @@
-/// Reading the blob's bytes, every offset checked against its bounds first.
-extension BinaryPropertyListReader {
+/// A binary property list in memory, its header and trailer checked: the bounds-checked
+/// reads every other part of the codec is built on.
+///
+/// ```swift
+/// let view = try BlobView(bytes)                   // "bplist00", trailer in range
+/// let offset = try view.objectOffset(view.topObject)
+/// ```
+///
+/// The trailer is validated with overflow-checked arithmetic before any object is read, and
+/// every later read is checked against the bounds it implies, so no input can make a read
+/// leave the blob. Objects must lie in `[8, objectsEnd)`, as every writer lays them out.
+/// The view does not own the bytes: they must outlive it (a ``Generation`` keeps its region).
+struct BlobView {
+    let base: UnsafeRawPointer
+    /// Offset of the offset table, which is also where the object area ends.
+    let objectsEnd: Int
+    let offsetIntSize: Int
+    let objectRefSize: Int
+    let objectCount: Int
+    let topObject: Int
+
+    static let headerSize = 8
+    static let trailerSize = 32
+
+    /// Checks the magic, the version and the trailer of `bytes`.
+    init(_ bytes: UnsafeRawBufferPointer) throws(BinaryPropertyListError) {
+        let size = bytes.count
+        guard size >= Self.headerSize, let base = bytes.baseAddress else {
+            throw .corrupt(reason: "shorter than a binary property list header")
+        }
+        guard bytes.prefix(6).elementsEqual("bplist".utf8) else {
+            throw .corrupt(reason: "not a binary property list")
+        }
+        guard bytes[6] == UInt8(ascii: "0"), bytes[7] == UInt8(ascii: "0") else {
+            let printable = [bytes[6], bytes[7]].map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }
+            throw .unsupportedVersion(String(decoding: printable, as: UTF8.self))
+        }
+        guard size >= Self.headerSize + Self.trailerSize + 1 else {
+            throw .corrupt(reason: "too short for a trailer and an object")
+        }
+        let trailer = size - Self.trailerSize
+        let offsetIntSize = Int(bytes[trailer + 6])
+        let objectRefSize = Int(bytes[trailer + 7])
+        guard [1, 2, 4, 8].contains(offsetIntSize) else {
+            throw .corrupt(reason: "invalid offset size in trailer")
+        }
+        guard [1, 2, 4, 8].contains(objectRefSize) else {
+            throw .corrupt(reason: "invalid object reference size in trailer")
+        }
+        let objectCount = UInt64(bigEndian: base.loadUnaligned(fromByteOffset: trailer + 8, as: UInt64.self))
+        let topObject = UInt64(bigEndian: base.loadUnaligned(fromByteOffset: trailer + 16, as: UInt64.self))
+        let tableOffset = UInt64(bigEndian: base.loadUnaligned(fromByteOffset: trailer + 24, as: UInt64.self))
+        guard objectCount >= 1, objectCount <= UInt64(size), objectCount < UInt64(Int32.max) else {
+            throw .corrupt(reason: "object count out of range")
+        }
+        guard topObject < objectCount else {
+            throw .corrupt(reason: "top object out of range")
+        }
+        let (tableLength, overflow) = objectCount.multipliedReportingOverflow(by: UInt64(offsetIntSize))
+        guard tableOffset > UInt64(Self.headerSize), tableOffset <= UInt64(trailer), !overflow,
+            tableLength <= UInt64(trailer) - tableOffset
+        else {
+            throw .corrupt(reason: "offset table out of range")
+        }
+        self.base = base
+        self.objectsEnd = Int(tableOffset)
+        self.offsetIntSize = offsetIntSize
+        self.objectRefSize = objectRefSize
+        self.objectCount = Int(objectCount)
+        self.topObject = Int(topObject)
+    }
+
     @inline(__always)
     func byte(at offset: Int) -> UInt8 {
         base.load(fromByteOffset: offset, as: UInt8.self)
@@ -72,5 +142,15 @@ extension BinaryPropertyListReader {
         }
         try requireBytes(length, at: start)
         return (count, start)
+    }
+
+    /// The container of object `index`: its marker, element count, where its references start.
+    /// For a dictionary, keys come first (`count` references), then values.
+    func container(_ index: Int) throws(BinaryPropertyListError) -> (marker: UInt8, count: Int, references: Int) {
+        let offset = try objectOffset(index)
+        let marker = byte(at: offset)
+        let pairs = marker & 0xF0 == 0xD0 ? 2 : 1
+        let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: pairs * objectRefSize)
+        return (marker, count, start)
     }
 }
