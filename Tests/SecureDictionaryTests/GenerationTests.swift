@@ -139,19 +139,17 @@ struct GenerationTests {
         }
     }
 
-    @Test("a generation's pages are locked while it lives, and unlocked once it goes")
-    func regionsAreLockedWhileTheyLive() throws {
+    @Test("a generation's pages are its own, locked and out of core dumps (the kernel's own view of them)")
+    func regionsAreLockedAndNotDumped() throws {
         guard SecureMemory.status.memoryLockLimit.map({ $0 >= 4 << 20 }) ?? true else { return }  // a tight ulimit -l
-        let before = Self.lockedKilobytes()
-        var generations: [Generation] = []
-        for index in 0..<8 {
-            let entries = Dictionary(uniqueKeysWithValues: (0..<2_000).map { ("k\(index)-\($0)", PropertyListValue.integer($0)) })
-            generations.append(try Self.generation(of: BinaryPropertyList.encode(entries, limits: Self.limits)))
-        }
-        let bytes = generations.reduce(0) { $0 + $1.size }
-        #expect(Self.lockedKilobytes() - before >= bytes / 1024)
-        generations.removeAll()
-        #expect(Self.lockedKilobytes() - before < bytes / 1024)
+        let entries = Dictionary(uniqueKeysWithValues: (0..<2_000).map { ("k\($0)", PropertyListValue.integer($0)) })
+        let generation = try Self.generation(of: BinaryPropertyList.encode(entries, limits: Self.limits))
+        let start = UInt(bitPattern: generation.region.base)
+        #expect(start % UInt(SecureMemory.pageSize) == 0)
+        let mapping = try #require(Self.mapping(containing: start), "no mapping holds the region")
+        #expect(mapping.flags.contains("lo") && mapping.flags.contains("dd"), "VmFlags: \(mapping.flags)")
+        #expect(mapping.lockedKilobytes * 1024 >= generation.region.mappedCount)
+        withExtendedLifetime(generation) {}
     }
 
     // MARK: Helpers
@@ -160,11 +158,25 @@ struct GenerationTests {
         try bytes.withUnsafeBytes { try Generation(copying: $0, limits: limits) }
     }
 
-    /// VmLck of this process, in KiB.
-    static func lockedKilobytes() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") } ?? ""
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    /// The mapping of this process that holds `address`, as /proc/self/smaps tells: its
+    /// VmFlags ("lo": locked, "dd": not dumped) and its locked KiB.
+    static func mapping(containing address: UInt) -> (flags: [Substring], lockedKilobytes: Int)? {
+        let handle = FileHandle(forReadingAtPath: "/proc/self/smaps")
+        let smaps = String(decoding: handle?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        var inside = false
+        var locked = 0
+        for line in smaps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if let range = fields.first, range.contains("-"), !range.hasSuffix(":") {
+                let bounds = range.split(separator: "-").compactMap { UInt($0, radix: 16) }
+                inside = bounds.count == 2 && bounds[0] <= address && address < bounds[1]
+            } else if inside, fields.first == "Locked:" {
+                locked = Int(fields[1]) ?? 0
+            } else if inside, fields.first == "VmFlags:" {
+                return (Array(fields.dropFirst()), locked)
+            }
+        }
+        return nil
     }
 
     /// Keys no two of which are canonically equivalent (a Swift dictionary of the expected

@@ -19,7 +19,7 @@ import Logging
 /// moved on to a newer generation, or its last instance was released, and no read, update
 /// or observer holds it any more).
 final class Generation: @unchecked Sendable {  // every property is a let; the region is written in init only
-    private let region: SecureRegion
+    let region: SecureRegion
     let view: BlobView
     /// The blob's size in bytes.
     let size: Int

@@ -32,7 +32,7 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
     let base: UnsafeMutableRawPointer
     let byteCount: Int
     /// Whole pages: what was mapped, locked and advised.
-    private let mappedCount: Int
+    let mappedCount: Int
     private let isLocked: Bool
 
     /// Maps at least `byteCount` bytes (one page for 0), zero-filled.
