@@ -82,14 +82,14 @@ struct MemoryScan {
         mode: String, count: Int = Self.count, environment: [String: String] = [:], memoryLockLimit: Int? = nil,
         wrapper: [String] = [], plant: ([String]) throws -> Void
     ) throws -> Run {
-        let first = Canaries(generation: 1, count: count)
-        let second = Canaries(generation: 2, count: count)
+        let first = CanarySet(generation: 1, count: count)
+        let second = CanarySet(generation: 2, count: count)
         try plant(try first.blobs(in: "\(folder)/first-\(mode)-\(count)"))
         var command = [KeyringHarness.writer, "scan", app, "\(count)", mode]
         if let memoryLockLimit {
             command =
                 [
-                    try FileStoreProcesses.tool("setpriv"), "--bounding-set=-ipc_lock", "--", "/bin/sh", "-c",
+                    try CoreScan.tool("setpriv"), "--bounding-set=-ipc_lock", "--", "/bin/sh", "-c",
                     "ulimit -l \(memoryLockLimit) && exec \"$0\" \"$@\"",
                 ] + command
         }
@@ -122,11 +122,13 @@ struct MemoryScan {
     /// The control found every canary of the generation it copied; the others found none.
     func expectNoCanaries(_ scans: [(String, Run)]) throws {
         let control = try #require(scans.first { $0.0 == "control" }?.1.core)
-        let expected = Set(Canaries(generation: 2, count: Self.count).secrets.keys)
+        let expected = Set(CanarySet(generation: 2, count: Self.count).secrets.keys)
         #expect(control.found.isSuperset(of: expected), "the control missed \(expected.subtracting(control.found).sorted())")
         for (mode, run) in scans where mode != "control" {
             #expect(run.core.found.isEmpty, "\(mode): in the core's memory: \(run.core.inMemory.filter { $0.value > 0 })")
-            print("memory scan, \(mode): 0 of \(run.core.inMemory.count) canaries in memory; residue \(run.core.residue)")
+            print(
+                "memory scan, \(mode): \(run.core.found.count) of \(run.core.inMemory.count) canaries in memory; "
+                    + "residue \(run.core.residue)")
         }
         print("memory scan, control: \(control.found.count) of \(control.inMemory.count) canaries found")
     }
@@ -140,63 +142,6 @@ struct MemoryScan {
                 ["plant", "--label", item.name] + KeyringHarness.attributeArguments(item.attributes),
                 input: try Data(contentsOf: URL(fileURLWithPath: file)))
             try #require(output.status == 0, "plant: \(output.stderr)")
-        }
-    }
-
-    /// The canaries of one generation: per dictionary, a key (with a string value), `Data`,
-    /// a string in an array in a dictionary, one deeper, and a `Codable`-shaped dictionary's
-    /// string and `Data`; random, made at run time.
-    struct Canaries {
-        let generation: Int
-        let dictionaries: [[String: [UInt8]]]
-
-        init(generation: Int, count: Int) {
-            self.generation = generation
-            let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-            func text(_ length: Int) -> [UInt8] { (0..<length).map { _ in letters.randomElement()! } }
-            func bytes(_ length: Int) -> [UInt8] { (0..<length).map { _ in UInt8.random(in: 0x80...0xFF) } }
-            dictionaries = (0..<count).map { _ in
-                [
-                    "key": text(48), "string": text(96), "data": bytes(96), "nested": text(64), "deep": text(64),
-                    "name": text(64), "token": bytes(64),
-                ]
-            }
-        }
-
-        /// Every canary, named "g<generation>-<dictionary>-<kind>".
-        var secrets: [String: [UInt8]] {
-            var secrets: [String: [UInt8]] = [:]
-            for (index, canaries) in dictionaries.enumerated() {
-                for (kind, bytes) in canaries { secrets["g\(generation)-\(index)-\(kind)"] = bytes }
-            }
-            return secrets
-        }
-
-        /// The dictionaries as Python's `plistlib` writes them, one file each, named scan-N.
-        func blobs(in folder: String) throws -> [String] {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let specification: [String: Any] = [
-                "folder": folder,
-                "dictionaries": dictionaries.map { $0.mapValues { Data($0).base64EncodedString() } },
-            ]
-            let script = """
-                import base64, json, os, plistlib, sys
-                spec = json.load(sys.stdin)
-                for index, canaries in enumerate(spec["dictionaries"]):
-                    raw = {kind: base64.b64decode(value) for kind, value in canaries.items()}
-                    text = {kind: value.decode("ascii", "replace") for kind, value in raw.items()}
-                    entries = {f"filler-{i:03}": i for i in range(100)}
-                    entries[text["key"]] = text["string"]
-                    entries["data"] = raw["data"]
-                    entries["nested"] = {"list": [text["nested"], {"deep": text["deep"]}]}
-                    entries["profile"] = {"name": text["name"], "token": raw["token"]}
-                    with open(os.path.join(spec["folder"], f"scan-{index}"), "wb") as file:
-                        file.write(plistlib.dumps(entries, fmt=plistlib.FMT_BINARY))
-                """
-            let output = try ChildProcess.run(
-                "/usr/bin/python3", ["-c", script], input: try JSONSerialization.data(withJSONObject: specification))
-            try #require(output.succeeded, "plistlib: \(output)")
-            return dictionaries.indices.map { "\(folder)/scan-\($0)" }
         }
     }
 

@@ -1,6 +1,4 @@
 import Foundation
-import SecureDictionaryTestSupport
-import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -10,24 +8,45 @@ import Testing
 /// each hit was in the process. A hit in its memory (heap, mappings) is a copy someone freed
 /// or kept unwiped; a hit in a dead stack frame (below a thread's stack pointer) or in the CPU
 /// registers the core saved is residue of the last copies, which no library can wipe, counted
-/// apart (as the reliability suite's scan does).
-struct CoreScan {
+/// apart. Used by the tests (`MemoryScan`) and the reliability suite (memory hygiene).
+///
+/// ```swift
+/// let scan = try CoreScan.take(of: pid, secrets: ["token": tokenBytes], in: scratchFolder)
+/// #expect(scan.found.isEmpty)
+/// ```
+public struct CoreScan: Sendable {
     /// Fragments found in the process's memory, and as residue, by secret.
-    var inMemory: [String: Int] = [:]
-    var residue: [String: Int] = [:]
+    public var inMemory: [String: Int] = [:]
+    public var residue: [String: Int] = [:]
 
     /// The secrets with at least one fragment in memory.
-    var found: Set<String> { Set(inMemory.filter { $0.value > 0 }.keys) }
+    public var found: Set<String> { Set(inMemory.filter { $0.value > 0 }.keys) }
+
+    /// Why no scan could be made (gdb missing, no core).
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// A tool of the system (`gcore`, `gdb`), or a failure naming it.
+    public static func tool(_ name: String) throws(Failure) -> String {
+        let path = ["/usr/bin/\(name)", "/bin/\(name)", "/usr/sbin/\(name)"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+        guard let path else { throw Failure(description: "\(name) is not installed: run scripts/install-system-deps") }
+        return path
+    }
 
     /// Takes the core of `pid` into `folder` and searches it for every secret (a 16-byte slice
     /// from its middle); deletes the core.
-    static func take(of pid: Int32, secrets: [String: [UInt8]], in folder: String) throws -> CoreScan {
-        let gcore = try FileStoreProcesses.tool("gcore")
+    public static func take(of pid: Int32, secrets: [String: [UInt8]], in folder: String) throws -> CoreScan {
+        let gcore = try tool("gcore")
         let prefix = "\(folder)/core"
         let dump = try ChildProcess.run(gcore, ["-o", prefix, "\(pid)"], timeout: .seconds(120))
         let file = "\(prefix).\(pid)"
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let core = try #require(try? Data(contentsOf: URL(fileURLWithPath: file), options: .alwaysMapped), "gcore: \(dump)")
+        guard let core = try? Data(contentsOf: URL(fileURLWithPath: file), options: .alwaysMapped) else {
+            throw Failure(description: "gcore made no core: \(dump)")
+        }
         let layout = try Layout(core: file)
         var scan = CoreScan()
         core.withUnsafeBytes { memory in
@@ -42,7 +61,7 @@ struct CoreScan {
         return scan
     }
 
-    static func positions(of needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> [Int] {
+    public static func positions(of needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> [Int] {
         guard let first = needle.first, haystack.count >= needle.count, let base = haystack.baseAddress else { return [] }
         var found: [Int] = []
         var offset = 0
@@ -69,7 +88,7 @@ struct CoreScan {
         private let stackPointers: [UInt64]
 
         init(core: String) throws {
-            let gdb = try FileStoreProcesses.tool("gdb")
+            let gdb = try CoreScan.tool("gdb")
             let output = try ChildProcess.run(
                 gdb, ["-batch", "-ex", "maint info sections", "-ex", "thread apply all print/x $sp", "-c", core],
                 timeout: .seconds(120))
@@ -92,7 +111,9 @@ struct CoreScan {
                     pointers.append(pointer)
                 }
             }
-            try #require(!sections.isEmpty && !pointers.isEmpty, "gdb could not read the core: \(output.stderr.suffix(300))")
+            guard !sections.isEmpty, !pointers.isEmpty else {
+                throw Failure(description: "gdb could not read the core: \(output.stderr.suffix(300))")
+            }
             self.sections = sections
             stackPointers = pointers
         }
