@@ -43,7 +43,9 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     }
 
     /// A generation holding a copy of `bytes`, a stored blob, once it is validated as hostile
-    /// input: size limit first, then ``BinaryPropertyListReader``'s rules.
+    /// input: size limit first, then ``BinaryPropertyListReader``'s rules. `bytes` are
+    /// validated where they are (the caller's buffer, which it wipes), so a hostile blob's
+    /// claims size nothing; the region is allocated for a valid one only.
     ///
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)``, ``SecureDictionaryError/corrupt(reason:)``,
     ///   ``SecureDictionaryError/unsupportedFormatVersion(_:)``.
@@ -52,14 +54,11 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     {
         do throws(BinaryPropertyListError) {
             guard bytes.count <= limits.maximumSize else { throw .tooLarge(size: bytes.count, limit: limits.maximumSize) }
-            let source = try BlobView(bytes)
-            let root = try source.objectOffset(source.topObject)
-            let (count, _) = try source.countAndStart(marker: source.byte(at: root), offset: root, unitSize: 1)
-            let region = SecureRegion(byteCount: Self.regionSize(blob: bytes.count, entries: count), logger: logger)
-            region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-            let view = try BlobView(region.bytes(0..<bytes.count))
-            var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
+            var reader = BinaryPropertyListReader(try BlobView(bytes), maximumDepth: limits.maximumDepth)
             let validated = try reader.validateRoot()
+            let region = SecureRegion(byteCount: Self.regionSize(blob: bytes.count, entries: validated.count), logger: logger)
+            region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
             let order = validated.keysAscend ? nil : try view.keyOrder(count: validated.count, references: validated.references)
             try self.init(
                 region: region, view: view, size: bytes.count, root: validated, order: order, census: reader.census, hash: nil)
