@@ -137,7 +137,7 @@ public final class SecureDictionary: Sendable {
     /// A copy of every entry, made for you from memory: a `[String: Value]`, read with
     /// `snapshot["k"]?.stringValue` and the like. Two stored keys that differ in their Unicode
     /// scalars but are canonically equivalent (`é` as U+00E9 and as `e` + U+0301) are one key
-    /// to a Swift dictionary: the snapshot holds one of them (``subscript(_:)-(String)`` reads each).
+    /// to a Swift dictionary: the snapshot holds one of them (the subscript reads each by its scalars).
     public var snapshot: [String: Value] { state.loadedGeneration.dictionary() }
 
     // MARK: Writing
