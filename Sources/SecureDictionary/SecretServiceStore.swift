@@ -17,7 +17,9 @@ package import Logging
 /// - a lookup that finds nothing is "no such item" only if the collection is unlocked;
 /// - writers of one item queue for a lock on the D-Bus session bus, in every process that
 ///   reaches this keyring, and changes are watched through the service's own signals.
-public final class SecretServiceStore: KeyringStore, CoordinatedStore, InteractivelyUnlockingStore, ForeignItemStore {
+public final class SecretServiceStore: KeyringStore, CoordinatedStore, InteractivelyUnlockingStore, ForeignItemStore,
+    SecretBytesStore
+{
     /// The store every ``SecureDictionary`` uses unless its options name another.
     public static let shared = SecretServiceStore()
 
@@ -43,6 +45,14 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
         try Self.explainingSandbox { () throws(SecureDictionaryError) in
             try client.store(SecretBytes.copying(secret), for: item, timeout: timeout)
         }
+    }
+
+    package func loadSecret(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.load(item, timeout: timeout) }
+    }
+
+    package func storeSecret(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.store(secret, for: item, timeout: timeout) }
     }
 
     public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {

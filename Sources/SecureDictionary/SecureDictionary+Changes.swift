@@ -77,27 +77,6 @@ extension SecureDictionary {
     }
 }
 
-extension SecureDictionary.Change {
-    /// The per-key differences from `old` to `new`, sorted by key.
-    static func differences(
-        from old: [String: PropertyListValue], to new: [String: PropertyListValue]
-    ) -> [SecureDictionary.Change] {
-        var changes: [SecureDictionary.Change] = []
-        for (key, value) in new {
-            switch old[key] {
-            case nil: changes.append(.init(key: key, kind: .inserted, oldValue: nil, newValue: value))
-            case let previous? where !previous.isStoredIdentically(to: value):
-                changes.append(.init(key: key, kind: .updated, oldValue: previous, newValue: value))
-            default: break
-            }
-        }
-        for (key, value) in old where new[key] == nil {
-            changes.append(.init(key: key, kind: .removed, oldValue: value, newValue: nil))
-        }
-        return changes.sorted { $0.key < $1.key }
-    }
-}
-
 extension PropertyListValue {
     /// Whether `other` is stored as the same bytes, which is what a change event reports:
     /// reals and dates by their bits (a NaN is its own value, `-0.0` is not `0.0`), strings and

@@ -14,28 +14,58 @@ extension SecureDictionary {
     /// Reading a plain value gives `nil` for a missing entry and for one of another type (use
     /// ``value(forKey:as:)`` to tell them apart); a typed key gives its default then. Setting a
     /// value whose stored form cannot be made (a `Codable` type that fails to encode) stops the
-    /// program: use the throwing ``set(_:forKey:)`` for such types. `dictionary` is the plain
-    /// `[String: Value]` underneath.
+    /// program: use the throwing ``set(_:forKey:)`` for such types.
+    ///
+    /// Inside `update { }` the stored entries stay in the library's wiped memory: what you
+    /// read is a copy made for you, what you set is kept apart until it is written. Keys match
+    /// by their Unicode scalars, as stored (`é` as U+00E9 and as `e` + U+0301 are two keys).
+    /// ``dictionary`` is a plain `[String: Value]` copy of every entry; setting it replaces them.
     public struct Entries: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
-        /// Every entry.
-        public var dictionary: [String: Value]
+        /// The stored generation these entries start from; `nil` for entries you made.
+        let stored: Generation?
+        /// The changes made to it.
+        private(set) var overlay = Overlay()
 
-        public init(_ dictionary: [String: Value] = [:]) { self.dictionary = dictionary }
+        init(stored: Generation) { self.stored = stored }
+
+        public init(_ dictionary: [String: Value] = [:]) {
+            stored = nil
+            for (key, value) in dictionary { overlay.set(key, to: value) }
+        }
 
         public init(dictionaryLiteral elements: (String, Value)...) {
-            dictionary = Dictionary(elements, uniquingKeysWith: { _, last in last })
+            stored = nil
+            for (key, value) in elements { overlay.set(key, to: value) }
+        }
+
+        /// Every entry, as a dictionary made for you; setting it replaces every entry. Keys
+        /// canonically equivalent but of other scalars are one key to a Swift dictionary: the
+        /// copy holds one of them.
+        public var dictionary: [String: Value] {
+            get {
+                var entries = storedEntries?.dictionary() ?? [:]
+                for (key, edit) in overlay.edits { entries[key.text] = edit.value }
+                return entries
+            }
+            set {
+                overlay.removeAll()
+                for (key, value) in newValue { overlay.set(key, to: value) }
+            }
         }
 
         public subscript(key: String) -> Value? {
-            get { dictionary[key] }
-            set { dictionary[key] = newValue }
+            get {
+                if let edit = overlay.edit(of: key) { return edit.value }
+                return storedEntries?.value(forKey: key)
+            }
+            set { overlay.set(key, to: newValue) }
         }
 
         public subscript<V: PropertyListConvertible>(key: String) -> V? {
-            get { dictionary[key].flatMap { try? V(propertyListValue: $0) } }
+            get { self[key].flatMap { try? V(propertyListValue: $0) } }
             set {
                 do throws(SecureDictionaryError) {
-                    dictionary[key] = try SecureDictionary.storedForm(of: newValue)
+                    self[key] = try SecureDictionary.storedForm(of: newValue)
                 } catch {
                     preconditionFailure("SecureDictionary: a value cannot be stored (\(error)); use try entries.set(_:forKey:)")
                 }
@@ -44,11 +74,14 @@ extension SecureDictionary {
 
         /// The entry for `key`, or its default when it is missing or of another type; setting
         /// it to `nil` (for an optional key) removes the entry.
-        public subscript<V>(key: Key<V>) -> V {
-            get { dictionary[key] }
+        public subscript<V>(key: SecureDictionary.Key<V>) -> V {
+            get {
+                guard let stored = self[key.name], let value = try? V(propertyListValue: stored) else { return key.defaultValue }
+                return value
+            }
             set {
                 do throws(SecureDictionaryError) {
-                    try dictionary.set(newValue, for: key)
+                    try set(newValue, for: key)
                 } catch {
                     preconditionFailure("SecureDictionary: a value cannot be stored (\(error)); use try entries.set(_:for:)")
                 }
@@ -60,46 +93,77 @@ extension SecureDictionary {
         /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when a `Codable` value
         ///   cannot be encoded.
         public mutating func set<V: PropertyListConvertible>(_ value: V?, forKey key: String) throws(SecureDictionaryError) {
-            dictionary[key] = try SecureDictionary.storedForm(of: value)
+            self[key] = try SecureDictionary.storedForm(of: value)
         }
 
         /// Sets the entry for a typed key; `nil` (for an optional key) removes it.
         ///
         /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when a `Codable` value
         ///   cannot be encoded.
-        public mutating func set<V>(_ value: V, for key: Key<V>) throws(SecureDictionaryError) {
-            try dictionary.set(value, for: key)
+        public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
+            if let optional = value as? any OptionalProtocol, optional.isNone {
+                self[key.name] = nil
+            } else {
+                self[key.name] = try value.propertyListValue()
+            }
         }
 
         /// The entry for `key` as a `V`; `nil` when there is none.
         ///
         /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when it holds another type.
         public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) throws(SecureDictionaryError) -> V? {
-            guard let stored = dictionary[key] else { return nil }
+            guard let stored = self[key] else { return nil }
             return try V(propertyListValue: stored)
         }
 
         @discardableResult
-        public mutating func removeValue(forKey key: String) -> Value? { dictionary.removeValue(forKey: key) }
+        public mutating func removeValue(forKey key: String) -> Value? {
+            defer { self[key] = nil }
+            return self[key]
+        }
 
-        public mutating func removeAll() { dictionary.removeAll() }
+        public mutating func removeAll() { overlay.removeAll() }
 
-        public var keys: Dictionary<String, Value>.Keys { dictionary.keys }
-        public var count: Int { dictionary.count }
-        public var isEmpty: Bool { dictionary.isEmpty }
+        /// The keys, in no particular order.
+        public var keys: [String] {
+            var keys = storedEntries?.keys.filter { overlay.edit(of: $0) == nil } ?? []
+            for (key, edit) in overlay.edits where edit.value != nil { keys.append(key.text) }
+            return keys
+        }
+
+        public var count: Int {
+            var count = storedEntries?.count ?? 0
+            for (key, edit) in overlay.edits {
+                switch (storedEntries?.contains(key.text) ?? false, edit) {
+                case (true, .removed): count -= 1
+                case (false, .value): count += 1
+                default: break
+                }
+            }
+            return count
+        }
+
+        public var isEmpty: Bool { count == 0 }
 
         public func makeIterator() -> Dictionary<String, Value>.Iterator { dictionary.makeIterator() }
 
-        /// Runs `body` on `dictionary` as entries. The storage moves in and back out (also when
-        /// `body` throws), so no copy is made.
-        static func editing<R, E: Error>(_ dictionary: inout [String: Value], _ body: (inout Entries) throws(E) -> R) throws(E)
-            -> R
-        {
-            var entries = Entries(dictionary)
-            dictionary = [:]
-            defer { dictionary = entries.dictionary }
-            return try body(&entries)
+        public static func == (left: Entries, right: Entries) -> Bool { left.dictionary == right.dictionary }
+
+        public func hash(into hasher: inout Hasher) { hasher.combine(dictionary) }
+
+        /// Whether `key` holds a value stored identically to `value` (`nil`: no such entry),
+        /// compared where the value is: in the overlay, or in place in the stored generation.
+        func holds(_ key: String, identicalTo value: Value?) -> Bool {
+            if let edit = overlay.edit(of: key) {
+                guard let mine = edit.value, let value else { return edit.value == nil && value == nil }
+                return mine.isStoredIdentically(to: value)
+            }
+            guard let storedEntries else { return value == nil }
+            return storedEntries.holds(key, identicalTo: value)
         }
+
+        /// The stored generation, unless the changes dropped its entries.
+        private var storedEntries: Generation? { overlay.dropsStored ? nil : stored }
     }
 }
 

@@ -66,7 +66,7 @@ extension SecureDictionary {
     /// - Precondition: the dictionary is loaded (the read rule).
     public subscript<Value>(key: Key<Value>) -> Value {
         get {
-            guard let stored = loadedEntries()[key.name] else { return key.defaultValue }
+            guard let stored = loadedValue(forKey: key.name) else { return key.defaultValue }
             do throws(SecureDictionaryError) {
                 return try Value(propertyListValue: stored)
             } catch {

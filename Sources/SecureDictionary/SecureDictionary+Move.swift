@@ -66,8 +66,13 @@ extension SecureDictionary {
         defer { destinationLock?.release() }
         var copied = false
         for _ in 0..<3 {
-            var entries = try BinaryPropertyList.entries(of: bytes, limits: PropertyListLimits(maximumSize: bytes.count))
-            Wipe.entries(&entries)
+            // Validated as hostile input; no value is made of it.
+            let validated: Result<Void, BinaryPropertyListError> = bytes.withUnsafeBytes { blob in
+                Result { () throws(BinaryPropertyListError) in
+                    try BinaryPropertyList.validate(blob, limits: PropertyListLimits(maximumSize: blob.count))
+                }
+            }
+            if case .failure(let error) = validated { throw SecureDictionaryError(error) }
             // Taken once the source decodes: a damaged source touches nothing of the destination.
             if destinationLock == nil, let lock = (destination as? any CoordinatedStore)?.writerLock(for: item, logger: logger),
                 try lock.acquire(until: deadline)

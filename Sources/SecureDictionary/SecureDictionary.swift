@@ -95,7 +95,7 @@ public final class SecureDictionary: Sendable {
     /// (without key or value) and ``Options/failureHandler`` is called. Prefer
     /// ``setValue(_:forKey:)-(SecureDictionary.Value?,_)`` wherever you can handle the error.
     public subscript(key: String) -> Value? {
-        get { loadedEntries()[key] }
+        get { loadedValue(forKey: key) }
         set {
             do throws(SecureDictionaryError) {
                 try setValue(newValue, forKey: key)
@@ -115,28 +115,30 @@ public final class SecureDictionary: Sendable {
     /// - Throws: the load's error, when a load was needed and failed: never `nil` for "could
     ///   not tell".
     public func value(forKey key: String) throws(SecureDictionaryError) -> Value? {
-        try state.entries(options.context)[key]
+        try state.generation(options.context).value(forKey: key)
     }
 
     /// Every entry, loading first when needed (as ``value(forKey:)``).
     ///
     /// - Throws: the load's error, when a load was needed and failed.
     public func entries() throws(SecureDictionaryError) -> [String: Value] {
-        try state.entries(options.context)
+        try state.generation(options.context).dictionary()
     }
 
     /// All keys, in no particular order, from memory.
-    public var keys: [String] { Array(loadedEntries().keys) }
+    public var keys: [String] { state.loadedGeneration.keys }
 
     /// The number of entries, from memory.
-    public var count: Int { loadedEntries().count }
+    public var count: Int { state.loadedGeneration.count }
 
     /// Whether there are no entries, from memory.
-    public var isEmpty: Bool { loadedEntries().isEmpty }
+    public var isEmpty: Bool { state.loadedGeneration.count == 0 }
 
-    /// An immutable copy of every entry, from memory: a `[String: Value]`, read with
-    /// `snapshot["k"]?.stringValue` and the like.
-    public var snapshot: [String: Value] { loadedEntries() }
+    /// A copy of every entry, made for you from memory: a `[String: Value]`, read with
+    /// `snapshot["k"]?.stringValue` and the like. Two stored keys that differ in their Unicode
+    /// scalars but are canonically equivalent (`é` as U+00E9 and as `e` + U+0301) are one key
+    /// to a Swift dictionary: the snapshot holds one of them (the subscript reads each by its scalars).
+    public var snapshot: [String: Value] { state.loadedGeneration.dictionary() }
 
     // MARK: Writing
 
@@ -146,13 +148,13 @@ public final class SecureDictionary: Sendable {
     ///   result would exceed ``Options/maximumSize``; ``SecureDictionaryError/locked``,
     ///   ``SecureDictionaryError/timedOut``… The cache changes only if the write succeeded.
     public func setValue(_ value: Value?, forKey key: String) throws(SecureDictionaryError) {
-        try mutate(edit: KeyEdit(key: key, value: value)) { $0[key] = value }
+        try mutate { $0[key] = value }
     }
 
     /// Removes `key` with one keyring write and returns its old value.
     @discardableResult
     public func removeValue(forKey key: String) throws(SecureDictionaryError) -> Value? {
-        try mutate(edit: KeyEdit(key: key, value: nil)) { $0.removeValue(forKey: key) }
+        try mutate { $0.removeValue(forKey: key) }
     }
 
     /// Removes every entry with one keyring write (the item stays, holding an empty dictionary).
@@ -179,9 +181,7 @@ public final class SecureDictionary: Sendable {
     @discardableResult
     public func update<R>(_ body: (inout Entries) throws -> R) throws -> R {
         do {
-            return try state.mutate(options.context) { (dictionary: inout [String: Value]) throws -> R in
-                try Entries.editing(&dictionary, body)
-            }
+            return try state.mutate(options.context) { (entries: inout Entries) throws -> R in try body(&entries) }
         } catch {
             switch error {
             case .store(let failure): throw failure
@@ -206,7 +206,7 @@ public final class SecureDictionary: Sendable {
     /// - Throws: ``SecureDictionaryError``, as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
     @discardableResult
     public func update<R>(_ body: (inout Entries) -> R) throws(SecureDictionaryError) -> R {
-        try mutate { dictionary in Entries.editing(&dictionary, body) }
+        try mutate(body)
     }
 
     /// Applies `body` with one keyring write only if the entries named in `expected` still
@@ -225,7 +225,9 @@ public final class SecureDictionary: Sendable {
     /// ```
     ///
     /// The comparison is made under the item's locks against the stored item itself, as every
-    /// write is, so another process's change in between is seen whoever made it. To keep two
+    /// write is, so another process's change in between is seen whoever made it. It is made
+    /// in place, as a change event tells values apart: strings by their Unicode scalars, reals
+    /// and dates by their bits, integer, real and bool apart (so a NaN matches itself). To keep two
     /// processes from spending one single-use token at all, claim it first with the same call
     /// (see the `token-cache` example).
     ///
@@ -236,7 +238,7 @@ public final class SecureDictionary: Sendable {
         struct Changed: Error {}
         do {
             try update { entries in
-                for (key, value) in expected where entries[key] != value { throw Changed() }
+                for (key, value) in expected where !entries.holds(key, identicalTo: value) { throw Changed() }
                 try body(&entries)
             }
             return true
@@ -245,7 +247,7 @@ public final class SecureDictionary: Sendable {
         }
     }
 
-    /// Loads the item again, replacing the cache (decoding only when the stored item changed).
+    /// Loads the item again, replacing the cache (validated only when the stored item changed).
     ///
     /// - Throws: as ``init(name:applicationID:options:)``; the cache is unchanged then.
     public func reload() throws(SecureDictionaryError) {
@@ -254,10 +256,9 @@ public final class SecureDictionary: Sendable {
 
     // MARK: Helpers
 
-    /// `edit`: `body` makes exactly this one-key change (see `ItemState.mutate`).
-    private func mutate<R>(edit: KeyEdit? = nil, _ body: (inout [String: Value]) -> R) throws(SecureDictionaryError) -> R {
+    private func mutate<R>(_ body: (inout Entries) -> R) throws(SecureDictionaryError) -> R {
         do {
-            return try state.mutate(options.context, edit: edit, body)
+            return try state.mutate(options.context, body)
         } catch {
             switch error {
             case .store(let failure): throw failure
@@ -265,8 +266,9 @@ public final class SecureDictionary: Sendable {
         }
     }
 
-    /// The entries for a non-throwing read: memory, never a load (the read rule).
-    func loadedEntries() -> [String: Value] { state.loadedEntries }
+    /// The caller's copy of the value of `key` for a non-throwing read: memory, never a load
+    /// (the read rule).
+    func loadedValue(forKey key: String) -> Value? { state.loadedGeneration.value(forKey: key) }
 
     func report(_ error: SecureDictionaryError, during operation: String) {
         options.logger.error("\(operation) failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
@@ -284,13 +286,13 @@ extension SecureDictionary: Sequence {
 extension SecureDictionary: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The item name and the entry count: never keys or values.
     public var description: String {
-        let count = state.cachedEntries.map { "\($0.count) entries" } ?? "unloaded"
+        let count = state.cachedGeneration.map { "\($0.count) entries" } ?? "unloaded"
         return "SecureDictionary(\(item.name), \(count))"
     }
 
     public var debugDescription: String { description }
 
     public var customMirror: Mirror {
-        Mirror(self, children: ["item": item.name, "count": state.cachedEntries?.count as Any], displayStyle: .class)
+        Mirror(self, children: ["item": item.name, "count": state.cachedGeneration?.count as Any], displayStyle: .class)
     }
 }

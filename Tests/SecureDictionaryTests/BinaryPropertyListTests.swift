@@ -327,9 +327,21 @@ struct BinaryPropertyListHostileTests {
         expectCorrupt(HandMadeBlob.make([[0xD1, 0x00, 0x01], [0x51, 0x76]]))  // itself as key
         expectCorrupt(HandMadeBlob.make([[0xD2, 0x01, 0x01, 0x02, 0x02], [0x51, 0x6B], [0x09]]))  // shared key
         expectCorrupt(HandMadeBlob.make([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x51, 0x6B], [0x51, 0x6B], [0x09]]))
-        // "é" and "e\u{301}": distinct bytes, but one key to a Swift dictionary.
-        expectCorrupt(
-            HandMadeBlob.make([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x61, 0x00, 0xE9], [0x62, 0x00, 0x65, 0x03, 0x01], [0x09]]))
+        // The same scalars written two ways (UTF-16 "k" and ASCII "k") are one key too.
+        expectCorrupt(HandMadeBlob.make([[0xD2, 0x01, 0x02, 0x03, 0x03], [0x61, 0x00, 0x6B], [0x51, 0x6B], [0x09]]))
+    }
+
+    @Test("\"é\" and \"e\\u{301}\": other scalars, so two keys (which a Swift dictionary holds as one)")
+    func canonicallyEquivalentKeysAreTwoKeys() throws {
+        let blob = HandMadeBlob.make([
+            [0xD2, 0x01, 0x02, 0x03, 0x04], [0x61, 0x00, 0xE9], [0x62, 0x00, 0x65, 0x03, 0x01], [0x08], [0x09],
+        ])
+        let entries = try BinaryPropertyList.decode(blob, limits: .default)
+        #expect(entries.count == 1)  // the caller's Swift dictionary: one of them
+        let generation = try blob.withUnsafeBytes { try Generation(copying: $0, limits: .default) }
+        #expect(generation.count == 2)
+        #expect(generation.value(forKey: "\u{E9}") == .bool(false))
+        #expect(generation.value(forKey: "e\u{301}") == .bool(true))
     }
 
     @Test("a dictionary that claims more entries than it holds is corrupt, however large its claim")

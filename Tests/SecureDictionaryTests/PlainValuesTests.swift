@@ -1,4 +1,5 @@
 import Foundation
+import SecureDictionaryTestSupport
 import Testing
 
 @testable import SecureDictionary
@@ -204,12 +205,37 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         21230000000000000101000000000000000500000000000000000000000000000025
         """)
 
-    @Test func canonicallyEqualKeysAreAnErrorNamingTheirPositions() {
+    /// Issue 37: keys match by their Unicode scalars, as Python, the Secret Service and the
+    /// stored plist tell them apart, so the dictionary Python wrote opens with both keys, each
+    /// read by its own scalars, and a write keeps both. (Before, Swift's canonical equivalence
+    /// made them one key, and the item did not open.)
+    @Test func canonicallyEqualKeysFromPythonAreTwoKeys() throws {
+        let store = InMemoryKeyringStore()
+        let item = try KeyringItem(dictionaryName: "cafe", applicationID: "test.keys.\(UUID().uuidString)")
+        store.plant(Self.pythonCanonicallyEqualKeys, for: item)
+        let settings = try SecureDictionary(name: "cafe", applicationID: item.applicationID, options: .init(store: store))
+        #expect(settings.count == 2)
+        #expect(settings["caf\u{E9}"] == .integer(1))
+        #expect(settings["cafe\u{301}"] == .integer(2))
+        #expect(Set(settings.keys.map { Array($0.unicodeScalars) }).count == 2)
+        #expect(settings.snapshot.count == 1)  // a Swift dictionary holds one of them
+        try settings.setValue(3, forKey: "other")
+        let stored = try #require(store.storedBytes(of: item))
+        let written = try stored.withUnsafeBytes { try Generation(copying: $0, limits: .default) }
+        #expect(written.count == 3)
+        #expect(written.value(forKey: "cafe\u{301}") == .integer(2))
+    }
+
+    @Test func keysWithTheSameScalarsTwiceAreAnErrorNamingTheirPositions() {
+        // {"k": 1, "k": 2}: the same key twice (two string objects).
+        let blob = HandMadeBlob.make([
+            [0xD2, 0x01, 0x02, 0x03, 0x04], [0x51, 0x6B], [0x51, 0x6B], [0x10, 0x01], [0x10, 0x02],
+        ])
         #expect {
-            try BinaryPropertyList.decode(Self.pythonCanonicallyEqualKeys, limits: .default)
+            try BinaryPropertyList.decode(blob, limits: .default)
         } throws: { error in
             guard case BinaryPropertyListError.corrupt(let reason) = error else { return false }
-            return reason.contains("entries 1 and 2") && !reason.contains("caf")  // positions, never the text
+            return reason.contains("entries 1 and 2") && !reason.contains("\"k\"")  // positions, never the text
         }
     }
 

@@ -145,8 +145,9 @@ final class Benchmark {
             TargetRow(
                 id: "cached-read", operation: "cached read dict[\"k\"], 1,000 entries", unit: .seconds,
                 library: library.scaled(by: perRead), baselineName: "Mutex<[String: Value]> lookup",
-                baseline: baseline.scaled(by: perRead), kind: .atMost, target: 2,
-                note: "per read; each sample times \(keys.count) reads of random keys"))
+                baseline: baseline.scaled(by: perRead), kind: .atMost, target: 3,
+                note: "per read; each sample times \(keys.count) reads of random keys; the library builds the "
+                    + "caller's copy from its wiped memory (issue 37: at most 3×)"))
         try cleanUp(name)
     }
 

@@ -55,6 +55,9 @@ struct WorkerLauncher {
 ///     __worker memory library|raw NAME
 ///         writes a ~1 MiB dictionary (library) or the same blob (raw libsecret) and prints
 ///         "memory <idle RSS> <peak above idle> <blob bytes>", in bytes.
+///     __worker resident library|swift
+///         opens the 100 dictionaries of `memory-open-100`, or decodes their entries into
+///         `[String: Value]`s, and prints "resident <idle RSS> <RSS above idle> <VmLck>".
 enum Worker {
     static func contendedKey(_ index: Int) -> String { "worker-\(index)" }
 
@@ -76,6 +79,8 @@ enum Worker {
             try cold(mode: arguments[1], name: arguments[2])
         case "memory" where arguments.count == 3:
             try memory(mode: arguments[1], name: arguments[2])
+        case "resident" where arguments.count == 2:
+            try resident(mode: arguments[1])
         default:
             throw BenchmarkError("unknown worker command \(arguments)")
         }
@@ -232,6 +237,7 @@ enum Worker {
 enum ProcessMemory {
     static func residentBytes() throws -> Int { try field("VmRSS:") }
     static func peakBytes() throws -> Int { try field("VmHWM:") }
+    static func lockedBytes() throws -> Int { try field("VmLck:") }
 
     /// Sets the peak (VmHWM) to the current resident size (Linux ≥ 4.0: "5" > clear_refs).
     static func resetPeak() throws {

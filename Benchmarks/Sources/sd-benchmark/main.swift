@@ -24,7 +24,8 @@ let usage = """
       --chart FILE   draw the growth series as an SVG chart
       --only IDS     comma-separated scenarios: cached-read, mutation-10, mutation-1000,
                      mutation-10000, mutation-idle, init-1000, init-cold, update-100,
-                     read-100, contention, memory, cli, growth, stages
+                     update-1000, read-100, contention, memory, memory-open, cli, growth,
+                     stages
       --allow-any-keyring
                      run against whatever Secret Service the session has (default: refuse
                      unless inside scripts/with-private-keyring; the benchmark writes and
@@ -59,9 +60,11 @@ let scenarios: [(id: String, run: @Sendable (Benchmark, WorkerLauncher) throws -
     ("init-1000", { benchmark, _ in try benchmark.initialLoad() }),
     ("init-cold", { benchmark, worker in try benchmark.coldInit(worker: worker) }),
     ("update-100", { benchmark, _ in try benchmark.batchedUpdate() }),
+    ("update-1000", { benchmark, _ in try benchmark.updateTenOfThousand() }),
     ("read-100", { benchmark, _ in try benchmark.readManyKeys() }),
     ("contention", { benchmark, worker in try benchmark.contention(worker: worker) }),
     ("memory", { benchmark, worker in try benchmark.peakMemory(worker: worker) }),
+    ("memory-open", { benchmark, worker in try benchmark.residentMemory(worker: worker) }),
     ("cli", { benchmark, _ in try benchmark.commandLine() }),
     ("growth", { benchmark, _ in try benchmark.growth() }),
     ("stages", { benchmark, _ in try benchmark.stages() }),

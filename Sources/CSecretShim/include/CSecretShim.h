@@ -6,9 +6,9 @@
    the signal watcher). The rule the code follows: no decision is made here that Swift could
    make; a function sends, waits and converts, and the Swift caller decides. One file per
    concern: service.c (the connection and its prompts), calls.c (calls and values),
-   bus_name.c (the writer lock), watcher.c (signals), portal.c (the Secret portal), and
+   bus_name.c (the writer lock), watcher.c (signals), portal.c (the Secret portal),
    session_bus.c (the session bus connection they share, ready within each call's
-   deadline). */
+   deadline), and process.c (prctl). */
 #include "../../CLibSecret/shim.h"
 
 /* ---- service.c: the Secret Service connection ---------------------------------- */
@@ -182,5 +182,14 @@ void sd_watcher_stop(SdWatcher *watcher);
    G_IO_ERROR_NO_SPACE when more than capacity bytes came). */
 gboolean sd_portal_retrieve_secret(gint timeout_ms, guint8 *buffer, gsize capacity, gsize *length,
                                    guint32 *response, GError **error);
+
+/* ---- process.c: prctl, which Swift cannot call (it is variadic) ---- */
+
+/* prctl(PR_SET_DUMPABLE, dumpable): 0 keeps the process out of core dumps and out of reach
+   of ptrace by other processes of the user. Returns 0, or -1 with errno. */
+int sd_process_set_dumpable(int dumpable);
+
+/* prctl(PR_GET_DUMPABLE): 1 dumpable, 0 not, 2 readable by root only; -1 with errno. */
+int sd_process_dumpable(void);
 
 #endif

@@ -66,7 +66,7 @@ enum Adoption {
 
     /// Decides, against the dictionary's entries, what becomes of each item, and records it.
     static func plan(
-        _ found: inout [Found], against entries: [String: PropertyListValue], policy: SecureDictionary.AdoptionConflictPolicy,
+        _ found: inout [Found], against entries: SecureDictionary.Entries, policy: SecureDictionary.AdoptionConflictPolicy,
         into report: inout AdoptionReport
     ) {
         let byKey = Dictionary(grouping: found.indices.filter { found[$0].key != nil }) { found[$0].key! }
@@ -80,7 +80,7 @@ enum Adoption {
     }
 
     private static func decide(
-        _ one: Found, siblings: [Int], _ found: [Found], _ entries: [String: PropertyListValue],
+        _ one: Found, siblings: [Int], _ found: [Found], _ entries: SecureDictionary.Entries,
         _ policy: SecureDictionary.AdoptionConflictPolicy
     ) -> AdoptionReport.Outcome {
         guard let key = one.key else { return .conflict(reason: "the item has no key attribute, or an empty one") }
@@ -89,8 +89,9 @@ enum Adoption {
         guard values.count == siblings.count, values.allSatisfy({ $0.isStoredIdentically(to: value) }) else {
             return .conflict(reason: "several items have this key, with different values")
         }
-        guard let existing = entries[key] else { return .adopted }
-        if existing.isStoredIdentically(to: value) { return .alreadyAdopted }
+        // Compared in place: no copy of the dictionary's value is made.
+        if entries.holds(key, identicalTo: nil) { return .adopted }
+        if entries.holds(key, identicalTo: value) { return .alreadyAdopted }
         switch policy {
         case .takeItem: return .adopted
         case .stop, .keepDictionary: return .conflict(reason: "the dictionary holds another value under this key")
@@ -109,7 +110,7 @@ enum Adoption {
     ) throws(SecureDictionaryError) -> Bool {
         let rows = report.items.count
         do {
-            try dictionary.state.mutate(dictionary.options.context) { (entries: inout [String: PropertyListValue]) throws(Stop) in
+            try dictionary.state.mutate(dictionary.options.context) { (entries: inout SecureDictionary.Entries) throws(Stop) in
                 report.items.removeSubrange(rows...)
                 plan(&found, against: entries, policy: policy, into: &report)
                 if policy == .stop && !report.conflicts.isEmpty { throw Stop() }
@@ -126,10 +127,9 @@ enum Adoption {
 
     /// Reads the dictionary back from the keyring: every entry it must hold, as adopted.
     static func verify(_ found: [Found], in dictionary: SecureDictionary) throws(SecureDictionaryError) {
-        try dictionary.reload()
-        let stored = dictionary.snapshot
+        let stored = try dictionary.state.reload(dictionary.options.context)
         for one in found where one.held {
-            guard let key = one.key, let value = one.value, stored[key]?.isStoredIdentically(to: value) == true else {
+            guard let key = one.key, let value = one.value, stored.holds(key, identicalTo: value) else {
                 throw .writeNotVerified(restored: false)
             }
         }

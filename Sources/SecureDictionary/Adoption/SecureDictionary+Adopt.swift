@@ -69,7 +69,8 @@ extension SecureDictionary {
         let dictionary = try SecureDictionary(name: name, applicationID: applicationID, options: options)
         Adoption.step("read")
         if dryRun {
-            Adoption.plan(&found, against: try dictionary.entries(), policy: policy, into: &report)
+            Adoption.plan(
+                &found, against: .init(stored: try dictionary.state.generation(options.context)), policy: policy, into: &report)
             return report
         }
         guard try Adoption.write(&found, into: dictionary, policy: policy, report: &report) else {

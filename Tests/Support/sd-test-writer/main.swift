@@ -26,6 +26,8 @@
 //   sd-test-writer pound APP NAME THREADS      opens the dictionary, prints "ready", then on THREADS threads sets
 //                                              one key each back to back, printing "call <thread> ok|<case> <ms>"
 //                                              per call, until standard input ends
+//   sd-test-writer scan APP COUNT MODE         the process a core-dump scan looks at (MemoryScan.swift)
+//   sd-test-writer plant APP FILE...           each binary plist FILE becomes the dictionary named FILE's name
 //
 // SD_TEST_WRITER_STORE picks the store: the Secret Service by default; "portal":
 // SecretPortalStore.shared (the Secret portal's encrypted files); "credential": an
@@ -36,7 +38,8 @@
 // cached; default 900), scrypt N = 2^SD_TEST_WRITER_SCRYPT_LOG2N (default 17);
 // "automatic": AutomaticStore, with the file store SD_TEST_WRITER_FILE_STORE
 // ("credential" or "passphrase", as above; unset: none). SD_TEST_WRITER_TIMEOUT_MS sets the
-// timeout of set, get and move.
+// timeout of set, get and move. SD_TEST_WRITER_HARDEN=1: SecureDictionary.hardenProcess()
+// first, its result on standard error.
 import Foundation
 import SecureDictionary
 import SecureDictionaryFileStore
@@ -49,6 +52,9 @@ func fail(_ message: String) -> Never {
 }
 
 let environment = ProcessInfo.processInfo.environment
+if environment["SD_TEST_WRITER_HARDEN"] == "1" {
+    FileHandle.standardError.write(Data("hardened: \(SecureDictionary.hardenProcess())\n".utf8))
+}
 
 /// The encrypted-file store named `kind` ("credential" or "passphrase"), configured from the
 /// environment (`folder` replaces SD_TEST_WRITER_FOLDER).
@@ -286,6 +292,11 @@ do {
     case "pound" where arguments.count == 4:
         guard let threads = Int(arguments[3]), threads > 0 else { fail("bad thread count") }
         try pound(app: arguments[1], name: arguments[2], threads: threads)
+    case "scan" where arguments.count == 4:
+        guard let count = Int(arguments[2]) else { fail("bad count") }
+        try MemoryScan.run(app: arguments[1], count: count, mode: arguments[3], options: options(timeout: .seconds(20)))
+    case "plant" where arguments.count >= 3:
+        try MemoryScan.plant(app: arguments[1], files: Array(arguments.dropFirst(2)), options: options(timeout: .seconds(20)))
     case "hold" where arguments.count == 3:
         // Takes the item's writer lock and keeps it: prints "holding PID", then sleeps inside
         // update { } until killed. For the test that stops a lock holder.

@@ -6,210 +6,172 @@ import SecureDictionaryTestSupport
     import Glibc
 #endif
 
-/// Scenario 9: after the release of the last instance, no fragment of a
-/// secret is left in the memory of the process: a core taken with gdb's `gcore` is searched
-/// for a 16-byte slice from the middle of a 96-byte canary built at run time.
-/// Each dictionary writes its canary, is released and opened again (so both the write and
-/// the load path hold it), then is released. A positive control (the same run
-/// keeping the dictionaries loaded) must find the canaries, or the measurement is void.
-/// Each fragment is placed with ``CoreLayout``: the target is 0 in the process's memory;
-/// residue in dead stack frames and saved CPU registers is reported beside it.
+/// Scenario 9 (issue 37): no key or value the library keeps outlives its dictionary, and none
+/// reaches a core dump while it lives. Dictionaries holding canaries (a key with a string
+/// value, `Data`, strings nested in an array and a dictionary, a `Codable`-shaped dictionary),
+/// written by Python's `plistlib`, are planted over D-Bus by this process, so the worker holds
+/// a canary only through the library. The worker opens them; they are replaced (a second
+/// generation); it reloads, writes one key, and keeps them unread ("loaded"), releases the
+/// last instance ("released"), or copies every key and value out ("control", which must find
+/// every canary of the second generation, or the measurement is void). gdb's `gcore` takes
+/// its core; ``CoreScan`` counts 16-byte slices of both generations' canaries in the process's
+/// memory, residue in dead stack frames and saved registers apart. Also: `VmLck` while loaded
+/// and after release, and a run under `ulimit -l 64` without CAP_IPC_LOCK.
 enum MemoryHygiene {
-    static let canaryLength = 96
-    static let slice = 40..<56
-
-    struct Measurement {
-        var fragments: Int
-        var whole: Int
-        /// Whole canaries right after a bplist data-object header (0x4F 0x10 0x60): copies
-        /// that sit in an encoded blob, not in a `Data` of the cache.
-        var inBlob = 0
-        /// How many of the canaries have at least one fragment left.
-        var canariesFound = 0
-        /// Fragments in dead stack frames and in saved CPU registers; the rest are in memory.
-        var onStacks = 0, inRegisters = 0
-        var inMemory: Int { fragments - onStacks - inRegisters }
-        var error: String?
+    struct Run {
+        var opened: (before: Int, after: Int)
+        /// VmLck once the work is done (KiB).
+        var locked: Int
+        var core: CoreScan
+        var stderr: String
     }
 
     static func run(_ harness: Harness, _ report: Report) {
-        guard harness.hasKeyring(report, check: "memory hygiene", target: "0 fragments") else { return }
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gcore") else {
-            report.cannotRun("memory hygiene", target: "0 fragments", reason: "gdb's gcore is missing (apt-get install gdb)")
+        guard harness.hasKeyring(report, check: "memory hygiene", target: "0 canaries") else { return }
+        let count = harness.sizes.full ? 100 : 20
+        let target = "0 in memory (control finds every one)"
+        let runs: [String: Result<Run, any Error>] = Dictionary(
+            uniqueKeysWithValues: ["control", "loaded", "released"].map { mode in
+                (mode, Result { try measure(harness, mode: mode, count: count) })
+            })
+        guard case .success(let control)? = runs["control"] else {
+            report.cannotRun(
+                "keys and values in a core dump", target: target, reason: "control: \(runs["control"].map { "\($0)" } ?? "")")
             return
         }
-        // Data: many dictionaries in one process, one canary each, so that a copy left
-        // behind by a race in some of the writes shows up in one core.
-        let count = harness.sizes.full ? 400 : 100
-        for mode in ["data", "string"] {
-            let control = measure(harness, mode: mode, end: "control", count: count)
-            let controlText =
-                control.error.map { "control failed: \($0)" }
-                ?? "control found \(control.canariesFound) of \(count) (\(control.inBlob) copies in a blob)"
-            for end in ["deinit"] {
-                let label = "\(mode == "data" ? "Data" : "String") value, release of the last instance, \(count) dictionaries"
-                let result = measure(harness, mode: mode, end: end, count: count)
-                if let error = result.error ?? control.error {
-                    report.add(
-                        label, target: mode == "data" ? "0 fragments (control > 0)" : "tracked (control > 0)",
-                        measured: "could not measure", pass: false, note: error)
-                    continue
-                }
-                if control.fragments == 0 {
-                    report.add(
-                        label, target: "control finds the canary", measured: "control found 0: the measurement is void",
-                        pass: false)
-                    continue
-                }
-                let measured =
-                    "\(result.inMemory) fragments in memory (\(result.inBlob) inside an encoded blob); residue that "
-                    + "no library can wipe: \(result.onStacks) in dead stack frames, \(result.inRegisters) in saved CPU registers "
-                    + "(\(result.canariesFound) of \(count) canaries); \(controlText)"
-                if mode == "data" {
-                    report.add(
-                        label, target: "0 fragments in memory (control > 0)", measured: measured,
-                        pass: result.inMemory == 0,
-                        note: result.fragments == 0
-                            ? nil
-                            : "fragments left: \(result.inBlob) sit right after a bplist data header, i.e. in an encoded blob freed unwiped"
-                    )
-                } else {
-                    report.tracked("\(label): what Swift cannot wipe", measured: measured)
-                }
+        let expected = Set(CanarySet(generation: 2, count: count).secrets.keys)
+        let controlText = "control found \(control.core.found.intersection(expected).count) of \(expected.count)"
+        for (mode, label) in [
+            ("loaded", "loaded, reloaded and written, never read"), ("released", "after the release of the last instance"),
+        ] {
+            let check = "keys and values of \(count) dictionaries planted by plistlib, \(label) (gcore)"
+            switch runs[mode] {
+            case .success(let run)?:
+                let found = run.core.found
+                report.add(
+                    check, target: target,
+                    measured: "\(found.count) of \(run.core.inMemory.count) canaries in memory; residue no library can "
+                        + "wipe (dead stack frames, saved registers): \(run.core.residue.values.reduce(0, +)) fragments; \(controlText)",
+                    pass: found.isEmpty && control.core.found.isSuperset(of: expected),
+                    note: found.isEmpty ? nil : "found: \(found.sorted().prefix(6).joined(separator: ", "))")
+            case .failure(let error)?:
+                report.add(check, target: target, measured: "could not measure", pass: false, note: "\(error)")
+            case nil:
+                break
             }
+        }
+        if case .success(let released)? = runs["released"] {
+            report.add(
+                "VmLck of the worker: before opening, while \(count) dictionaries are loaded, after their release",
+                target: "rises, falls back",
+                measured: "\(released.opened.before) / \(released.opened.after) / \(released.locked) KiB",
+                pass: released.opened.after > released.opened.before && released.locked < released.opened.after)
+        }
+        limited(harness, report, count: count)
+    }
+
+    /// The worker under `ulimit -l 64` and no CAP_IPC_LOCK (root ignores the limit otherwise).
+    static func limited(_ harness: Harness, _ report: Report, count: Int) {
+        let check = "\(count) dictionaries under ulimit -l 64 (no CAP_IPC_LOCK)"
+        let target = "works, VmLck ≤ 64 KiB; the fallback logged once; 0 canaries in the core"
+        do {
+            let run = try measure(harness, mode: "loaded", count: count, memoryLockLimit: 64)
+            let warnings = run.stderr.components(separatedBy: "could not lock the memory holding secrets").count - 1
+            report.add(
+                check, target: target,
+                measured: "VmLck \(run.opened.after) KiB, \(warnings) warning(s), \(run.core.found.count) canaries in the core",
+                pass: run.opened.after <= 64 && warnings == 1 && run.core.found.isEmpty)
+        } catch {
+            report.add(check, target: target, measured: "could not measure", pass: false, note: "\(error)")
         }
     }
 
-    static func measure(_ harness: Harness, mode: String, end: String, count: Int) -> Measurement {
-        let canaryFile = harness.scratchFile("canary-\(mode)-\(end)")
-        let corePrefix = harness.scratchFile("core-\(mode)-\(end)")
-        defer { try? FileManager.default.removeItem(at: canaryFile) }
-        let worker: LiveProcess
-        do {
-            worker = try harness.liveWorker(["hygiene", mode, end, harness.appID("hygiene"), canaryFile.path, "\(count)"])
-        } catch {
-            return Measurement(fragments: 0, whole: 0, error: "cannot start the worker: \(error)")
-        }
-        guard let line = worker.readLine(timeout: .seconds(30)), line == "ready" else {
-            let result = worker.finish(timeout: .seconds(5))
-            return Measurement(
-                fragments: 0, whole: 0, error: "worker \(result.how): \(result.text.suffix(200)) \(result.stderr.suffix(300))")
-        }
-        let pid = worker.pid
-        let gcore = Subprocess.run("/usr/bin/gcore", ["-o", corePrefix.path, "\(pid)"], timeout: .seconds(120))
-        worker.send("done")
-        _ = worker.finish(timeout: .seconds(10))
-        let coreFile = URL(fileURLWithPath: "\(corePrefix.path).\(pid)")
-        defer { try? FileManager.default.removeItem(at: coreFile) }
-        guard let canaries = try? [UInt8](Data(contentsOf: canaryFile)), canaries.count == canaryLength * count else {
-            return Measurement(fragments: 0, whole: 0, error: "no canary file")
-        }
-        guard let core = try? Data(contentsOf: coreFile, options: .alwaysMapped) else {
-            return Measurement(fragments: 0, whole: 0, error: "gcore made no core: \(gcore.how) \(gcore.stderr.suffix(300))")
-        }
-        var measurement = Measurement(fragments: 0, whole: 0)
-        guard let layout = CoreLayout(core: coreFile) else {
-            return Measurement(fragments: 0, whole: 0, error: "gdb could not read the core's layout")
-        }
-        let header: [UInt8] = [mode == "data" ? 0x4F : 0x5F, 0x10, UInt8(canaryLength)]
-        core.withUnsafeBytes { memory in
-            for index in 0..<count {
-                let canary = Array(canaries[(index * canaryLength)..<((index + 1) * canaryLength)])
-                // One pass per canary for the slice; whole copies and blob headers are
-                // checked around each hit.
-                let hits = positions(of: Array(canary[slice]), in: memory)
-                measurement.fragments += hits.count
-                if !hits.isEmpty { measurement.canariesFound += 1 }
-                for hit in hits {
-                    switch layout.place(ofOffset: hit) {
-                    case .stack: measurement.onStacks += 1
-                    case .registers: measurement.inRegisters += 1
-                    case .memory: break
-                    }
-                    let start = hit - slice.lowerBound
-                    guard start >= 0, start + canaryLength <= memory.count,
-                        memcmp(memory.baseAddress! + start, canary, canaryLength) == 0
-                    else { continue }
-                    measurement.whole += 1
-                    if start >= 3, memcmp(memory.baseAddress! + start - 3, header, 3) == 0 { measurement.inBlob += 1 }
-                }
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    static func measure(_ harness: Harness, mode: String, count: Int, memoryLockLimit: Int? = nil) throws -> Run {
+        let app = harness.appID("hygiene")
+        let fixture = try harness.fixture()
+        let plant = { (canaries: CanarySet, tag: String) throws in
+            for file in try canaries.blobs(in: harness.scratchFile("hygiene-\(mode)-\(tag)").path) {
+                let item = try KeyringItem(dictionaryName: URL(fileURLWithPath: file).lastPathComponent, applicationID: app)
+                try fixture.plant([UInt8](try Data(contentsOf: URL(fileURLWithPath: file))), for: item)
             }
         }
-        return measurement
+        let first = CanarySet(generation: 1, count: count)
+        let second = CanarySet(generation: 2, count: count)
+        try plant(first, "first")
+        defer { for index in 0..<count { _ = try? SecureDictionary.delete(name: "scan-\(index)", applicationID: app) } }
+        var command = [harness.executable, "worker", "hygiene", app, "\(count)", mode]
+        if let memoryLockLimit {
+            command =
+                [
+                    "/usr/bin/setpriv", "--bounding-set=-ipc_lock", "--", "/bin/sh", "-c",
+                    "ulimit -l \(memoryLockLimit) && exec \"$0\" \"$@\"",
+                ] + command
+        }
+        let worker = try LiveProcess(command[0], Array(command.dropFirst()))
+        guard let opened = worker.readLine(timeout: .seconds(60))?.split(separator: " ").compactMap({ Int($0) }),
+            opened.count == 3
+        else {
+            throw Failure(description: "the worker did not open: \(worker.finish(timeout: .seconds(5)).stderr.suffix(300))")
+        }
+        try plant(second, "second")
+        worker.send("go")
+        guard let ready = worker.readLine(timeout: .seconds(120))?.split(separator: " ").compactMap({ Int($0) }), ready.count == 1
+        else {
+            throw Failure(description: "the worker did not finish: \(worker.finish(timeout: .seconds(5)).stderr.suffix(300))")
+        }
+        let core = try CoreScan.take(
+            of: worker.pid, secrets: first.secrets.merging(second.secrets) { $1 }, in: harness.scratch.path)
+        worker.send("done")
+        let result = worker.finish(timeout: .seconds(30))
+        guard result.succeeded else { throw Failure(description: "worker \(result.how): \(result.stderr.suffix(300))") }
+        return Run(opened: (opened[1], opened[2]), locked: ready[0], core: core, stderr: result.stderr)
     }
 }
 
 extension Worker {
-    /// `hygiene data|string forget|deinit|control APP CANARY_FILE`: builds a random canary,
-    /// writes it to CANARY_FILE for the runner, stores it as the only value of a dictionary in
-    /// the real keyring, drops its own copies, then forgets (or releases the last instance,
-    /// or keeps it loaded: the control), says "ready" and waits for the core to be taken.
+    /// `hygiene APP COUNT loaded|released|control`: the process scenario 9 scans, as
+    /// `sd-test-writer scan` is the tests'. Opens scan-0 … scan-(COUNT-1) of APP, prints
+    /// "opened PID VMLCK_BEFORE VMLCK_AFTER" (KiB) and waits for a line; reloads each and writes
+    /// one key that is no canary; keeps them unread, releases them, or copies every key and
+    /// value out; prints "ready VMLCK" and waits.
     static func hygiene(_ arguments: [String]) {
-        guard arguments.count == 5, let count = Int(arguments[4]) else { usage() }
-        let (mode, end, app, canaryPath) = (arguments[0], arguments[1], arguments[2], arguments[3])
-        var kept: [SecureDictionary] = []
-        let file = Glibc.open(canaryPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard arguments.count == 3, let count = Int(arguments[1]) else { usage() }
+        let (app, mode) = (arguments[0], arguments[2])
+        let options = SecureDictionary.Options(timeout: .seconds(20))
         do {
-            for index in 0..<count {
-                if let dictionary = try hygieneStore(mode: mode, end: end, app: app, name: "hygiene-\(index)", canaryFile: file) {
-                    kept.append(dictionary)
-                }
+            let before = lockedKilobytes()
+            var dictionaries = try (0..<count).map {
+                try SecureDictionary(name: "scan-\($0)", applicationID: app, options: options)
             }
+            print("opened \(getpid()) \(before) \(lockedKilobytes())")
+            fflush(nil)
+            _ = readLine()
+            for dictionary in dictionaries {
+                try dictionary.reload()
+                try dictionary.setValue("written", forKey: "zz-written")
+            }
+            var copies: [[String: SecureDictionary.Value]] = []
+            switch mode {
+            case "control": copies = dictionaries.map(\.snapshot)
+            case "released": dictionaries.removeAll()
+            default: break
+            }
+            print("ready \(lockedKilobytes())")
+            fflush(nil)
+            _ = readLine()
+            withExtendedLifetime((dictionaries, copies)) {}
         } catch {
             print("error \(caseName(error))")
             exit(1)
         }
-        close(file)
-        print("ready")
-        fflush(nil)
-        _ = readLine()
-        withExtendedLifetime(kept) {}
-        for index in 0..<count {
-            _ = try? SecureDictionary.delete(name: "hygiene-\(index)", applicationID: app, options: .init(collection: .session))
-        }
     }
 
-    /// Everything that touches one canary, in a frame of its own so that nothing of it
-    /// outlives the call but what the library holds.
-    @inline(never)
-    static func hygieneStore(mode: String, end: String, app: String, name: String, canaryFile: Int32) throws -> SecureDictionary?
-    {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-        var canary = [UInt8](repeating: 0, count: MemoryHygiene.canaryLength)
-        canary.withUnsafeMutableBytes { raw in
-            for index in raw.indices { raw[index] = alphabet[Int.random(in: 0..<alphabet.count)] }
-            _ = write(canaryFile, raw.baseAddress, raw.count)
-        }
-        // gnome-keyring's in-memory collection: the same library path, without rewriting the
-        // login keyring file hundreds of times.
-        let options = SecureDictionary.Options(collection: .session, store: SecretServiceStore.shared)
-        var dictionary: SecureDictionary? = try SecureDictionary(name: name, applicationID: app, options: options)
-        // 120 entries besides the canary, so that the canary passes through a dictionary of
-        // some size (once also through the encode-ahead of large dictionaries, since removed).
-        try dictionary!.update { entries in
-            for index in 0..<120 { entries["filler-\(index)"] = .integer(index) }
-        }
-        try dictionary!.setValue("not a secret", forKey: "other")
-        if mode == "data" {
-            var value = Data(canary)
-            try dictionary!.setValue(.data(value), forKey: "canary")
-            value = Data()
-        } else {
-            var value = String(decoding: canary, as: UTF8.self)
-            try dictionary!.setValue(.string(value), forKey: "canary")
-            value = ""
-        }
-        canary.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) }
-        // A load too: the blob read from the keyring holds the canary as well.
-        dictionary = nil
-        dictionary = try SecureDictionary(name: name, applicationID: app, options: options)
-        switch end {
-        case "deinit":
-            dictionary = nil
-            return nil
-        default:
-            _ = dictionary!["canary"]
-            return dictionary
-        }
+    /// VmLck of this process, in KiB.
+    static func lockedKilobytes() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
     }
 }

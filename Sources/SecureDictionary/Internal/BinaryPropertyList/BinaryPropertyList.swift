@@ -17,17 +17,32 @@
 /// spends seconds on a tiny plist whose objects share each other. This reader treats its
 /// input as hostile (see ``BinaryPropertyListReader``); the writer emits a standard
 /// `bplist00` that Foundation, `plistlib` and `plutil` read back to the same values.
+///
+/// These functions make or take the caller's values; what the library keeps of a dictionary
+/// is a ``Generation`` (the blob in a region of its own, read in place).
 enum BinaryPropertyList {
-    /// Decodes a stored blob. Checks the size limit before anything else.
+    /// Validates a stored blob (size limit first) and returns the caller's copy of its entries.
     static func decode(
         _ bytes: UnsafeRawBufferPointer,
         limits: PropertyListLimits
     ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
+        let view = try validate(bytes, limits: limits)
+        return try view.entries(of: view.topObject)
+    }
+
+    /// Validates a stored blob: size limit first, then ``BinaryPropertyListReader``'s rules.
+    /// Makes no value of it.
+    @discardableResult
+    static func validate(_ bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws(BinaryPropertyListError)
+        -> BlobView
+    {
         guard bytes.count <= limits.maximumSize else {
             throw .tooLarge(size: bytes.count, limit: limits.maximumSize)
         }
-        var reader = try BinaryPropertyListReader(bytes, maximumDepth: limits.maximumDepth)
-        return try reader.decodeRoot()
+        let view = try BlobView(bytes)
+        var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
+        _ = try reader.validateRoot()
+        return view
     }
 
     /// Decodes a stored blob held in an array.
@@ -54,9 +69,15 @@ enum BinaryPropertyList {
         _ entries: [String: PropertyListValue],
         limits: PropertyListLimits
     ) throws(BinaryPropertyListError) -> [UInt8] {
-        var census = BinaryPropertyListWriter.Census(maximumDepth: limits.maximumDepth)
-        try census.countDictionary(entries, depth: 1)
-        var bytes = BinaryPropertyListWriter.blob(of: entries, census: census)
+        var census = Census()
+        try census.countDictionary(entries, depth: 1, maximumDepth: limits.maximumDepth)
+        // Allocated once at its largest size: the array never grows (which would leave a
+        // copy of the secrets behind, unwiped) and is never copied.
+        var bytes = [UInt8](unsafeUninitializedCapacity: BinaryPropertyListWriter.size(of: census)) { buffer, initialized in
+            var writer = BinaryPropertyListWriter(into: buffer.baseAddress!, census: census)
+            writer.write(.dictionary(entries), index: 0)
+            initialized = writer.finish()
+        }
         guard bytes.count <= limits.maximumSize else {
             let size = bytes.count
             Wipe.bytes(&bytes)

@@ -10,44 +10,49 @@ extension BinaryPropertyListWriter {
     /// keys in NFC. Unlike `<`, it is a strict order on any two distinct keys, so the output
     /// never depends on the dictionary's iteration order.
     ///
-    /// The keys' bytes are copied once into `utf8` (the writer wipes it), then sorted most
+    /// The keys' bytes are copied once into `utf8`, allocated at its final size (a buffer that
+    /// grew would leave copies of keys behind) and wiped by ``wipe()``, then sorted most
     /// significant bytes first, 8 bytes at a time: a group of keys skips the prefix its
     /// members share (settings keys often share a long one, such as `com.example.`), is
     /// radix-sorted on the next 8 bytes as one big-endian integer (linear, no comparisons),
     /// and each run of keys equal in those bytes is sorted the same way from there. Small
     /// groups are compared with `memcmp` instead. No `String` comparison, no reference counting.
-    struct SortedKeys {
+    struct SortedKeys<Keys: Collection<String>> {
         struct Key {
             var start: Int
             var count: Int
-            var position: Dictionary<String, PropertyListValue>.Index
+            var position: Keys.Index
         }
 
         var utf8: [UInt8] = []
         var order: [Key] = []
 
         /// Below this many keys, comparing beats a radix pass's fixed cost.
-        private static let radixThreshold = 64
+        fileprivate static var radixThreshold: Int { 64 }
 
-        init(_ entries: [String: PropertyListValue]) {
-            var keys: [Key] = []
-            keys.reserveCapacity(entries.count)
-            for position in entries.indices {
-                var key = entries.keys[position]
+        init(_ keys: Keys) {
+            utf8.reserveCapacity(keys.reduce(0) { $0 + $1.utf8.count })
+            var found: [Key] = []
+            found.reserveCapacity(keys.count)
+            for position in keys.indices {
                 let start = utf8.count
-                key.withUTF8 { utf8.append(contentsOf: $0) }
-                keys.append(Key(start: start, count: utf8.count - start, position: position))
+                utf8.append(contentsOf: keys[position].utf8)
+                found.append(Key(start: start, count: utf8.count - start, position: position))
             }
-            guard keys.count > 1 else {
-                order = keys
+            guard found.count > 1 else {
+                order = found
                 return
             }
             order = utf8.withUnsafeBufferPointer { utf8 in
-                var sorter = Sorter(keys: keys, base: utf8.baseAddress!)
-                sorter.sort(0..<keys.count, from: 0)
-                return sorter.permutation.map { keys[$0] }
+                var sorter = Sorter(keys: found, base: utf8.baseAddress!)
+                defer { sorter.wipe() }
+                sorter.sort(0..<found.count, from: 0)
+                return sorter.permutation.map { found[$0] }
             }
         }
+
+        /// Wipes the keys' bytes.
+        mutating func wipe() { Wipe.bytes(&utf8) }
 
         /// The sort itself, on a permutation of the keys.
         private struct Sorter {
@@ -69,7 +74,7 @@ extension BinaryPropertyListWriter {
             /// Sorts `permutation[group]`, whose keys all have the same first `offset` bytes.
             mutating func sort(_ group: Range<Int>, from offset: Int) {
                 guard group.count > 1 else { return }
-                if group.count < SortedKeys.radixThreshold {
+                if group.count < SortedKeys<Keys>.radixThreshold {
                     let (keys, base) = (keys, base)
                     permutation[group].sort { Self.precedes(keys[$0], keys[$1], base, from: offset) }
                     return
@@ -109,6 +114,11 @@ extension BinaryPropertyListWriter {
                     shared = length
                 }
                 return shared
+            }
+
+            /// Wipes the ranks: each holds 8 bytes of a key.
+            mutating func wipe() {
+                ranks.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) }
             }
 
             /// The key's 8 bytes from `offset`, big-endian, zero-padded past its end.

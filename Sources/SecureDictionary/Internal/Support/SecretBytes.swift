@@ -4,7 +4,8 @@
     import Musl
 #endif
 
-/// Secret bytes in memory the library allocated itself, wiped when the last reference goes.
+/// Secret bytes in memory the library allocated itself, wiped when the last reference goes:
+/// its own copy, or a view of a ``Generation``'s region, which it keeps alive.
 ///
 /// Why not `[UInt8]`: an array handed to a closure on another thread (the keyring lane, a
 /// result box) shares its storage, so wiping "our" copy wipes a copy-on-write duplicate
@@ -12,6 +13,8 @@
 /// whoever releases it last.
 package final class SecretBytes: @unchecked Sendable {  // immutable after init; freed and wiped in deinit only
     private let base: UnsafeMutableRawBufferPointer
+    /// What holds viewed bytes (wiped when it goes); `nil` when this holds its own copy.
+    private let owner: (any AnyObject & Sendable)?
 
     package init(copying bytes: UnsafeRawBufferPointer) {
         base = .allocate(byteCount: max(bytes.count, 1), alignment: 1)
@@ -19,6 +22,15 @@ package final class SecretBytes: @unchecked Sendable {  // immutable after init;
             base.baseAddress!.copyMemory(from: source, byteCount: bytes.count)
         }
         count = bytes.count
+        owner = nil
+    }
+
+    /// The bytes `bytes` of `owner`, which this keeps alive and which wipes them (a
+    /// ``Generation``): no copy is made.
+    init(viewing bytes: UnsafeRawBufferPointer, keptBy owner: any AnyObject & Sendable) {
+        base = UnsafeMutableRawBufferPointer(mutating: bytes)
+        count = bytes.count
+        self.owner = owner
     }
 
     package static func copying(_ bytes: [UInt8]) -> SecretBytes {
@@ -48,6 +60,7 @@ package final class SecretBytes: @unchecked Sendable {  // immutable after init;
     package var array: [UInt8] { withUnsafeBytes { Array($0) } }
 
     deinit {
+        guard owner == nil else { return }
         explicit_bzero(base.baseAddress!, base.count)
         base.deallocate()
     }

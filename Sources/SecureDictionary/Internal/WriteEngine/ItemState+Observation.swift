@@ -8,9 +8,9 @@ extension ItemState {
     struct Observers {
         var nextID: UInt64 = 0
         var continuations: [UInt64: AsyncStream<SecureDictionary.Change>.Continuation] = [:]
-        /// The entries observers last saw: changes are computed against these. Kept only
-        /// while someone observes (they hold secrets).
-        var published: [String: PropertyListValue]?
+        /// The generation observers last saw: changes are computed against it. Kept only
+        /// while someone observes (its region stays alive meanwhile).
+        var published: Generation?
         var watcher: (any ChangeWatch)?
         var context: OperationContext?
         var failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
@@ -25,7 +25,7 @@ extension ItemState {
             let id = observers.nextID
             observers.nextID += 1
             if observers.continuations.isEmpty {
-                observers.published = cachedEntries
+                observers.published = cachedGeneration
                 observers.context = context
                 observers.failureHandler = failureHandler
                 observers.watcher = (store as? any CoordinatedStore)?.watchChanges { [weak self] change in

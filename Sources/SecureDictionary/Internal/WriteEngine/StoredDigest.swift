@@ -21,8 +21,12 @@ struct StoredDigest: Sendable, Equatable {
     }
 
     init(of bytes: [UInt8]) {
+        self = bytes.withUnsafeBytes { StoredDigest(of: $0) }
+    }
+
+    init(of bytes: UnsafeRawBufferPointer) {
         var hasher = Hasher()
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(bytes: bytes)
         self.init(count: bytes.count, hash: hasher.finalize())
     }
 }

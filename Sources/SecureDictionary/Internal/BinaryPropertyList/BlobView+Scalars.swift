@@ -4,11 +4,12 @@
     import Foundation
 #endif
 
-/// Scalar objects: booleans, integers, reals, dates, data and strings.
+/// Scalar objects: booleans, integers, reals, dates, data and strings, as the caller's
+/// values (``PropertyListValue``), each built in one allocation of its final storage.
 ///
 /// Every read is bounds-checked against the object area first (`requireBytes`,
 /// `countAndStart`); the loads themselves are then unchecked, and unaligned.
-extension BinaryPropertyListReader {
+extension BlobView {
     /// Decodes the scalar at `offset` whose marker byte is `marker`. The common ones are read
     /// here, inlined in the caller; ``otherScalar(marker:offset:)`` reads the rest.
     @inline(__always)
@@ -141,64 +142,7 @@ extension BinaryPropertyListReader {
     /// A 0x6n string: UTF-16 big-endian code units, transcoded here to UTF-8. An unpaired
     /// surrogate is corrupt (Foundation and `String(decoding:)` would replace it silently).
     func utf16String(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> String {
-        let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 2)
-        guard count > 0 else { return "" }
-        let (capacity, overflow) = count.multipliedReportingOverflow(by: 3)
-        guard !overflow else { throw .corrupt(reason: "object extends past the object area") }
-        var valid = true
-        let string = String(unsafeUninitializedCapacity: capacity) { utf8 in
-            var written = 0
-            var unit = 0
-            while unit < count {
-                let first = UInt32(unsigned(at: start + 2 * unit, size: 2))
-                unit += 1
-                var scalar = first
-                if first & 0xF800 == 0xD800 {
-                    // A high surrogate followed by a low one; anything else is unpaired.
-                    guard first < 0xDC00, unit < count else {
-                        valid = false
-                        return 0
-                    }
-                    let second = UInt32(unsigned(at: start + 2 * unit, size: 2))
-                    guard second & 0xFC00 == 0xDC00 else {
-                        valid = false
-                        return 0
-                    }
-                    unit += 1
-                    scalar = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-                }
-                written += Self.writeUTF8(scalar, to: utf8, at: written)
-            }
-            return written
-        }
-        guard valid else { throw .corrupt(reason: "unpaired surrogate in a UTF-16 string") }
-        return string
-    }
-
-    /// Writes one Unicode scalar (not a surrogate) as UTF-8; returns the byte count (1 to 4).
-    /// A non-surrogate unit takes at most 3 bytes, a pair 4 for 2 units: `3 * units` suffices.
-    @inline(__always)
-    private static func writeUTF8(_ scalar: UInt32, to utf8: UnsafeMutableBufferPointer<UInt8>, at index: Int) -> Int {
-        switch scalar {
-        case 0..<0x80:
-            utf8[index] = UInt8(truncatingIfNeeded: scalar)
-            return 1
-        case 0x80..<0x800:
-            utf8[index] = UInt8(truncatingIfNeeded: 0xC0 | (scalar >> 6))
-            utf8[index + 1] = UInt8(truncatingIfNeeded: 0x80 | (scalar & 0x3F))
-            return 2
-        case 0x800..<0x10000:
-            utf8[index] = UInt8(truncatingIfNeeded: 0xE0 | (scalar >> 12))
-            utf8[index + 1] = UInt8(truncatingIfNeeded: 0x80 | ((scalar >> 6) & 0x3F))
-            utf8[index + 2] = UInt8(truncatingIfNeeded: 0x80 | (scalar & 0x3F))
-            return 3
-        default:
-            utf8[index] = UInt8(truncatingIfNeeded: 0xF0 | (scalar >> 18))
-            utf8[index + 1] = UInt8(truncatingIfNeeded: 0x80 | ((scalar >> 12) & 0x3F))
-            utf8[index + 2] = UInt8(truncatingIfNeeded: 0x80 | ((scalar >> 6) & 0x3F))
-            utf8[index + 3] = UInt8(truncatingIfNeeded: 0x80 | (scalar & 0x3F))
-            return 4
-        }
+        try string(marker: marker, offset: offset)!.string()
     }
 
     /// Whether every byte is below 0x80, eight bytes at a time.

@@ -1,0 +1,174 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Reading a validated blob in place: the caller's copies of its values, what the writer
+/// would write for them, and whether two values are stored identically, without a `String`
+/// or `Data` the library would keep.
+///
+/// Only for a blob ``BinaryPropertyListReader`` validated (with the same bytes since): the
+/// recursions here trust that no container is referenced twice and that the depth is bounded.
+extension BlobView {
+    /// The caller's copy of object `index`.
+    func value(of index: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+        let offset = try objectOffset(index)
+        let marker = byte(at: offset)
+        switch marker & 0xF0 {
+        case 0xA0:
+            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
+            var elements: [PropertyListValue] = []
+            elements.reserveCapacity(count)
+            for element in 0..<count { elements.append(try value(of: reference(at: start + element * objectRefSize))) }
+            return .array(elements)
+        case 0xD0:
+            return .dictionary(try entries(of: index))
+        default:
+            return try scalar(marker: marker, offset: offset)
+        }
+    }
+
+    /// The caller's copy of the dictionary `index`. Keys that differ in their scalars but are
+    /// canonically equivalent (`é` as U+00E9 and as `e` + U+0301) are one key to a Swift
+    /// dictionary: the copy holds one of them.
+    func entries(of index: Int) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
+        let (_, count, start) = try container(index)
+        var entries = [String: PropertyListValue](minimumCapacity: count)
+        let values = start + count * objectRefSize
+        for entry in 0..<count {
+            let key = try string(reference(at: start + entry * objectRefSize)).string()
+            entries[key] = try value(of: reference(at: values + entry * objectRefSize))
+        }
+        return entries
+    }
+
+    /// What the writer writes for object `index` and all it contains.
+    func census(of index: Int) throws(BinaryPropertyListError) -> Census {
+        let offset = try objectOffset(index)
+        let marker = byte(at: offset)
+        switch marker & 0xF0 {
+        case 0xA0, 0xD0:
+            let pairs = marker & 0xF0 == 0xD0 ? 2 : 1
+            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: pairs * objectRefSize)
+            var census = Census.container(count: count, references: pairs * count)
+            for reference in 0..<(pairs * count) {
+                census = census + (try self.census(of: self.reference(at: start + reference * objectRefSize)))
+            }
+            return census
+        case 0x40:
+            let (count, _) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
+            return Census(objects: 1, bytes: Census.headerLength(count) + count)
+        case 0x50, 0x60:
+            return Census(objects: 1, bytes: try string(marker: marker, offset: offset)!.canonicalLength)
+        default:
+            return Census(objects: 1, bytes: Census.scalarLength(try scalar(marker: marker, offset: offset)))
+        }
+    }
+
+    // MARK: Identity
+
+    /// Whether object `index` is stored as `value` would be: strings and keys by their scalars,
+    /// reals and dates by their bits, integer, real and bool apart (as a change event tells).
+    func holds(_ index: Int, identicalTo value: PropertyListValue) throws(BinaryPropertyListError) -> Bool {
+        let offset = try objectOffset(index)
+        let marker = byte(at: offset)
+        switch (marker & 0xF0, value) {
+        case (0x50, .string(let string)), (0x60, .string(let string)):
+            return try self.string(marker: marker, offset: offset)!.equals(string)
+        case (0x40, .data(let data)):
+            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
+            return count == data.count
+                && data.withUnsafeBytes { count == 0 || memcmp(base + start, $0.baseAddress!, count) == 0 }
+        case (0xA0, .array(let elements)):
+            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
+            guard count == elements.count else { return false }
+            for (element, value) in elements.enumerated()
+            where !(try holds(reference(at: start + element * objectRefSize), identicalTo: value)) {
+                return false
+            }
+            return true
+        case (0xD0, .dictionary(let entries)):
+            let (_, count, start) = try container(index)
+            guard count == entries.count else { return false }
+            // Both in the writer's key order, then pairwise.
+            let order = try keyOrder(count: count, references: start)
+            var keys = BinaryPropertyListWriter.SortedKeys(entries.keys)
+            defer { keys.wipe() }
+            let values = start + count * objectRefSize
+            for (entry, key) in keys.order.enumerated() {
+                let stored = order?[entry] ?? entry
+                guard try string(reference(at: start + stored * objectRefSize)).equals(entries.keys[key.position]),
+                    try holds(reference(at: values + stored * objectRefSize), identicalTo: entries.values[key.position])
+                else { return false }
+            }
+            return true
+        case (0x40, _), (0x50, _), (0x60, _), (0xA0, _), (0xD0, _):
+            return false
+        default:
+            return try scalar(marker: marker, offset: offset).isStoredIdentically(to: value)
+        }
+    }
+
+    /// Whether object `index` here and object `other` of `view` are stored identically (see
+    /// ``holds(_:identicalTo:)``).
+    func holds(_ index: Int, identicalTo other: Int, of view: BlobView) throws(BinaryPropertyListError) -> Bool {
+        let (offset, otherOffset) = (try objectOffset(index), try view.objectOffset(other))
+        let (marker, otherMarker) = (byte(at: offset), view.byte(at: otherOffset))
+        switch (marker & 0xF0, otherMarker & 0xF0) {
+        case (0x50, 0x50), (0x50, 0x60), (0x60, 0x50), (0x60, 0x60):
+            let (mine, theirs) = (
+                try string(marker: marker, offset: offset)!, try view.string(marker: otherMarker, offset: otherOffset)!
+            )
+            return StoredString.compare(mine, theirs) == 0
+        case (0x40, 0x40):
+            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
+            let (otherCount, otherStart) = try view.countAndStart(marker: otherMarker, offset: otherOffset, unitSize: 1)
+            return count == otherCount && (count == 0 || memcmp(base + start, view.base + otherStart, count) == 0)
+        case (0xA0, 0xA0):
+            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
+            let (otherCount, otherStart) = try view.countAndStart(
+                marker: otherMarker, offset: otherOffset, unitSize: view.objectRefSize)
+            guard count == otherCount else { return false }
+            for element in 0..<count
+            where
+                !(try holds(
+                    reference(at: start + element * objectRefSize),
+                    identicalTo: view.reference(at: otherStart + element * view.objectRefSize),
+                    of: view))
+            {
+                return false
+            }
+            return true
+        case (0xD0, 0xD0):
+            let (_, count, start) = try container(index)
+            let (_, otherCount, otherStart) = try view.container(other)
+            guard count == otherCount else { return false }
+            let (order, otherOrder) = (
+                try keyOrder(count: count, references: start), try view.keyOrder(count: count, references: otherStart)
+            )
+            for entry in 0..<count {
+                let (mine, theirs) = (order?[entry] ?? entry, otherOrder?[entry] ?? entry)
+                let key = try string(reference(at: start + mine * objectRefSize))
+                let otherKey = try view.string(view.reference(at: otherStart + theirs * view.objectRefSize))
+                guard StoredString.compare(key, otherKey) == 0,
+                    try holds(
+                        reference(at: start + (count + mine) * objectRefSize),
+                        identicalTo: view.reference(at: otherStart + (count + theirs) * view.objectRefSize), of: view)
+                else { return false }
+            }
+            return true
+        case (0x40, _), (0x50, _), (0x60, _), (0xA0, _), (0xD0, _), (_, 0x40), (_, 0x50), (_, 0x60), (_, 0xA0), (_, 0xD0):
+            return false
+        default:
+            return try scalar(marker: marker, offset: offset).isStoredIdentically(
+                to: view.scalar(marker: otherMarker, offset: otherOffset))
+        }
+    }
+}

@@ -1,0 +1,118 @@
+/// What the writer writes for some objects, counted before it writes them: how many objects
+/// (keys included), how many references containers hold, and how many bytes everything else
+/// takes. The output's size follows exactly, so its buffer is allocated once, at its final
+/// size, and never grows (a buffer that grew would leave a copy of secrets behind).
+///
+/// ```swift
+/// var census = Census()
+/// try census.count(.array(["a", 1]), depth: 2, maximumDepth: 64)   // 3 objects, 2 references
+/// ```
+///
+/// The counts are exact for the writer's canonical form: ``Census/count(_:depth:maximumDepth:)``
+/// for values the caller gives, ``BlobView/census(of:depth:)`` for objects of a stored blob.
+struct Census: Equatable, Sendable {
+    var objects = 0
+    var references = 0
+    /// Bytes of the objects themselves: markers, counts, payloads (references apart).
+    var bytes = 0
+
+    static func + (left: Census, right: Census) -> Census {
+        Census(
+            objects: left.objects + right.objects, references: left.references + right.references, bytes: left.bytes + right.bytes
+        )
+    }
+
+    static func - (left: Census, right: Census) -> Census {
+        Census(
+            objects: left.objects - right.objects, references: left.references - right.references, bytes: left.bytes - right.bytes
+        )
+    }
+
+    /// A container's own object, holding `references` references (pairs for a dictionary).
+    static func container(count: Int, references: Int) -> Census {
+        Census(objects: 1, references: references, bytes: headerLength(count))
+    }
+
+    /// A marker holding `count` in its low nibble, or 0xF and an integer object after it.
+    static func headerLength(_ count: Int) -> Int {
+        count < 15 ? 1 : 2 + BinaryPropertyListWriter.byteWidth(of: UInt64(count))
+    }
+
+    /// The bytes of a scalar that is no string or data, as the writer writes it.
+    static func scalarLength(_ value: PropertyListValue) -> Int {
+        switch value {
+        case .integer(let integer): integer < 0 ? 9 : 1 + BinaryPropertyListWriter.byteWidth(of: UInt64(integer))
+        case .unsignedInteger: 17
+        case .real, .date: 9
+        case .bool: 1
+        case .string, .data, .array, .dictionary: preconditionFailure("not a plain scalar")
+        }
+    }
+
+    /// The bytes of a string object: ASCII when it can be, else UTF-16.
+    static func stringLength(_ string: String) -> Int {
+        let ascii =
+            string.utf8.withContiguousStorageIfAvailable { BlobView.isASCII(UnsafeRawBufferPointer($0)) }
+            ?? string.utf8.allSatisfy { $0 < 0x80 }
+        let units = ascii ? string.utf8.count : string.utf16.count
+        return headerLength(units) + (ascii ? units : 2 * units)
+    }
+
+    /// The total size of a blob of these objects: header, objects, references of
+    /// `referenceSize`, an offset table of `offsetSize`, trailer.
+    func blobSize(referenceSize: Int, offsetSize: Int) -> Int {
+        BlobView.headerSize + bytes + references * referenceSize + objects * offsetSize + BlobView.trailerSize
+    }
+
+    // MARK: Values the caller gives
+
+    /// Counts `value` at nesting level `depth`.
+    ///
+    /// - Throws: ``BinaryPropertyListError/invalidValue(reason:)`` for what the reader would
+    ///   reject: nesting deeper than `maximumDepth`, a dictionary that reads as a keyed
+    ///   archive, a ``PropertyListValue/unsignedInteger(_:)`` that must be an integer.
+    mutating func count(_ value: PropertyListValue, depth: Int, maximumDepth: Int) throws(BinaryPropertyListError) {
+        switch value {
+        case .dictionary(let entries):
+            try countDictionary(entries, depth: depth, maximumDepth: maximumDepth)
+        case .array(let elements):
+            guard depth <= maximumDepth else {
+                throw .invalidValue(reason: "containers nest deeper than the depth limit")
+            }
+            self = self + .container(count: elements.count, references: elements.count)
+            for element in elements { try count(element, depth: depth + 1, maximumDepth: maximumDepth) }
+        case .string(let string):
+            objects += 1
+            bytes += Self.stringLength(string)
+        case .data(let data):
+            objects += 1
+            bytes += Self.headerLength(data.count) + data.count
+        case .unsignedInteger(let integer) where integer <= UInt64(Int.max):
+            throw .invalidValue(reason: "an unsigned integer up to Int.max must be stored as .integer")
+        case .integer, .unsignedInteger, .real, .date, .bool:
+            objects += 1
+            bytes += Self.scalarLength(value)
+        }
+    }
+
+    mutating func countDictionary(
+        _ entries: [String: PropertyListValue], depth: Int, maximumDepth: Int
+    ) throws(BinaryPropertyListError) {
+        guard depth <= maximumDepth else {
+            throw .invalidValue(reason: "containers nest deeper than the depth limit")
+        }
+        self = self + .container(count: entries.count, references: 2 * entries.count)
+        var hasDollarKey = false
+        for (key, value) in entries {
+            hasDollarKey = hasDollarKey || key.utf8.first == UInt8(ascii: "$")
+            try count(.string(key), depth: depth + 1, maximumDepth: maximumDepth)
+            try count(value, depth: depth + 1, maximumDepth: maximumDepth)
+        }
+        if hasDollarKey, entries["$archiver"] != nil, entries["$objects"] != nil {
+            throw Self.keyedArchive
+        }
+    }
+
+    static let keyedArchive = BinaryPropertyListError.invalidValue(
+        reason: "a dictionary with both \"$archiver\" and \"$objects\" keys reads as a keyed archive")
+}

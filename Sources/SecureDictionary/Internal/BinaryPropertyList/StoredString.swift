@@ -1,0 +1,255 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// One string object of a blob, read in place: its code units, ASCII (one byte each, 0x5n) or
+/// UTF-16 big-endian (0x6n), already checked (bytes below 0x80, surrogates paired).
+///
+/// ```swift
+/// let key = try view.string(index)             // no copy of the text
+/// if key.equals("apiToken") { … }              // by Unicode scalars
+/// let copy = key.string()                      // the caller's copy, when one is asked for
+/// ```
+///
+/// Keys are matched **by their Unicode scalars**, as the stored plist, the Secret Service and
+/// Python's `plistlib` tell them apart (`é` as U+00E9 is not `e` + U+0301, which Swift's `==`
+/// equates): that needs no `String`, whose storage the library could not wipe. Order is by
+/// scalar values, which is the order of the UTF-8 bytes the writer sorts keys by.
+struct StoredString {
+    let start: UnsafeRawPointer
+    /// Code units: bytes for ASCII, 16-bit units for UTF-16.
+    let count: Int
+    let isUTF16: Bool
+
+    /// Whether every scalar is below 0x80 (so the writer writes it as ASCII).
+    var isASCII: Bool {
+        guard isUTF16 else { return true }
+        for unit in 0..<count where self.unit(unit) >= 0x80 { return false }
+        return true
+    }
+
+    /// The bytes the writer gives this string as an object.
+    var canonicalLength: Int {
+        isASCII ? Census.headerLength(count) + count : Census.headerLength(count) + 2 * count
+    }
+
+    @inline(__always)
+    func unit(_ index: Int) -> UInt32 {
+        UInt32(UInt16(bigEndian: start.loadUnaligned(fromByteOffset: 2 * index, as: UInt16.self)))
+    }
+
+    /// The scalars in order, as `UInt32`s.
+    struct Scalars: IteratorProtocol {
+        let string: StoredString
+        var index = 0
+
+        mutating func next() -> UInt32? {
+            guard index < string.count else { return nil }
+            guard string.isUTF16 else {
+                defer { index += 1 }
+                return UInt32(string.start.load(fromByteOffset: index, as: UInt8.self))
+            }
+            let first = string.unit(index)
+            index += 1
+            guard first & 0xFC00 == 0xD800 else { return first }
+            defer { index += 1 }
+            return 0x10000 + ((first - 0xD800) << 10) + (string.unit(index) - 0xDC00)
+        }
+    }
+
+    var scalars: Scalars { Scalars(string: self) }
+
+    /// Negative, zero or positive as `self` sorts before, with or after `other`.
+    static func compare(_ left: StoredString, _ right: StoredString) -> Int {
+        if !left.isUTF16, !right.isUTF16 { return compareBytes(left.start, left.count, right.start, right.count) }
+        return compareScalars(left.scalars, right.scalars)
+    }
+
+    /// Negative, zero or positive as `self` sorts before, equals or sorts after `key`.
+    func compare(to key: String) -> Int {
+        if !isUTF16,
+            let result = key.utf8.withContiguousStorageIfAvailable({ utf8 in
+                Self.compareBytes(start, count, UnsafeRawPointer(utf8.baseAddress), utf8.count)
+            })
+        {
+            return result
+        }
+        var mine = scalars
+        var theirs = key.unicodeScalars.makeIterator()
+        return Self.compareScalars(&mine) { theirs.next()?.value }
+    }
+
+    func equals(_ key: String) -> Bool { compare(to: key) == 0 }
+
+    /// The caller's copy of the text, built in one allocation of its final storage (a
+    /// buffer that grew would leave a copy of the text behind in the one it replaced).
+    func string() -> String {
+        guard isUTF16 else { return String(decoding: UnsafeRawBufferPointer(start: start, count: count), as: UTF8.self) }
+        // A unit takes at most 3 UTF-8 bytes, a surrogate pair 4 for 2 units.
+        return String(unsafeUninitializedCapacity: 3 * count) { utf8 in
+            var written = 0
+            var scalars = self.scalars
+            while let scalar = scalars.next() { written += UTF8Output.write(scalar, to: utf8.baseAddress! + written) }
+            return written
+        }
+    }
+
+    // MARK: Hashing
+
+    /// Feeds the UTF-8 bytes of the text to `hasher`: the same as ``hash(_:into:)`` of an equal
+    /// `String`. (A `Hasher` gives the same value for the same bytes however they are split
+    /// into `combine` calls; `hashingIsSplitIndependent` checks it.)
+    func hash(into hasher: inout Hasher) {
+        guard isUTF16 else { return hasher.combine(bytes: UnsafeRawBufferPointer(start: start, count: count)) }
+        var scalars = self.scalars
+        Self.hashUTF8(of: { scalars.next() }, into: &hasher)
+    }
+
+    /// Feeds the UTF-8 bytes of `key` to `hasher`, in place when the string is contiguous.
+    static func hash(_ key: String, into hasher: inout Hasher) {
+        let done: Void? = key.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        guard done == nil else { return }
+        var scalars = key.unicodeScalars.makeIterator()
+        hashUTF8(of: { scalars.next()?.value }, into: &hasher)
+    }
+
+    /// The 64 hash bits of `key`'s UTF-8 bytes, with this process's random seed.
+    static func hashValue(_ key: String) -> UInt64 {
+        var hasher = Hasher()
+        hash(key, into: &hasher)
+        return UInt64(bitPattern: Int64(hasher.finalize()))
+    }
+
+    var hashValue: UInt64 {
+        var hasher = Hasher()
+        hash(into: &hasher)
+        return UInt64(bitPattern: Int64(hasher.finalize()))
+    }
+
+    /// Encodes the scalars `next` gives as UTF-8 into a small buffer on the stack, fed to
+    /// `hasher` whenever it fills, and wiped at the end.
+    private static func hashUTF8(of next: () -> UInt32?, into hasher: inout Hasher) {
+        withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { buffer in
+            var used = 0
+            while let scalar = next() {
+                if used > 60 {
+                    hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: buffer[..<used]))
+                    used = 0
+                }
+                used += UTF8Output.write(scalar, to: buffer.baseAddress! + used)
+            }
+            hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: buffer[..<used]))
+            explicit_bzero(buffer.baseAddress!, buffer.count)
+        }
+    }
+
+    // MARK: Comparing
+
+    private static func compareBytes(_ left: UnsafeRawPointer, _ leftCount: Int, _ right: UnsafeRawPointer?, _ rightCount: Int)
+        -> Int
+    {
+        let common = min(leftCount, rightCount)
+        if common > 0, let right {
+            let difference = memcmp(left, right, common)
+            if difference != 0 { return Int(difference) }
+        }
+        return leftCount - rightCount
+    }
+
+    private static func compareScalars(_ left: Scalars, _ right: Scalars) -> Int {
+        var left = left
+        var right = right
+        return compareScalars(&left) { right.next() }
+    }
+
+    private static func compareScalars(_ left: inout Scalars, _ right: () -> UInt32?) -> Int {
+        while true {
+            switch (left.next(), right()) {
+            case (nil, nil): return 0
+            case (nil, _): return -1
+            case (_, nil): return 1
+            case (let mine?, let theirs?) where mine != theirs: return mine < theirs ? -1 : 1
+            default: continue
+            }
+        }
+    }
+}
+
+/// Writes Unicode scalars (never a surrogate) as UTF-8.
+enum UTF8Output {
+    /// Writes `scalar` at `to`; returns the byte count (1 to 4).
+    @inline(__always)
+    static func write(_ scalar: UInt32, to output: UnsafeMutablePointer<UInt8>) -> Int {
+        write(scalar, to: UnsafeMutableRawPointer(output))
+    }
+
+    @inline(__always)
+    static func write(_ scalar: UInt32, to output: UnsafeMutableRawPointer) -> Int {
+        func store(_ byte: UInt32, _ at: Int) {
+            output.storeBytes(of: UInt8(truncatingIfNeeded: byte), toByteOffset: at, as: UInt8.self)
+        }
+        switch scalar {
+        case 0..<0x80:
+            store(scalar, 0)
+            return 1
+        case 0x80..<0x800:
+            store(0xC0 | (scalar >> 6), 0)
+            store(0x80 | (scalar & 0x3F), 1)
+            return 2
+        case 0x800..<0x10000:
+            store(0xE0 | (scalar >> 12), 0)
+            store(0x80 | ((scalar >> 6) & 0x3F), 1)
+            store(0x80 | (scalar & 0x3F), 2)
+            return 3
+        default:
+            store(0xF0 | (scalar >> 18), 0)
+            store(0x80 | ((scalar >> 12) & 0x3F), 1)
+            store(0x80 | ((scalar >> 6) & 0x3F), 2)
+            store(0x80 | (scalar & 0x3F), 3)
+            return 4
+        }
+    }
+}
+
+extension BlobView {
+    /// The string object `index`, checked: a dictionary key, which must be a string.
+    func string(_ index: Int) throws(BinaryPropertyListError) -> StoredString {
+        let offset = try objectOffset(index)
+        guard let string = try string(marker: byte(at: offset), offset: offset) else {
+            throw .corrupt(reason: "dictionary key is not a string")
+        }
+        return string
+    }
+
+    /// The string at `offset`, checked (ASCII bytes below 0x80, UTF-16 surrogates paired);
+    /// `nil` when the object is not a string.
+    func string(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> StoredString? {
+        switch marker & 0xF0 {
+        case 0x50:
+            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
+            guard Self.isASCII(UnsafeRawBufferPointer(start: base + start, count: count)) else {
+                throw .corrupt(reason: "non-ASCII byte in an ASCII string")
+            }
+            return StoredString(start: base + start, count: count, isUTF16: false)
+        case 0x60:
+            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 2)
+            let string = StoredString(start: base + start, count: count, isUTF16: true)
+            var index = 0
+            while index < count {
+                let unit = string.unit(index)
+                index += 1
+                guard unit & 0xF800 == 0xD800 else { continue }
+                // A high surrogate followed by a low one; anything else is unpaired.
+                guard unit < 0xDC00, index < count, string.unit(index) & 0xFC00 == 0xDC00 else {
+                    throw .corrupt(reason: "unpaired surrogate in a UTF-16 string")
+                }
+                index += 1
+            }
+            return string
+        default:
+            return nil
+        }
+    }
+}

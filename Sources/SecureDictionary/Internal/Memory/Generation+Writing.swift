@@ -1,0 +1,139 @@
+import Logging
+
+/// The write path's encoder: a stored generation plus the caller's changes, written into a new
+/// region, in the one form the library stores (``BinaryPropertyListWriter``).
+///
+/// ```swift
+/// let next = try Generation.writing(entries.overlay, onto: check.generation, limits: limits)
+/// try store.store(next.bytes, …)            // then the cache becomes `next`
+/// ```
+///
+/// How, in two passes over the root's entries, neither of which makes a Swift value of a
+/// stored key or value:
+/// 1. **Plan and count.** The stored keys (in the writer's order) and the changed keys
+///    (sorted by their UTF-8 bytes) are merged into the new root's entries; the census of
+///    the result is the stored generation's, less the entries replaced or removed (counted
+///    by walking just those), plus the new entries' (counted from the caller's values). The
+///    census gives the new blob's size, so its region is allocated once.
+/// 2. **Write.** Unchanged entries are copied object by object from the stored region
+///    (``BinaryPropertyListWriter/copy(_:of:index:)``: byte for byte but for renumbered
+///    references, when the stored blob is this writer's own); only the caller's new values are
+///    encoded. Unchanged keys keep their hash, so the new index hashes only new keys.
+///
+/// The result is byte for byte what encoding the whole dictionary from its values gives
+/// (`GenerationWritingTests` compares them, on blobs of this writer and of others).
+extension Generation {
+    /// `base` (unless `overlay` drops it) with `overlay`'s changes, in a new generation.
+    ///
+    /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)`` when the result exceeds
+    ///   `limits.maximumSize` (its region is wiped and freed);
+    ///   ``SecureDictionaryError/invalidValue(reason:)`` for a value the reader would reject
+    ///   (nesting deeper than the limit, a keyed archive, an unsigned integer up to `Int.max`).
+    static func writing(
+        _ overlay: Overlay, onto base: Generation?, limits: PropertyListLimits, logger: Logger? = nil
+    ) throws(SecureDictionaryError) -> Generation {
+        do throws(BinaryPropertyListError) {
+            let base = overlay.dropsStored ? nil : base
+            var keys = BinaryPropertyListWriter.SortedKeys(overlay.edits.keys.lazy.map(\.text))
+            defer { keys.wipe() }
+            let plan = try Plan(base: base, overlay: overlay, keys: keys, maximumDepth: limits.maximumDepth)
+            let written = try Generation(
+                writingWith: plan.census, count: plan.sources.count, logger: logger,
+                hash: { entry in plan.sources[entry].stored.map { base!.hashTag($0) } }
+            ) { writer throws(BinaryPropertyListError) in
+                let (firstKey, firstValue) = writer.startDictionary(count: plan.sources.count, index: 0)
+                for (entry, source) in plan.sources.enumerated() {
+                    switch source {
+                    case .stored(let stored): writer.copyString(try base!.key(stored), index: firstKey + entry)
+                    case .new(let position): writer.writeKey(overlay.edits.keys[position].text, index: firstKey + entry)
+                    }
+                }
+                for (entry, source) in plan.sources.enumerated() {
+                    switch source {
+                    case .stored(let stored):
+                        try writer.copy(base!.valueObject(stored), of: base!.view, index: firstValue + entry)
+                    case .new(let position): writer.write(overlay.edits.values[position].value!, index: firstValue + entry)
+                    }
+                }
+            }
+            guard written.size <= limits.maximumSize else { throw .tooLarge(size: written.size, limit: limits.maximumSize) }
+            return written
+        } catch {
+            throw SecureDictionaryError(error)
+        }
+    }
+
+    typealias ChangedKeys = BinaryPropertyListWriter.SortedKeys<
+        LazyMapCollection<Dictionary<Overlay.Key, Overlay.Edit>.Keys, String>
+    >
+
+    /// The new root's entries, in the writer's order, and the census of the new blob.
+    private struct Plan {
+        enum Source {
+            /// An entry of the stored generation, unchanged.
+            case stored(Int)
+            /// A changed key's new value, at this position of the overlay's edits.
+            case new(Dictionary<Overlay.Key, Overlay.Edit>.Index)
+
+            var stored: Int? {
+                if case .stored(let entry) = self { return entry }
+                return nil
+            }
+        }
+
+        var sources: [Source] = []
+        var census: Census
+        private var archiveKeys = (archiver: false, objects: false)
+
+        /// Merges the stored entries (in the writer's order) with the changed keys (sorted).
+        init(base: Generation?, overlay: Overlay, keys: ChangedKeys, maximumDepth: Int) throws(BinaryPropertyListError) {
+            let stored = base?.count ?? 0
+            census = base.map { $0.census - .container(count: stored, references: 2 * stored) } ?? Census()
+            sources.reserveCapacity(stored + keys.order.count)
+            var (position, change) = (0, 0)
+            while position < stored || change < keys.order.count {
+                let edit = change < keys.order.count ? keys.order[change].position : nil
+                let entry = position < stored ? base!.entry(inOrder: position) : nil
+                // Which comes first, the next stored key or the next changed one (0: the same key).
+                var order = entry == nil ? 1 : -1
+                if let entry, let edit { order = try base!.key(entry).compare(to: overlay.edits.keys[edit].text) }
+                if order <= 0, let entry {
+                    position += 1
+                    if order < 0 {  // an entry the changes leave alone
+                        try keep(entry, of: base!)
+                        continue
+                    }
+                    // Replaced or removed: its objects go.
+                    census = census - (try base!.view.census(of: base!.keyObject(entry)))
+                    census = census - (try base!.view.census(of: base!.valueObject(entry)))
+                }
+                if let edit {
+                    change += 1
+                    try add(edit, of: overlay, maximumDepth: maximumDepth)
+                }
+            }
+            if archiveKeys.archiver && archiveKeys.objects { throw Census.keyedArchive }
+            census = census + .container(count: sources.count, references: 2 * sources.count)
+        }
+
+        private mutating func keep(_ entry: Int, of base: Generation) throws(BinaryPropertyListError) {
+            sources.append(.stored(entry))
+            let key = try base.key(entry)
+            guard key.count > 0, !key.isUTF16, key.start.load(as: UInt8.self) == UInt8(ascii: "$") else { return }
+            archiveKeys.archiver = archiveKeys.archiver || key.equals("$archiver")
+            archiveKeys.objects = archiveKeys.objects || key.equals("$objects")
+        }
+
+        private mutating func add(
+            _ edit: Dictionary<Overlay.Key, Overlay.Edit>.Index, of overlay: Overlay, maximumDepth: Int
+        ) throws(BinaryPropertyListError) {
+            guard case .value(let value) = overlay.edits.values[edit] else { return }  // a removal
+            let key = overlay.edits.keys[edit].text
+            sources.append(.new(edit))
+            try census.count(.string(key), depth: 2, maximumDepth: maximumDepth)
+            try census.count(value, depth: 2, maximumDepth: maximumDepth)
+            archiveKeys.archiver = archiveKeys.archiver || key.utf8.elementsEqual("$archiver".utf8)
+            archiveKeys.objects = archiveKeys.objects || key.utf8.elementsEqual("$objects".utf8)
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import Logging
+
+/// One loaded generation of an item: the stored blob, byte for byte as stored, in a
+/// ``SecureRegion``, with an index of its top-level keys. It is all the library keeps of a
+/// dictionary's keys and values: reads build the caller's copy from it, writes copy its
+/// objects into the next generation's region (Generation+Writing.swift), observers compare two
+/// of them (Generation+Differences.swift).
+///
+/// ```swift
+/// let generation = try Generation(copying: bytes, limits: limits)   // validated as hostile input
+/// let token = generation.value(forKey: "apiToken")                   // the caller's copy
+/// ```
+///
+/// The region's layout: the blob, then per entry the 32 bits of its key's hash (keyed per
+/// process, ``StoredString/hashValue``), then an open-addressed table (linear probing, at
+/// most half full) of entry numbers + 1, 0 for an empty slot. Entries are numbered as the
+/// root dictionary stores them. Keys match by their Unicode scalars (``StoredString``).
+/// Immutable once made; the region is wiped when the last reference goes (the item's state
+/// moved on to a newer generation, or its last instance was released, and no read, update
+/// or observer holds it any more).
+final class Generation: @unchecked Sendable {  // every property is a let; the region is written in init only
+    let region: SecureRegion
+    let view: BlobView
+    /// The blob's size in bytes.
+    let size: Int
+    /// Entries of the root dictionary.
+    let count: Int
+    /// What the writer writes for this whole tree (for the next generation's census).
+    let census: Census
+    /// Where the root's key references start; its value references follow them.
+    private let references: Int
+    /// The writer's order of the root's entries: `nil` when they ascend as stored.
+    private let order: [Int]?
+    private let hashes: UnsafeMutablePointer<UInt32>
+    private let slots: UnsafeMutablePointer<UInt32>
+    private let slotMask: Int
+
+    /// The generation of an item that does not exist: an empty dictionary.
+    static let empty = trusted { () throws(BinaryPropertyListError) in
+        try Generation(writingWith: .container(count: 0, references: 0), count: 0, logger: nil) { writer in
+            _ = writer.startDictionary(count: 0, index: 0)
+        }
+    }
+
+    /// A generation holding a copy of `bytes`, a stored blob, once it is validated as hostile
+    /// input: size limit first, then ``BinaryPropertyListReader``'s rules. `bytes` are
+    /// validated where they are (the caller's buffer, which it wipes), so a hostile blob's
+    /// claims size nothing; the region is allocated for a valid one only.
+    ///
+    /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)``, ``SecureDictionaryError/corrupt(reason:)``,
+    ///   ``SecureDictionaryError/unsupportedFormatVersion(_:)``.
+    convenience init(copying bytes: UnsafeRawBufferPointer, limits: PropertyListLimits, logger: Logger? = nil)
+        throws(SecureDictionaryError)
+    {
+        do throws(BinaryPropertyListError) {
+            guard bytes.count <= limits.maximumSize else { throw .tooLarge(size: bytes.count, limit: limits.maximumSize) }
+            var reader = BinaryPropertyListReader(try BlobView(bytes), maximumDepth: limits.maximumDepth)
+            let validated = try reader.validateRoot()
+            let region = SecureRegion(byteCount: Self.regionSize(blob: bytes.count, entries: validated.count), logger: logger)
+            region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
+            let order = validated.keysAscend ? nil : try view.keyOrder(count: validated.count, references: validated.references)
+            try self.init(
+                region: region, view: view, size: bytes.count, root: validated, order: order, census: reader.census, hash: nil)
+        } catch {
+            throw SecureDictionaryError(error)
+        }
+    }
+
+    /// A generation written by `write` into a region sized from `census` (its root holding
+    /// `count` entries), keys hashed by `hash` (entry number → hash, `nil` to compute it).
+    convenience init(
+        writingWith census: Census, count: Int, logger: Logger?, hash: ((Int) -> UInt32?)? = nil,
+        _ write: (inout BinaryPropertyListWriter) throws(BinaryPropertyListError) -> Void
+    ) throws(BinaryPropertyListError) {
+        let capacity = BinaryPropertyListWriter.size(of: census)
+        let region = SecureRegion(byteCount: Self.regionSize(blob: capacity, entries: count), logger: logger)
+        var writer = BinaryPropertyListWriter(into: region.base, census: census)
+        try write(&writer)
+        let size = writer.finish()
+        let view = try BlobView(region.bytes(0..<size))
+        let (_, root, references) = try view.container(view.topObject)
+        precondition(root == count, "the root was written with another entry count than planned")
+        try self.init(
+            region: region, view: view, size: size, root: .init(count: count, references: references, keysAscend: true),
+            order: nil, census: census, hash: hash, blobCapacity: capacity)
+    }
+
+    private init(
+        region: SecureRegion, view: BlobView, size: Int, root: BinaryPropertyListReader.Root, order: [Int]?, census: Census,
+        hash: ((Int) -> UInt32?)?, blobCapacity: Int? = nil
+    ) throws(BinaryPropertyListError) {
+        self.region = region
+        self.view = view
+        self.size = size
+        count = root.count
+        self.census = census
+        references = root.references
+        self.order = order
+        let (hashesAt, slotsAt, slotCount) = Self.layout(blob: blobCapacity ?? size, entries: count)
+        hashes = (region.base + hashesAt).bindMemory(to: UInt32.self, capacity: max(count, 1))
+        slots = (region.base + slotsAt).bindMemory(to: UInt32.self, capacity: slotCount)
+        slotMask = slotCount - 1
+        for entry in 0..<count {
+            var tag: UInt32
+            if let known = hash?(entry) { tag = known } else { tag = UInt32(truncatingIfNeeded: try key(entry).hashValue) }
+            hashes[entry] = tag
+            var slot = Int(tag) & slotMask
+            while slots[slot] != 0 { slot = (slot + 1) & slotMask }
+            slots[slot] = UInt32(entry + 1)
+        }
+    }
+
+    /// Bytes a region needs for a blob of `blob` bytes whose root holds `entries` entries.
+    private static func regionSize(blob: Int, entries: Int) -> Int {
+        let (hashes, slots, slotCount) = layout(blob: blob, entries: entries)
+        return max(hashes, slots + 4 * slotCount)
+    }
+
+    /// Where the hashes and the slots start, and how many slots (a power of two, at least
+    /// twice the entries).
+    private static func layout(blob: Int, entries: Int) -> (hashes: Int, slots: Int, slotCount: Int) {
+        let hashes = (blob + 7) & ~7
+        var slotCount = 8
+        while slotCount < 2 * entries { slotCount <<= 1 }
+        return (hashes, hashes + 4 * entries, slotCount)
+    }
+
+    // MARK: Entries
+
+    /// The stored key of entry `entry`.
+    func key(_ entry: Int) throws(BinaryPropertyListError) -> StoredString {
+        try view.string(view.reference(at: references + entry * view.objectRefSize))
+    }
+
+    /// The object number of entry `entry`'s value.
+    func valueObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
+        try view.reference(at: references + (count + entry) * view.objectRefSize)
+    }
+
+    /// The object number of entry `entry`'s key.
+    func keyObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
+        try view.reference(at: references + entry * view.objectRefSize)
+    }
+
+    /// The hash tag of entry `entry`'s key.
+    func hashTag(_ entry: Int) -> UInt32 { hashes[entry] }
+
+    /// The entry at `position` in the writer's order (by the keys' UTF-8 bytes).
+    func entry(inOrder position: Int) -> Int { order?[position] ?? position }
+
+    /// The entry whose key is `key` (the same Unicode scalars), if any.
+    func entry(forKey key: String) -> Int? {
+        let tag = UInt32(truncatingIfNeeded: StoredString.hashValue(key))
+        var slot = Int(tag) & slotMask
+        while true {
+            let stored = slots[slot]
+            guard stored != 0 else { return nil }
+            let entry = Int(stored) - 1
+            if hashes[entry] == tag, Self.trusted({ () throws(BinaryPropertyListError) in try self.key(entry).equals(key) }) {
+                return entry
+            }
+            slot = (slot + 1) & slotMask
+        }
+    }
+
+    /// The bytes of the blob, as stored.
+    var bytes: UnsafeRawBufferPointer { region.bytes(0..<size) }
+
+    /// Runs a read of this validated, immutable blob. It cannot fail but by a bug of the
+    /// library's own (the blob was validated and nothing writes it): that stops the program.
+    static func trusted<T>(_ read: () throws(BinaryPropertyListError) -> T) -> T {
+        do throws(BinaryPropertyListError) {
+            return try read()
+        } catch {
+            preconditionFailure("SecureDictionary: a validated generation failed to read (\(error))")
+        }
+    }
+}

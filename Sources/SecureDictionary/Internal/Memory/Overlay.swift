@@ -1,0 +1,53 @@
+/// The caller's changes to a dictionary, kept apart from the stored generation they apply to:
+/// key → new value or removal, and whether the stored entries are dropped first. What
+/// `update { }` collects (``SecureDictionary/Entries``) and a write encodes.
+///
+/// ```swift
+/// var overlay = Overlay()
+/// overlay.set("theme", to: .string("dark"))
+/// overlay.set("old", to: nil)                                   // a removal
+/// let next = try Generation.writing(overlay, onto: current, limits: limits)
+/// ```
+///
+/// The values are the caller's own (what they set); the stored entries stay in the
+/// generation's region and are never copied here.
+struct Overlay: Sendable {
+    /// A key compared by its Unicode scalars, as stored keys are (Swift's `==` would equate
+    /// `é` as U+00E9 with `e` + U+0301, which are two keys in the stored dictionary).
+    struct Key: Hashable, Sendable {
+        let text: String
+
+        static func == (left: Key, right: Key) -> Bool { left.text.utf8.elementsEqual(right.text.utf8) }
+
+        func hash(into hasher: inout Hasher) { StoredString.hash(text, into: &hasher) }
+    }
+
+    /// One change: a new value, or the key's removal.
+    enum Edit: Sendable {
+        case value(PropertyListValue)
+        case removed
+
+        var value: PropertyListValue? {
+            if case .value(let value) = self { return value }
+            return nil
+        }
+    }
+
+    /// Whether the stored entries are dropped before the changes apply (`removeAll()`).
+    var dropsStored = false
+    var edits: [Key: Edit] = [:]
+
+    /// Sets `key` to `value`; `nil` removes it.
+    mutating func set(_ key: String, to value: PropertyListValue?) {
+        edits[Key(text: key)] = value.map(Edit.value) ?? .removed
+    }
+
+    /// The edit of `key`, if it was changed.
+    func edit(of key: String) -> Edit? { edits[Key(text: key)] }
+
+    /// Drops every stored entry and every change so far.
+    mutating func removeAll() {
+        dropsStored = true
+        edits.removeAll()
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A core of a live process (gdb's `gcore`), searched for 16-byte slices of secrets: where
+/// each hit was in the process. A hit in its memory (heap, mappings) is a copy someone freed
+/// or kept unwiped; a hit in a dead stack frame (below a thread's stack pointer) or in the CPU
+/// registers the core saved is residue of the last copies, which no library can wipe, counted
+/// apart. Used by the tests (`MemoryScan`) and the reliability suite (memory hygiene).
+///
+/// ```swift
+/// let scan = try CoreScan.take(of: pid, secrets: ["token": tokenBytes], in: scratchFolder)
+/// #expect(scan.found.isEmpty)
+/// ```
+public struct CoreScan: Sendable {
+    /// Fragments found in the process's memory, and as residue, by secret.
+    public var inMemory: [String: Int] = [:]
+    public var residue: [String: Int] = [:]
+
+    /// The secrets with at least one fragment in memory.
+    public var found: Set<String> { Set(inMemory.filter { $0.value > 0 }.keys) }
+
+    /// Why no scan could be made (gdb missing, no core).
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// A tool of the system (`gcore`, `gdb`), or a failure naming it.
+    public static func tool(_ name: String) throws(Failure) -> String {
+        let path = ["/usr/bin/\(name)", "/bin/\(name)", "/usr/sbin/\(name)"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+        guard let path else { throw Failure(description: "\(name) is not installed: run scripts/install-system-deps") }
+        return path
+    }
+
+    /// Takes the core of `pid` into `folder` and searches it for every secret (a 16-byte slice
+    /// from its middle); deletes the core.
+    public static func take(of pid: Int32, secrets: [String: [UInt8]], in folder: String) throws -> CoreScan {
+        let gcore = try tool("gcore")
+        let prefix = "\(folder)/core"
+        let dump = try ChildProcess.run(gcore, ["-o", prefix, "\(pid)"], timeout: .seconds(120))
+        let file = "\(prefix).\(pid)"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        guard let core = try? Data(contentsOf: URL(fileURLWithPath: file), options: .alwaysMapped) else {
+            throw Failure(description: "gcore made no core: \(dump)")
+        }
+        let layout = try Layout(core: file)
+        var scan = CoreScan()
+        core.withUnsafeBytes { memory in
+            for (name, secret) in secrets {
+                let middle = secret.count / 2 - 8
+                scan.inMemory[name] = 0
+                for hit in positions(of: Array(secret[middle..<(middle + 16)]), in: memory) {
+                    if layout.isResidue(hit) { scan.residue[name, default: 0] += 1 } else { scan.inMemory[name]! += 1 }
+                }
+            }
+        }
+        return scan
+    }
+
+    public static func positions(of needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> [Int] {
+        guard let first = needle.first, haystack.count >= needle.count, let base = haystack.baseAddress else { return [] }
+        var found: [Int] = []
+        var offset = 0
+        let last = haystack.count - needle.count
+        needle.withUnsafeBytes { pattern in
+            while offset <= last {
+                guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { break }
+                let position = base.distance(to: UnsafeRawPointer(hit))
+                if memcmp(base + position, pattern.baseAddress!, needle.count) == 0 { found.append(position) }
+                offset = position + 1
+            }
+        }
+        return found
+    }
+
+    /// Where each byte of the core file was, as gdb reads the core: its sections (memory
+    /// regions and the notes that hold the threads' registers) and each thread's stack pointer.
+    struct Layout {
+        private struct Section {
+            let start: UInt64, end: UInt64, offset: Int, name: String
+        }
+
+        private let sections: [Section]
+        private let stackPointers: [UInt64]
+
+        init(core: String) throws {
+            let gdb = try CoreScan.tool("gdb")
+            let output = try ChildProcess.run(
+                gdb, ["-batch", "-ex", "maint info sections", "-ex", "thread apply all print/x $sp", "-c", core],
+                timeout: .seconds(120))
+            var sections: [Section] = []
+            var pointers: [UInt64] = []
+            for line in output.text.split(separator: "\n") {
+                // " [3]      0x7ffd27cf1000->0x7ffd27d12000 at 0x11a3f000: load138 ALLOC LOAD HAS_CONTENTS"
+                if let arrow = line.range(of: "->0x"), let at = line.range(of: " at 0x"),
+                    let colon = line.range(of: ": ", range: at.upperBound..<line.endIndex),
+                    let startText = line[..<arrow.lowerBound].split(separator: " ").last?.dropFirst(2),
+                    let start = UInt64(startText, radix: 16),
+                    let end = UInt64(line[arrow.upperBound...].prefix { $0.isHexDigit }, radix: 16),
+                    let offset = Int(line[at.upperBound..<colon.lowerBound], radix: 16)
+                {
+                    let name = line[colon.upperBound...].split(separator: " ").first.map(String.init) ?? ""
+                    sections.append(Section(start: start, end: end, offset: offset, name: name))
+                } else if line.hasPrefix("$"), let value = line.split(separator: "0x").last,
+                    let pointer = UInt64(value, radix: 16)
+                {
+                    pointers.append(pointer)
+                }
+            }
+            guard !sections.isEmpty, !pointers.isEmpty else {
+                throw Failure(description: "gdb could not read the core: \(output.stderr.suffix(300))")
+            }
+            self.sections = sections
+            stackPointers = pointers
+        }
+
+        /// Whether the byte at `offset` of the core was in saved registers or in a dead frame
+        /// of a thread's stack.
+        func isResidue(_ offset: Int) -> Bool {
+            let containing = sections.filter { offset >= $0.offset && UInt64(offset - $0.offset) < $0.end - $0.start }
+            if containing.contains(where: { $0.name.hasPrefix(".reg") || $0.name.hasPrefix("note") }) { return true }
+            return containing.contains { section in
+                let address = section.start + UInt64(offset - section.offset)
+                return stackPointers.contains { $0 >= section.start && $0 < section.end && address < $0 }
+            }
+        }
+    }
+}
