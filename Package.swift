@@ -15,6 +15,9 @@ let package = Package(
         // Dictionaries kept in encrypted files instead of the keyring: SecretPortalStore for
         // sandboxed apps. A product of its own, so that the core builds no swift-crypto.
         .library(name: "SecureDictionaryFileStore", targets: ["SecureDictionaryFileStore"]),
+        // A swift-configuration provider over one dictionary. A product of its own, so that the
+        // core builds no swift-configuration.
+        .library(name: "SecureDictionaryConfiguration", targets: ["SecureDictionaryConfiguration"]),
         .executable(name: "secure-dict", targets: ["secure-dict"]),
         // Checks shared by the tests and the reliability suite (a package of its own, so this
         // must be a product). Not for use in applications.
@@ -25,6 +28,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         // AES-GCM and HKDF for the encrypted files of SecureDictionaryFileStore only.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // ConfigProvider, for SecureDictionaryConfiguration only. Its traits: Logging (swift-log,
+        // already here) for the test of its access logging; not JSON, YAML (Yams) or Reloading
+        // (swift-service-lifecycle, swift-metrics).
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: ["Logging"]),
         // `swift package generate-documentation` for the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
@@ -63,6 +70,13 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "SecureDictionaryConfiguration",
+            dependencies: ["SecureDictionary", .product(name: "Configuration", package: "swift-configuration")],
+            // As swift-configuration builds: its protocols' async functions (and the closures they
+            // take) run on the caller's executor, and the provider's must match them.
+            swiftSettings: strictSettings + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
+        ),
         .executableTarget(
             name: "remember-token",
             dependencies: ["SecureDictionary"],
@@ -92,6 +106,21 @@ let package = Package(
                 "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport", "sd-test-writer",
                 "wait-for-keyring", "CLibSecret",
                 "CSecretShim",
+                "SecureDictionaryConfiguration",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "ConfigurationTesting", package: "swift-configuration"),
+            ]
+        ),
+        // The provider of SecureDictionaryConfiguration on the in-memory store (the keyring's
+        // tests of it are in KeyringIntegrationTests).
+        .testTarget(
+            name: "SecureDictionaryConfigurationTests",
+            dependencies: [
+                "SecureDictionaryConfiguration", "SecureDictionary", "SecureDictionaryTestSupport",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "ConfigurationTesting", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
         // The command-line tool: read, write, list, export and import dictionaries.
