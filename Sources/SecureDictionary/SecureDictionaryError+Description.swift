@@ -114,11 +114,7 @@ extension SecureDictionaryError: CustomStringConvertible {
     /// those stores, or for tests a private keyring (the optional `secure-dict` tool's
     /// `keyring run`). The library never assumes that the tool is installed.
     private static func serviceUnavailable(_ reason: String, _ context: ErrorContext) -> String {
-        let what =
-            context.hasSessionBus
-            ? "No usable keyring on the session bus (\(reason.prefix(32)))"
-            : context.surroundings == .ssh
-                ? "There is no D-Bus session bus in this SSH session" : "There is no D-Bus session bus here"
+        let what = noKeyring(reason, context)
         switch context.surroundings {
         case .desktop:
             return context.hasSessionBus
@@ -130,6 +126,15 @@ extension SecureDictionaryError: CustomStringConvertible {
             return "\(what): use EncryptedFileStore for services and containers; for tests, a private keyring "
                 + "('secure-dict keyring run', if installed)."
         }
+    }
+
+    /// What happened when no keyring answers, without the fix (the command-line tool gives
+    /// its own: `--store` options rather than types).
+    package static func noKeyring(_ reason: String, _ context: ErrorContext) -> String {
+        context.hasSessionBus
+            ? "No usable keyring on the session bus (\(reason.prefix(32)))"
+            : context.surroundings == .ssh
+                ? "There is no D-Bus session bus in this SSH session" : "There is no D-Bus session bus here"
     }
 
     private static func confirmationRequired(_ context: ErrorContext) -> String {

@@ -104,9 +104,13 @@ private func report(_ error: SecureDictionaryError, hint: String?) throws -> Nev
 }
 
 /// The library's description (what happened, then the fix where it happened), completed with
-/// what the command line adds: an option that helps (`hint` replaces it).
+/// what the command line adds: an option that helps (`hint` replaces it). Where no keyring
+/// answers, the fix speaks of `--store` options, not of the library's types.
 func message(for error: SecureDictionaryError, hint: String?) -> String {
     let context = ErrorContext.current
+    if let noKeyring = noKeyringMessage(for: error, context) {
+        return [noKeyring, hint].compactMap { $0 }.joined(separator: " ")
+    }
     let advice: String? =
         switch error {
         case .timedOut:
@@ -125,6 +129,24 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
             nil
         }
     return [error.description, hint ?? advice].compactMap { $0 }.joined(separator: " ")
+}
+
+/// No keyring here, said to a shell user: this project's answers as options (issue 36.3). On
+/// a desktop the library's own sentence (start its keyring) says it already.
+private func noKeyringMessage(for error: SecureDictionaryError, _ context: ErrorContext) -> String? {
+    switch error {
+    case .serviceUnavailable(let reason) where context.surroundings != .desktop:
+        let what = SecureDictionaryError.noKeyring(reason, context)
+        return context.surroundings == .ssh
+            ? "\(what): over SSH, keep the dictionary in encrypted files with --store passphrase."
+            : "\(what): use --store credential in a service or container (--store passphrase for a person); "
+                + "for tests, run them under 'secure-dict keyring run -- COMMAND'."
+    case .noStoreAvailable(let reason):
+        return "No keyring answers here (\(reason.prefix(40))) and --store auto has no encrypted files to use instead: "
+            + "add --file-key passphrase (or credential), or use --store passphrase or --store credential."
+    default:
+        return nil
+    }
 }
 
 /// Writes `Error: <message>` as one line to standard error, as argument-parser does.
