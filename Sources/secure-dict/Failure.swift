@@ -29,6 +29,8 @@ enum CommandFailure: Error {
     case notFound(String)
     /// Exit 3.
     case keyring(SecureDictionaryError, hint: String? = nil)
+    /// Exit 3, in the tool's own words (a stored dictionary it cannot read as it is).
+    case unreadable(String)
     /// Exit 4.
     case inputOutput(String)
     /// Exit 64, argument-parser's code for usage errors: for those found only while running
@@ -69,6 +71,9 @@ func reportingFailures(_ body: () throws -> Void) throws {
             throw ExitStatus.notFound
         case .keyring(let error, let hint):
             try report(error, hint: hint)
+        case .unreadable(let message):
+            printError(message)
+            throw ExitStatus.keyringError
         case .inputOutput(let message):
             printError(message)
             throw ExitStatus.inputOutputError
@@ -120,7 +125,7 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
         case .unsupportedFormatVersion:
             "It was written by another tool: remove it with 'secure-dict delete --force' if you do not need it."
         case .tooLarge:
-            "Nothing was written: store less."
+            "Nothing was written: store less, or raise the limit with --maximum-size BYTES."
         case .lockHeld:
             "Or allow it more time with --timeout SECONDS."
         case .locked where context.surroundings == .desktop && !context.unlockDialogUnavailable:

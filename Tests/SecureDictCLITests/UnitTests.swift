@@ -130,4 +130,21 @@ import Testing
         #expect(first(#"{"\"": 1, "\\": 2}"#) == nil)
         #expect(first("{\"a\": ") == nil)  // not JSON: no answer rather than a crash
     }
+
+    /// Issue 36.11: a 3 MB data value printed as 4 MB of base64 on one line of `read`'s
+    /// listing. Long values are shortened there, saying how to get them whole; a value read
+    /// alone (`read KEY`, for scripts) is never shortened.
+    @Test func aLongValueIsShortenedInTheListingWithHowToGetItWhole() {
+        let blob = Data(repeating: 7, count: 3_000_000)
+        let text = String(repeating: "y", count: 5000)
+        let lines = HumanFormat.lines([
+            "blob": .data(blob), "text": .string(text), "short": "s", "nested": .array([.string(text)]),
+        ])
+        #expect(lines.allSatisfy { $0.count <= 300 }, "\(lines.map(\.count))")
+        let long = lines.filter { $0.hasPrefix("blob") || $0.hasPrefix("text") || $0.hasPrefix("  [0]") }
+        #expect(long.count == 3 && long.allSatisfy { $0.contains("--json") && $0.contains("export") }, "\(long)")
+        #expect(lines.contains("short (string): \"s\""))
+        #expect(HumanFormat.bare(.data(blob)) == blob.base64EncodedString())
+        #expect(HumanFormat.bare(.string(text)) == text)
+    }
 }
