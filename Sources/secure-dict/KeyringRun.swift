@@ -69,12 +69,15 @@ extension SecureDict.Keyring {
 
         @Argument(
             parsing: .postTerminator,
-            help: ArgumentHelp("After '--': the command to run, and its arguments.", valueName: "COMMAND"))
+            help: ArgumentHelp(
+                "The command to run, and its arguments: everything from the first word that is not an option of keyring run "
+                    + "('--' before it is optional).",
+                valueName: "COMMAND"))
         var command: [String] = []
 
         func validate() throws {
             guard !command.isEmpty else {
-                throw ValidationError("Missing COMMAND: secure-dict keyring run -- COMMAND [ARGUMENTS…]")
+                throw ValidationError("Missing COMMAND: secure-dict keyring run [-- ]COMMAND [ARGUMENTS…]")
             }
         }
 

@@ -75,6 +75,16 @@ struct KeyringRun {
         #expect(bare.status == 64 && bare.stderr.contains("Missing COMMAND"), "\(bare)")
     }
 
+    /// Issue 36.9: without `--`, `keyring run swift --version` printed secure-dict's version
+    /// and exited 0 without running anything (a CI step would count it a pass), and
+    /// `keyring run swift test` said "Missing COMMAND". The command runs, with its options.
+    @Test func theCommandNeedsNoDoubleDash() throws {
+        let version = try clean(["keyring", "run", "printf", "%s\\n", "--version"])
+        #expect(version.status == 0 && version.text == "--version\n", "\(version)")
+        let help = try clean(["keyring", "run", "--timeout", "20", "sh", "-c", "echo \"$0 $1\"; exit 3", "test", "--help"])
+        #expect(help.status == 3 && help.text == "test --help\n", "\(help)")
+    }
+
     @Test func keepKeepsTheKeyringForTheNextRun() throws {
         let keep = "\(home)/kept"
         let app = "ci.keep.\(UUID().uuidString)"

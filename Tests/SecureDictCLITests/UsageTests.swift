@@ -161,4 +161,16 @@ import Testing
         #expect(automatic.status == 3, "\(automatic)")
         #expect(automatic.stderr.contains("--file-key") && !automatic.stderr.contains("AutomaticStore"), "\(automatic)")
     }
+
+    /// Issue 36.9: `help nosuch` printed the main help and exited 0; `--verison` and a
+    /// subcommand's mistyped option got no "did you mean".
+    @Test func aMistypedHelpTopicOrOptionIsAUsageErrorThatNamesTheOneMeant() throws {
+        let help = try CLIHarness.cli(["help", "nosuch"])
+        #expect(
+            help.status == 64 && help.stdout.isEmpty && help.stderr.hasPrefix("Error: unknown subcommand 'nosuch'"), "\(help)")
+        let version = try CLIHarness.cli(["--verison"])
+        #expect(version.status == 64 && version.stderr.contains("did you mean '--version'?"), "\(version)")
+        let json = try CLIHarness.cli(["read", "--app", "cli.usage", "--jsn"])
+        #expect(json.status == 64 && json.stderr.contains("did you mean '--json'?"), "\(json)")
+    }
 }
