@@ -37,7 +37,7 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .writeNotVerified(let restored):
             "The keyring did not read back what was written, "
                 + (restored ? "so the previous content was put back" : "and the item may be damaged")
-                + ": run 'secure-dict doctor'; if this repeats, update or replace the keyring provider."
+                + ": if this repeats, update or replace the keyring provider ('secure-dict doctor' checks it, if installed)."
         case .portalUnavailable(let reason):
             "The Secret portal cannot give this app its secret (\(reason)); nothing was read or written."
         case .fileUnavailable(let path, let reason):

@@ -62,6 +62,17 @@ import Testing
         }
     }
 
+    /// Issue 36.3: a library message never assumes that the command-line tool is installed:
+    /// it may name it only as optional.
+    @Test func noMessageAssumesTheCommandLineTool() {
+        for context in Self.contexts {
+            for error in Self.errors {
+                let text = error.description(in: context)
+                #expect(!text.contains("secure-dict") || text.contains("if installed"), "\(text)")
+            }
+        }
+    }
+
     /// `locked` and `confirmationRequired` name the provider that answered, and its fix.
     @Test func theProviderIsNamed() {
         for context in Self.contexts {
