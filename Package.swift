@@ -123,12 +123,15 @@ let package = Package(
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
+        // What the tool needs from C: prctl (variadic), for `keyring run`.
+        .target(name: "CSecureDictShim"),
         // The command-line tool: read, write, list, export and import dictionaries.
         .executableTarget(
             name: "secure-dict",
             dependencies: [
                 "SecureDictionary",
                 "SecureDictionaryFileStore",
+                "CSecureDictShim",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

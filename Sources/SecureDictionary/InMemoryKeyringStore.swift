@@ -43,6 +43,10 @@ public final class InMemoryKeyringStore: KeyringStore {
 
     public init() {}
 
+    /// The name its errors give as the provider that answered (``SecureDictionaryError/locked``
+    /// says to call ``setLocked(_:collection:)``, not to unlock a keyring).
+    package static let providerName = "InMemoryKeyringStore"
+
     public var isSharedBetweenProcesses: Bool { false }
 
     // MARK: Fault injection and inspection
@@ -124,6 +128,11 @@ public final class InMemoryKeyringStore: KeyringStore {
             }
             if state.lockedCollections.contains(collection) { return .failure(.locked) }
             return .success(body(&state))
+        }
+        if case .failure(.locked) = outcome, ErrorContext.current.provider == nil {
+            // So that the message says how to unlock this store, not a keyring; a real
+            // provider that answered in this process keeps its name.
+            ErrorContext.record(provider: Self.providerName)
         }
         return try outcome.get()
     }

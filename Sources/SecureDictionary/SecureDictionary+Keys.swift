@@ -1,3 +1,5 @@
+import Logging
+
 extension SecureDictionary {
     /// The namespace for your typed keys: extend it with static constants.
     ///
@@ -56,7 +58,7 @@ extension SecureDictionary.Key where Value: ExpressibleByNilLiteral {
 
 extension SecureDictionary {
     /// The value for `key` from the loaded cache, or its default when the entry is missing or
-    /// of another type (which is also logged and passed to ``Options/failureHandler``).
+    /// of another type (which is also logged, at debug level, and passed to ``Options/failureHandler``).
     ///
     /// Setting it writes at once (`nil` removes an optional key's entry). It cannot throw: a
     /// failed write is logged (without key or value) and passed to ``Options/failureHandler``,
@@ -70,7 +72,7 @@ extension SecureDictionary {
             do throws(SecureDictionaryError) {
                 return try Value(propertyListValue: stored)
             } catch {
-                report(error, during: "typed read")
+                reportTypedRead(error)
                 return key.defaultValue
             }
         }
@@ -136,5 +138,16 @@ extension Dictionary where Key == String, Value == PropertyListValue {
         } else {
             self[key.name] = try value.propertyListValue()
         }
+    }
+}
+
+extension SecureDictionary {
+    /// A non-throwing typed read that found another type: it gives `nil` or the key's default,
+    /// as documented, so the log says so at `debug` (at `error`, swift-log's default handler
+    /// printed it on the application's standard error as a failure). The failure handler
+    /// still gets it.
+    func reportTypedRead(_ error: SecureDictionaryError) {
+        options.logger.debug("typed read found another type", metadata: ["item": "\(item.name)", "error": "\(error)"])
+        options.failureHandler?(error)
     }
 }

@@ -38,7 +38,7 @@ extension SecureDictionary {
     /// ```
     ///
     /// Reading gives `nil` for a missing entry, and for an entry of another type (which is
-    /// also logged and passed to ``Options/failureHandler``; ``value(forKey:as:)`` throws
+    /// also logged at debug level and passed to ``Options/failureHandler``; ``value(forKey:as:)`` throws
     /// instead). Setting cannot throw: a failed write is reported the same way, and the cache
     /// stays equal to the keyring. Prefer ``setValue(_:forKey:)-(V?,_)`` where you can
     /// handle the error.
@@ -48,7 +48,7 @@ extension SecureDictionary {
             do throws(SecureDictionaryError) {
                 return try V(propertyListValue: stored)
             } catch {
-                report(error, during: "typed read")
+                reportTypedRead(error)
                 return nil
             }
         }

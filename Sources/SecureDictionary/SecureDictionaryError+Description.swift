@@ -18,7 +18,9 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .corrupt(let reason):
             "The stored dictionary is unreadable (\(reason)); nothing was written over it."
         case .unsupportedFormatVersion(let version): "The stored dictionary has an unsupported format version (\(version))."
-        case .tooLarge(let size, let limit): "The dictionary would take \(size) bytes, more than the limit of \(limit)."
+        case .tooLarge(let size, let limit):
+            "The dictionary takes \(size) bytes, more than this instance's limit of \(limit): raise "
+                + "Options.maximumSize to read or write it; a write over the limit wrote nothing."
         case .invalidValue(let reason): "A value cannot be stored: \(reason)."
         case .typeMismatch(let expected, let found): "A stored value has the wrong type: expected \(expected), found \(found)."
         case .invalidName(let reason): "Invalid name: \(reason)."
@@ -30,12 +32,12 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .confirmationDenied: "The keyring asked to confirm this change and it was declined; nothing was changed."
         case .unlockDismissed: "The keyring's unlock dialog was cancelled; nothing was read or written."
         case .sessionRejected(let reason):
-            "The keyring's encrypted session failed on every try (\(reason)): update the keyring provider "
-                + "(KWallet: KDE Frameworks 6.25 or later)."
+            "The keyring's encrypted session failed on every try (\(reason)): update the keyring provider"
+                + (context.provider == nil || context.provider == "KWallet" ? " (KWallet: KDE Frameworks 6.25 or later)." : ".")
         case .writeNotVerified(let restored):
             "The keyring did not read back what was written, "
                 + (restored ? "so the previous content was put back" : "and the item may be damaged")
-                + ": run 'secure-dict doctor'; if this repeats, update or replace the keyring provider."
+                + ": if this repeats, update or replace the keyring provider ('secure-dict doctor' checks it, if installed)."
         case .portalUnavailable(let reason):
             "The Secret portal cannot give this app its secret (\(reason)); nothing was read or written."
         case .fileUnavailable(let path, let reason):
@@ -63,6 +65,9 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .noStoreAvailable(let reason):
             "No keyring answers here (\(reason.prefix(40))) and no encrypted-file store is configured: start a "
                 + "keyring, or give AutomaticStore a systemd credential or passphrase."
+        case .storeHoldsNoItems(let operation):
+            "\(operation) works on other libraries' keyring items, which this store does not keep: give it "
+                + "SecretServiceStore (the default store)."
         case .keyring(let domain, let code, let message): "Keyring error \(domain) \(code): \(message)."
         }
     }
@@ -86,6 +91,8 @@ extension SecureDictionaryError: CustomStringConvertible {
         case "KWallet":
             return "The KWallet wallet is locked\(noDialog): open it in KWalletManager (after login it stays locked "
                 + "until an application opens it)."
+        case InMemoryKeyringStore.providerName:
+            return "The InMemoryKeyringStore is locked (by setLocked or an injected failure): call setLocked(false) on it."
         case let provider:
             let keyring = provider.map { "keyring (\($0))" } ?? "keyring"
             if context.surroundings == .desktop && !context.unlockDialogUnavailable {
@@ -100,17 +107,32 @@ extension SecureDictionaryError: CustomStringConvertible {
         }
     }
 
+    /// No keyring: the fix is this project's answer where the program runs. On a desktop, the
+    /// desktop's keyring; over SSH, the encrypted-file stores; in services, containers and CI,
+    /// those stores, or for tests a private keyring (the optional `secure-dict` tool's
+    /// `keyring run`). The library never assumes that the tool is installed.
     private static func serviceUnavailable(_ reason: String, _ context: ErrorContext) -> String {
-        guard context.hasSessionBus else {
-            return context.surroundings == .desktop
-                ? "There is no D-Bus session bus in this environment: run the program from your desktop session."
-                : "There is no D-Bus session bus here: run the program under 'dbus-run-session' with a keyring "
-                    + "started in it ('secure-dict doctor' shows how)."
+        let what = noKeyring(reason, context)
+        switch context.surroundings {
+        case .desktop:
+            return context.hasSessionBus
+                ? "\(what): start your desktop's keyring (gnome-keyring, KWallet, or KeePassXC with Secret Service on)."
+                : "\(what): run the program from your desktop session."
+        case .ssh:
+            return "\(what): keep the dictionary in encrypted files (EncryptedFileStore, in SecureDictionaryFileStore)."
+        case .headless:
+            return "\(what): use EncryptedFileStore for services and containers; for tests, a private keyring "
+                + "('secure-dict keyring run', if installed)."
         }
-        let what = "No usable keyring on the session bus (\(reason.prefix(48)))"
-        return context.surroundings == .desktop
-            ? "\(what): start your desktop's keyring (gnome-keyring, KWallet, or KeePassXC with Secret Service on)."
-            : "\(what): start one with '\(gnomeKeyringUnlock)' (password on stdin)."
+    }
+
+    /// What happened when no keyring answers, without the fix (the command-line tool gives
+    /// its own: `--store` options rather than types).
+    package static func noKeyring(_ reason: String, _ context: ErrorContext) -> String {
+        context.hasSessionBus
+            ? "No usable keyring on the session bus (\(reason.prefix(32)))"
+            : context.surroundings == .ssh
+                ? "There is no D-Bus session bus in this SSH session" : "There is no D-Bus session bus here"
     }
 
     private static func confirmationRequired(_ context: ErrorContext) -> String {

@@ -98,9 +98,15 @@ extension SecureDict {
                 the secret adopted. Interrupted at any point, nothing is lost: run it again to \
                 finish. A secret becomes a string when it is UTF-8, data otherwise.
 
-                A key the dictionary already holds with another value, two items with one key, \
-                or an item without the key attribute is a conflict: nothing changes at all \
-                (exit 1) unless --on-conflict says otherwise. Items the keyring asks you about \
+                A key the dictionary already holds with another value, two items with one key \
+                (also two keys that are one text in two Unicode forms, NFC and NFD: a \
+                dictionary holds one of them), or an item without the key attribute is a \
+                conflict: nothing changes at all (exit 1) unless --on-conflict says otherwise. \
+                No item found is exit 1 too, naming the services that library's items have, \
+                and creates no dictionary (into a dictionary that exists, it is a note: a run \
+                before may have finished the job). The dictionary is in the keyring, beside the items \
+                (--store keyring, or auto where the keyring answers); more than --maximum-size \
+                is exit 4. Items the keyring asks you about \
                 (KeePassXC's access confirmation) are listed and left alone. The way back is \
                 'export-items'.
 
@@ -144,14 +150,28 @@ extension SecureDict {
 
         func perform() throws {
             let location = dictionary.location(global)
+            let options = try source.inKeyring(location.options, command: "adopt")
             let report: AdoptionReport
             do {
                 report = try SecureDictionary.adopt(
-                    source.items, into: location.name, applicationID: location.applicationID, options: location.options,
+                    source.items, into: location.name, applicationID: location.applicationID, options: options,
                     conflicts: onConflict == .stop ? .stop : onConflict == .keepDictionary ? .keepDictionary : .takeItem,
                     retire: retire == .delete ? .delete : .keep, dryRun: dryRun)
+            } catch .tooLarge(let size, let limit) {
+                // More than a dictionary can store: exit 4, as for `write` and `import`.
+                throw CommandFailure.inputOutput(
+                    "with these items, \(location.description) would take \(size) bytes, more than the limit of \(limit): "
+                        + "adopt fewer (--match), or raise the limit with --maximum-size BYTES; nothing was written")
             } catch {
                 throw CommandFailure.keyring(error, hint: nil)
+            }
+            if report.items.isEmpty {
+                // Nothing matched. Into a dictionary that exists, this is how a run that
+                // finishes an interrupted one (or the loser of two runs) finds the job done.
+                guard try location.existingNames().contains(location.name ?? "") else {
+                    throw CommandFailure.notFound(source.nothingMatched(options) + "; nothing was written")
+                }
+                printNote("Nothing to adopt: \(source.nothingMatched(options)); a run before may have adopted and retired them.")
             }
             try Terminal.write(Data((json ? try AdoptionOutput.json(report) : AdoptionOutput.text(report)).utf8))
             if report.changedNothing { throw ExitStatus.notFound }
@@ -218,6 +238,7 @@ enum AdoptionOutput {
         case .kept: "kept"
         case .deleted: "deleted"
         case .changedSinceAdopted: "changed-since-adopted"
+        case .alreadyGone: "already-gone"
         }
     }
 }
@@ -232,8 +253,9 @@ extension SecureDict {
                 data entry of the dictionary becomes the item that library would have written, \
                 read back before it counts. An item that already holds the entry's value is \
                 left as it is; one with another value is a conflict and is not touched (exit \
-                1). Entries of other types have no per-key form and are skipped. The \
-                dictionary is not changed.
+                1). Entries of other types have no per-key form and are skipped; a key \
+                holding a NUL character, which no item's attribute can hold, is refused (exit \
+                1). The dictionary is not changed.
 
                 Examples:
                   secure-dict export-items --app com.example.app --name tokens \\
@@ -246,15 +268,16 @@ extension SecureDict {
 
         func perform() throws {
             let location = dictionary.location(global)
+            let options = try target.inKeyring(location.options, command: "export-items")
             let report: ItemExportReport
             do {
                 report = try SecureDictionary.exportItems(
-                    target.items, from: location.name, applicationID: location.applicationID, options: location.options)
+                    target.items, from: location.name, applicationID: location.applicationID, options: options)
             } catch {
                 throw CommandFailure.keyring(error, hint: nil)
             }
             try Terminal.write(Data((report.description + ".\n").utf8))
-            if !report.conflicts.isEmpty { throw ExitStatus.notFound }
+            if !report.conflicts.isEmpty || !report.refused.isEmpty { throw ExitStatus.notFound }
         }
     }
 }

@@ -35,6 +35,12 @@ struct DictionaryLocation {
             switch error {
             case .corrupt, .unsupportedFormatVersion:
                 throw .keyring(error, hint: "Remove it with 'secure-dict delete \(arguments) --force' if you do not need it.")
+            case .tooLarge(let size, let limit):
+                // Stored with a higher limit (a program's raised Options.maximumSize): a read,
+                // which needs the limit raised, not less data (issue 36.7).
+                throw .unreadable(
+                    "\(description) is stored as \(size) bytes, more than the limit of \(limit): read it with "
+                        + "--maximum-size \(size) (in a program, raise Options.maximumSize).")
             default:
                 throw .keyring(error)
             }

@@ -105,8 +105,12 @@ struct DoctorReport: Encodable {
         var report = DoctorReport()
         let environmentFindings = environment.findings()
         if report.checkStore(storage, options: options) {
-            report.findings += environmentFindings.filter { $0.check == "bus" }
-            report.checkService(environment: environment, options: options)
+            let bus = environmentFindings.filter { $0.check == "bus" }
+            report.findings += bus
+            // No bus is the one cause: the provider's failure would be a second problem.
+            if !bus.contains(where: { $0.status == .problem }) {
+                report.checkService(environment: environment, options: options)
+            }
         }
         report.findings += environmentFindings.filter { $0.check != "bus" }
         report.healthy = !report.findings.contains { $0.status == .problem }
@@ -119,10 +123,16 @@ struct DoctorReport: Encodable {
         do {
             diagnosis = try SecretServiceStore().diagnose(collection: options.collection, timeout: options.timeout)
         } catch {
+            // The library's sentence has a fix of its own: the fix line gives the one fix here.
+            let detail =
+                if case .serviceUnavailable(let reason) = error {
+                    "no Secret Service answers on the session bus (\(reason))"
+                } else {
+                    error.description
+                }
             findings.append(
                 DoctorFinding(
-                    check: "provider", status: .problem, detail: error.description,
-                    fix: Self.fixForUnreachableService(error, environment)))
+                    check: "provider", status: .problem, detail: detail, fix: Self.fixForUnreachableService(error, environment)))
             return
         }
         providerName = diagnosis.providerName
@@ -303,12 +313,7 @@ struct DoctorReport: Encodable {
         case .sandboxed(let advice):
             return advice
         case .serviceUnavailable:
-            if environment.busAddress == nil || !environment.hasDesktop {
-                return "start a keyring on this bus: \(DoctorEnvironment.headlessKeyring)"
-            }
-            return "start your desktop's keyring (gnome-keyring, KWallet, or KeePassXC with Secret Service "
-                + "integration on; on Debian 13, KeePassXC's package keepassxc-full, as keepassxc-minimal has none); "
-                + "on GNOME it starts with the session"
+            return environment.noKeyringFix
         case .sessionRejected:
             return "try again; if it keeps failing, update the keyring provider"
         case .timedOut:

@@ -63,7 +63,8 @@ struct DoctorEnvironment {
         return nil
     }
 
-    var isSSH: Bool { variables["SSH_CONNECTION"] != nil || variables["SSH_TTY"] != nil }
+    /// As the library's errors tell it (`ErrorContext`): a variable set and not empty.
+    var isSSH: Bool { [variables["SSH_CONNECTION"], variables["SSH_TTY"]].contains { $0?.isEmpty == false } }
     var hasDesktop: Bool {
         [variables["DISPLAY"], variables["WAYLAND_DISPLAY"]].contains { $0?.isEmpty == false }
     }
@@ -71,10 +72,25 @@ struct DoctorEnvironment {
         variables["WSL_DISTRO_NAME"] != nil || kernelRelease.lowercased().contains("microsoft")
     }
 
-    /// How to get a bus and an unlocked keyring in a shell without a desktop.
-    static let headlessKeyring =
-        "dbus-run-session -- bash, then in that shell: gnome-keyring-daemon --unlock --components=secrets "
-        + "(it reads the keyring's password on standard input; install gnome-keyring first if needed)"
+    /// This project's answer where no keyring answers, for this environment (issue 36.3): on
+    /// a desktop its keyring; over SSH the passphrase store; in a container, a service or CI
+    /// the encrypted-file stores, and for tests a private keyring. Never `dbus-run-session --
+    /// bash`, a shell that ends the keyring with it.
+    var noKeyringFix: String {
+        if hasDesktop && !isSSH {
+            return busAddress == nil
+                ? "run the command from your desktop session"
+                : "start your desktop's keyring (gnome-keyring, KWallet, or KeePassXC with Secret Service "
+                    + "integration on; on Debian 13, KeePassXC's package keepassxc-full, as keepassxc-minimal has none); "
+                    + "on GNOME it starts with the session"
+        }
+        if isSSH {
+            return "over SSH, keep dictionaries in encrypted files under a passphrase: --store passphrase "
+                + "(EncryptedFileStore in code); for tests: secure-dict keyring run -- COMMAND"
+        }
+        return "for tests and CI: secure-dict keyring run -- COMMAND (a private keyring); for a service or container: "
+            + "--store credential (a systemd credential) or --store passphrase (EncryptedFileStore in code)"
+    }
 
     /// The bus and the environment notes, in report order.
     func findings() -> [DoctorFinding] {
@@ -86,7 +102,7 @@ struct DoctorEnvironment {
                 DoctorFinding(
                     check: "bus", status: .problem,
                     detail: "no D-Bus session bus: DBUS_SESSION_BUS_ADDRESS is not set and there is no $XDG_RUNTIME_DIR/bus",
-                    fix: "run inside a desktop session, or start a bus and a keyring for this shell: \(Self.headlessKeyring)"))
+                    fix: noKeyringFix))
         }
         if let sandbox {
             findings.append(
@@ -98,8 +114,7 @@ struct DoctorEnvironment {
             findings.append(
                 DoctorFinding(
                     check: "environment", status: .note,
-                    detail: "Windows Subsystem for Linux: no keyring runs unless one is started",
-                    fix: "install gnome-keyring and start it: \(Self.headlessKeyring)"))
+                    detail: "Windows Subsystem for Linux: no keyring runs unless one is started"))
         }
         if isSSH && !hasDesktop {
             findings.append(

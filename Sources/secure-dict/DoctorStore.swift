@@ -28,11 +28,8 @@ extension DoctorReport {
                 store = Self.chosenStore(automatic, choice)
             } catch {
                 self.store = StoreState(option: option)
-                findings.append(
-                    DoctorFinding(
-                        check: "store", status: .problem, detail: error.description,
-                        fix: "start a keyring (\(DoctorEnvironment.headlessKeyring)), or give --store auto a file store "
-                            + "with --file-key credential or --file-key passphrase"))
+                // One problem with one fix (the message's own): add a file store, or pick one.
+                findings.append(DoctorFinding(check: "store", status: .problem, detail: message(for: error, hint: nil)))
                 return false
             }
         default:

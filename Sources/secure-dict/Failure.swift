@@ -29,6 +29,8 @@ enum CommandFailure: Error {
     case notFound(String)
     /// Exit 3.
     case keyring(SecureDictionaryError, hint: String? = nil)
+    /// Exit 3, in the tool's own words (a stored dictionary it cannot read as it is).
+    case unreadable(String)
     /// Exit 4.
     case inputOutput(String)
     /// Exit 64, argument-parser's code for usage errors: for those found only while running
@@ -69,6 +71,9 @@ func reportingFailures(_ body: () throws -> Void) throws {
             throw ExitStatus.notFound
         case .keyring(let error, let hint):
             try report(error, hint: hint)
+        case .unreadable(let message):
+            printError(message)
+            throw ExitStatus.keyringError
         case .inputOutput(let message):
             printError(message)
             throw ExitStatus.inputOutputError
@@ -104,9 +109,13 @@ private func report(_ error: SecureDictionaryError, hint: String?) throws -> Nev
 }
 
 /// The library's description (what happened, then the fix where it happened), completed with
-/// what the command line adds: an option that helps (`hint` replaces it).
+/// what the command line adds: an option that helps (`hint` replaces it). Where no keyring
+/// answers, the fix speaks of `--store` options, not of the library's types.
 func message(for error: SecureDictionaryError, hint: String?) -> String {
     let context = ErrorContext.current
+    if let noKeyring = noKeyringMessage(for: error, context) {
+        return [noKeyring, hint].compactMap { $0 }.joined(separator: " ")
+    }
     let advice: String? =
         switch error {
         case .timedOut:
@@ -116,7 +125,7 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
         case .unsupportedFormatVersion:
             "It was written by another tool: remove it with 'secure-dict delete --force' if you do not need it."
         case .tooLarge:
-            "Nothing was written: store less."
+            "Nothing was written: store less, or raise the limit with --maximum-size BYTES."
         case .lockHeld:
             "Or allow it more time with --timeout SECONDS."
         case .locked where context.surroundings == .desktop && !context.unlockDialogUnavailable:
@@ -125,6 +134,24 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
             nil
         }
     return [error.description, hint ?? advice].compactMap { $0 }.joined(separator: " ")
+}
+
+/// No keyring here, said to a shell user: this project's answers as options (issue 36.3). On
+/// a desktop the library's own sentence (start its keyring) says it already.
+private func noKeyringMessage(for error: SecureDictionaryError, _ context: ErrorContext) -> String? {
+    switch error {
+    case .serviceUnavailable(let reason) where context.surroundings != .desktop:
+        let what = SecureDictionaryError.noKeyring(reason, context)
+        return context.surroundings == .ssh
+            ? "\(what): over SSH, keep the dictionary in encrypted files with --store passphrase."
+            : "\(what): use --store credential in a service or container (--store passphrase for a person); "
+                + "for tests, run them under 'secure-dict keyring run -- COMMAND'."
+    case .noStoreAvailable(let reason):
+        return "No keyring answers here (\(reason.prefix(40))) and --store auto has no encrypted files to use instead: "
+            + "add --file-key passphrase (or credential), or use --store passphrase or --store credential."
+    default:
+        return nil
+    }
 }
 
 /// Writes `Error: <message>` as one line to standard error, as argument-parser does.

@@ -22,12 +22,22 @@ struct KeyringOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How long to wait for each keyring call before failing.", valueName: "SECONDS"))
     var timeout: Double = 3
 
+    @Option(
+        name: .customLong("maximum-size"),
+        help: ArgumentHelp(
+            "The largest dictionary to read or write, in bytes (the library's Options.maximumSize). Default: 4194304 (4 MiB).",
+            valueName: "BYTES"))
+    var maximumSize: Int?
+
     /// `--store` and the encrypted files' options (StoreOptions.swift).
     @OptionGroup var storage: StoreOptions
 
     func validate() throws {
         guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
             throw ValidationError("--timeout must be a number of seconds above 0 and at most 3600")
+        }
+        if let maximumSize, maximumSize <= 0 {
+            throw ValidationError("--maximum-size must be a number of bytes above 0")
         }
         do {
             _ = try KeyringItem(dictionaryName: nil, applicationID: "probe", collection: KeyringCollection(alias: collection))
@@ -46,6 +56,7 @@ struct KeyringOptions: ParsableArguments {
             collection: KeyringCollection(alias: collection),
             timeout: duration,
             unlock: unlock ? .prompt(timeout: .seconds(60)) : .never,
+            maximumSize: maximumSize ?? SecureDictionary.Options.defaultMaximumSize,
             store: storage.makeStore(),
             logger: Logger(label: "secure-dict", factory: { _ in SwiftLogNoOpLogHandler() }))
     }

@@ -33,14 +33,23 @@ extension SecureDict.Keyring {
                 it) and a gnome-keyring whose default collection is unlocked, runs COMMAND with \
                 DBUS_SESSION_BUS_ADDRESS, XDG_RUNTIME_DIR and XDG_DATA_HOME pointing at them, and \
                 when COMMAND ends (or on Ctrl-C, SIGTERM or SIGHUP, and even when this tool is \
-                killed) stops everything that carries that XDG_RUNTIME_DIR (the bus, the keyring, \
-                what COMMAND left running) and removes the session's files. Needs no desktop, \
-                DISPLAY, systemd or privileges: it works in a plain container, as root or not. \
-                Nothing of your own session is used or changed.
+                killed) stops everything of the session (the bus, the keyring, what COMMAND left \
+                running, also with another environment) and removes the session's files. Needs no \
+                desktop, DISPLAY, systemd or privileges: it works in a plain container, as root or \
+                not. Nothing of your own session is used or changed.
 
-                With --keep DIR the keyring's files (and XDG_DATA_HOME) live in DIR, so that what \
-                one run stores the next finds; DIR then also holds the keyring's password, so keep \
-                it as private as its content. One run at a time per DIR.
+                COMMAND finds the keyring's password in the file $SECURE_DICT_KEYRING_PASSWORD_FILE, \
+                to lock and unlock the keyring in a test: lock it with 'gdbus call --session --dest \
+                org.freedesktop.secrets --object-path /org/freedesktop/secrets --method \
+                org.freedesktop.Secret.Service.Lock "['/org/freedesktop/secrets/aliases/default']"', \
+                unlock it with 'gnome-keyring-daemon --replace --unlock --components=secrets < \
+                "$SECURE_DICT_KEYRING_PASSWORD_FILE"'.
+
+                With --keep DIR the keyring's files (and XDG_DATA_HOME) live in the private \
+                subfolder DIR/secure-dict-keyring (DIR itself is made if needed, never changed), \
+                so that what one run stores the next finds; it also holds the keyring's password. \
+                One run at a time per DIR: a second one says which variable to export to use the \
+                running one's keyring from another shell.
 
                 Examples:
                   secure-dict keyring run -- swift test
@@ -55,7 +64,8 @@ extension SecureDict.Keyring {
 
         @Option(
             help: ArgumentHelp(
-                "Keep the keyring's files in DIR (created if needed) instead of a throw-away folder.", valueName: "DIR"))
+                "Keep the keyring's files in DIR/secure-dict-keyring (DIR is made if needed) instead of a throw-away folder.",
+                valueName: "DIR"))
         var keep: String?
 
         @Option(
@@ -69,12 +79,15 @@ extension SecureDict.Keyring {
 
         @Argument(
             parsing: .postTerminator,
-            help: ArgumentHelp("After '--': the command to run, and its arguments.", valueName: "COMMAND"))
+            help: ArgumentHelp(
+                "The command to run, and its arguments: everything from the first word that is not an option of keyring run "
+                    + "('--' before it is optional).",
+                valueName: "COMMAND"))
         var command: [String] = []
 
         func validate() throws {
             guard !command.isEmpty else {
-                throw ValidationError("Missing COMMAND: secure-dict keyring run -- COMMAND [ARGUMENTS…]")
+                throw ValidationError("Missing COMMAND: secure-dict keyring run [-- ]COMMAND [ARGUMENTS…]")
             }
         }
 
@@ -100,23 +113,14 @@ extension SecureDict.Keyring {
         }
     }
 
-    /// Stops a session whose `keyring run` died without stopping it (even by SIGKILL): reads
-    /// standard input, a pipe only that process writes to, until its end, then stops every
-    /// process that carries the session's XDG_RUNTIME_DIR and removes the session's folder.
+    /// The session's watchdog (SessionWatchdog.swift): makes its folder, then stops the
+    /// session when `keyring run` ends, even by SIGKILL.
     struct Watchdog: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "watchdog", shouldDisplay: false)
 
-        @Option var runtime: String
-        @Option var remove: String
+        @Option var parent: String
+        @Option var runner: Int32
 
-        func run() throws {
-            var byte: UInt8 = 0
-            while true {
-                let got = Glibc.read(STDIN_FILENO, &byte, 1)
-                if got == 0 || (got < 0 && errno != EINTR) { break }
-            }
-            PrivateKeyringSession.stopProcesses(runtime: runtime)
-            try? FileManager.default.removeItem(atPath: remove)
-        }
+        func run() throws { SessionWatchdog.watch(parent: parent, runner: runner) }
     }
 }

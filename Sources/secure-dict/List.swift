@@ -15,8 +15,9 @@ extension SecureDict {
             discussion: """
                 Shows each dictionary's application, name ('(default)' for the unnamed one), \
                 number of entries, and state: 'unlocked', 'locked' (its collection must be \
-                unlocked before it can be read: no count then), or 'unreadable' (the stored \
-                item is corrupt or of an unknown format; 'delete --force' removes it), or \
+                unlocked before it can be read: no count then), or 'unreadable' with the reason \
+                (the stored item is corrupt or of an unknown format, and 'delete --force' removes \
+                it; or larger than --maximum-size, which reads it raised), or \
                 'ambiguous' (more than one item carries the name, so none can be read; \
                 'delete --force' removes them all). \
                 Listing never prints a key or a value. A name holding a character that a \
@@ -42,7 +43,7 @@ extension SecureDict {
             help: """
                 Print a JSON array instead: [{"application": ID, "name": NAME ("" for the default \
                 dictionary), "item": ITEM NAME, "state": "unlocked"|"locked"|"unreadable"|"ambiguous", \
-                "entries": COUNT or null}].
+                "entries": COUNT or null, "reason": why it is unreadable, or null}].
                 """)
         var json = false
 
@@ -114,6 +115,8 @@ private struct Row: Encodable {
     let item: String
     let state: String
     let entries: Int?
+    /// Why an item is unreadable, or `nil`.
+    let reason: String?
 
     /// Opens the item to count its entries, unless it is locked.
     init(_ listing: KeyringItemListing, options: SecureDictionary.Options) throws(SecureDictionaryError) {
@@ -122,6 +125,7 @@ private struct Row: Encodable {
         item = listing.item.name
         var state = listing.isLocked ? "locked" : "unlocked"
         var entries: Int?
+        var reason: String?
         if !listing.isLocked {
             do {
                 let dictionary = try SecureDictionary(
@@ -130,7 +134,12 @@ private struct Row: Encodable {
             } catch {
                 switch error {
                 case .locked: state = "locked"
-                case .corrupt, .unsupportedFormatVersion, .tooLarge: state = "unreadable"
+                case .corrupt(let why):
+                    (state, reason) = ("unreadable", "corrupt: \(why)")
+                case .unsupportedFormatVersion(let version):
+                    (state, reason) = ("unreadable", "unsupported format version \(version)")
+                case .tooLarge(let size, let limit):
+                    (state, reason) = ("unreadable", "\(size) bytes, above --maximum-size \(limit)")
                 case .ambiguous: state = "ambiguous"
                 default: throw error
                 }
@@ -138,6 +147,7 @@ private struct Row: Encodable {
         }
         self.state = state
         self.entries = entries
+        self.reason = reason
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -147,9 +157,10 @@ private struct Row: Encodable {
         try container.encode(item, forKey: .item)
         try container.encode(state, forKey: .state)
         try container.encode(entries, forKey: .entries)  // null when unknown, not left out
+        try container.encode(reason, forKey: .reason)
     }
 
-    private enum CodingKeys: String, CodingKey { case application, name, item, state, entries }
+    private enum CodingKeys: String, CodingKey { case application, name, item, state, entries, reason }
 
     static func json(_ rows: [Row]) throws -> Data {
         let encoder = JSONEncoder()
@@ -163,7 +174,7 @@ private struct Row: Encodable {
         let cells = rows.map { row in
             [
                 VisibleText.escaped(row.application), row.name.isEmpty ? "(default)" : VisibleText.escaped(row.name),
-                row.entries.map(String.init) ?? "-", row.state,
+                row.entries.map(String.init) ?? "-", row.state + (row.reason.map { " (\($0))" } ?? ""),
             ]
         }
         let widths = header.indices.map { column in ([header] + cells).map { $0[column].count }.max()! }

@@ -1,3 +1,4 @@
+import CSecureDictShim
 import Dispatch
 import SecureDictionary
 import Synchronization
@@ -22,30 +23,34 @@ import Synchronization
 /// let status = session.run(["swift", "test"])     // stops everything, returns COMMAND's status
 /// ```
 ///
-/// Every process of the session carries its own `XDG_RUNTIME_DIR` (the bus, the daemon,
-/// COMMAND and whatever COMMAND starts), and that is how the session is found again to be
-/// stopped: by this process when COMMAND ends or a signal comes, and by a watchdog process
-/// (`secure-dict keyring watchdog`, in a session of its own) when this process dies
-/// without a word, even by SIGKILL: it waits for the end of a pipe only this process holds.
+/// What belongs to the session, and how it is stopped, is in ``SessionProcesses``: by this
+/// process when COMMAND ends or a signal comes, and by a watchdog process (`secure-dict
+/// keyring watchdog`, in a session of its own) when this process dies without a word, even
+/// by SIGKILL: it waits for the end of a pipe only this process holds. The watchdog starts
+/// first and makes the session's folder itself, so nothing of the session exists that it
+/// does not watch (issue 35.6: killed in its first 60 ms, a run left its bus and its folder).
 final class PrivateKeyringSession {
     struct Failure: Error {
         let message: String
     }
 
     /// Folders: `base` (removed at the end) holds `runtime` and `control`; the keyring's own
-    /// files live in `state` (in `base`, or the `--keep` folder).
+    /// files live in `state` (in `base`, or the `--keep` folder's private subfolder).
     let base: String
     let runtime: String
     let state: String
     let busAddress: String
+    private let kept: KeptKeyringFolder?
+    private let watchdog: SessionWatchdog
     private var children: [pid_t] = []
-    private var watchdogPipe: Int32 = -1
     private var keepLock: Int32 = -1
 
-    private init(base: String, state: String) {
-        self.base = base
+    private init(watchdog: SessionWatchdog, kept: KeptKeyringFolder?) {
+        self.watchdog = watchdog
+        self.kept = kept
+        base = watchdog.base
         runtime = "\(base)/runtime"
-        self.state = state
+        state = kept?.path ?? "\(base)/state"
         busAddress = "unix:path=\(base)/runtime/bus"
     }
 
@@ -60,28 +65,23 @@ final class PrivateKeyringSession {
                 + "Fedora: sudo dnf install gnome-keyring dbus-daemon)")
     }
 
-    /// Starts the bus, the watchdog and the keyring, and waits until its default collection
-    /// is unlocked.
+    /// Starts the watchdog (which makes the session's folder), the bus and the keyring, and
+    /// waits until its default collection is unlocked.
     static func start(keep: String?, timeout: Duration) throws(Failure) -> PrivateKeyringSession {
         let busDaemon = try tool("dbus-daemon", package: "dbus")
         let keyringDaemon = try tool("gnome-keyring-daemon", package: "gnome-keyring")
+        // Orphans of the session become this process's children, not init's, whatever their
+        // environment: stopped with the session (SessionProcesses).
+        _ = sd_cli_become_child_subreaper()
         // A short base path: unix socket paths must stay under 108 bytes.
         let parent = (ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.count <= 60 ? $0 : nil }) ?? "/tmp"
-        var template = Array("\(parent)/sd-keyring.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else {
-            throw Failure(message: "cannot make a folder in \(parent): \(String(cString: strerror(errno)))")
-        }
-        let base = String(cString: made)
-        var state = "\(base)/state"
-        if let keep {
-            state = keep.hasPrefix("/") ? keep : FileManager.default.currentDirectoryPath + "/" + keep
-        }
-        let session = PrivateKeyringSession(base: base, state: state)
+        let session = PrivateKeyringSession(
+            watchdog: try SessionWatchdog.start(in: parent), kept: keep.map(KeptKeyringFolder.init))
         do throws(Failure) {
-            try session.prepareFolders(keeping: keep != nil)
+            try session.prepareFolders()
             try session.startBus(busDaemon, timeout: timeout)
-            session.startWatchdog()
             try session.startKeyring(keyringDaemon, timeout: timeout)
+            session.kept?.announce(busAddress: session.busAddress)
         } catch {
             session.stop()
             throw error
@@ -91,18 +91,14 @@ final class PrivateKeyringSession {
 
     // MARK: Starting
 
-    private func prepareFolders(keeping: Bool) throws(Failure) {
+    private func prepareFolders() throws(Failure) {
+        if let kept {
+            try kept.prepare()
+            keepLock = try kept.lock()
+        }
         for folder in [runtime, "\(base)/control", state, "\(state)/data", "\(state)/config", "\(state)/cache"] {
             if mkdir(folder, 0o700) != 0 && errno != EEXIST {
                 throw Failure(message: "cannot make \(folder): \(String(cString: strerror(errno)))")
-            }
-        }
-        chmod(state, 0o700)
-        if keeping {
-            // Two daemons on the same keyring files would overwrite each other.
-            keepLock = open("\(state)/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard keepLock >= 0, flock(keepLock, LOCK_EX | LOCK_NB) == 0 else {
-                throw Failure(message: "\(state) is in use by another 'secure-dict keyring run'")
             }
         }
     }
@@ -142,20 +138,6 @@ final class PrivateKeyringSession {
         }
     }
 
-    private func startWatchdog() {
-        guard let ends = Spawn.pipe() else { return }
-        let spawned = Spawn.start(
-            "/proc/self/exe", ["keyring", "watchdog", "--runtime", runtime, "--remove", base],
-            environment: ProcessInfo.processInfo.environment, standardInput: ends[0], output: "/dev/null", newSession: true)
-        close(ends[0])
-        if case .success(let pid) = spawned {
-            watchdogPipe = ends[1]
-            children.append(pid)
-        } else {
-            close(ends[1])
-        }
-    }
-
     private func startKeyring(_ daemon: String, timeout: Duration) throws(Failure) {
         let password = try self.password()
         guard let ends = Spawn.pipe() else { throw Failure(message: "cannot make a pipe") }
@@ -186,9 +168,13 @@ final class PrivateKeyringSession {
         }
     }
 
+    /// The file that holds the keyring's password: given to COMMAND as
+    /// `$SECURE_DICT_KEYRING_PASSWORD_FILE`, to unlock the keyring after locking it in a test.
+    var passwordFile: String { "\(state)/keyring-password" }
+
     /// A new random password, or the one kept with `--keep` (made on the first run).
     private func password() throws(Failure) -> [UInt8] {
-        let file = "\(state)/keyring-password"
+        let file = passwordFile
         if let kept = FileManager.default.contents(atPath: file), !kept.isEmpty { return Array(kept) }
         var generator = SystemRandomNumberGenerator()
         let password = Array((0..<24).map { _ in String(UInt8.random(in: 0...255, using: &generator), radix: 16) }.joined().utf8)
@@ -248,6 +234,7 @@ final class PrivateKeyringSession {
     func run(_ command: [String]) -> Int32 {
         var environment = sessionEnvironment
         environment["SECURE_DICT_KEYRING_RUN"] = "1"
+        environment["SECURE_DICT_KEYRING_PASSWORD_FILE"] = passwordFile
         let signals = [SIGINT, SIGTERM, SIGHUP]
         for number in signals { signal(number, SIG_IGN) }
         let outcome = Outcome()
@@ -262,11 +249,20 @@ final class PrivateKeyringSession {
             printError("cannot run \(command[0]): \(String(cString: strerror(code)))")
             outcome.finish(code == ENOENT ? 127 : 126, signal: nil)
         case .success(let pid):
+            // As a subreaper this process is the parent of every orphan of the session: reap
+            // them all, and note COMMAND's status.
             DispatchQueue.global().async {
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                let signaled = status & 0x7f
-                outcome.finish(signaled == 0 ? (status >> 8) & 0xff : 128 + signaled, signal: nil)
+                while true {
+                    var status: Int32 = 0
+                    let ended = waitpid(-1, &status, 0)
+                    if ended < 0 {
+                        if errno == EINTR { continue }
+                        return
+                    }
+                    guard ended == pid else { continue }
+                    let signaled = status & 0x7f
+                    outcome.finish(signaled == 0 ? (status >> 8) & 0xff : 128 + signaled, signal: nil)
+                }
             }
         }
         let (status, signal) = outcome.wait()
@@ -280,69 +276,17 @@ final class PrivateKeyringSession {
 
     /// Stops every process of the session, then removes its folder (not a `--keep` folder).
     func stop() {
-        Self.stopProcesses(runtime: runtime, also: children)
+        SessionProcesses.stop(
+            runtime: runtime, also: children, roots: ProcessIdentity(pid: getpid()).map { [$0] } ?? [],
+            sparing: [watchdog.pid])
         for child in children {
             var status: Int32 = 0
             waitpid(child, &status, WNOHANG)
         }
-        if watchdogPipe >= 0 { close(watchdogPipe) }  // the watchdog ends too
+        kept?.forget()
+        watchdog.release()  // it ends too
         if keepLock >= 0 { close(keepLock) }
         try? FileManager.default.removeItem(atPath: base)
-    }
-
-    /// SIGCONT (a frozen process acts on nothing else) and SIGTERM to every process that
-    /// carries `XDG_RUNTIME_DIR=runtime` (and to `also`), SIGKILL to those left 3 s later.
-    ///
-    /// `/proc` is scanned again on every round until two scans in a row, 50 ms apart, find
-    /// nothing: one scan misses a process that a session process forks after it, and one
-    /// whose `execve` is under way (its environment reads as empty until the new program's
-    /// stack is set up). Such a survivor kept `keyring run`'s standard output open, so that
-    /// its caller waited for the end of that output (a CI run lost a test's output this way).
-    static func stopProcesses(runtime: String, also: [pid_t] = []) {
-        var signaled = Set<pid_t>()
-        var emptyScans = 0
-        let termination = ContinuousClock.now.advanced(by: .seconds(3))
-        let giveUp = termination.advanced(by: .seconds(2))
-        var extra = also.filter { kill($0, 0) == 0 }
-        while emptyScans < 2, ContinuousClock.now < giveUp {
-            var found = Set(sessionProcesses(runtime: runtime) + extra)
-            found.remove(getpid())
-            for pid in found {
-                var status: Int32 = 0
-                waitpid(pid, &status, WNOHANG)  // our own children: reap them
-            }
-            found = found.filter { isAlive($0) }
-            extra = extra.filter { found.contains($0) }
-            let late = ContinuousClock.now >= termination
-            for pid in found where late || !signaled.contains(pid) {
-                kill(pid, SIGCONT)
-                kill(pid, late ? SIGKILL : SIGTERM)
-            }
-            signaled.formUnion(found)
-            emptyScans = found.isEmpty ? emptyScans + 1 : 0
-            usleep(50_000)
-        }
-    }
-
-    /// A process that exists and is no zombie.
-    private static func isAlive(_ pid: pid_t) -> Bool {
-        guard kill(pid, 0) == 0, let stat = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return false }
-        let text = String(decoding: stat, as: UTF8.self)
-        guard let close = text.lastIndex(of: ")") else { return false }
-        return !text[close...].hasPrefix(") Z")
-    }
-
-    /// The pids of this user's processes whose environment holds `XDG_RUNTIME_DIR=runtime`.
-    static func sessionProcesses(runtime: String) -> [pid_t] {
-        let marker = Array("XDG_RUNTIME_DIR=\(runtime)".utf8)
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
-        return entries.compactMap { entry -> pid_t? in
-            guard let pid = pid_t(entry), pid != getpid(),
-                let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ")
-            else { return nil }
-            let found = environ.split(separator: 0, omittingEmptySubsequences: true).contains { $0.elementsEqual(marker) }
-            return found ? pid : nil
-        }
     }
 
     /// The first end of the run: COMMAND's exit or a signal.
@@ -363,83 +307,5 @@ final class PrivateKeyringSession {
             done.wait()
             return result.withLock { $0! }
         }
-    }
-}
-
-/// `posix_spawn(3)` for `keyring run`: the program's standard input from a descriptor (or
-/// inherited), its output to a file (or inherited, with every other descriptor), default
-/// signal handling, and optionally a session of its own.
-enum Spawn {
-    /// glibc's POSIX_SPAWN_SETSID (since 2.26), which Swift does not import (`_GNU_SOURCE`).
-    private static let posixSpawnSetSID: Int32 = 0x80
-
-    /// A pipe whose two ends close on exec.
-    static func pipe() -> [Int32]? {
-        var ends: [Int32] = [-1, -1]
-        guard Glibc.pipe(&ends) == 0 else { return nil }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        return ends
-    }
-
-    /// Marks every descriptor above 2 close-on-exec; returns those that were not, to be
-    /// restored after the spawn (`closefrom` as a file action needs `_GNU_SOURCE`).
-    private static func closeOnExec() -> [Int32] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return names.compactMap(Int32.init).filter { descriptor in
-            guard descriptor > 2 else { return false }
-            let flags = fcntl(descriptor, F_GETFD)
-            guard flags >= 0, flags & FD_CLOEXEC == 0 else { return false }
-            return fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) == 0
-        }
-    }
-
-    enum Result {
-        case success(pid_t)
-        case failure(Int32)
-    }
-
-    static func start(
-        _ program: String, _ arguments: [String], environment: [String: String], standardInput: Int32? = nil,
-        output: String? = nil, newSession: Bool = false, searchPath: Bool = false
-    ) -> Result {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let standardInput {
-            posix_spawn_file_actions_adddup2(&actions, standardInput, STDIN_FILENO)
-        } else if output != nil {
-            posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        }
-        var inherited: [Int32] = []
-        if let output {
-            posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-            posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO)
-            // A daemon keeps no descriptor of ours: a caller's pipe would never see its end.
-            inherited = closeOnExec()
-        }
-        defer { for descriptor in inherited { _ = fcntl(descriptor, F_SETFD, 0) } }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var flags = Int32(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK)
-        if newSession { flags |= posixSpawnSetSID }
-        posix_spawnattr_setflags(&attributes, Int16(flags))
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for string in argv + envp { free(string) }
-        }
-        var pid = pid_t()
-        let result =
-            searchPath
-            ? posix_spawnp(&pid, program, &actions, &attributes, argv, envp)
-            : posix_spawn(&pid, program, &actions, &attributes, argv, envp)
-        return result == 0 ? .success(pid) : .failure(result)
     }
 }

@@ -14,7 +14,8 @@ extension SecureDict {
             abstract: "Print a whole dictionary, or the value of one key.",
             discussion: """
                 Without KEY, prints every entry as 'key (type): value', keys sorted, strings \
-                quoted, nested arrays and dictionaries indented below their key. With KEY, \
+                quoted, nested arrays and dictionaries indented below their key; a value longer \
+                than \(HumanFormat.longestShown) characters shows its start only. With KEY, \
                 prints the value alone: a string as it is, data as base64, a date in ISO 8601 \
                 (UTC), so that scripts can capture it. --json prints the typed JSON form \
                 described in 'secure-dict --help' (the same as 'export --format json').

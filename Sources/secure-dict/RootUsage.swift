@@ -1,5 +1,11 @@
 import ArgumentParser
 
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 /// What `secure-dict` says when it is given no subcommand, or a word that is none: a short
 /// usage on standard error and exit 64 (`EX_USAGE`), as for every other usage error, instead
 /// of argument-parser's full help with exit 0, or its bare "Unexpected argument".
@@ -27,22 +33,122 @@ enum RootUsage {
     /// argument-parser would not report as such, or `nil` to let it parse them.
     static func problem(in arguments: [String]) -> String? {
         guard let first = arguments.first else { return "a subcommand is required" }
-        // Options (--help, --version, or a mistyped one, which argument-parser reports) and
-        // the subcommands themselves, `help` included.
-        guard !first.hasPrefix("-"), first != "help", !subcommands.contains(first) else { return nil }
+        if first == "help" { return helpProblem(Array(arguments.dropFirst())) }
+        if first.hasPrefix("-") {
+            // The root's own options; a mistyped one gets "did you mean" (argument-parser's
+            // "Unknown option" has none).
+            let options = ["--help", "-h", "--version"]
+            guard !options.contains(first) else { return nil }
+            let meant = Suggestion.closest(to: first, among: ["--help", "--version"])
+            return "unknown option '\(first)'" + (meant.map { "; did you mean '\($0)'?" } ?? "")
+        }
+        guard !subcommands.contains(first) else { return nil }
         let suggestion = Suggestion.closest(to: first, among: subcommands + ["help"])
         return "unknown subcommand '\(first)'" + (suggestion.map { "; did you mean '\($0)'?" } ?? "")
+    }
+
+    /// `help WORD…` names a subcommand (argument-parser printed the root's help, exit 0, for
+    /// any other word: issue 36.9).
+    private static func helpProblem(_ words: [String]) -> String? {
+        var command: any ParsableCommand.Type = SecureDict.self
+        var path: [String] = []
+        for word in words where !word.hasPrefix("-") {
+            let children = command.configuration.subcommands
+            guard let child = children.first(where: { $0.configuration.commandName == word }) else {
+                let names = children.compactMap { $0.configuration.commandName }
+                let of = path.isEmpty ? "" : " of '\(path.joined(separator: " "))'"
+                let meant = Suggestion.closest(to: word, among: names).map { "; did you mean '\($0)'?" } ?? ""
+                return "unknown subcommand '\(word)'\(of)\(meant)"
+            }
+            command = child
+            path.append(word)
+        }
+        return nil
+    }
+
+    /// The option meant by `option`, which argument-parser found unknown in `arguments`: the
+    /// closest of the options that the subcommand named there takes.
+    static func suggestion(forUnknownOption option: String, in arguments: [String]) -> String? {
+        var command: any ParsableCommand.Type = SecureDict.self
+        for word in arguments where !word.hasPrefix("-") {
+            guard let child = command.configuration.subcommands.first(where: { $0.configuration.commandName == word }) else {
+                break
+            }
+            command = child
+        }
+        let help = command.helpMessage(columns: 1000)
+        let options = Set(help.matches(of: /--[a-z][a-z0-9-]*/).map { String($0.output) })
+        return Suggestion.closest(to: option.split(separator: "=").first.map(String.init) ?? option, among: options.sorted())
+    }
+}
+
+/// `keyring run`'s command line: everything from the first word that is not one of its own
+/// options is the command, `--` or not (issue 36.9: `keyring run swift --version` printed
+/// secure-dict's version and ran nothing).
+///
+/// ```swift
+/// KeyringRunArguments.normalized(["keyring", "run", "swift", "--version"])
+/// // ["keyring", "run", "--", "swift", "--version"]
+/// ```
+enum KeyringRunArguments {
+    /// `keyring run`'s options that take a value.
+    static let valued = ["--keep", "--provider", "--timeout"]
+
+    /// `arguments` with `--` before the command, when it has none; unchanged when an option
+    /// comes first that `keyring run` does not take (argument-parser then says which).
+    static func normalized(_ arguments: [String]) -> [String] {
+        guard arguments.count > 2, arguments[0] == "keyring", arguments[1] == "run" else { return arguments }
+        var index = 2
+        while index < arguments.count {
+            let word = arguments[index]
+            if word == "--" { return arguments }
+            if valued.contains(word) {
+                index += 2
+            } else if valued.contains(where: { word.hasPrefix($0 + "=") }) {
+                index += 1
+            } else if word.hasPrefix("-") {
+                return arguments  // --help, or an option it does not take
+            } else {
+                return Array(arguments[..<index]) + ["--"] + Array(arguments[index...])
+            }
+        }
+        return arguments
     }
 }
 
 extension SecureDict {
-    /// argument-parser's `main()`, after the root's own usage check.
+    /// argument-parser's `main()`, after the root's own usage check, with `keyring run`'s
+    /// command marked off, and "did you mean" for a mistyped option.
     static func main() {
-        if let problem = RootUsage.problem(in: Array(CommandLine.arguments.dropFirst())) {
+        let arguments = KeyringRunArguments.normalized(Array(CommandLine.arguments.dropFirst()))
+        if let problem = RootUsage.problem(in: arguments) {
             printError(problem)
             printNote(RootUsage.usage)
             exit(withError: ExitCode.validationFailure)
         }
-        main(nil)
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+        } catch {
+            reportParsing(error, arguments)
+        }
+        do {
+            try command.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// argument-parser's report of a parse error, with the option meant after an unknown one.
+    private static func reportParsing(_ error: any Error, _ arguments: [String]) -> Never {
+        var text = fullMessage(for: error)
+        if let unknown = text.firstMatch(of: /^Error: Unknown option '([^']+)'/),
+            let meant = RootUsage.suggestion(forUnknownOption: String(unknown.1), in: arguments)
+        {
+            text.insert(contentsOf: "; did you mean '\(meant)'?", at: unknown.range.upperBound)
+        }
+        guard exitCode(for: error) != .success else { exit(withError: error) }  // --help, --version
+        try? FileDescriptor.standardError.write(Data((text + "\n").utf8))
+        exit(withError: ExitCode(exitCode(for: error).rawValue))
     }
 }

@@ -37,12 +37,14 @@ struct SecureDict: ParsableCommand {
             Exit codes:
               0   success
               1   no such key, or no such dictionary; for 'adopt' and
-                  'export-items', conflicts left something undone
+                  'export-items', conflicts or refused keys left something
+                  undone, or no item matched
               3   the keyring failed: locked, unavailable, timed out, unreadable item…
                   (one line on standard error says why and what to do); for
                   'doctor', a problem was found
               4   a file or standard input could not be read or written, holds no
                   valid dictionary, or holds more than a dictionary can store
+                  (--maximum-size), 'adopt''s items included
               64  usage error: a missing or invalid argument or option
             """,
         version: version,

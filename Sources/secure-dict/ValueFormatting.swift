@@ -78,7 +78,8 @@ enum ValueType: String, CaseIterable, ExpressibleByArgument {
 }
 
 /// The human-readable form of `read`: one line per entry, `key (type): value`, nested values
-/// indented below their key. Strings are quoted there; a value read alone is printed bare.
+/// indented below their key. Strings are quoted there, and long values cut short; a value read
+/// alone is printed bare and whole.
 enum HumanFormat {
     /// Every entry, keys sorted.
     static func lines(_ entries: [String: PropertyListValue], indent: String = "") -> [String] {
@@ -106,12 +107,27 @@ enum HumanFormat {
         case .dictionary(let dictionary):
             ["\(indent)\(label) (dictionary, \(count(dictionary.count, "entry", "entries"))):"]
                 + lines(dictionary, indent: indent + "  ")
+        case .data(let data) where data.count > longestShown * 3 / 4:
+            // Not the whole base64 (4 MB on one line for 3 MB): its start.
+            ["\(indent)\(label) (data, \(count(data.count, "byte"))): \(data.prefix(48).base64EncodedString())\(shortened)"]
         case .data(let data):
             ["\(indent)\(label) (data, \(count(data.count, "byte"))): \(scalar(value))"]
+        case .string(let string) where string.count > longestShown:
+            // The start, quoted, without its closing quote.
+            [
+                "\(indent)\(label) (string, \(count(string.count, "character"))): \(quoted(String(string.prefix(64))).dropLast())\(shortened)"
+            ]
         default:
             ["\(indent)\(label) (\(value.typeName)): \(scalar(value))"]
         }
     }
+
+    /// The longest value shown whole in a listing (characters of its text); a longer one shows
+    /// its start and ``shortened`` (issue 36.11). A value read alone is never cut.
+    static let longestShown = 160
+
+    /// What follows a value cut short: how to get it whole.
+    static let shortened = "… (shortened: 'read KEY', --json or 'export' gives it whole)"
 
     private static func elementLines(_ array: [PropertyListValue], indent: String) -> [String] {
         array.enumerated().flatMap { index, element in entryLines(label: "[\(index)]", element, indent: indent) }

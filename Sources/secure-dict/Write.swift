@@ -86,7 +86,7 @@ extension SecureDict {
                 throw CommandFailure.inputOutput(
                     """
                     \(what) is too large: with it, \(location.description) would take \(size) bytes, more than \
-                    the limit of \(limit); nothing was written
+                    the limit of \(limit) (raise it with --maximum-size BYTES); nothing was written
                     """)
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import SecureDictionary
 import SecureDictionaryTestSupport
+import Synchronization
 import Testing
 
 extension SecureDictCLI {
@@ -77,5 +78,106 @@ extension SecureDictCLI {
         let taken = try app.cli("adopt", "--from", "python-keyring", "--service", app.id, "--on-conflict", "take-item")
         #expect(taken.status == 0, "\(taken)")
         #expect(try app.cli("read", "bob").text == "b\n")
+    }
+}
+
+extension SecureDictCLI {
+    /// python keyring's items for `service` (`user: secret`), made as that library makes them.
+    static func plantPythonKeyringItems(_ secrets: [String: String], service: String) throws {
+        for (user, secret) in secrets {
+            _ = try SecretServiceStore().createForeign(
+                attributes: ["service": service, "username": user, "application": "Python keyring library"], label: user,
+                secret: .copying(Array(secret.utf8)), contentType: "text/plain", in: .default, timeout: .seconds(10))
+        }
+    }
+
+    /// Issue 35.10: of two `adopt --retire delete` runs on the same items, the one that found
+    /// an item removed by the other failed (5 of 5 on gnome-keyring, as "The keyring's
+    /// encrypted session failed … update the keyring provider (KWallet…)"). Both finish, and
+    /// nothing is lost.
+    @Test func adoptTwiceAtOnceBothFinishAndLoseNothing() throws {
+        for round in 1...5 {
+            let app = TestApp()
+            let service = "twice-\(UUID().uuidString)"
+            let secrets = Dictionary(uniqueKeysWithValues: (1...12).map { ("user\($0)", "secret-\(round)-\($0)") })
+            try Self.plantPythonKeyringItems(secrets, service: service)
+            let arguments = ["adopt", "--app", app.id, "--from", "python-keyring", "--service", service, "--retire", "delete"]
+            let outputs = Mutex<[CLIHarness.Output?]>([nil, nil])
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                let output = try? CLIHarness.cli(arguments, timeout: .seconds(120))
+                outputs.withLock { $0[index] = output }
+            }
+            for output in outputs.withLock({ $0 }) {
+                #expect(output?.status == 0, "round \(round): \(String(describing: output))")
+            }
+            let dictionary = try SecureDictionary(applicationID: app.id, options: .init(store: SecretServiceStore()))
+            #expect(dictionary.snapshot == secrets.mapValues { .string($0) }, "round \(round)")
+            let left = try SecretServiceStore().foreignItems(matching: ["service": service], in: .default, timeout: .seconds(10))
+            #expect(left.isEmpty, "round \(round): \(left.count) items left")
+        }
+    }
+
+    /// Issue 35.10: `adopt --store credential` said that no keyring runs, while one ran; with
+    /// `--store auto` where the keyring answers, it adopts. Other libraries' items are keyring
+    /// items, so a store of files is a usage error that says so.
+    @Test func adoptWithAnotherStoreSaysTheItemsAreInTheKeyring() throws {
+        let app = TestApp()
+        try Self.plantPythonKeyringItems(["alice": "a"], service: app.id)
+        for store in ["credential", "passphrase"] {
+            let refused = try app.cli("adopt", "--from", "python-keyring", "--service", app.id, "--store", store)
+            #expect(refused.status == 64, "\(refused)")
+            #expect(refused.stderr.contains("--store keyring") && !refused.stderr.contains("No usable keyring"), "\(refused)")
+        }
+        let automatic = try app.cli("adopt", "--from", "python-keyring", "--service", app.id, "--store", "auto")
+        #expect(automatic.status == 0, "\(automatic)")
+        #expect(try app.cli("read", "alice").text == "a\n")
+    }
+
+    /// Issue 35.10: a dictionary too large for its limit is exit 4, as the README's table says
+    /// ("holds more than a dictionary can store"), not 3.
+    @Test func adoptOfItemsTooLargeForTheLimitExits4() throws {
+        let app = TestApp()
+        try Self.plantPythonKeyringItems(["big": String(repeating: "x", count: 3000)], service: app.id)
+        let output = try app.cli("adopt", "--from", "python-keyring", "--service", app.id, "--maximum-size", "1000")
+        #expect(output.status == 4, "\(output)")
+        #expect(output.stderr.contains("--maximum-size"), "\(output)")
+        #expect(try app.cli("read", "big").status == 1)
+    }
+
+    /// Issue 36.8: a mistyped `--service` exited 0 and left an empty dictionary in the keyring.
+    /// Nothing matched is exit 1, naming the services that library's items have, and creates
+    /// nothing, in a dry run too.
+    @Test func adoptOfAMistypedServiceNamesTheServicesThatExist() throws {
+        let app = TestApp()
+        let service = "my-app-\(UUID().uuidString.prefix(8))"
+        try Self.plantPythonKeyringItems(["alice": "a"], service: service)
+        for dryRun in [["--dry-run"], []] {
+            let output = try CLIHarness.cli(
+                ["adopt", "--app", app.id, "--from", "python-keyring", "--service", service + "x"] + dryRun)
+            #expect(output.status == 1, "\(output)")
+            #expect(
+                output.stderr.contains("no python-keyring items") && output.stderr.contains("did you mean --service \(service)"),
+                "\(output)")
+        }
+        let listed = try app.cli("list", "--json")
+        #expect(listed.trimmedText == "[\n\n]" || listed.trimmedText == "[]", "\(listed)")
+        // Into a dictionary that exists, nothing left is how a second run finds the job done.
+        #expect(try app.cli("write", "k", "v").status == 0)
+        let done = try app.cli("adopt", "--from", "python-keyring", "--service", service + "x")
+        #expect(done.status == 0 && done.stderr.contains("did you mean --service \(service)"), "\(done)")
+    }
+
+    /// Issue 35.11: `export-items` of a key holding NUL wrote the item of the key cut at the NUL
+    /// and counted it written. It is refused (exit 1, never the key's bytes), nothing written.
+    @Test func exportItemsRefusesAKeyHoldingNUL() throws {
+        let app = TestApp()
+        let json = Data(#"{"a\u0000b": {"type": "string", "value": "v"}, "plain": {"type": "string", "value": "p"}}"#.utf8)
+        #expect(try app.cli("import", "-", input: json).status == 0)
+        let output = try app.cli("export-items", "--to", "python-keyring", "--service", app.id)
+        #expect(output.status == 1, "\(output)")
+        #expect(output.text.contains("wrote 1") && output.text.contains("refused 1") && output.text.contains("NUL"), "\(output)")
+        let cut = try SecretServiceStore().foreignItems(
+            matching: ["service": app.id, "username": "a"], in: .default, timeout: .seconds(10))
+        #expect(cut.isEmpty)
     }
 }

@@ -151,4 +151,25 @@ extension SecureDictCLI {
         let object = try? JSONSerialization.jsonObject(with: written) as? [String: [String: String]]
         #expect(object?["k"]?["value"] == "v", "\(String(decoding: written, as: UTF8.self))")
     }
+
+    /// Issue 36.7: a dictionary stored above the reader's size limit (written with a raised
+    /// `Options.maximumSize`) could not be read by `secure-dict`, and the error gave write
+    /// advice ("Nothing was written: store less."). The read names the stored size, the limit
+    /// and the option that raises it; `list` says why the item is unreadable.
+    @Test func aDictionaryAboveTheReadersLimitSaysHowToReadIt() throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "big", String(repeating: "x", count: 3000)).status == 0)
+        let read = try app.cli("read", "--maximum-size", "1000")
+        #expect(read.status == 3, "\(read)")
+        #expect(read.stderr.contains("limit of 1000") && read.stderr.contains("--maximum-size"), "\(read)")
+        #expect(!read.stderr.contains("store less") && !read.stderr.contains("Nothing was written"), "\(read)")
+        let size = try #require(read.stderr.firstMatch(of: /stored as ([0-9]+) bytes/)?.1, "\(read)")
+        #expect(try app.cli("read", "--maximum-size", String(size), "big").text.count == 3001)
+        let listed = try app.cli("list", "--maximum-size", "1000")
+        #expect(listed.status == 0 && listed.text.contains("unreadable (\(size) bytes, above --maximum-size 1000)"), "\(listed)")
+        let json = try app.cli("list", "--json", "--maximum-size", "1000")
+        #expect(json.text.contains("\"reason\" : \"\(size) bytes, above --maximum-size 1000\""), "\(json)")
+        let written = try app.cli("write", "more", "y", "--maximum-size", "1000")
+        #expect(written.status == 3 && written.stderr.contains("--maximum-size"), "\(written)")
+    }
 }

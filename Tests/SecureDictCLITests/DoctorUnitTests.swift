@@ -27,7 +27,7 @@ import Testing
         let missing = environment(["XDG_RUNTIME_DIR": "/run/user/1000"])
         #expect(missing.busAddress == nil)
         let bus = missing.findings().first
-        #expect(bus?.status == .problem && bus?.fix?.contains("dbus-run-session") == true)
+        #expect(bus?.status == .problem && bus?.fix?.contains("secure-dict keyring run -- COMMAND") == true)
     }
 
     @Test func sshWithoutADesktopIsNotedButNotWithOne() {
@@ -71,6 +71,25 @@ import Testing
         let desktop = environment(["DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus", "DISPLAY": ":0"])
         let fix = DoctorReport.fixForUnreachableService(.serviceUnavailable(reason: "no Secret Service"), desktop)
         #expect(fix?.contains("keepassxc-full") == true, "\(fix ?? "no fix")")
+    }
+
+    /// Issues 36.3 and 36.4: the fix for a bus without a Secret Service is this project's
+    /// answer for the environment, the same whether the bus or the service is missing, and
+    /// never `dbus-run-session -- bash`.
+    @Test func theFixWithoutAKeyringIsThisProjectsAnswerForTheEnvironment() {
+        let bus = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus"]
+        let ssh = environment(bus.merging(["SSH_CONNECTION": "10.0.0.2 5000 10.0.0.1 22"]) { $1 })
+        let headless = environment(bus)
+        let wsl = environment(bus, kernel: "5.15.153.1-microsoft-standard-WSL2")
+        let unavailable = SecureDictionaryError.serviceUnavailable(reason: "no Secret Service")
+        let overSSH = DoctorReport.fixForUnreachableService(unavailable, ssh) ?? ""
+        #expect(overSSH.contains("--store passphrase") && !overSSH.contains("dbus-run-session"), "\(overSSH)")
+        let inContainer = DoctorReport.fixForUnreachableService(unavailable, headless) ?? ""
+        #expect(inContainer.contains("secure-dict keyring run -- COMMAND") && inContainer.contains("--store credential"))
+        #expect(!inContainer.contains("dbus-run-session"), "\(inContainer)")
+        for finding in wsl.findings() + ssh.findings() {
+            #expect(!(finding.fix ?? "").contains("dbus-run-session"), "\(finding)")
+        }
     }
 
     @Test func versionsAreReadFromWhatProvidersPrint() {

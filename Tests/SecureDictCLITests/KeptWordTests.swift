@@ -109,7 +109,9 @@ extension SecureDictCLI {
         #expect(large.status == 4, "\(large)")
         #expect(
             large.stderr.hasPrefix("Error: the value on standard input is too large: with it, the default dictionary of ")
-                && large.stderr.hasSuffix(", more than the limit of 4194304; nothing was written\n"), "\(large)")
+                && large.stderr.hasSuffix(
+                    ", more than the limit of 4194304 (raise it with --maximum-size BYTES); nothing was written\n"),
+            "\(large)")
         #expect(try app.cli("read", "k").text == "small\n")
     }
 

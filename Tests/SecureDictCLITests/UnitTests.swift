@@ -130,4 +130,57 @@ import Testing
         #expect(first(#"{"\"": 1, "\\": 2}"#) == nil)
         #expect(first("{\"a\": ") == nil)  // not JSON: no answer rather than a crash
     }
+
+    /// Issue 36.11: a 3 MB data value printed as 4 MB of base64 on one line of `read`'s
+    /// listing. Long values are shortened there, saying how to get them whole; a value read
+    /// alone (`read KEY`, for scripts) is never shortened.
+    @Test func aLongValueIsShortenedInTheListingWithHowToGetItWhole() {
+        let blob = Data(repeating: 7, count: 3_000_000)
+        let text = String(repeating: "y", count: 5000)
+        let lines = HumanFormat.lines([
+            "blob": .data(blob), "text": .string(text), "short": "s", "nested": .array([.string(text)]),
+        ])
+        #expect(lines.allSatisfy { $0.count <= 300 }, "\(lines.map(\.count))")
+        let long = lines.filter { $0.hasPrefix("blob") || $0.hasPrefix("text") || $0.hasPrefix("  [0]") }
+        #expect(long.count == 3 && long.allSatisfy { $0.contains("--json") && $0.contains("export") }, "\(long)")
+        #expect(lines.contains("short (string): \"s\""))
+        #expect(HumanFormat.bare(.data(blob)) == blob.base64EncodedString())
+        #expect(HumanFormat.bare(.string(text)) == text)
+    }
+
+    /// Issue 36.9: `keyring run swift --version` printed secure-dict's version and ran
+    /// nothing, `keyring run swift test --help` its help, `keyring run swift test` "Missing
+    /// COMMAND". Everything from the first word that is not an option of `keyring run` is the
+    /// command.
+    @Test func keyringRunTakesEverythingFromTheFirstWordAsTheCommand() {
+        func normalized(_ line: String) -> String {
+            KeyringRunArguments.normalized(line.split(separator: " ").map(String.init)).joined(separator: " ")
+        }
+        #expect(normalized("keyring run swift --version") == "keyring run -- swift --version")
+        #expect(normalized("keyring run swift test --help") == "keyring run -- swift test --help")
+        #expect(
+            normalized("keyring run --keep /tmp/k --timeout 5 swift test")
+                == "keyring run --keep /tmp/k --timeout 5 -- swift test")
+        #expect(normalized("keyring run --keep=/tmp/k make -j2") == "keyring run --keep=/tmp/k -- make -j2")
+        #expect(normalized("keyring run -- swift test") == "keyring run -- swift test")
+        #expect(normalized("keyring run --help") == "keyring run --help")
+        #expect(normalized("keyring run --kep /tmp/k swift") == "keyring run --kep /tmp/k swift")  // argument-parser says which
+        #expect(normalized("read --app a run") == "read --app a run")
+    }
+
+    /// Issue 36.9: `help nosuch` printed the main help with exit 0, and `--verison` got no
+    /// "did you mean".
+    @Test func helpOfNoSuchCommandAndAMistypedOptionAreUsageErrorsWithASuggestion() {
+        #expect(RootUsage.problem(in: ["help", "nosuch"]) == "unknown subcommand 'nosuch'")
+        #expect(RootUsage.problem(in: ["help", "raed"]) == "unknown subcommand 'raed'; did you mean 'read'?")
+        #expect(
+            RootUsage.problem(in: ["help", "keyring", "rnu"]) == "unknown subcommand 'rnu' of 'keyring'; did you mean 'run'?")
+        #expect(RootUsage.problem(in: ["help", "read"]) == nil)
+        #expect(RootUsage.problem(in: ["help", "keyring", "run"]) == nil)
+        #expect(RootUsage.problem(in: ["help"]) == nil)
+        #expect(RootUsage.problem(in: ["--verison"]) == "unknown option '--verison'; did you mean '--version'?")
+        #expect(RootUsage.problem(in: ["--version"]) == nil && RootUsage.problem(in: ["-h"]) == nil)
+        #expect(RootUsage.suggestion(forUnknownOption: "--jsn", in: ["read", "--app", "a", "--jsn"]) == "--json")
+        #expect(RootUsage.suggestion(forUnknownOption: "--kep", in: ["keyring", "run", "--kep", "d"]) == "--keep")
+    }
 }

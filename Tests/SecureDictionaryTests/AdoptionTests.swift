@@ -119,6 +119,90 @@ import Testing
         let second = try SecureDictionary.exportItems(items, from: "tokens", applicationID: app, options: .init(store: store))
         #expect(second.alreadyThere == ["alice"] && second.written.isEmpty)
     }
+
+    /// Issue 35.10: a store that keeps no per-key items is named as such, not as a missing
+    /// keyring (`adopt --store credential` said "no usable keyring" while one ran).
+    @Test func aStoreWithoutPerKeyItemsIsNamedAsSuch() throws {
+        let files = InMemoryKeyringStore()
+        #expect(throws: SecureDictionaryError.storeHoldsNoItems(operation: "adopt")) {
+            try SecureDictionary.adopt(
+                .pythonKeyring(service: "app"), into: "tokens", applicationID: app, options: .init(store: files))
+        }
+        #expect(throws: SecureDictionaryError.storeHoldsNoItems(operation: "exportItems")) {
+            try SecureDictionary.exportItems(
+                .pythonKeyring(service: "app"), from: "tokens", applicationID: app, options: .init(store: files))
+        }
+    }
+
+    /// Issue 35.10: the loser of two adoptions of the same items found them removed by the
+    /// winner and failed (on gnome-keyring, as a failed encrypted session). An item gone before
+    /// it is read was adopted by nobody here and is left out; one gone before its retirement is
+    /// held by the dictionary, and said so.
+    @Test func anItemRemovedMeanwhileIsNoFailure() throws {
+        store.add(["service": "app", "username": "alice"], "a-token")
+        store.add(["service": "app", "username": "bob"], "b-token")
+        store.add(["service": "app", "username": "carol"], "c-token")
+        store.vanishes = ["alice": 1, "bob": 2]  // alice before her first read, bob before his second
+        let report = try SecureDictionary.adopt(
+            ForeignItems(attributes: ["service": "app"], keyAttribute: "username"), into: "tokens", applicationID: app,
+            options: .init(store: store), retire: .delete)
+        #expect(report.items.map(\.key) == ["bob", "carol"])
+        #expect(report.items.map(\.retirement) == [.alreadyGone, .deleted])
+        #expect(try tokens().snapshot == ["bob": "b-token", "carol": "c-token"])
+        #expect(store.count == 0)
+    }
+
+    /// Issue 36.8: a mistyped service matched nothing, and an empty dictionary was created.
+    @Test func nothingMatchedCreatesNothing() throws {
+        for dryRun in [true, false] {
+            let report = try SecureDictionary.adopt(
+                .pythonKeyring(service: "no-such-service"), into: "tokens", applicationID: app, options: .init(store: store),
+                dryRun: dryRun)
+            #expect(report.items.isEmpty)
+        }
+        #expect(try SecureDictionary.names(applicationID: app, options: .init(store: store)).isEmpty)
+    }
+
+    /// Issue 35.13: two keys that are one text in two Unicode forms (NFC "é", NFD "e" and a
+    /// combining accent) are one key of a dictionary (Swift compares strings so), and
+    /// `export-items` gave one item back for two. They are a conflict: nothing changes.
+    @Test func keysDifferingOnlyInUnicodeFormAreAConflict() throws {
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        store.add(["service": "app", "username": composed], "same")
+        store.add(["service": "app", "username": decomposed], "same")
+        let items = ForeignItems(attributes: ["service": "app"], keyAttribute: "username")
+        let report = try SecureDictionary.adopt(items, into: "tokens", applicationID: app, options: .init(store: store))
+        #expect(report.conflicts.count == 2 && report.changedNothing)
+        for item in report.conflicts {
+            guard case .conflict(let reason) = item.outcome else { continue }
+            #expect(reason.contains("Unicode"), "\(reason)")
+        }
+        #expect(try tokens().isEmpty)
+
+        // The dictionary holding the key in the other form: a conflict too (retiring the item
+        // would leave its library nothing under the spelling it asks for).
+        let single = ForeignItemsInMemory()
+        single.add(["service": "app", "username": decomposed], "same")
+        try SecureDictionary(name: "tokens", applicationID: app, options: .init(store: single)).setValue("same", forKey: composed)
+        let again = try SecureDictionary.adopt(
+            items, into: "tokens", applicationID: app, options: .init(store: single), retire: .delete)
+        #expect(again.conflicts.count == 1 && single.count == 1, "\(again.items)")
+    }
+
+    /// Issue 35.11: a key holding NUL (which `import` accepts) was written as the item of the
+    /// key cut at the NUL, and counted written. It is refused, and nothing is written for it.
+    @Test func aKeyHoldingNULIsRefusedByExport() throws {
+        try tokens().update { entries in
+            entries["a\u{0}b"] = "hidden"
+            entries["plain"] = "p"
+        }
+        let report = try SecureDictionary.exportItems(
+            .pythonKeyring(service: "app"), from: "tokens", applicationID: app, options: .init(store: store))
+        #expect(report.written == ["plain"] && report.refused == ["a\u{0}b"])
+        #expect(store.count == 1)
+        #expect(report.description.contains("refused 1") && !report.description.contains("hidden"))
+    }
 }
 
 /// An in-memory store of dictionaries and of per-key items.
@@ -136,6 +220,14 @@ final class ForeignItemsInMemory: ForwardingStore, ForeignItemStore, Sendable {
     }
 
     var count: Int { items.withLock { $0.count } }
+
+    /// Items (by the value of `username`) removed by another program just before their read
+    /// number N (1: the read of adoption, 2: the check before retiring).
+    var vanishes: [String: Int] {
+        get { vanishing.withLock { $0 } }
+        set { vanishing.withLock { $0 = newValue } }
+    }
+    private let vanishing = Mutex<[String: Int]>([:])
 
     func add(_ attributes: [String: String], _ secret: String) { add(attributes, Array(secret.utf8)) }
 
@@ -162,12 +254,19 @@ final class ForeignItemsInMemory: ForwardingStore, ForeignItemStore, Sendable {
             reads[item.path, default: 0] += 1
             return reads[item.path]!
         }
+        if let user = item.attributes["username"], vanishes[user] == read {
+            items.withLock { $0.removeAll { $0.path == item.path } }
+        }
         if read == 2, changesAfterFirstRead {
             items.withLock { items in
                 if let index = items.firstIndex(where: { $0.path == item.path }) { items[index].secret = Array("changed".utf8) }
             }
         }
-        guard let secret = items.withLock({ $0.first { $0.path == item.path }?.secret }) else { throw .connectionLost }
+        // gnome-keyring answers a removed item's path with no secret and no error, which reads
+        // as a session that could not decrypt it.
+        guard let secret = items.withLock({ $0.first { $0.path == item.path }?.secret }) else {
+            throw .sessionRejected(reason: "a secret arrived that the session could not decrypt")
+        }
         return SecretBytes.copying(secret)
     }
 

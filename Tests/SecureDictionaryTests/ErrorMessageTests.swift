@@ -6,7 +6,7 @@ import Testing
 /// for the provider and environment it happened in. (The `locked` message was one line of
 /// about 700 characters covering every provider and environment.)
 @Suite struct ErrorMessageTests {
-    static let providers: [String?] = ["gnome-keyring", "KWallet", "KeePassXC", nil]
+    static let providers: [String?] = ["gnome-keyring", "KWallet", "KeePassXC", InMemoryKeyringStore.providerName, nil]
 
     static var contexts: [ErrorContext] {
         providers.flatMap { provider in
@@ -46,7 +46,7 @@ import Testing
         .credentialUnavailable(name: "securedictionary", reason: "$CREDENTIALS_DIRECTORY is not set"),
         .passphraseUnavailable(reason: "no terminal to ask on (/dev/tty: No such device or address)"),
         .rolledBack(path: "/home/someone/.local/share/securedictionary/0123456789abcdef0123456789abcdef.sdict"),
-        .noStoreAvailable(reason: "no D-Bus session bus"),
+        .noStoreAvailable(reason: "no D-Bus session bus"), .storeHoldsNoItems(operation: "exportItems"),
     ]
 
     /// 200 characters: about two lines of a terminal; the old `locked` message took 700.
@@ -58,6 +58,17 @@ import Testing
                 let text = error.description(in: context)
                 #expect(text.count <= Self.limit, "\(text.count) characters: \(text)")
                 #expect(text.hasSuffix("."), "\(text)")
+            }
+        }
+    }
+
+    /// Issue 36.3: a library message never assumes that the command-line tool is installed:
+    /// it may name it only as optional.
+    @Test func noMessageAssumesTheCommandLineTool() {
+        for context in Self.contexts {
+            for error in Self.errors {
+                let text = error.description(in: context)
+                #expect(!text.contains("secure-dict") || text.contains("if installed"), "\(text)")
             }
         }
     }
@@ -85,12 +96,69 @@ import Testing
         #expect(SecureDictionaryError.locked.description(in: context("KeePassXC", .ssh)).contains("KeePassXC window"))
         #expect(SecureDictionaryError.locked.description(in: context("KWallet", .desktop)).contains("KWalletManager"))
         let noBus = ErrorContext(provider: nil, surroundings: .ssh, hasSessionBus: false, unlockDialogUnavailable: false)
-        #expect(SecureDictionaryError.serviceUnavailable(reason: "x").description(in: noBus).contains("dbus-run-session"))
+        #expect(SecureDictionaryError.serviceUnavailable(reason: "x").description(in: noBus).contains("EncryptedFileStore"))
     }
 
     @Test func theSurroundingsAreReadFromTheEnvironment() {
         #expect(ErrorContext.surroundings(["SSH_CONNECTION": "1 2 3 4", "DISPLAY": ":0"]) == .ssh)
         #expect(ErrorContext.surroundings(["WAYLAND_DISPLAY": "wayland-0"]) == .desktop)
         #expect(ErrorContext.surroundings(["DISPLAY": ""]) == .headless)
+    }
+
+    /// Issue 36.3: with no keyring, the message names this project's answers for the
+    /// environment (the encrypted-file stores; for tests, a private keyring), as an API: a
+    /// library message never assumes the command-line tool is installed, and never sends the
+    /// user to `dbus-run-session -- bash` or to `secure-dict doctor`.
+    @Test func withoutAKeyringTheFixIsThisProjectsAnswerForTheEnvironment() {
+        let error = SecureDictionaryError.serviceUnavailable(reason: "The name org.freedesktop.secrets was not provided")
+        for bus in [true, false] {
+            func text(_ surroundings: ErrorContext.Surroundings) -> String {
+                error.description(
+                    in: ErrorContext(
+                        provider: nil, surroundings: surroundings, hasSessionBus: bus, unlockDialogUnavailable: false))
+            }
+            #expect(text(.ssh).contains("EncryptedFileStore"), "\(text(.ssh))")
+            #expect(
+                text(.headless).contains("EncryptedFileStore") && text(.headless).contains("keyring run"), "\(text(.headless))")
+            for surroundings in ErrorContext.Surroundings.allCases {
+                let message = text(surroundings)
+                #expect(!message.contains("dbus-run-session") && !message.contains("doctor"), "\(message)")
+                #expect(!message.contains("secure-dict") || message.contains("if installed"), "\(message)")
+            }
+        }
+    }
+
+    /// Issue 36.5: an `InMemoryKeyringStore` that is locked gives no gnome-keyring shell advice.
+    @Test func aLockedInMemoryStoreSaysHowToUnlockItNotAKeyring() throws {
+        let store = InMemoryKeyringStore()
+        let settings = try SecureDictionary(name: "locked", applicationID: "test.messages", options: .init(store: store))
+        store.setLocked(true)
+        #expect(throws: SecureDictionaryError.locked) { try settings.setValue(1, forKey: "a") }
+        // The store names itself unless a real provider answered in this process before it
+        // (the whole test bundle runs in one process); it never hides a real provider.
+        let provider = try #require(ErrorContext.current.provider, "the locked store recorded no provider")
+        if provider == InMemoryKeyringStore.providerName {
+            let message = SecureDictionaryError.locked.description
+            #expect(message.contains("setLocked(false)") && !message.contains("gnome-keyring"), "\(message)")
+        }
+        for surroundings in ErrorContext.Surroundings.allCases {
+            let message = SecureDictionaryError.locked.description(
+                in: ErrorContext(
+                    provider: InMemoryKeyringStore.providerName, surroundings: surroundings, hasSessionBus: false,
+                    unlockDialogUnavailable: false))
+            #expect(message.contains("setLocked(false)") && !message.contains("gnome-keyring"), "\(message)")
+        }
+    }
+
+    /// Issue 36.7: the size error names the option that raises the limit; a provider other
+    /// than KWallet is not told to update KWallet (issue 35.10, on gnome-keyring).
+    @Test func theSizeLimitAndTheSessionAdviceNameWhatApplies() {
+        for context in Self.contexts {
+            #expect(
+                SecureDictionaryError.tooLarge(size: 5_000_000, limit: 4_194_304).description(in: context).contains(
+                    "Options.maximumSize"))
+            let rejected = SecureDictionaryError.sessionRejected(reason: "x").description(in: context)
+            #expect(rejected.contains("KWallet") == (context.provider == "KWallet" || context.provider == nil), "\(rejected)")
+        }
     }
 }

@@ -46,11 +46,27 @@ enum Adoption {
             } catch .confirmationRequired {
                 report.items.append(.init(key: key, outcome: .needsConfirmation))
                 continue
+            } catch {
+                // Removed since the search (by another adoption that retired it, or by its
+                // library): nothing of it to adopt here.
+                if try isGone(item, items, from: store, timeout: timeout) { continue }
+                throw error
             }
             let bytes = secret.array
             found.append(Found(item: item, key: key, bytes: bytes, value: value(of: bytes, item.attributes, items.encoding)))
         }
         return found.sorted { ($0.key ?? "", $0.item.path) < ($1.key ?? "", $1.item.path) }
+    }
+
+    /// Whether `item` is no longer in the keyring. A removed item's secret does not fail
+    /// clearly (gnome-keyring sends none and no error, which reads as a failed session), so
+    /// a failed call on an item is checked against a new search.
+    static func isGone(_ item: ForeignItem, _ items: ForeignItems, from store: any ForeignItemStore, timeout: Duration)
+        throws(SecureDictionaryError) -> Bool
+    {
+        try !store.foreignItems(matching: items.attributes, in: items.collection, timeout: timeout).contains {
+            $0.path == item.path
+        }
     }
 
     /// The entry a secret becomes: a string when its bytes are UTF-8, else data (QtKeychain's
@@ -79,24 +95,40 @@ enum Adoption {
         }
     }
 
+    /// Two keys that are one text in two Unicode forms (NFC "é" and NFD "e" + U+0301) are
+    /// equal Swift strings, so a dictionary holds one of them only: such items are conflicts,
+    /// never merged into one entry that `exportItems` would give back as one item.
     private static func decide(
         _ one: Found, siblings: [Int], _ found: [Found], _ entries: SecureDictionary.Entries,
         _ policy: SecureDictionary.AdoptionConflictPolicy
     ) -> AdoptionReport.Outcome {
         guard let key = one.key else { return .conflict(reason: "the item has no key attribute, or an empty one") }
         guard let value = one.value else { return .conflict(reason: "its secret is not in the form its library writes") }
+        if siblings.contains(where: { found[$0].key.map { !sameSpelling($0, key) } ?? false }) {
+            return .conflict(reason: "another item's key is this text in another Unicode form (NFC, NFD): rename one")
+        }
         let values = siblings.compactMap { found[$0].value }
         guard values.count == siblings.count, values.allSatisfy({ $0.isStoredIdentically(to: value) }) else {
             return .conflict(reason: "several items have this key, with different values")
         }
-        // Compared in place: no copy of the dictionary's value is made.
-        if entries.holds(key, identicalTo: nil) { return .adopted }
+        // Compared in place: no copy of the dictionary's value is made. Keys match by their
+        // Unicode scalars, so the same text in another Unicode form is looked for among the
+        // keys (only a key with a non-ASCII scalar has another form).
+        if entries.holds(key, identicalTo: nil) {
+            let otherForm = !key.unicodeScalars.allSatisfy(\.isASCII)
+                && entries.keys.contains { $0 == key && !sameSpelling($0, key) }
+            return otherForm ? .conflict(reason: "the dictionary holds this key in another Unicode form (NFC, NFD)") : .adopted
+        }
         if entries.holds(key, identicalTo: value) { return .alreadyAdopted }
         switch policy {
         case .takeItem: return .adopted
         case .stop, .keepDictionary: return .conflict(reason: "the dictionary holds another value under this key")
         }
     }
+
+    /// Whether two keys are spelled with the same Unicode scalars (`==` also holds for two
+    /// canonically equivalent spellings).
+    private static func sameSpelling(_ a: String, _ b: String) -> Bool { a.unicodeScalars.elementsEqual(b.unicodeScalars) }
 
     /// Thrown inside the dictionary's update to write nothing.
     struct Stop: Error {}
@@ -143,13 +175,27 @@ enum Adoption {
     ) throws(SecureDictionaryError) {
         var deleted: Set<String> = []
         for (number, one) in found.filter(\.held).enumerated() {
-            var now = try store.foreignSecret(of: one.item, timeout: timeout).array
+            var now: [UInt8]
+            do {
+                now = try store.foreignSecret(of: one.item, timeout: timeout).array
+            } catch {
+                // Another run of this adoption retired it first: its value is in the dictionary.
+                guard try isGone(one.item, items, from: store, timeout: timeout) else { throw error }
+                report.items[one.row].retirement = .alreadyGone
+                continue
+            }
             defer { Wipe.bytes(&now) }
             guard now == one.bytes else {
                 report.items[one.row].retirement = .changedSinceAdopted
                 continue
             }
-            try store.deleteForeign(one.item, timeout: timeout)
+            do {
+                try store.deleteForeign(one.item, timeout: timeout)
+            } catch {
+                guard try isGone(one.item, items, from: store, timeout: timeout) else { throw error }
+                report.items[one.row].retirement = .alreadyGone
+                continue
+            }
             deleted.insert(one.item.path)
             report.items[one.row].retirement = .deleted
             step("retired \(number + 1)")

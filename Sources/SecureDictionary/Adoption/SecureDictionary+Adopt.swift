@@ -49,23 +49,29 @@ extension SecureDictionary {
     ///   - policy: what a key already holding another value means (default: stop).
     ///   - retirement: keep the items (default) or delete them once adopted.
     ///   - dryRun: only say what would be written and retired.
+    /// Two items whose keys are one text in two Unicode forms (NFC and NFD) are conflicts:
+    /// a dictionary's keys are Swift strings, which compare such spellings as equal, so it
+    /// could hold only one of them, and ``exportItems(_:from:applicationID:options:)`` would
+    /// give one item back for two.
+    ///
     /// - Returns: the report; with conflicts and ``AdoptionConflictPolicy/stop``, nothing was
-    ///   changed and ``AdoptionReport/changedNothing`` is `true`.
+    ///   changed and ``AdoptionReport/changedNothing`` is `true`. When no item matches, its
+    ///   ``AdoptionReport/items`` are empty and nothing was written (no dictionary is created).
     /// - Throws: ``SecureDictionaryError/locked`` and what reading the items or writing the
-    ///   dictionary throws; ``SecureDictionaryError/serviceUnavailable(reason:)`` when the store
-    ///   cannot hold per-key items.
+    ///   dictionary throws; ``SecureDictionaryError/storeHoldsNoItems(operation:)`` when the
+    ///   store keeps no per-key items (the Secret Service's store does).
     @discardableResult
     public static func adopt(
         _ items: ForeignItems, into name: String?, applicationID: String = SecureDictionary.defaultApplicationID,
         options: Options = Options(), conflicts policy: AdoptionConflictPolicy = .stop,
         retire retirement: AdoptionRetirement = .keep, dryRun: Bool = false
     ) throws(SecureDictionaryError) -> AdoptionReport {
-        guard let store = options.store as? any ForeignItemStore else {
-            throw .serviceUnavailable(reason: "this store keeps no per-key items to adopt")
-        }
+        guard let store = options.store as? any ForeignItemStore else { throw .storeHoldsNoItems(operation: "adopt") }
         var report = AdoptionReport(dryRun: dryRun)
         var found = try Adoption.read(items, from: store, timeout: options.timeout, into: &report)
         defer { for index in found.indices { Wipe.bytes(&found[index].bytes) } }
+        // Nothing to adopt (a mistyped service, say): no dictionary is created.
+        if found.isEmpty { return report }
         let dictionary = try SecureDictionary(name: name, applicationID: applicationID, options: options)
         Adoption.step("read")
         if dryRun {
@@ -94,6 +100,16 @@ extension SecureDictionary {
         guard let store = options.store as? any ForeignItemStore else { return [] }
         return Set(try store.foreignItems(matching: items.attributes, in: items.collection, timeout: options.timeout).map(\.path))
     }
+
+    /// The attributes of the items that have `attributes` (no secret is read), for
+    /// `secure-dict adopt` to name the services that exist when the one given matched nothing.
+    package static func foreignItemAttributes(
+        matching attributes: [String: String], in collection: KeyringCollection, options: Options
+    ) throws(SecureDictionaryError) -> [[String: String]] {
+        guard let store = options.store as? any ForeignItemStore else { return [] }
+        return try store.foreignItems(matching: attributes, in: collection, timeout: options.timeout)
+            .map(\.attributes).filter { $0["xdg:schema"] != KeyringItem.schemaName }
+    }
 }
 
 /// What an adoption did (or, in a dry run, would do), item by item. Its `description` gives
@@ -119,6 +135,9 @@ public struct AdoptionReport: Sendable, CustomStringConvertible {
         /// It changed after it was adopted (another program wrote it): kept, and its new
         /// value is not in the dictionary.
         case changedSinceAdopted
+        /// It was gone when its turn came (another run of the same adoption, or another
+        /// program, removed it after it was adopted): its value is in the dictionary.
+        case alreadyGone
     }
 
     /// One item: its key (`nil` when it has none), what happened to it, and to the item.
@@ -146,8 +165,10 @@ public struct AdoptionReport: Sendable, CustomStringConvertible {
         let asking = count { $0.outcome == .needsConfirmation }
         let deleted = count { $0.retirement == .deleted }
         let changed = count { $0.retirement == .changedSinceAdopted }
+        let gone = count { $0.retirement == .alreadyGone }
         return "\(dryRun ? "would adopt" : "adopted") \(adopted), already adopted \(already), conflicts \(conflicts.count), "
             + "asking their user \(asking); items deleted \(deleted), changed since adopted \(changed)"
+            + (gone > 0 ? ", already gone \(gone)" : "")
             + (changedNothing ? "; nothing changed because of the conflicts" : "")
     }
 }

@@ -16,21 +16,28 @@ extension SecureDictionary {
     ///
     /// An item that already holds the entry's value counts as written; one that holds another
     /// value is a conflict and is left alone. Entries of other types (numbers, dates, arrays…)
-    /// have no per-key form and are reported as skipped.
+    /// have no per-key form and are reported as skipped; a key holding a NUL character, which
+    /// no item's attribute can hold, is refused.
     ///
     /// - Throws: what reading the dictionary or writing an item throws;
-    ///   ``SecureDictionaryError/writeNotVerified(restored:)`` when an item read back differs.
+    ///   ``SecureDictionaryError/writeNotVerified(restored:)`` when an item read back differs;
+    ///   ``SecureDictionaryError/storeHoldsNoItems(operation:)`` when the store keeps no
+    ///   per-key items.
     @discardableResult
     public static func exportItems(
         _ items: ForeignItems, from name: String?, applicationID: String = SecureDictionary.defaultApplicationID,
         options: Options = Options()
     ) throws(SecureDictionaryError) -> ItemExportReport {
-        guard let store = options.store as? any ForeignItemStore else {
-            throw .serviceUnavailable(reason: "this store keeps no per-key items")
-        }
+        guard let store = options.store as? any ForeignItemStore else { throw .storeHoldsNoItems(operation: "exportItems") }
         let dictionary = try SecureDictionary(name: name, applicationID: applicationID, options: options)
         var report = ItemExportReport()
         for (key, value) in dictionary.snapshot.sorted(by: { $0.key < $1.key }) {
+            // An attribute is a C string: the key would be cut at its NUL, and the item of
+            // another key written.
+            guard !key.utf8.contains(0) else {
+                report.refused.append(key)
+                continue
+            }
             guard case (var bytes, let attributes, let contentType)? = ItemExport.form(of: value, key: key, items) else {
                 report.skipped.append(key)
                 continue
@@ -70,9 +77,13 @@ public struct ItemExportReport: Sendable, CustomStringConvertible {
     public internal(set) var conflicts: [String] = []
     /// Keys whose values have no per-key form (not a string or data).
     public internal(set) var skipped: [String] = []
+    /// Keys that no item can hold (a NUL character: an item's attributes are C strings):
+    /// nothing was written for them.
+    public internal(set) var refused: [String] = []
 
     public var description: String {
         "wrote \(written.count), already there \(alreadyThere.count), conflicts \(conflicts.count), skipped \(skipped.count)"
+            + (refused.isEmpty ? "" : ", refused \(refused.count) (keys holding NUL, which an item's attribute cannot hold)")
     }
 }
 

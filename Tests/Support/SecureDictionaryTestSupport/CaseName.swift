@@ -41,6 +41,7 @@ public func caseName(_ error: any Error) -> String {
     case .passphraseUnavailable: return "passphraseUnavailable"
     case .rolledBack: return "rolledBack"
     case .noStoreAvailable: return "noStoreAvailable"
+    case .storeHoldsNoItems: return "storeHoldsNoItems"
     case .keyring: return "keyring"
     }
 }
