@@ -1,6 +1,11 @@
 import CLibSecret
 import CSecretShim
-import Foundation
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// What the session bus says about a well-known name, asked within a deadline: whether the
 /// Secret Service is there, can be started, or is on its way (`AutomaticStore` asks before it
