@@ -113,6 +113,7 @@ struct DoctorReport: Encodable {
             }
         }
         report.findings += environmentFindings.filter { $0.check != "bus" }
+        report.findings += DoctorMemory.findings()
         report.healthy = !report.findings.contains { $0.status == .problem }
         return report
     }

@@ -1,6 +1,12 @@
 import SecureDictionary
 import SecureDictionaryFileStore
 
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 /// `secure-dict doctor`'s first finding: which store this command would use, and why; and,
 /// for encrypted files, their folder and key (issue 31).
 extension DoctorReport {
@@ -72,24 +78,40 @@ extension DoctorReport {
         var findings: [DoctorFinding] = []
         if let problem = diagnosis.folderProblem {
             findings.append(DoctorFinding(check: "folder", status: .problem, detail: problem.description))
+        } else if let warning = diagnosis.folderOrigin.warning {
+            findings.append(DoctorFinding(check: "folder", status: .problem, detail: warning))
         } else if diagnosis.folderExists {
             findings.append(
                 DoctorFinding(
                     check: "folder", status: .ok,
-                    detail: "\(files.folderPath): yours, nobody else may write to it; \(diagnosis.fileCount) dictionary file(s)"))
+                    detail: "\(files.folderPath) (\(diagnosis.folderOrigin.description)): yours, nobody else may write to "
+                        + "it; \(diagnosis.fileCount) dictionary file(s)"))
         } else {
             findings.append(
                 DoctorFinding(
                     check: "folder", status: .note,
-                    detail: "\(files.folderPath) does not exist yet: the first write makes it (mode 0700)"))
+                    detail: "\(files.folderPath) (\(diagnosis.folderOrigin.description)) does not exist yet: the first "
+                        + "write makes it (mode 0700)"))
+        }
+        if let problem = diagnosis.rollbackRecordProblem {
+            findings.append(
+                DoctorFinding(
+                    check: "rollback record", status: .note,
+                    detail: "\(problem): an old copy of a file put back goes unnoticed by the next process"))
         }
         if let problem = diagnosis.keyProblem {
+            // Only a missing credential needs the steps below; the error's own sentence names
+            // the fix for one that is there but wrong (a wrong size: make a new one).
+            let directory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"]
+            let missing = directory.map { !FileManager.default.fileExists(atPath: "\($0)/\(credential)") } ?? true
             findings.append(
                 DoctorFinding(
                     check: "key", status: .problem, detail: problem.description,
-                    fix: "make the credential once: head -c 32 /dev/urandom | systemd-creds encrypt --name=\(credential) - "
-                        + "/etc/credstore.encrypted/\(credential); then give the service LoadCredentialEncrypted=\(credential) "
-                        + "(see the README)"))
+                    fix: missing
+                        ? "make the credential once: head -c 32 /dev/urandom | systemd-creds encrypt --name=\(credential) - "
+                            + "/etc/credstore.encrypted/\(credential); then give the service "
+                            + "LoadCredentialEncrypted=\(credential) (see the README)"
+                        : nil))
         } else {
             switch diagnosis.passphraseKept {
             case true?:

@@ -104,3 +104,33 @@ import Testing
         #expect(!ProviderProcess.frameworksBeforeSessionFix("6.25.0"))
     }
 }
+
+/// Issue 37: `doctor` says when the memory holding secrets cannot be locked (a too-small
+/// `RLIMIT_MEMLOCK`: the library goes on, unlocked) and when core dumps are on, with the fix
+/// for each; it reports what a program started from the same shell would get. No bus: no
+/// keyring is asked.
+extension DoctorUnits {
+    @Test func aTooSmallMemoryLockLimitAndCoreDumpsAreNotedWithTheirFixes() throws {
+        let environment = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
+        func doctor(_ limits: String) throws -> [String: Any] {
+            // Root without CAP_IPC_LOCK, which lets it lock memory past any limit.
+            let shell = ["/bin/bash", "-c", "\(limits); exec \"$0\" doctor --json", CLIHarness.binary]
+            let command = getuid() == 0 ? ["/usr/bin/setpriv", "--bounding-set=-ipc_lock", "--"] + shell : shell
+            let run = try CLIHarness.run(command[0], Array(command.dropFirst()), environment: environment)
+            let report = try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any]
+            return (report?["findings"] as? [[String: Any]] ?? []).reduce(into: [:]) { found, finding in
+                if let check = finding["check"] as? String { found[check] = finding }
+            }
+        }
+        let small = try doctor("ulimit -l 0; ulimit -c unlimited")
+        let memory = small["memory"] as? [String: Any]
+        #expect(memory?["status"] as? String == "note", "\(small)")
+        #expect((memory?["fix"] as? String)?.contains("ulimit -l") == true, "\(small)")
+        let core = small["core dumps"] as? [String: Any]
+        #expect(core?["status"] as? String == "note" && (core?["fix"] as? String)?.contains("hardenProcess()") == true)
+
+        let enough = try doctor("ulimit -l 1024; ulimit -c 0")
+        #expect((enough["memory"] as? [String: Any])?["status"] as? String == "ok", "\(enough)")
+        #expect((enough["core dumps"] as? [String: Any])?["status"] as? String == "ok", "\(enough)")
+    }
+}
