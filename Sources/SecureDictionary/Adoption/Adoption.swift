@@ -115,7 +115,8 @@ enum Adoption {
         // Unicode scalars, so the same text in another Unicode form is looked for among the
         // keys (only a key with a non-ASCII scalar has another form).
         if entries.holds(key, identicalTo: nil) {
-            let otherForm = !key.unicodeScalars.allSatisfy(\.isASCII)
+            let otherForm =
+                !key.unicodeScalars.allSatisfy(\.isASCII)
                 && entries.keys.contains { $0 == key && !sameSpelling($0, key) }
             return otherForm ? .conflict(reason: "the dictionary holds this key in another Unicode form (NFC, NFD)") : .adopted
         }
