@@ -74,6 +74,11 @@ final class LiveChild: @unchecked Sendable {  // `lines` only under `condition`;
         }
     }
 
+    /// Writes `line` and a newline to its standard input.
+    func send(_ line: String) throws {
+        try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+    }
+
     /// Closes its standard input and waits for it to exit, killing it after `timeout`.
     func finish(timeout: Duration = .seconds(10)) {
         try? input.fileHandleForWriting.close()

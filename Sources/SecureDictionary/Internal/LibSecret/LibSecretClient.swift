@@ -300,10 +300,15 @@ extension SecureDictionaryError {
         }
     }
 
-    /// Whether the connection that produced this error can still be used.
+    /// Whether the connection that produced this error can still be used: the service answered,
+    /// and its transport session stays. KeePassXC refusing an item until its user confirms
+    /// (`confirmationRequired`) is such an answer: closing on it opened a new session for every
+    /// refused call (46 in the 50 operations after a restart; ConnectionCount).
     fileprivate var keepsConnection: Bool {
         switch self {
-        case .locked, .ambiguous, .tooLarge, .invalidName, .invalidValue, .corrupt, .unlockDismissed: true
+        case .locked, .ambiguous, .tooLarge, .invalidName, .invalidValue, .corrupt, .unlockDismissed,
+            .confirmationRequired:
+            true
         default: false
         }
     }
