@@ -28,9 +28,13 @@ extension SecureDictCLI {
         let (output, report, findings) = try Self.doctor()
         #expect(output.status == 0, "\(output)")
         #expect(report["healthy"] as? Bool == true)
-        let checks = findings.filter { $0["status"] == "ok" }.compactMap { $0["check"] }
+        // The memory's and core dumps' findings depend on this machine's limits (DoctorUnits).
+        let checks = findings.filter { $0["status"] == "ok" }.compactMap { $0["check"] }.filter {
+            $0 != "memory" && $0 != "core dumps"
+        }
         // The store first (issue 31), then the Secret Service's checks.
         #expect(checks == ["store", "bus", "provider", "session", "collection", "duplicates", "round trip"], "\(findings)")
+        #expect(findings.contains { $0["check"] == "memory" } && findings.contains { $0["check"] == "core dumps" }, "\(findings)")
         #expect((report["roundTripMilliseconds"] as? Double ?? 0) > 0)
         #expect(report["sessionAlgorithm"] as? String == "dh-ietf1024-sha256-aes128-cbc-pkcs7")
         let provider = try #require(report["provider"] as? [String: Any], "\(report)")
