@@ -203,8 +203,14 @@ extension SecureDictCLI {
         let monitor = try BusMonitor(members: ["CreateItem", "SetSecret", "GetSecrets"])
         #expect(try app.cli("write", "--name", "proven", "k", "2").status == 0)
         #expect(try app.cli("write", "--name", "new", "k", "1").status == 0)
-        try monitor.wait(for: "\"\(app.id).__SecureDictionary__.new\"")
-        let calls = monitor.calls(namingItemsOf: app.id)
+        // A last new item: once the monitor shows its CreateItem, it has shown everything
+        // before (dbus-monitor's output may lag behind the bus), and a new item's write reads
+        // no secret before its CreateItem.
+        #expect(try app.cli("write", "--name", "sentinel", "k", "1").status == 0)
+        try monitor.wait(for: "\"\(app.id).__SecureDictionary__.sentinel\"")
+        let all = monitor.calls(namingItemsOf: app.id)
+        let sentinel = all.firstIndex(of: "CreateItem \(app.id).__SecureDictionary__.sentinel") ?? all.endIndex
+        let calls = Array(all[..<sentinel])
         guard let newItem = calls.firstIndex(of: "CreateItem \(app.id).__SecureDictionary__.new") else {
             Issue.record("no CreateItem of the new item in \(calls)")
             return
