@@ -90,7 +90,7 @@ let package = Package(
         ),
         .target(
             name: "SecureDictionaryTestSupport",
-            dependencies: ["SecureDictionary", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["SecureDictionary", "ProcessSpawning", .product(name: "Logging", package: "swift-log")],
             path: "Tests/Support/SecureDictionaryTestSupport"
         ),
         .testTarget(
@@ -125,6 +125,9 @@ let package = Package(
         ),
         // What the tool needs from C: prctl (variadic), for `keyring run`.
         .target(name: "CSecureDictShim"),
+        // The one child-process helper (posix_spawn) of the tool and the test support, so of
+        // the tests and the reliability suite too. Package-internal: no product of its own.
+        .target(name: "ProcessSpawning", swiftSettings: strictSettings),
         // The command-line tool: read, write, list, export and import dictionaries.
         .executableTarget(
             name: "secure-dict",
@@ -132,6 +135,7 @@ let package = Package(
                 "SecureDictionary",
                 "SecureDictionaryFileStore",
                 "CSecureDictShim",
+                "ProcessSpawning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
