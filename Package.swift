@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-/// The strict settings swift-log builds with, for the library.
+/// The strict settings swift-log builds with, for every Swift target (see the end of this file).
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),            // SE-0335: `any` on every existential
     .enableUpcomingFeature("MemberImportVisibility"),    // SE-0444: members only from imported modules
@@ -156,3 +156,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The strict settings on every Swift target: the tool, the examples, the test support and the
+// tests too. A target that states settings of its own adds `strictSettings` to them, as
+// SecureDictionary does.
+for target in package.targets where target.type != .system && target.swiftSettings == nil {
+    target.swiftSettings = strictSettings
+}
