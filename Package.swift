@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-/// The strict settings swift-log builds with, for the library.
+/// The strict settings swift-log builds with, for every Swift target (see the end of this file).
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),            // SE-0335: `any` on every existential
     .enableUpcomingFeature("MemberImportVisibility"),    // SE-0444: members only from imported modules
@@ -90,7 +90,7 @@ let package = Package(
         ),
         .target(
             name: "SecureDictionaryTestSupport",
-            dependencies: ["SecureDictionary", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["SecureDictionary", "ProcessSpawning", .product(name: "Logging", package: "swift-log")],
             path: "Tests/Support/SecureDictionaryTestSupport"
         ),
         .testTarget(
@@ -125,6 +125,9 @@ let package = Package(
         ),
         // What the tool needs from C: prctl (variadic), for `keyring run`.
         .target(name: "CSecureDictShim"),
+        // The one child-process helper (posix_spawn) of the tool and the test support, so of
+        // the tests and the reliability suite too. Package-internal: no product of its own.
+        .target(name: "ProcessSpawning", swiftSettings: strictSettings),
         // The command-line tool: read, write, list, export and import dictionaries.
         .executableTarget(
             name: "secure-dict",
@@ -132,6 +135,7 @@ let package = Package(
                 "SecureDictionary",
                 "SecureDictionaryFileStore",
                 "CSecureDictShim",
+                "ProcessSpawning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -152,3 +156,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The strict settings on every Swift target: the tool, the examples, the test support and the
+// tests too. A target that states settings of its own adds `strictSettings` to them, as
+// SecureDictionary does.
+for target in package.targets where target.type != .system && target.swiftSettings == nil {
+    target.swiftSettings = strictSettings
+}

@@ -1,3 +1,4 @@
+import SecureDictionaryTestSupport
 import Testing
 
 extension KeyringIntegration.Sandboxes {

@@ -34,21 +34,10 @@ struct KeyringRun {
     /// Starts `env -i PATH=… HOME=… [extra…] secure-dict ARGUMENTS` in the background, its
     /// output to /dev/null; returns its pid (wait for it with `waitpid`).
     func start(_ arguments: [String], extra: [String] = []) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
-            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
-        let words =
-            ["/usr/bin/env", "-i", "PATH=\(Self.binaries):/usr/bin:/bin", "HOME=\(home)"] + extra + [CLIHarness.binary]
-            + arguments
-        let argv = words.map { strdup($0) } + [nil]
-        defer { for word in argv { free(word) } }
-        var pid = pid_t()
-        let result = posix_spawn(&pid, "/usr/bin/env", &actions, nil, argv, [nil])
-        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
-        return pid
+        try Spawn.start(
+            "/usr/bin/env",
+            ["-i", "PATH=\(Self.binaries):/usr/bin:/bin", "HOME=\(home)"] + extra + [CLIHarness.binary] + arguments,
+            environment: [:], standardInput: .null, standardOutput: .null, standardError: .null)
     }
 
     /// Kills `pid` (SIGKILL) and reaps it.
@@ -100,6 +89,22 @@ struct KeyringRun {
         #expect(missing.status == 127 && missing.stderr.contains("cannot run"), "\(missing)")
         let bare = try clean(["keyring", "run"])
         #expect(bare.status == 64 && bare.stderr.contains("Missing COMMAND"), "\(bare)")
+    }
+
+    /// COMMAND gets every descriptor `keyring run` was given, as under `env`: a test inside can
+    /// hand a passphrase over with `--passphrase-fd 3`. (swift-subprocess closes every
+    /// descriptor above 2 in the child, so the tool starts COMMAND with its own helper.)
+    @Test func theCommandGetsTheDescriptorsKeyringRunWasGiven() throws {
+        let file = "\(home)/passphrase"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("open sesame\n".utf8)))
+        let output = try ChildProcess.run(
+            "/usr/bin/env",
+            [
+                "-i", "PATH=\(Self.binaries):/usr/bin:/bin", "HOME=\(home)", "/bin/sh", "-c",
+                "exec 3<\"$1\"; exec secure-dict keyring run -- sh -c 'cat <&3'", "sh", file,
+            ],
+            timeout: .seconds(120))
+        #expect(output.status == 0 && output.text == "open sesame\n", "\(output)")
     }
 
     /// Issue 36.9: without `--`, `keyring run swift --version` printed secure-dict's version

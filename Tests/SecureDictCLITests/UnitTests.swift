@@ -183,4 +183,34 @@ import Testing
         #expect(RootUsage.suggestion(forUnknownOption: "--jsn", in: ["read", "--app", "a", "--jsn"]) == "--json")
         #expect(RootUsage.suggestion(forUnknownOption: "--kep", in: ["keyring", "run", "--kep", "d"]) == "--keep")
     }
+
+    /// The start-up optimization of `SecureDict.parseAlone`: a subcommand parsed on its own is
+    /// the command the root's parse makes of the same line, field for field; and every line
+    /// the root's parse answers otherwise (help, the version, completion scripts, a usage
+    /// error) is left to it.
+    @Test(arguments: [
+        "read --app a", "read --app a token --json", "read --app a --name settings --collection session --timeout 7 k",
+        "read --app a --store passphrase --passphrase-fd 3 --folder /tmp/sd k", "read --app a --store auto --file-key credential",
+        "write --app a k v --type int", "write --app a k - --unlock --maximum-size 4096", "delete --app a k",
+        "list", "list --app a --json", "export --app a -o /tmp/x.json", "import --app a /tmp/x.json --replace",
+        "adopt --app a --from python-keyring --service s --dry-run", "export-items --app a --to keytar --service s",
+        "doctor --json", "keyring run --timeout 5 -- sh -c true", "keyring watchdog --parent /tmp --runner 1",
+        "read --app a --version", "read --help", "read -h", "read --app", "read --app a --jsn", "write --app a k v --type no",
+        "list --generate-completion-script bash", "read --experimental-dump-help", "doctor --unlock", "keyring run",
+        "keyring", "help read", "--version", "", "nosuch --app a",
+    ])
+    func aSubcommandParsedAloneGetsWhatTheRootParseGives(_ line: String) {
+        let arguments = KeyringRunArguments.normalized(line.split(separator: " ").map(String.init))
+        // Not parsed alone: the root's parse is what runs.
+        guard let alone = SecureDict.parseAlone(arguments) else { return }
+        guard let root = try? SecureDict.parseAsRoot(arguments), "\(type(of: root))" != "HelpCommand" else {
+            Issue.record("\(line): parsed alone as \(type(of: alone)), where the root's parse does otherwise")
+            return
+        }
+        var rootFields = ""
+        var aloneFields = ""
+        dump(root, to: &rootFields)
+        dump(alone, to: &aloneFields)
+        #expect(aloneFields == rootFields, "\(line)")
+    }
 }

@@ -3,7 +3,7 @@
 // reliability suite (Reliability/…/Scenarios/FaultPositions.swift), which reports its figure.
 import Foundation
 import Logging
-import SecureDictionary
+public import SecureDictionary
 
 /// For one mutation kind, one injected failure and one starting state, fails the Nth keyring
 /// call for N = 1, 2, … until the operation succeeds, and checks every position.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The private gnome-keyring that `scripts/with-private-keyring` starts for the tests, and
 /// the scripts that drive it.

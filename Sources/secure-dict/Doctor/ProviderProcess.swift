@@ -1,5 +1,4 @@
-import Dispatch
-import Synchronization
+import ProcessSpawning
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -89,42 +88,17 @@ struct ProviderProcess: Encodable, Equatable {
         return (numbers[0], numbers[1]) < (6, 25)
     }
 
-    /// Standard output of a short-lived program (its first 4 KiB), or `nil` when it did not
-    /// finish, and close its output, within 2 s; it is then killed.
+    /// Standard output of a short-lived program (its first 4 KiB), or `nil` when it cannot be
+    /// started or did not finish within 2 s; it is then killed.
     private static func output(of program: String, _ arguments: [String]) -> String? {
         var environment = ProcessInfo.processInfo.environment
         environment["QT_QPA_PLATFORM"] = "offscreen"  // KeePassXC makes a Qt application first
-        guard let child = ChildProcess(program, arguments, environment: environment) else { return nil }
-        let finished = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            child.waitForExit()
-            finished.signal()
-        }
-        // Read on another thread: a child of the program could hold the pipe open forever.
-        let output = ReadOutput()
-        DispatchQueue.global().async { output.read(child.output, limit: 4096) }
-        let deadline = DispatchTime.now() + 2
-        guard finished.wait(timeout: deadline) == .success, output.done.wait(timeout: deadline) == .success else {
-            kill(child.pid, SIGKILL)
-            return nil
-        }
-        return output.text
-    }
-}
-
-/// What a reader thread got from a pipe, handed over once it signals `done`.
-private final class ReadOutput: Sendable {
-    let done = DispatchSemaphore(value: 0)
-    private let data = Mutex(Data())
-
-    var text: String { String(decoding: data.withLock { $0 }, as: UTF8.self) }
-
-    /// Reads up to `limit` bytes from `pipe`, then closes it.
-    func read(_ pipe: FileDescriptor, limit: Int) {
-        if let chunk = try? pipe.read(upToCount: limit) {
-            data.withLock { $0 = chunk }
-        }
-        try? pipe.close()
-        done.signal()
+        // Output that a child of the program holds open is not waited for long.
+        guard
+            let output = try? ChildProcess.run(
+                program, arguments, environment: environment, timeout: .seconds(2), outputGrace: .milliseconds(500)),
+            !output.timedOut
+        else { return nil }
+        return String(decoding: output.stdout.prefix(4096), as: UTF8.self)
     }
 }

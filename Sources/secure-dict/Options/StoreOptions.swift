@@ -69,8 +69,10 @@ struct StoreOptions: ParsableArguments {
     /// The store these options name: one per configuration in the process, so that every
     /// dictionary a command opens shares its key (a passphrase is asked once).
     func makeStore() -> any KeyringStore {
+        // Raw values: `\(kind)` would describe the enum through reflection, which costs every
+        // run of the tool a few hundred thousand instructions (issue 38.3).
         let key =
-            "\(kind) \(fileKey.map(\.rawValue) ?? "-") \(folder ?? "-") \(credential) \(passphraseFD.map(String.init) ?? "tty")"
+            "\(kind.rawValue) \(fileKey.map(\.rawValue) ?? "-") \(folder ?? "-") \(credential) \(passphraseFD.map(String.init) ?? "tty")"
         return Self.made.withLock { made in
             if let store = made[key] { return store }
             let store: any KeyringStore =

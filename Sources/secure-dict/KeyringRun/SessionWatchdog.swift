@@ -1,3 +1,5 @@
+import ProcessSpawning
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -25,27 +27,32 @@ struct SessionWatchdog {
 
     /// Starts the watchdog, which makes the session's folder in `parent`.
     static func start(in parent: String) throws(PrivateKeyringSession.Failure) -> SessionWatchdog {
-        guard let input = Spawn.pipe(), let output = Spawn.pipe() else { throw .init(message: "cannot make a pipe") }
-        let spawned = Spawn.start(
+        guard let input = try? Spawn.pipe() else { throw .init(message: "cannot make a pipe") }
+        guard let output = try? Spawn.pipe() else {
+            for end in [input.read, input.write] { close(end) }
+            throw .init(message: "cannot make a pipe")
+        }
+        // No descriptor of ours: a caller's pipe would never see its end.
+        let spawned = try? Spawn.start(
             "/proc/self/exe", ["keyring", "watchdog", "--parent", parent, "--runner", String(getpid())],
-            environment: ProcessInfo.processInfo.environment, standardInput: input[0], standardOutput: output[1],
-            newSession: true)
-        close(input[0])
-        close(output[1])
-        guard case .success(let pid) = spawned else {
-            close(input[1])
-            close(output[0])
+            environment: ProcessInfo.processInfo.environment, standardInput: .descriptor(input.read),
+            standardOutput: .descriptor(output.write), standardError: .null, keepsOtherDescriptors: false, newSession: true)
+        close(input.read)
+        close(output.write)
+        guard let pid = spawned else {
+            close(input.write)
+            close(output.read)
             throw .init(message: "cannot start this tool's watchdog (/proc/self/exe)")
         }
-        let line = readLine(output[0])
-        close(output[0])
+        let line = readLine(output.read)
+        close(output.read)
         guard line.hasPrefix("/") else {
-            close(input[1])
+            close(input.write)
             var status: Int32 = 0
             waitpid(pid, &status, 0)
             throw .init(message: "cannot make a folder in \(parent): \(line.isEmpty ? "the watchdog ended" : line)")
         }
-        return SessionWatchdog(pid: pid, base: line, pipe: input[1])
+        return SessionWatchdog(pid: pid, base: line, pipe: input.write)
     }
 
     /// Ends the watchdog's wait: it stops what is left of the session and removes its folder.

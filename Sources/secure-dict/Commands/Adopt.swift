@@ -7,84 +7,6 @@ import SecureDictionary
     import Foundation
 #endif
 
-/// The libraries whose per-key items the tool knows (`--from`, `--to`).
-enum ForeignLibrary: String, ExpressibleByArgument, CaseIterable {
-    case pythonKeyring = "python-keyring"
-    case keytar
-    case goKeyring = "go-keyring"
-    case qtKeychain = "qtkeychain"
-
-    func items(service: String) -> ForeignItems {
-        switch self {
-        case .pythonKeyring: .pythonKeyring(service: service)
-        case .keytar: .keytar(service: service)
-        case .goKeyring: .goKeyring(service: service)
-        case .qtKeychain: .qtKeychain(service: service)
-        }
-    }
-}
-
-/// Which per-key items: a library's with its service, or attributes and a key attribute.
-struct ForeignItemOptions: ParsableArguments {
-    @Option(
-        name: [.customLong("from"), .customLong("to")],
-        help: ArgumentHelp(
-            "The library that wrote the items: \(ForeignLibrary.allCases.map(\.rawValue).joined(separator: ", ")) (with --service).",
-            valueName: "LIBRARY"))
-    var library: ForeignLibrary?
-
-    @Option(help: ArgumentHelp("The service name the library was given (with --from or --to).", valueName: "SERVICE"))
-    var service: String?
-
-    @Option(
-        name: .customLong("match"),
-        help: ArgumentHelp(
-            "Instead of a library: an attribute every item has (repeatable), e.g. --match service=my-app.",
-            valueName: "ATTR=VALUE"))
-    var matches: [String] = []
-
-    @Option(help: ArgumentHelp("With --match: the attribute whose value is each item's key.", valueName: "ATTR"))
-    var keyAttribute: String?
-
-    @Option(
-        name: .customLong("items-in"),
-        help: ArgumentHelp(
-            "The collection the items are in, by alias (default: the library's, else 'default').", valueName: "ALIAS"))
-    var itemsCollection: String?
-
-    func validate() throws {
-        switch (library, matches.isEmpty) {
-        case (.some, true):
-            guard let service, !service.isEmpty else { throw ValidationError("--from and --to need --service SERVICE") }
-        case (nil, false):
-            guard keyAttribute?.isEmpty == false else { throw ValidationError("--match needs --key-attribute ATTR") }
-            for match in matches where !match.contains("=") {
-                throw ValidationError("--match takes ATTR=VALUE, not '\(match)'")
-            }
-        case (.some, false):
-            throw ValidationError("give either a library (--from or --to) or --match, not both")
-        case (nil, true):
-            throw ValidationError(
-                "say which items: --from LIBRARY --service SERVICE, or --match ATTR=VALUE --key-attribute ATTR")
-        }
-    }
-
-    var items: ForeignItems {
-        var items: ForeignItems
-        if let library, let service {
-            items = library.items(service: service)
-        } else {
-            let pairs = matches.map { match in
-                let parts = match.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                return (String(parts[0]), String(parts[1]))
-            }
-            items = ForeignItems(attributes: Dictionary(pairs) { _, last in last }, keyAttribute: keyAttribute!)
-        }
-        if let itemsCollection { items.collection = KeyringCollection(alias: itemsCollection) }
-        return items
-    }
-}
-
 extension SecureDict {
     struct Adopt: ReportingCommand {
         static let configuration = CommandConfiguration(
@@ -239,45 +161,6 @@ enum AdoptionOutput {
         case .deleted: "deleted"
         case .changedSinceAdopted: "changed-since-adopted"
         case .alreadyGone: "already-gone"
-        }
-    }
-}
-
-extension SecureDict {
-    struct ExportItems: ReportingCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "export-items",
-            abstract: "Write a dictionary's entries back as per-key items of another library (the way back from 'adopt').",
-            discussion: """
-                For a release that must be able to go back to an older one: each string and \
-                data entry of the dictionary becomes the item that library would have written, \
-                read back before it counts. An item that already holds the entry's value is \
-                left as it is; one with another value is a conflict and is not touched (exit \
-                1). Entries of other types have no per-key form and are skipped; a key \
-                holding a NUL character, which no item's attribute can hold, is refused (exit \
-                1). The dictionary is not changed.
-
-                Examples:
-                  secure-dict export-items --app com.example.app --name tokens \\
-                      --to python-keyring --service my-app
-                """)
-
-        @OptionGroup var dictionary: DictionaryOptions
-        @OptionGroup var target: ForeignItemOptions
-        @OptionGroup var global: GlobalOptions
-
-        func perform() throws {
-            let location = dictionary.location(global)
-            let options = try target.inKeyring(location.options, command: "export-items")
-            let report: ItemExportReport
-            do {
-                report = try SecureDictionary.exportItems(
-                    target.items, from: location.name, applicationID: location.applicationID, options: options)
-            } catch {
-                throw CommandFailure.keyring(error, hint: nil)
-            }
-            try Terminal.write(Data((report.description + ".\n").utf8))
-            if !report.conflicts.isEmpty || !report.refused.isEmpty { throw ExitStatus.notFound }
         }
     }
 }

@@ -1,5 +1,6 @@
 import CSecureDictShim
 import Dispatch
+import ProcessSpawning
 import SecureDictionary
 import Synchronization
 
@@ -140,14 +141,14 @@ final class PrivateKeyringSession {
 
     private func startKeyring(_ daemon: String, timeout: Duration) throws(Failure) {
         let password = try self.password()
-        guard let ends = Spawn.pipe() else { throw Failure(message: "cannot make a pipe") }
+        guard let ends = try? Spawn.pipe() else { throw Failure(message: "cannot make a pipe") }
         // --unlock reads the password to the end of its input: it unlocks, or on fresh
         // folders creates, the "login" collection, which becomes the default.
         let pid = try spawnDaemon(
-            daemon, ["--foreground", "--unlock", "--components=secrets"], log: "gnome-keyring.log", input: ends[0])
-        close(ends[0])
-        _ = password.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }
-        close(ends[1])
+            daemon, ["--foreground", "--unlock", "--components=secrets"], log: "gnome-keyring.log", input: ends.read)
+        close(ends.read)
+        _ = password.withUnsafeBytes { write(ends.write, $0.baseAddress, $0.count) }
+        close(ends.write)
         // Wait until the default collection answers unlocked (a write sent earlier can get
         // a prompt that never completes).
         setenv("DBUS_SESSION_BUS_ADDRESS", busAddress, 1)
@@ -206,14 +207,16 @@ final class PrivateKeyringSession {
         var environment = sessionEnvironment
         environment["XDG_CONFIG_HOME"] = "\(state)/config"
         environment["XDG_CACHE_HOME"] = "\(state)/cache"
-        switch Spawn.start(
-            program, arguments, environment: environment, standardInput: input, output: "\(base)/control/\(log)")
-        {
-        case .success(let pid):
+        // Its output to its log, and no descriptor of ours: a caller's pipe would never see its end.
+        do {
+            let pid = try Spawn.start(
+                program, arguments, environment: environment, standardInput: input.map { .descriptor($0) } ?? .null,
+                standardOutput: .file("\(base)/control/\(log)"), standardError: .standardOutput,
+                keepsOtherDescriptors: false)
             children.append(pid)
             return pid
-        case .failure(let code):
-            throw Failure(message: "cannot start \(program): \(String(cString: strerror(code)))")
+        } catch {
+            throw Failure(message: "cannot start \(program): \(error)")
         }
     }
 
@@ -244,11 +247,9 @@ final class PrivateKeyringSession {
             source.resume()
             return source
         }
-        switch Spawn.start(command[0], Array(command.dropFirst()), environment: environment, searchPath: true) {
-        case .failure(let code):
-            printError("cannot run \(command[0]): \(String(cString: strerror(code)))")
-            outcome.finish(code == ENOENT ? 127 : 126, signal: nil)
-        case .success(let pid):
+        // COMMAND inherits every descriptor, as under `env` (`--passphrase-fd 3`).
+        do {
+            let pid = try Spawn.start(command[0], Array(command.dropFirst()), environment: environment, searchesPath: true)
             // As a subreaper this process is the parent of every orphan of the session: reap
             // them all, and note COMMAND's status.
             DispatchQueue.global().async {
@@ -264,6 +265,9 @@ final class PrivateKeyringSession {
                     outcome.finish(signaled == 0 ? (status >> 8) & 0xff : 128 + signaled, signal: nil)
                 }
             }
+        } catch {
+            printError("cannot run \(command[0]): \(error)")
+            outcome.finish(error.code == ENOENT ? 127 : 126, signal: nil)
         }
         let (status, signal) = outcome.wait()
         if let signal {

@@ -1,17 +1,4 @@
 import ArgumentParser
-import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 extension SecureDict {
     /// `secure-dict keyring …`: a private keyring for CI and headless work.

@@ -1,0 +1,57 @@
+import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// The one fix for each problem `secure-dict doctor` can find with the keyring.
+extension DoctorReport {
+    static func fixForUnreachableService(_ error: SecureDictionaryError, _ environment: DoctorEnvironment) -> String? {
+        switch error {
+        case .sandboxed(let advice):
+            return advice
+        case .serviceUnavailable:
+            return environment.noKeyringFix
+        case .sessionRejected:
+            return "try again; if it keeps failing, update the keyring provider"
+        case .timedOut:
+            return "the provider hangs: restart it (e.g. gnome-keyring-daemon --replace), or allow more time with --timeout"
+        default:
+            return nil
+        }
+    }
+
+    /// The fix for a round trip that failed with `error`. The scratch dictionary is the
+    /// doctor's own: one it cannot read (another program wrote it) or that exists twice is
+    /// removed with one command, after which the next run writes a new one.
+    static func roundTripFix(_ error: SecureDictionaryError, environment: DoctorEnvironment) -> String? {
+        let remove =
+            "secure-dict delete --app \(scratchApplicationID) --name \(scratchName) --force, then run 'secure-dict doctor' again"
+        switch error {
+        case .corrupt, .unsupportedFormatVersion, .tooLarge:
+            return "it holds no dictionary SecureDictionary can read (another program wrote it); remove it with: \(remove)"
+        case .ambiguous:
+            return "remove every copy with: \(remove)"
+        default:
+            return fixForUnreachableService(error, environment)
+        }
+    }
+
+    static func unlockFix(providerName: String?, environment: DoctorEnvironment) -> String {
+        switch providerName {
+        case "KeePassXC":
+            return "unlock the database in KeePassXC's window"
+        case "KWallet":
+            return "open the wallet in KWalletManager; right after a KDE login KWallet reports locked until some "
+                + "application has opened it"
+        default:
+            if environment.hasDesktop {
+                return "unlock the keyring in your keyring manager (GNOME Passwords and Keys), or sign out and in"
+            }
+            return "unlock gnome-keyring from this shell: gnome-keyring-daemon --replace --unlock --components=secrets "
+                + "(it reads the password on standard input)"
+        }
+    }
+}
