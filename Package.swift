@@ -42,7 +42,8 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
-        // What Swift cannot express: the no-prompt SecretService subclass and GVariant building.
+        // What Swift cannot express: the no-prompt SecretService subclass, GVariant building,
+        // the writer lock and signal watcher in GLib main contexts of their own.
         .target(name: "CSecretShim", dependencies: ["CLibSecret"]),
         .target(
             name: "SecureDictionary",
@@ -59,11 +60,14 @@ let package = Package(
         ),
         // The kernel keyring's system calls and scrypt into a wiped buffer, for the file stores.
         .target(name: "CFileStoreShim", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The Secret portal call of SecretPortalStore (GIO, on the core's session bus connection).
+        .target(name: "CSecretPortal", dependencies: ["CLibSecret", "CSecretShim"]),
         .target(
             name: "SecureDictionaryFileStore",
             dependencies: [
                 "SecureDictionary",
-                "CSecretShim",
+                "CLibSecret",
+                "CSecretPortal",
                 "CFileStoreShim",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,5 +1,5 @@
 import CLibSecret
-import CSecretShim
+import CSecretPortal
 import SecureDictionary
 
 /// The Secret portal (`org.freedesktop.portal.Secret`): it gives a sandboxed app a master
