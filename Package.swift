@@ -15,6 +15,10 @@ let package = Package(
         // Dictionaries kept in encrypted files instead of the keyring: SecretPortalStore for
         // sandboxed apps. A product of its own, so that the core builds no swift-crypto.
         .library(name: "SecureDictionaryFileStore", targets: ["SecureDictionaryFileStore"]),
+        // Adoption of the per-key items other libraries keep in the keyring (python keyring,
+        // keytar, go-keyring, QtKeychain), and the way back: a product of its own, so that a
+        // dictionary user sees none of it.
+        .library(name: "SecureDictionaryAdoption", targets: ["SecureDictionaryAdoption"]),
         // A swift-configuration provider over one dictionary. A product of its own, so that the
         // core builds no swift-configuration.
         .library(name: "SecureDictionaryConfiguration", targets: ["SecureDictionaryConfiguration"]),
@@ -75,6 +79,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "SecureDictionaryAdoption",
+            dependencies: ["SecureDictionary"],
+            // The kill points of the adoption tests (SD_TEST_ADOPTION_KILL_AT), in debug builds only.
+            swiftSettings: strictSettings + [.define("ENABLE_TESTING_HOOKS", .when(configuration: .debug))]
+        ),
+        .target(
             name: "SecureDictionaryConfiguration",
             dependencies: ["SecureDictionary", .product(name: "Configuration", package: "swift-configuration")],
             // As swift-configuration builds: its protocols' async functions (and the closures they
@@ -100,14 +110,15 @@ let package = Package(
         .testTarget(
             name: "SecureDictionaryTests",
             dependencies: [
-                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport",
+                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryAdoption", "SecureDictionaryTestSupport",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "KeyringIntegrationTests",
             dependencies: [
-                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport", "sd-test-writer",
+                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryAdoption", "SecureDictionaryTestSupport",
+                "sd-test-writer",
                 "wait-for-keyring", "CLibSecret",
                 "CSecretShim",
                 "SecureDictionaryConfiguration",
@@ -135,6 +146,7 @@ let package = Package(
             dependencies: [
                 "SecureDictionary",
                 "SecureDictionaryFileStore",
+                "SecureDictionaryAdoption",
                 "CSecureDictShim",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

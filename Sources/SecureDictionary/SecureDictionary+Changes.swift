@@ -81,7 +81,7 @@ extension PropertyListValue {
     /// Whether `other` is stored as the same bytes, which is what a change event reports:
     /// reals and dates by their bits (a NaN is its own value, `-0.0` is not `0.0`), strings and
     /// dictionary keys by their Unicode scalars (`é` is not `e` + U+0301, which `==` equates).
-    func isStoredIdentically(to other: PropertyListValue) -> Bool {
+    package func isStoredIdentically(to other: PropertyListValue) -> Bool {
         switch (self, other) {
         case (.string(let left), .string(let right)): return left.unicodeScalars.elementsEqual(right.unicodeScalars)
         case (.integer(let left), .integer(let right)): return left == right

@@ -153,7 +153,7 @@ extension SecureDictionary {
 
         /// Whether `key` holds a value stored identically to `value` (`nil`: no such entry),
         /// compared where the value is: in the overlay, or in place in the stored generation.
-        func holds(_ key: String, identicalTo value: Value?) -> Bool {
+        package func holds(_ key: String, identicalTo value: Value?) -> Bool {
             if let edit = overlay.edit(of: key) {
                 guard let mine = edit.value, let value else { return edit.value == nil && value == nil }
                 return mine.isStoredIdentically(to: value)

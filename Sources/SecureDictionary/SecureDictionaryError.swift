@@ -142,8 +142,7 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// Secret Service (`reason`), no sandbox for the Secret portal, and no encrypted-file
     /// store configured. Nothing was read or written.
     case noStoreAvailable(reason: String)
-    /// ``SecureDictionary/adopt(_:into:applicationID:options:conflicts:retire:dryRun:)`` or
-    /// ``SecureDictionary/exportItems(_:from:applicationID:options:)`` was given a store that
+    /// `SecureDictionary.adopt(…)` or `SecureDictionary.exportItems(…)` (SecureDictionaryAdoption) was given a store that
     /// keeps no per-key items of other libraries (those live in the keyring): pass
     /// `SecretServiceStore`, the default. Nothing was read or written.
     case storeHoldsNoItems(operation: String)

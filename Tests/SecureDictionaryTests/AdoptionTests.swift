@@ -1,4 +1,5 @@
 import Foundation
+import SecureDictionaryAdoption
 import Synchronization
 import Testing
 

@@ -1,3 +1,5 @@
+public import SecureDictionary
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -44,7 +46,7 @@ extension SecureDictionary {
     /// - Parameters:
     ///   - items: which items, and the attribute that names each one's key.
     ///   - name: the dictionary's name; `nil` for the application's default dictionary.
-    ///   - applicationID: the dictionary's application (default: ``defaultApplicationID``).
+    ///   - applicationID: the dictionary's application (default: `SecureDictionary.defaultApplicationID`).
     ///   - options: the store (which also holds the items), collection and deadline.
     ///   - policy: what a key already holding another value means (default: stop).
     ///   - retirement: keep the items (default) or delete them once adopted.
@@ -57,8 +59,8 @@ extension SecureDictionary {
     /// - Returns: the report; with conflicts and ``AdoptionConflictPolicy/stop``, nothing was
     ///   changed and ``AdoptionReport/changedNothing`` is `true`. When no item matches, its
     ///   ``AdoptionReport/items`` are empty and nothing was written (no dictionary is created).
-    /// - Throws: ``SecureDictionaryError/locked`` and what reading the items or writing the
-    ///   dictionary throws; ``SecureDictionaryError/storeHoldsNoItems(operation:)`` when the
+    /// - Throws: `SecureDictionaryError.locked` and what reading the items or writing the
+    ///   dictionary throws; `SecureDictionaryError.storeHoldsNoItems(operation:)` when the
     ///   store keeps no per-key items (the Secret Service's store does).
     @discardableResult
     public static func adopt(
@@ -75,8 +77,7 @@ extension SecureDictionary {
         let dictionary = try SecureDictionary(name: name, applicationID: applicationID, options: options)
         Adoption.step("read")
         if dryRun {
-            Adoption.plan(
-                &found, against: .init(stored: try dictionary.state.generation(options.context)), policy: policy, into: &report)
+            Adoption.plan(&found, against: try dictionary.currentEntries(), policy: policy, into: &report)
             return report
         }
         guard try Adoption.write(&found, into: dictionary, policy: policy, report: &report) else {

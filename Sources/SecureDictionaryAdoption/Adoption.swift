@@ -1,3 +1,5 @@
+import SecureDictionary
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -115,7 +117,8 @@ enum Adoption {
         // Unicode scalars, so the same text in another Unicode form is looked for among the
         // keys (only a key with a non-ASCII scalar has another form).
         if entries.holds(key, identicalTo: nil) {
-            let otherForm = !key.unicodeScalars.allSatisfy(\.isASCII)
+            let otherForm =
+                !key.unicodeScalars.allSatisfy(\.isASCII)
                 && entries.keys.contains { $0 == key && !sameSpelling($0, key) }
             return otherForm ? .conflict(reason: "the dictionary holds this key in another Unicode form (NFC, NFD)") : .adopted
         }
@@ -142,24 +145,23 @@ enum Adoption {
     ) throws(SecureDictionaryError) -> Bool {
         let rows = report.items.count
         do {
-            try dictionary.state.mutate(dictionary.options.context) { (entries: inout SecureDictionary.Entries) throws(Stop) in
+            try dictionary.update { entries in
                 report.items.removeSubrange(rows...)
                 plan(&found, against: entries, policy: policy, into: &report)
                 if policy == .stop && !report.conflicts.isEmpty { throw Stop() }
                 for one in found where one.writes { entries[one.key!] = one.value }
             }
             return true
+        } catch let error as SecureDictionaryError {
+            throw error
         } catch {
-            switch error {
-            case .store(let failure): throw failure
-            case .body: return false
-            }
+            return false  // Stop, the only other error thrown
         }
     }
 
     /// Reads the dictionary back from the keyring: every entry it must hold, as adopted.
     static func verify(_ found: [Found], in dictionary: SecureDictionary) throws(SecureDictionaryError) {
-        let stored = try dictionary.state.reload(dictionary.options.context)
+        let stored = try dictionary.reloadedEntries()
         for one in found where one.held {
             guard let key = one.key, let value = one.value, stored.holds(key, identicalTo: value) else {
                 throw .writeNotVerified(restored: false)
