@@ -60,7 +60,7 @@ extension SecureDictionary {
     ///   changed and ``AdoptionReport/changedNothing`` is `true`. When no item matches, its
     ///   ``AdoptionReport/items`` are empty and nothing was written (no dictionary is created).
     /// - Throws: `SecureDictionaryError.locked` and what reading the items or writing the
-    ///   dictionary throws; `SecureDictionaryError.storeHoldsNoItems(operation:)` when the
+    ///   dictionary throws; ``AdoptionError/storeHoldsNoItems(operation:)`` when the
     ///   store keeps no per-key items (the Secret Service's store does).
     @discardableResult
     public static func adopt(

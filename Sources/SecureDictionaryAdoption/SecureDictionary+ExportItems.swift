@@ -23,7 +23,7 @@ extension SecureDictionary {
     ///
     /// - Throws: what reading the dictionary or writing an item throws;
     ///   `SecureDictionaryError.writeNotVerified(restored:)` when an item read back differs;
-    ///   `SecureDictionaryError.storeHoldsNoItems(operation:)` when the store keeps no
+    ///   ``AdoptionError/storeHoldsNoItems(operation:)`` when the store keeps no
     ///   per-key items.
     @discardableResult
     public static func exportItems(

@@ -28,7 +28,7 @@ import Synchronization
 /// why (`secure-dict doctor --store auto` reports it); choosing the files is logged at
 /// `info`, the rest at `debug`.
 ///
-/// - Throws (from every call): `SecureDictionaryError.noStoreAvailable(reason:)` when
+/// - Throws (from every call): ``FileStoreError/noStoreAvailable(reason:)`` when
 ///   nothing fits; `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this
 ///   store chose before is not running; `SecureDictionaryError.timedOut` when the bus did not
 ///   answer, or the keyring it starts did not come, by the deadline (nothing is chosen then);
@@ -68,7 +68,7 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
 
     /// - Parameters:
     ///   - fileStore: the store to use where no keyring answers, outside a sandbox; `nil`:
-    ///     none (then such a machine gets `SecureDictionaryError.noStoreAvailable(reason:)`).
+    ///     none (then such a machine gets ``FileStoreError/noStoreAvailable(reason:)``).
     ///   - secretService: the keyring's store. Default: `SecretServiceStore.shared`.
     ///   - portal: the store inside a sandbox. Default: ``SecretPortalStore/shared``.
     public init(
@@ -85,7 +85,7 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
 
     /// Makes the choice now (if not made yet) and says what it is.
     ///
-    /// - Throws: `SecureDictionaryError.noStoreAvailable(reason:)` when nothing fits;
+    /// - Throws: ``FileStoreError/noStoreAvailable(reason:)`` when nothing fits;
     ///   `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this store chose
     ///   before is not running; `SecureDictionaryError.timedOut` when the Secret Service did
     ///   not say in time whether it is there (nothing is chosen then; the next call tries again).

@@ -26,14 +26,14 @@ import Synchronization
 /// authenticated header naming the item, atomic replacement, the check before every write,
 /// hostile-input decoding), plus:
 /// - the folder is checked as OpenSSH checks `~/.ssh`: no symbolic link, this user's, and
-///   writable by nobody else, nor any folder above it (`SecureDictionaryError.unsafePath(path:reason:)`);
+///   writable by nobody else, nor any folder above it (``FileStoreError/unsafePath(path:reason:)``);
 /// - writers of the folder lock the folder itself, which nobody else can remove or swap,
 ///   and never write without the lock;
 /// - each file carries a generation; one older than this process or this login session has
-///   seen is refused (`SecureDictionaryError.rolledBack(path:)`), whatever path spells the
+///   seen is refused (``FileStoreError/rolledBack(path:)``), whatever path spells the
 ///   folder;
 /// - a key other than the one the files were written with is a typed error
-///   (`SecureDictionaryError.wrongPassphrase`, `SecureDictionaryError.wrongKey(source:)`),
+///   (``FileStoreError/wrongPassphrase``, ``FileStoreError/wrongKey(source:)``),
 ///   never empty; a damaged file is `SecureDictionaryError.corrupt(reason:)`, never a wrong
 ///   key, and a planted scrypt cost is refused before any stretch.
 ///
@@ -92,8 +92,8 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// the passphrase from the session's kernel keyring or asks it (a new one, twice on a
     /// terminal, when the folder has no file yet).
     ///
-    /// - Throws: `SecureDictionaryError.wrongPassphrase`, `SecureDictionaryError.passphraseUnavailable(reason:)`,
-    ///   `SecureDictionaryError.credentialUnavailable(name:reason:)`, `SecureDictionaryError.unsafePath(path:reason:)`…
+    /// - Throws: ``FileStoreError/wrongPassphrase``, ``FileStoreError/passphraseUnavailable(reason:)``,
+    ///   ``FileStoreError/credentialUnavailable(name:reason:)``, ``FileStoreError/unsafePath(path:reason:)``…
     public func unlock(timeout: Duration = .seconds(10)) throws(SecureDictionaryError) {
         _ = try engine.keys.keyForWriting(replacing: nil, in: engine.folder, until: Deadline(after: timeout))
     }
@@ -158,7 +158,7 @@ extension EncryptedFileStore {
     /// A change that stops halfway (a crash, a full disk) leaves each file whole, under the
     /// old passphrase or the new one: run it again with the old passphrase for the rest.
     ///
-    /// - Throws: `SecureDictionaryError.wrongPassphrase` for a wrong old passphrase
+    /// - Throws: ``FileStoreError/wrongPassphrase`` for a wrong old passphrase
     ///   (nothing changed); `SecureDictionaryError.writeNotVerified(restored:)` when a
     ///   file read back differently (it is left as written, and the change stops);
     ///   `SecureDictionaryError.invalidValue(reason:)` for a store whose key is no passphrase.

@@ -50,7 +50,7 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
     ///
     /// Creates nothing until the first write. Every call needs the Secret portal, which
     /// serves sandboxed apps only: outside a sandbox, calls that read or write throw
-    /// `SecureDictionaryError.portalUnavailable(reason:)`.
+    /// ``FileStoreError/portalUnavailable(reason:)``.
     public convenience init(folderPath: String? = nil) {
         self.init(folderPath: folderPath ?? Self.defaultFolderPath(), available: Self.inASandbox) {
             timeout throws(SecureDictionaryError) in

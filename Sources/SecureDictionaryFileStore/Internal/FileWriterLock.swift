@@ -17,7 +17,7 @@ import Synchronization
 /// holds files, nor swapped by anyone but this user (`FolderSafety`), and nothing outside
 /// the app writes these files: so, unlike the keyring's, this lock is never skipped. When
 /// it cannot be taken (`flock` unsupported, as on some network file systems) the write
-/// fails with `SecureDictionaryError.fileUnavailable(path:reason:)`; it never goes on
+/// fails with ``FileStoreError/fileUnavailable(path:reason:)``; it never goes on
 /// unlocked. The check under the lock then makes the read-compare-write of a mutation
 /// airtight: a file has no window between check and write.
 ///
