@@ -47,8 +47,6 @@ public final class InMemoryKeyringStore: KeyringStore {
     /// says to call ``setLocked(_:collection:)``, not to unlock a keyring).
     package static let providerName = "InMemoryKeyringStore"
 
-    public var isSharedBetweenProcesses: Bool { false }
-
     // MARK: Fault injection and inspection
 
     /// Makes the next `count` calls (of any kind) throw `fault.error`.

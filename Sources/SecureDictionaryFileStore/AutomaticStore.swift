@@ -94,8 +94,6 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
         try decide(until: Deadline(after: timeout)).choice
     }
 
-    public var isSharedBetweenProcesses: Bool { true }
-
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         let deadline = Deadline(after: timeout)
         return try decide(until: deadline).store.load(item, timeout: deadline.remainingForCall())

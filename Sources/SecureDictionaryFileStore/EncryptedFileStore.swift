@@ -86,8 +86,6 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
         engine = ItemFileStore(folder: ItemFileFolder(path: folderPath), keys: keys)
     }
 
-    public var isSharedBetweenProcesses: Bool { true }
-
     /// Gets the key now, so that later calls need no prompt: reads the credential, or takes
     /// the passphrase from the session's kernel keyring or asks it (a new one, twice on a
     /// terminal, when the folder has no file yet).

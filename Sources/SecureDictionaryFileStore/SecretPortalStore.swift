@@ -79,8 +79,6 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
             reason: "the Secret portal serves sandboxed apps (Flatpak, snap) only; outside a sandbox use SecretServiceStore")
     }
 
-    public var isSharedBetweenProcesses: Bool { true }
-
     /// Drops the master secret from memory (wiped); the next call fetches it again.
     public func forgetMasterSecret() {
         engine.keys.forget(in: engine.folder)
