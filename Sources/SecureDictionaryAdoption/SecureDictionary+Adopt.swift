@@ -131,7 +131,11 @@ public struct AdoptionReport: Sendable, CustomStringConvertible {
 
     /// What became of one item once adopted.
     public enum Retirement: Sendable, Equatable {
+        /// Left where it is (``SecureDictionary/SecureDictionary/AdoptionRetirement/keep``, a
+        /// dry run, or not adopted).
         case kept
+        /// Removed, after the dictionary was read back holding its value and the item still
+        /// held the secret adopted.
         case deleted
         /// It changed after it was adopted (another program wrote it): kept, and its new
         /// value is not in the dictionary.
@@ -143,11 +147,16 @@ public struct AdoptionReport: Sendable, CustomStringConvertible {
 
     /// One item: its key (`nil` when it has none), what happened to it, and to the item.
     public struct Item: Sendable, Equatable {
+        /// Its key in the dictionary: its key attribute's value.
         public let key: String?
+        /// What became of its secret.
         public internal(set) var outcome: Outcome
+        /// What became of the item itself.
         public internal(set) var retirement: Retirement = .kept
     }
 
+    /// Whether this was a dry run: nothing was written or removed, and the outcomes say what
+    /// would be.
     public let dryRun: Bool
     /// The items found, in the order of their keys.
     public internal(set) var items: [Item] = []

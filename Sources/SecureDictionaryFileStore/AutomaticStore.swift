@@ -36,15 +36,21 @@ import Synchronization
 public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosingStore {
     /// What was chosen.
     public enum Chosen: Sendable, Equatable {
+        /// The keyring (`SecretServiceStore`): one answered.
         case secretService
+        /// ``SecretPortalStore``: a sandbox without the keyring.
         case secretPortal
+        /// The ``EncryptedFileStore`` the application gave: no keyring, no sandbox.
         case encryptedFiles
     }
 
     /// What was chosen, and why, in words for a person.
     public struct Choice: Sendable, Equatable, CustomStringConvertible {
+        /// The store chosen.
         public let chosen: Chosen
+        /// Why, e.g. `no D-Bus session bus`.
         public let reason: String
+        /// The store and the reason, e.g. `encrypted files (no D-Bus session bus)`.
         public var description: String {
             switch chosen {
             case .secretService: "the Secret Service (\(reason))"
