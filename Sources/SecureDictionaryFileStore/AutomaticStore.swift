@@ -172,11 +172,8 @@ private final class ChosenStoreLock: ItemWriterLock {
         self.logger = logger
     }
 
-    func acquire<T>(
-        until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
-    ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
-        guard let lock = try resolved(until: deadline) else { return (false, try check()) }
-        return try lock.acquire(until: deadline, thenCheck: check)
+    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
+        try resolved(until: deadline)?.acquire(until: deadline) ?? false
     }
 
     func release() {

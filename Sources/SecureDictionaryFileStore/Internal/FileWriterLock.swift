@@ -46,9 +46,7 @@ final class FileWriterLock: ItemWriterLock {
         local = FairLock.shared(for: folder.path)
     }
 
-    func acquire<T>(
-        until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
-    ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
+    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         try available()
         guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
         let descriptor: Int32
@@ -59,12 +57,7 @@ final class FileWriterLock: ItemWriterLock {
             throw error
         }
         held.withLock { $0 = descriptor }
-        do throws(SecureDictionaryError) {
-            return (true, try check())
-        } catch {
-            release()
-            throw error
-        }
+        return true
     }
 
     func release() {
