@@ -1,4 +1,4 @@
-package import Logging
+import Logging
 public import SecureDictionary
 import Synchronization
 
@@ -44,7 +44,7 @@ import Synchronization
 ///   the credential (root, the service itself) or knows the passphrase reads the files.
 ///   Moving a dictionary to the keyring once one runs:
 ///   `SecureDictionary.move(name:applicationID:collection:from:to:timeout:)`.
-public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
+public final class EncryptedFileStore: KeyringStore, ItemFileBackedStore {
     /// The folder of the encrypted files.
     public let folderPath: String
     /// Where the master secret comes from.
@@ -53,7 +53,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// `secure-dict doctor` and the tool's messages.
     package let folderOrigin: FolderOrigin
     private static let warned = Mutex<Set<String>>([])
-    let engine: ItemFileStore
+    package let engine: ItemFileStore
     private let passphrase: PassphraseKeySource?
 
     /// A store in `folderPath`, by default `$STATE_DIRECTORY/securedictionary` for a systemd
@@ -102,6 +102,10 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
         engine.keys.forget(in: engine.folder)
     }
 
+    // The store's calls, made by its folder's engine. (They must be declared here: Swift
+    // takes a public protocol's witnesses from no extension of a non-public protocol. The
+    // rest of what a folder store does is `ItemFileBackedStore`'s.)
+
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         try engine.load(item, timeout: timeout)
     }
@@ -119,14 +123,6 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     {
         try engine.listItems(applicationID: applicationID, collection: collection)
     }
-
-    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
-        engine.writerLock()
-    }
-
-    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
-
-    package var place: String? { ItemFileFolder.place(of: folderPath) }
 
     /// The default folder for `keySource` in `environment` (see `init(folderPath:keySource:)`).
     static func defaultFolderPath(

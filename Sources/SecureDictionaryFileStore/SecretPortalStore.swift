@@ -1,4 +1,3 @@
-package import Logging
 public import SecureDictionary
 
 #if canImport(FoundationEssentials)
@@ -37,13 +36,13 @@ public import SecureDictionary
 ///   both the app's data folder and the host keyring (any unsandboxed process of the
 ///   user, while the keyring is unlocked) can decrypt them, as they can read the keyring.
 ///   Moving a dictionary from the host keyring: `SecureDictionary.move(name:applicationID:collection:from:to:timeout:)`.
-public final class SecretPortalStore: KeyringStore, CoordinatedStore {
+public final class SecretPortalStore: KeyringStore, ItemFileBackedStore {
     /// The store in the default folder, shared by every dictionary that names it.
     public static let shared = SecretPortalStore()
 
     /// The folder of the encrypted files.
     public let folderPath: String
-    let engine: ItemFileStore
+    package let engine: ItemFileStore
 
     /// A store in `folderPath`, by default `$XDG_DATA_HOME/securedictionary` (or
     /// `~/.local/share/securedictionary` when `XDG_DATA_HOME` is unset or relative).
@@ -84,6 +83,10 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
         engine.keys.forget(in: engine.folder)
     }
 
+    // The store's calls, made by its folder's engine. (They must be declared here: Swift
+    // takes a public protocol's witnesses from no extension of a non-public protocol. The
+    // rest of what a folder store does is `ItemFileBackedStore`'s.)
+
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         try engine.load(item, timeout: timeout)
     }
@@ -101,14 +104,6 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
     {
         try engine.listItems(applicationID: applicationID, collection: collection)
     }
-
-    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
-        engine.writerLock()
-    }
-
-    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
-
-    package var place: String? { ItemFileFolder.place(of: folderPath) }
 
     static func defaultFolderPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
