@@ -20,6 +20,9 @@
 /// No case ever carries a key, a value or secret bytes: every message is safe to log, and
 /// `localizedDescription` says what happened and what to do.
 ///
+/// A store's own failures (the encrypted-file stores' wrong passphrase, say) come as
+/// ``store(_:)``, carrying that store's error type: every call still throws this one type.
+///
 /// **Adding cases.** New cases may come in any release before 1.0, and in minor releases
 /// after it, as new failures become known; each is listed in the CHANGELOG. Always end a
 /// `catch` list or a `switch` over this type with a general case. Cases are removed or
