@@ -43,7 +43,7 @@ import Synchronization
 ///   lock shared one bus connection, which no code checked. Deleted: without it
 ///   `mutation-10` was 1.08–1.12× raw libsecret against 1.06–1.11× with it, in 5 quiet
 ///   alternating pairs of `scripts/benchmark --only mutation-10,mutation-1000` on
-///   2026-11-26, and at most 1.15× in 17 runs: within its target.) Tests:
+///   2026-11-26, and at most 1.15× in 24 runs: within its target.) Tests:
 ///   `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
