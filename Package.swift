@@ -15,6 +15,10 @@ let package = Package(
         // Dictionaries kept in encrypted files instead of the keyring: SecretPortalStore for
         // sandboxed apps. A product of its own, so that the core builds no swift-crypto.
         .library(name: "SecureDictionaryFileStore", targets: ["SecureDictionaryFileStore"]),
+        // Adoption of the per-key items other libraries keep in the keyring (python keyring,
+        // keytar, go-keyring, QtKeychain), and the way back: a product of its own, so that a
+        // dictionary user sees none of it.
+        .library(name: "SecureDictionaryAdoption", targets: ["SecureDictionaryAdoption"]),
         // A swift-configuration provider over one dictionary. A product of its own, so that the
         // core builds no swift-configuration.
         .library(name: "SecureDictionaryConfiguration", targets: ["SecureDictionaryConfiguration"]),
@@ -42,7 +46,8 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
-        // What Swift cannot express: the no-prompt SecretService subclass and GVariant building.
+        // What Swift cannot express: the no-prompt SecretService subclass, GVariant building,
+        // the writer lock and signal watcher in GLib main contexts of their own.
         .target(name: "CSecretShim", dependencies: ["CLibSecret"]),
         .target(
             name: "SecureDictionary",
@@ -59,16 +64,25 @@ let package = Package(
         ),
         // The kernel keyring's system calls and scrypt into a wiped buffer, for the file stores.
         .target(name: "CFileStoreShim", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The Secret portal call of SecretPortalStore (GIO, on the core's session bus connection).
+        .target(name: "CSecretPortal", dependencies: ["CLibSecret", "CSecretShim"]),
         .target(
             name: "SecureDictionaryFileStore",
             dependencies: [
                 "SecureDictionary",
-                "CSecretShim",
+                "CLibSecret",
+                "CSecretPortal",
                 "CFileStoreShim",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
+        ),
+        .target(
+            name: "SecureDictionaryAdoption",
+            dependencies: ["SecureDictionary"],
+            // The kill points of the adoption tests (SD_TEST_ADOPTION_KILL_AT), in debug builds only.
+            swiftSettings: strictSettings + [.define("ENABLE_TESTING_HOOKS", .when(configuration: .debug))]
         ),
         .target(
             name: "SecureDictionaryConfiguration",
@@ -96,14 +110,15 @@ let package = Package(
         .testTarget(
             name: "SecureDictionaryTests",
             dependencies: [
-                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport",
+                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryAdoption", "SecureDictionaryTestSupport",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "KeyringIntegrationTests",
             dependencies: [
-                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport", "sd-test-writer",
+                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryAdoption", "SecureDictionaryTestSupport",
+                "sd-test-writer",
                 "wait-for-keyring", "CLibSecret",
                 "CSecretShim",
                 "SecureDictionaryConfiguration",
@@ -134,6 +149,7 @@ let package = Package(
             dependencies: [
                 "SecureDictionary",
                 "SecureDictionaryFileStore",
+                "SecureDictionaryAdoption",
                 "CSecureDictShim",
                 "ProcessSpawning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

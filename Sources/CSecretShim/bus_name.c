@@ -95,21 +95,19 @@ request_free (SdNameRequest *request)
     g_free (request);
 }
 
-void
-sd_bus_name_request_abandon (SdNameRequest *request)
+/* Leaves the queue, or gives back a name granted meanwhile (sent after RequestName on the
+   same connection, so the bus reads it after), and frees the request. */
+static void
+request_abandon (SdNameRequest *request)
 {
-    /* Leaves the queue, or gives back a name granted meanwhile: sent after RequestName on
-       the same connection, so the bus reads it after. */
     release_name (request->bus, request->name);
     request_free (request);
 }
 
 int
-sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean *at_once,
-                            GDBusConnection **held, GError **error)
+sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, GDBusConnection **held, GError **error)
 {
     int result = -1;
-    *at_once = FALSE;
     if (!sd_iterate_until (request->context, &request->answered, deadline_us)) {
         result = 0;
     } else if (request->error != NULL) {
@@ -117,7 +115,6 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean
         request->error = NULL;
     } else if (request->code == 1 || request->code == 4) {   /* PRIMARY_OWNER, ALREADY_OWNER */
         result = 1;
-        *at_once = TRUE;
     } else if (request->code == 2) {                          /* IN_QUEUE: wait for NameAcquired */
         result = sd_iterate_until (request->context, &request->acquired, deadline_us) ? 1 : 0;
     } else {
@@ -127,7 +124,7 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, gboolean
        name is given back, even if everything else in the process lets go of it. */
     *held = result == 1 ? g_object_ref (request->bus) : NULL;
     if (result == 0)
-        sd_bus_name_request_abandon (request);
+        request_abandon (request);
     else
         request_free (request);
     return result;

@@ -251,29 +251,15 @@ sd_bus_name_available (SecretService *service, const char *name, GCancellable *c
     g_main_context_push_thread_default (context);
     SdPendingCall owned = { FALSE, NULL, NULL };
     SdPendingCall activatable = { FALSE, NULL, NULL };
-    g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
-                            g_variant_new ("(s)", name), G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
-                            sd_pending_call_answered, &owned);
-    g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                            "ListActivatableNames", NULL, G_VARIANT_TYPE ("(as)"), G_DBUS_CALL_FLAGS_NONE, -1,
-                            cancellable, sd_pending_call_answered, &activatable);
+    sd_call_bus (bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", cancellable, &owned);
+    sd_call_bus (bus, "ListActivatableNames", NULL, "(as)", cancellable, &activatable);
     while (!owned.done || !activatable.done)
         g_main_context_iteration (context, TRUE);
     g_main_context_pop_thread_default (context);
     g_main_context_unref (context);
     int result = -1;
     if (owned.reply != NULL && activatable.reply != NULL) {
-        gboolean has_owner = FALSE;
-        g_variant_get (owned.reply, "(b)", &has_owner);
-        result = has_owner ? 1 : 0;
-        GVariant *names = g_variant_get_child_value (activatable.reply, 0);
-        for (gsize i = 0; result == 0 && i < g_variant_n_children (names); i++) {
-            const char *candidate = NULL;
-            g_variant_get_child (names, i, "&s", &candidate);
-            if (g_strcmp0 (candidate, name) == 0)
-                result = 1;
-        }
-        g_variant_unref (names);
+        result = sd_name_presence_of (owned.reply, activatable.reply, name) > 0 ? 1 : 0;
     } else {
         g_propagate_error (error, owned.error != NULL ? owned.error : activatable.error);
         if (owned.error != NULL)

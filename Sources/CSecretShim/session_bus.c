@@ -114,9 +114,9 @@ end_call (GMainContext *context, SdPendingCall *call, GCancellable *cancellable)
     g_clear_error (&call->error);
 }
 
-static void
-call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, const char *reply_type,
-          GCancellable *cancellable, SdPendingCall *call)
+void
+sd_call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, const char *reply_type,
+             GCancellable *cancellable, SdPendingCall *call)
 {
     g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
                             parameters, G_VARIANT_TYPE (reply_type), G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
@@ -126,43 +126,75 @@ call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, const 
 /* ---- who owns a name ---------------------------------------------------------------- */
 
 int
+sd_name_presence_of (GVariant *has_owner, GVariant *activatable, const char *name)
+{
+    gboolean owned = FALSE;
+    g_variant_get (has_owner, "(b)", &owned);
+    if (owned)
+        return 2;
+    int result = 0;
+    GVariant *names = g_variant_get_child_value (activatable, 0);
+    for (gsize i = 0; result == 0 && i < g_variant_n_children (names); i++) {
+        const char *candidate = NULL;
+        g_variant_get_child (names, i, "&s", &candidate);
+        if (g_strcmp0 (candidate, name) == 0)
+            result = 1;
+    }
+    g_variant_unref (names);
+    return result;
+}
+
+/* The session bus, a main context of the call's own (the thread's default meanwhile) and a
+   cancellable for the calls made in it: what each question to the bus below starts with. */
+typedef struct {
+    GDBusConnection *bus;
+    GMainContext *context;
+    GCancellable *cancellable;
+} BusScope;
+
+static gboolean
+bus_scope_open (BusScope *scope, gint64 deadline_us, GError **error)
+{
+    scope->bus = sd_session_bus_until (deadline_us, error);
+    if (scope->bus == NULL)
+        return FALSE;
+    scope->context = g_main_context_new ();
+    g_main_context_push_thread_default (scope->context);
+    scope->cancellable = g_cancellable_new ();
+    return TRUE;
+}
+
+static void
+bus_scope_close (BusScope *scope)
+{
+    g_object_unref (scope->cancellable);
+    g_main_context_pop_thread_default (scope->context);
+    g_main_context_unref (scope->context);
+    g_object_unref (scope->bus);
+}
+
+int
 sd_bus_name_presence (const char *name, gint64 deadline_us, GError **error)
 {
-    GDBusConnection *bus = sd_session_bus_until (deadline_us, error);
-    if (bus == NULL)
+    BusScope scope;
+    if (!bus_scope_open (&scope, deadline_us, error))
         return -1;
-    GMainContext *context = g_main_context_new ();
-    g_main_context_push_thread_default (context);
-    GCancellable *cancellable = g_cancellable_new ();
     /* Both questions go out before the first answer is awaited: one round trip. */
     SdPendingCall owned = { FALSE, NULL, NULL }, activatable = { FALSE, NULL, NULL };
-    call_bus (bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", cancellable, &owned);
-    call_bus (bus, "ListActivatableNames", NULL, "(as)", cancellable, &activatable);
+    sd_call_bus (scope.bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", scope.cancellable, &owned);
+    sd_call_bus (scope.bus, "ListActivatableNames", NULL, "(as)", scope.cancellable, &activatable);
     int result = -1;
-    if (!sd_iterate_until (context, &owned.done, deadline_us) ||
-        !sd_iterate_until (context, &activatable.done, deadline_us)) {
+    if (!sd_iterate_until (scope.context, &owned.done, deadline_us) ||
+        !sd_iterate_until (scope.context, &activatable.done, deadline_us)) {
         g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "the session bus did not answer in time");
     } else if (owned.error != NULL || activatable.error != NULL) {
         g_propagate_error (error, g_error_copy (owned.error != NULL ? owned.error : activatable.error));
     } else {
-        gboolean has_owner = FALSE;
-        g_variant_get (owned.reply, "(b)", &has_owner);
-        result = has_owner ? 2 : 0;
-        GVariant *names = g_variant_get_child_value (activatable.reply, 0);
-        for (gsize i = 0; result == 0 && i < g_variant_n_children (names); i++) {
-            const char *candidate = NULL;
-            g_variant_get_child (names, i, "&s", &candidate);
-            if (g_strcmp0 (candidate, name) == 0)
-                result = 1;
-        }
-        g_variant_unref (names);
+        result = sd_name_presence_of (owned.reply, activatable.reply, name);
     }
-    end_call (context, &owned, cancellable);
-    end_call (context, &activatable, cancellable);
-    g_object_unref (cancellable);
-    g_main_context_pop_thread_default (context);
-    g_main_context_unref (context);
-    g_object_unref (bus);
+    end_call (scope.context, &owned, scope.cancellable);
+    end_call (scope.context, &activatable, scope.cancellable);
+    bus_scope_close (&scope);
     return result;
 }
 
@@ -181,12 +213,12 @@ on_owner_changed (GDBusConnection *bus, const char *sender, const char *path, co
 int
 sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, GError **error)
 {
-    GDBusConnection *bus = sd_session_bus_until (deadline_us, error);
-    if (bus == NULL)
+    BusScope scope;
+    if (!bus_scope_open (&scope, deadline_us, error))
         return -1;
-    GMainContext *context = g_main_context_new ();
-    g_main_context_push_thread_default (context);
-    GCancellable *cancellable = g_cancellable_new ();
+    GDBusConnection *bus = scope.bus;
+    GMainContext *context = scope.context;
+    GCancellable *cancellable = scope.cancellable;
     gboolean owned = FALSE;
     /* Subscribed first: its AddMatch reaches the bus before the question below, so an owner
        that comes after the answer is announced. */
@@ -194,10 +226,10 @@ sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, G
         bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus", name,
         G_DBUS_SIGNAL_FLAGS_NONE, on_owner_changed, &owned, NULL);
     SdPendingCall has_owner = { FALSE, NULL, NULL }, started = { TRUE, NULL, NULL };
-    call_bus (bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", cancellable, &has_owner);
+    sd_call_bus (bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", cancellable, &has_owner);
     if (start) {
         started.done = FALSE;
-        call_bus (bus, "StartServiceByName", g_variant_new ("(su)", name, 0u), "(u)", cancellable, &started);
+        sd_call_bus (bus, "StartServiceByName", g_variant_new ("(su)", name, 0u), "(u)", cancellable, &started);
     }
     int result = 0;
     gboolean expired = FALSE;
@@ -236,9 +268,6 @@ sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, G
     g_dbus_connection_signal_unsubscribe (bus, subscription);
     while (g_main_context_iteration (context, FALSE))
         ;
-    g_object_unref (cancellable);
-    g_main_context_pop_thread_default (context);
-    g_main_context_unref (context);
-    g_object_unref (bus);
+    bus_scope_close (&scope);
     return result;
 }

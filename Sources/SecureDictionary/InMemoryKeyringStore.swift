@@ -1,7 +1,8 @@
 import Synchronization
 
 /// A ``KeyringStore`` in memory, for your own unit tests: fast, private to the process, and
-/// able to fail on purpose.
+/// able to fail on purpose, so that your tests can see what your code does with a locked or
+/// silent keyring.
 ///
 /// ```swift
 /// let store = InMemoryKeyringStore()
@@ -13,23 +14,28 @@ import Synchronization
 ///
 /// It is not a keyring: it is not shared with other processes and keeps bytes in ordinary
 /// memory. Use it for logic, use the real Secret Service for everything about the keyring.
+///
+/// The two ways to fail, ``failNextCalls(with:count:writesAnyway:)`` and
+/// ``setLocked(_:collection:)``, are its whole public API besides the store's own calls:
+/// what your tests need to see your code handle a failing keyring. (The library's own tests
+/// also count its calls and plant raw blobs; those entry points are not public.)
 public final class InMemoryKeyringStore: KeyringStore {
-    /// One injected failure.
-    public struct Fault: Sendable, Equatable {
+    /// One injected failure (the library's tests).
+    package struct Fault: Sendable, Equatable {
         /// The error the call throws.
-        public var error: SecureDictionaryError
+        package var error: SecureDictionaryError
         /// For a failing `store`: whether the bytes are written anyway before the error is
         /// thrown, as when a reply is lost after the keyring applied the write.
-        public var writesAnyway: Bool
+        package var writesAnyway: Bool
 
-        public init(_ error: SecureDictionaryError, writesAnyway: Bool = false) {
+        package init(_ error: SecureDictionaryError, writesAnyway: Bool = false) {
             self.error = error
             self.writesAnyway = writesAnyway
         }
     }
 
-    /// The kind of a call, as counted by ``calls``.
-    public enum Call: String, Sendable, Hashable { case load, store, delete, list }
+    /// The kind of a call, as counted by ``calls`` (the library's tests).
+    package enum Call: String, Sendable, Hashable { case load, store, delete, list }
 
     private struct State {
         var items: [KeyringItem: [UInt8]] = [:]
@@ -41,17 +47,30 @@ public final class InMemoryKeyringStore: KeyringStore {
 
     private let state = Mutex(State())
 
+    /// An empty store, unlocked.
+    ///
+    /// ```swift
+    /// let store = InMemoryKeyringStore()
+    /// let settings = try SecureDictionary(name: "settings", options: .init(store: store))
+    /// ```
     public init() {}
 
     /// The name its errors give as the provider that answered (``SecureDictionaryError/locked``
     /// says to call ``setLocked(_:collection:)``, not to unlock a keyring).
     package static let providerName = "InMemoryKeyringStore"
 
-    public var isSharedBetweenProcesses: Bool { false }
+    // MARK: Failing on purpose
 
-    // MARK: Fault injection and inspection
-
-    /// Makes the next `count` calls (of any kind) throw `fault.error`.
+    /// Makes the next `count` calls of the store (of any kind) throw `error`, as a keyring
+    /// that fails would.
+    ///
+    /// ```swift
+    /// store.failNextCalls(with: .timedOut)                       // the next call times out
+    /// store.failNextCalls(with: .timedOut, writesAnyway: true)   // a write lands, its answer is lost
+    /// ```
+    ///
+    /// With `writesAnyway`, a failing `store` call writes its bytes before it throws: a write
+    /// whose answer was lost, whose outcome the dictionary must treat as unknown.
     public func failNextCalls(with error: SecureDictionaryError, count: Int = 1, writesAnyway: Bool = false) {
         state.withLock { state in
             for offset in 1...max(1, count) {
@@ -61,28 +80,37 @@ public final class InMemoryKeyringStore: KeyringStore {
     }
 
     /// Makes the call numbered `number` (counting from 1 from now on) throw.
-    public func failCall(number: Int, with fault: Fault) {
+    package func failCall(number: Int, with fault: Fault) {
         state.withLock { $0.faults[$0.callCount + number] = fault }
     }
 
     /// Removes every pending fault.
-    public func clearFaults() { state.withLock { $0.faults.removeAll() } }
+    package func clearFaults() { state.withLock { $0.faults.removeAll() } }
 
-    /// Locks or unlocks a collection: while locked, every call on it throws ``SecureDictionaryError/locked``.
+    /// Locks or unlocks a collection: while locked, every call on it throws
+    /// ``SecureDictionaryError/locked``, as a locked keyring's do.
+    ///
+    /// ```swift
+    /// store.setLocked(true)
+    /// #expect(throws: SecureDictionaryError.locked) { try SecureDictionary(name: "settings", options: .init(store: store)) }
+    /// store.setLocked(false)
+    /// ```
     public func setLocked(_ locked: Bool, collection: KeyringCollection = .default) {
         state.withLock { state in
             if locked { state.lockedCollections.insert(collection) } else { state.lockedCollections.remove(collection) }
         }
     }
 
+    // MARK: Inspection (the library's tests)
+
     /// The calls made so far, in order.
-    public var calls: [Call] { state.withLock { $0.calls } }
+    package var calls: [Call] { state.withLock { $0.calls } }
 
     /// The stored bytes of `item`, as a keyring reader would see them.
-    public func storedBytes(of item: KeyringItem) -> [UInt8]? { state.withLock { $0.items[item] } }
+    package func storedBytes(of item: KeyringItem) -> [UInt8]? { state.withLock { $0.items[item] } }
 
     /// Plants raw bytes, e.g. a hostile blob, as if another process had written them.
-    public func plant(_ bytes: [UInt8]?, for item: KeyringItem) { state.withLock { $0.items[item] = bytes } }
+    package func plant(_ bytes: [UInt8]?, for item: KeyringItem) { state.withLock { $0.items[item] = bytes } }
 
     // MARK: KeyringStore
 

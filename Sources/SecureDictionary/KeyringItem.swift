@@ -12,12 +12,20 @@ public struct KeyringItem: Sendable, Hashable, CustomStringConvertible {
     /// `<applicationID>.__SecureDictionary__.<dictionaryName>`, or without the last part
     /// for the default dictionary.
     public let name: String
+    /// The application the dictionary belongs to (a reverse-DNS name, by default the main
+    /// bundle's or the executable's).
     public let applicationID: String
     /// The dictionary's name; empty for the default dictionary.
     public let dictionaryName: String
+    /// The collection the item is in.
     public let collection: KeyringCollection
 
-    /// Validates the names (see ``SecureDictionary/init(name:applicationID:options:)``).
+    /// The item of a dictionary, its names validated (see ``SecureDictionary/init(name:applicationID:options:)``).
+    ///
+    /// ```swift
+    /// let item = try KeyringItem(dictionaryName: "tokens", applicationID: "com.example.app")
+    /// print(item.name)   // com.example.app.__SecureDictionary__.tokens
+    /// ```
     ///
     /// - Throws: ``SecureDictionaryError/invalidName(reason:)``.
     public init(dictionaryName: String?, applicationID: String, collection: KeyringCollection = .default)
@@ -41,5 +49,6 @@ public struct KeyringItem: Sendable, Hashable, CustomStringConvertible {
         ]
     }
 
+    /// The item name and its collection's alias.
     public var description: String { "\(name) in collection '\(collection.alias)'" }
 }

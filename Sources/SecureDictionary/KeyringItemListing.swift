@@ -1,9 +1,17 @@
 /// One item found by ``KeyringStore/listItems(applicationID:collection:timeout:)``.
+///
+/// ```swift
+/// for listing in try SecureDictionary.items(applicationID: "com.example.app") where !listing.isLocked {
+///     print(listing.item.dictionaryName)
+/// }
+/// ```
 public struct KeyringItemListing: Sendable, Hashable {
+    /// The dictionary's item.
     public let item: KeyringItem
     /// Whether its secret cannot be read now (the collection is locked).
     public let isLocked: Bool
 
+    /// A listing of `item`, as a store of your own returns it from `listItems`.
     public init(item: KeyringItem, isLocked: Bool) {
         self.item = item
         self.isLocked = isLocked

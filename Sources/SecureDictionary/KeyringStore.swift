@@ -10,9 +10,10 @@
 ///
 /// A store moves opaque bytes; encoding, size limits, locking and caching are the
 /// dictionary's job. Implementations must be thread-safe, must return within `timeout`, and
-/// must report failures as ``SecureDictionaryError`` — above all, `load` returns `nil` only
-/// when an *unlocked* store positively holds no such item, and throws
-/// ``SecureDictionaryError/locked`` when it cannot tell.
+/// must report failures as ``SecureDictionaryError`` (a failure of their own as
+/// ``SecureDictionaryError/store(_:)``, carrying a ``KeyringStoreError``) — above all,
+/// `load` returns `nil` only when an *unlocked* store positively holds no such item, and
+/// throws ``SecureDictionaryError/locked`` when it cannot tell.
 public protocol KeyringStore: AnyObject, Sendable {
     /// The stored secret of `item`, or `nil` when the unlocked collection has no such item.
     ///
@@ -34,9 +35,4 @@ public protocol KeyringStore: AnyObject, Sendable {
     /// sorted by item name. Items whose attributes do not follow the contract are left out.
     func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
         throws(SecureDictionaryError) -> [KeyringItemListing]
-
-    /// Whether other processes see the same items. `true` for the Secret Service, `false` in
-    /// memory. Either way, every write first checks the stored item, so a change made by
-    /// someone else is merged, never overwritten.
-    var isSharedBetweenProcesses: Bool { get }
 }

@@ -17,10 +17,17 @@
 /// coding keys, an array an array, a `Date` a date, `Data` data; `nil` optionals inside are
 /// left out. Reading it back gives an equal value.
 extension PropertyListConvertible where Self: Codable {
+    /// Decodes the value from its stored property-list structure.
+    ///
+    /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when the stored
+    ///   structure is not this type's.
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
         self = try CodableBridge.decode(Self.self, from: value)
     }
 
+    /// Encodes the value as a property-list structure (a struct becomes a dictionary).
+    ///
+    /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when it cannot be encoded.
     public func propertyListValue() throws(SecureDictionaryError) -> PropertyListValue {
         try CodableBridge.encode(self)
     }
@@ -47,7 +54,7 @@ enum CodableBridge {
         } catch {
             throw .invalidValue(reason: "\(Value.self) cannot be encoded as a property list")
         }
-        let root = try BinaryPropertyListCoding.decode(data, maximumSize: .max)
+        let root = try PropertyListBlob.decode(data, maximumSize: .max)
         guard let stored = root["value"] else {
             throw .invalidValue(reason: "\(Value.self) encoded to nothing")
         }
@@ -55,7 +62,7 @@ enum CodableBridge {
     }
 
     static func decode<Value: Codable>(_ type: Value.Type, from value: PropertyListValue) throws(SecureDictionaryError) -> Value {
-        let data = try BinaryPropertyListCoding.encode(["value": value], maximumSize: .max)
+        let data = try PropertyListBlob.encode(["value": value], maximumSize: .max)
         do {
             return try PropertyListDecoder().decode(Box<Value>.self, from: data).value
         } catch {

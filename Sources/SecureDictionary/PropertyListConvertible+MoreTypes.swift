@@ -9,11 +9,13 @@
 // stored number fits; `Float` stores as a real; `UUID` and `URL` as their string forms, so
 // other tools read them as text.
 
-/// The integer types other than `Int`. Refining `Codable` too makes these conversions more
-/// specific than the `Codable` default, which must not apply to integers.
-public protocol PropertyListInteger: FixedWidthInteger, PropertyListConvertible, Codable {}
-
-extension PropertyListInteger {
+/// The integer types other than `Int` (they conform below). More specific than the `Codable`
+/// default, which must not apply to integers, so these conversions win for every integer.
+extension PropertyListConvertible where Self: FixedWidthInteger & Codable {
+    /// Reads a stored integer that fits this type.
+    ///
+    /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` for another type, or
+    ///   an integer that does not fit.
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
         let converted: Self? =
             switch value {
@@ -25,21 +27,22 @@ extension PropertyListInteger {
         self = converted
     }
 
+    /// ``PropertyListValue/integer(_:)``, or ``PropertyListValue/unsignedInteger(_:)`` above `Int.max`.
     public func propertyListValue() -> PropertyListValue {
         if let fits = Int(exactly: self) { return .integer(fits) }
         return .unsignedInteger(UInt64(self))  // above Int.max: only UInt and UInt64 get here
     }
 }
 
-extension Int8: PropertyListInteger {}
-extension Int16: PropertyListInteger {}
-extension Int32: PropertyListInteger {}
-extension Int64: PropertyListInteger {}
-extension UInt: PropertyListInteger {}
-extension UInt8: PropertyListInteger {}
-extension UInt16: PropertyListInteger {}
-extension UInt32: PropertyListInteger {}
-extension UInt64: PropertyListInteger {}
+extension Int8: PropertyListConvertible {}
+extension Int16: PropertyListConvertible {}
+extension Int32: PropertyListConvertible {}
+extension Int64: PropertyListConvertible {}
+extension UInt: PropertyListConvertible {}
+extension UInt8: PropertyListConvertible {}
+extension UInt16: PropertyListConvertible {}
+extension UInt32: PropertyListConvertible {}
+extension UInt64: PropertyListConvertible {}
 
 extension Float: PropertyListConvertible {
     /// Reads any stored real, rounded to the nearest `Float`.

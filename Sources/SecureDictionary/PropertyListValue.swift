@@ -19,18 +19,27 @@
 ///
 /// `description` and `debugDescription` never show the contents: a value may be a secret.
 public enum PropertyListValue: Sendable, Hashable {
+    /// Text; a string literal makes one (`"s3cr3t"`).
     case string(String)
+    /// A signed integer; an integer literal makes one (`3`).
     case integer(Int)
     /// An integer above `Int.max` (up to `UInt64.max`), as Python's `plistlib` and Apple's
     /// writers store them (a 16-byte integer). Smaller values are always ``integer(_:)``:
     /// writing `.unsignedInteger(n)` with `n <= Int.max` throws
     /// ``SecureDictionaryError/invalidValue(reason:)``, so a value reads back as written.
     case unsignedInteger(UInt64)
+    /// A floating-point number; a float literal makes one (`0.5`). Stored by its bits, so a
+    /// NaN or `-0.0` reads back as written.
     case real(Double)
+    /// A boolean; `true` and `false` make one. Never read as an integer.
     case bool(Bool)
+    /// A point in time, at `Date`'s own precision (seconds since 2001-01-01 as a `Double`).
     case date(Date)
+    /// Bytes.
     case data(Data)
+    /// An ordered list of values; an array literal makes one (`["a", 1]`).
     case array([PropertyListValue])
+    /// Values by string key; a dictionary literal makes one (`["retries": 3]`).
     case dictionary([String: PropertyListValue])
 }
 
@@ -47,7 +56,6 @@ extension PropertyListValue {
         return nil
     }
 
-    /// The real, when this is `.real`; otherwise `nil` (an integer is not converted).
     /// The value of ``integer(_:)`` (when not negative) or ``unsignedInteger(_:)`` as a `UInt64`.
     public var unsignedIntegerValue: UInt64? {
         switch self {
@@ -57,6 +65,7 @@ extension PropertyListValue {
         }
     }
 
+    /// The real, when this is `.real`; otherwise `nil` (an integer is not converted).
     public var realValue: Double? {
         if case .real(let value) = self { return value }
         return nil
@@ -136,6 +145,8 @@ extension PropertyListValue: ExpressibleByDictionaryLiteral {
 extension PropertyListValue: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The type only, e.g. `<string>`: never the value, which may be a secret.
     public var description: String { "<\(typeName)>" }
+    /// The type only, and that the value is redacted.
     public var debugDescription: String { "PropertyListValue(<\(typeName)>, redacted)" }
+    /// The type only: `dump()` and debuggers show no value.
     public var customMirror: Mirror { Mirror(self, children: ["type": typeName], displayStyle: .enum) }
 }

@@ -31,8 +31,6 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
     /// A store over `client` (tests inject faults through it).
     init(client: LibSecretClient) { self.client = client }
 
-    public var isSharedBetweenProcesses: Bool { true }
-
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         // The returned array is the only copy outside the wiped SecretBytes, so the caller's
         // wipe happens in place.

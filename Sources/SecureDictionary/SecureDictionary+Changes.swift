@@ -9,15 +9,31 @@ extension SecureDictionary {
     ///
     /// Its `description` names the kind of change only: keys and values may be secrets.
     public struct Change: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
-        public enum Kind: String, Sendable { case inserted, updated, removed }
+        /// What happened to the entry.
+        public enum Kind: String, Sendable {
+            /// The key is new: ``Change/oldValue`` is `nil`.
+            case inserted
+            /// The key held another value (compared as stored: an integer and a real are
+            /// different values).
+            case updated
+            /// The key is gone: ``Change/newValue`` is `nil`.
+            case removed
+        }
 
+        /// The entry's key.
         public let key: String
+        /// What happened to it.
         public let kind: Kind
         /// The value before the change (`nil` for an insertion).
         public let oldValue: Value?
         /// The value after the change (`nil` for a removal).
         public let newValue: Value?
 
+        /// A change, as the library delivers it (and as your tests may make one to compare with).
+        ///
+        /// ```swift
+        /// #expect(change == .init(key: "k", kind: .inserted, oldValue: nil, newValue: "v"))
+        /// ```
         public init(key: String, kind: Kind, oldValue: Value?, newValue: Value?) {
             self.key = key
             self.kind = kind
@@ -25,7 +41,9 @@ extension SecureDictionary {
             self.newValue = newValue
         }
 
+        /// The kind only, e.g. `Change(updated, redacted)`.
         public var description: String { "Change(\(kind.rawValue), redacted)" }
+        /// The kind only: `dump()` and debuggers show no key or value.
         public var customMirror: Mirror { Mirror(self, children: ["kind": kind.rawValue], displayStyle: .struct) }
     }
 
@@ -81,7 +99,7 @@ extension PropertyListValue {
     /// Whether `other` is stored as the same bytes, which is what a change event reports:
     /// reals and dates by their bits (a NaN is its own value, `-0.0` is not `0.0`), strings and
     /// dictionary keys by their Unicode scalars (`é` is not `e` + U+0301, which `==` equates).
-    func isStoredIdentically(to other: PropertyListValue) -> Bool {
+    package func isStoredIdentically(to other: PropertyListValue) -> Bool {
         switch (self, other) {
         case (.string(let left), .string(let right)): return left.unicodeScalars.elementsEqual(right.unicodeScalars)
         case (.integer(let left), .integer(let right)): return left == right

@@ -28,11 +28,14 @@ extension SecureDictionary {
 
         init(stored: Generation) { self.stored = stored }
 
+        /// Entries holding `dictionary`, for comparing with what `update { }` sees:
+        /// `#expect(entries == Entries(["k": "v"]))`.
         public init(_ dictionary: [String: Value] = [:]) {
             stored = nil
             for (key, value) in dictionary { overlay.set(key, to: value) }
         }
 
+        /// Entries holding `elements`: `let expected: SecureDictionary.Entries = ["k": "v"]`.
         public init(dictionaryLiteral elements: (String, Value)...) {
             stored = nil
             for (key, value) in elements { overlay.set(key, to: value) }
@@ -53,6 +56,7 @@ extension SecureDictionary {
             }
         }
 
+        /// The entry for `key` as a ``Value`` (`nil` when missing); setting `nil` removes it.
         public subscript(key: String) -> Value? {
             get {
                 if let edit = overlay.edit(of: key) { return edit.value }
@@ -61,6 +65,8 @@ extension SecureDictionary {
             set { overlay.set(key, to: newValue) }
         }
 
+        /// The entry for `key` as a plain Swift value (`nil` when missing or of another
+        /// type): `let token: String? = entries["token"]`; `entries["retries"] = 3`.
         public subscript<V: PropertyListConvertible>(key: String) -> V? {
             get { self[key].flatMap { try? V(propertyListValue: $0) } }
             set {
@@ -116,12 +122,14 @@ extension SecureDictionary {
             return try V(propertyListValue: stored)
         }
 
+        /// Removes the entry for `key`; returns its value (`nil` when there was none).
         @discardableResult
         public mutating func removeValue(forKey key: String) -> Value? {
             defer { self[key] = nil }
             return self[key]
         }
 
+        /// Removes every entry (the write keeps the item, holding an empty dictionary).
         public mutating func removeAll() { overlay.removeAll() }
 
         /// The keys, in no particular order.
@@ -131,6 +139,7 @@ extension SecureDictionary {
             return keys
         }
 
+        /// How many entries there are.
         public var count: Int {
             var count = storedEntries?.count ?? 0
             for (key, edit) in overlay.edits {
@@ -143,17 +152,20 @@ extension SecureDictionary {
             return count
         }
 
+        /// Whether there is no entry.
         public var isEmpty: Bool { count == 0 }
 
+        /// The entries, over a copy made for you (``dictionary``).
         public func makeIterator() -> Dictionary<String, Value>.Iterator { dictionary.makeIterator() }
 
+        /// Whether both hold the same entries.
         public static func == (left: Entries, right: Entries) -> Bool { left.dictionary == right.dictionary }
 
         public func hash(into hasher: inout Hasher) { hasher.combine(dictionary) }
 
         /// Whether `key` holds a value stored identically to `value` (`nil`: no such entry),
         /// compared where the value is: in the overlay, or in place in the stored generation.
-        func holds(_ key: String, identicalTo value: Value?) -> Bool {
+        package func holds(_ key: String, identicalTo value: Value?) -> Bool {
             if let edit = overlay.edit(of: key) {
                 guard let mine = edit.value, let value else { return edit.value == nil && value == nil }
                 return mine.isStoredIdentically(to: value)

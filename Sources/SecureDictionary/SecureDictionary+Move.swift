@@ -29,7 +29,7 @@ extension SecureDictionary {
     ///   the dictionary with other content (nothing changed);
     ///   ``SecureDictionaryError/writeNotVerified(restored:)`` when the copy read back
     ///   differently (the source is kept); what either store throws (``SecureDictionaryError/locked``,
-    ///   ``SecureDictionaryError/portalUnavailable(reason:)``…), and
+    ///   a store's own ``SecureDictionaryError/store(_:)``…), and
     ///   ``SecureDictionaryError/corrupt(reason:)`` for a source that does not decode;
     ///   ``SecureDictionaryError/sourceChanged(name:)`` when another tool kept changing the
     ///   source while it was copied (both are kept: move again later);
@@ -134,6 +134,6 @@ package protocol PlaceChoosingStore: CoordinatedStore {
     /// ``CoordinatedStore/place``).
     ///
     /// - Throws: what choosing throws (`SecureDictionaryError.timedOut`,
-    ///   `SecureDictionaryError.noStoreAvailable(reason:)`…).
+    ///   `FileStoreError.noStoreAvailable(reason:)`…).
     func choosePlace(until deadline: Deadline) throws(SecureDictionaryError) -> String?
 }

@@ -42,6 +42,12 @@ extension SecureDictionary {
         /// values. Default: a logger labelled `SecureDictionary`.
         public var logger: Logger
 
+        /// Options for a dictionary; every parameter has the default above.
+        ///
+        /// ```swift
+        /// let options = SecureDictionary.Options(timeout: .seconds(10), unlock: .prompt(timeout: .seconds(60)))
+        /// let tests = SecureDictionary.Options(store: InMemoryKeyringStore())
+        /// ```
         public init(
             collection: KeyringCollection = .default,
             timeout: Duration = .seconds(3),

@@ -254,6 +254,17 @@ public final class SecureDictionary: Sendable {
         try state.reload(options.context)
     }
 
+    /// The stored entries, loading them first when the cache is not known to be current: what
+    /// `update { }` would start from, without the writer lock (adoption's dry run).
+    package func currentEntries() throws(SecureDictionaryError) -> Entries {
+        Entries(stored: try state.generation(options.context))
+    }
+
+    /// The stored entries, read from the store again (adoption's check of what it wrote).
+    package func reloadedEntries() throws(SecureDictionaryError) -> Entries {
+        Entries(stored: try state.reload(options.context))
+    }
+
     // MARK: Helpers
 
     private func mutate<R>(_ body: (inout Entries) -> R) throws(SecureDictionaryError) -> R {

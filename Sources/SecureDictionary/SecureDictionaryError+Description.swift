@@ -38,36 +38,13 @@ extension SecureDictionaryError: CustomStringConvertible {
             "The keyring did not read back what was written, "
                 + (restored ? "so the previous content was put back" : "and the item may be damaged")
                 + ": if this repeats, update or replace the keyring provider ('secure-dict doctor' checks it, if installed)."
-        case .portalUnavailable(let reason):
-            "The Secret portal cannot give this app its secret (\(reason)); nothing was read or written."
-        case .fileUnavailable(let path, let reason):
-            "Cannot use the file \(path) (\(reason)); a write left the previous file in place."
         case .alreadyExists(let name):
             "\(name) exists in the destination already, with other content: nothing was moved."
         case .sameStore(let name):
             "\(name) was not moved: the source and the destination are the same store; pass the store to move it to."
         case .sourceChanged(let name):
             "\(name) kept changing while it was moved (another tool writes it): both copies are kept; move it again later."
-        case .unsafePath(let path, let reason): "SecureDictionary will not use \(path): \(reason)."
-        case .wrongPassphrase:
-            "The passphrase is not the one these encrypted files were written with; nothing was read or written: "
-                + "try again."
-        case .wrongKey(let source):
-            "The encrypted file was written with another key than this store's (\(source)): give the store the key "
-                + "it was written with."
-        case .credentialUnavailable(let name, let reason): "The systemd credential '\(name)' cannot be used: \(reason)."
-        case .passphraseUnavailable(let reason):
-            "No passphrase could be read (\(reason)): run the program on a terminal, or give the passphrase on a "
-                + "file descriptor."
-        case .rolledBack(let path):
-            "\(path) is older than a copy this session already used, so an old copy was put back: restore the newest "
-                + "copy."
-        case .noStoreAvailable(let reason):
-            "No keyring answers here (\(reason.prefix(40))) and no encrypted-file store is configured: start a "
-                + "keyring, or give AutomaticStore a systemd credential or passphrase."
-        case .storeHoldsNoItems(let operation):
-            "\(operation) works on other libraries' keyring items, which this store does not keep: give it "
-                + "SecretServiceStore (the default store)."
+        case .store(let error): error.description
         case .keyring(let domain, let code, let message): "Keyring error \(domain) \(code): \(message)."
         }
     }

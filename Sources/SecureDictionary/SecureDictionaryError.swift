@@ -20,6 +20,9 @@
 /// No case ever carries a key, a value or secret bytes: every message is safe to log, and
 /// `localizedDescription` says what happened and what to do.
 ///
+/// A store's own failures (the encrypted-file stores' wrong passphrase, say) come as
+/// ``store(_:)``, carrying that store's error type: every call still throws this one type.
+///
 /// **Adding cases.** New cases may come in any release before 1.0, and in minor releases
 /// after it, as new failures become known; each is listed in the CHANGELOG. Always end a
 /// `catch` list or a `switch` over this type with a general case. Cases are removed or
@@ -98,13 +101,6 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// exactly; when `false`, the item may hold this write or damaged bytes (the next load
     /// may throw ``corrupt(reason:)``). Either way the dictionary reloads before its next use.
     case writeNotVerified(restored: Bool)
-    /// The Secret portal cannot give this app its master secret (`SecretPortalStore`, in SecureDictionaryFileStore): it
-    /// is missing, has no Secret backend, or this process is not a sandboxed app. Nothing
-    /// was read or written.
-    case portalUnavailable(reason: String)
-    /// A file of `SecretPortalStore` (SecureDictionaryFileStore) cannot be read or written (a full disk, a read-only
-    /// or missing folder). A write that fails with it left the previous file in place.
-    case fileUnavailable(path: String, reason: String)
     /// ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)`` found the dictionary
     /// in the destination already, with other content: nothing was moved or removed.
     case alreadyExists(name: String)
@@ -116,42 +112,51 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// store as both source and destination (the same instance, or two stores of the same
     /// keyring or folder): removing the source would remove the only copy. Nothing was moved.
     case sameStore(name: String)
-    /// An encrypted-file store (SecureDictionaryFileStore) refuses a folder or file that
-    /// someone else could swap or read: a symbolic link, a folder of another user, or one
-    /// that others may write to. `reason` says which, and the fix. Nothing was read or written.
-    case unsafePath(path: String, reason: String)
-    /// The passphrase given to an encrypted-file store is not the one its files were written
-    /// with. Nothing was read or written, and the passphrase was not kept.
-    case wrongPassphrase
-    /// An encrypted-file store's file was written under another key than the store's
-    /// (`source`: another systemd credential, another app's portal secret, or another kind of
-    /// key). Nothing was read or written.
-    case wrongKey(source: String)
-    /// The systemd credential `name` that holds an encrypted-file store's key is missing or
-    /// unusable: `reason` says why, and the fix (the unit's line for a missing one, the
-    /// command that makes a new one for one of the wrong size). Nothing was read or written.
-    case credentialUnavailable(name: String, reason: String)
-    /// An encrypted-file store needs its passphrase and none could be read (`reason`: no
-    /// terminal, an empty or closed descriptor, nobody typed it in time). Nothing was read or
-    /// written.
-    case passphraseUnavailable(reason: String)
-    /// An encrypted file is older than a version this login session (or this process) already
-    /// read or wrote: an old copy was put back. Nothing was read or written over it.
-    case rolledBack(path: String)
-    /// The automatic store choice (`AutomaticStore`, SecureDictionaryFileStore) found no
-    /// Secret Service (`reason`), no sandbox for the Secret portal, and no encrypted-file
-    /// store configured. Nothing was read or written.
-    case noStoreAvailable(reason: String)
-    /// ``SecureDictionary/adopt(_:into:applicationID:options:conflicts:retire:dryRun:)`` or
-    /// ``SecureDictionary/exportItems(_:from:applicationID:options:)`` was given a store that
-    /// keeps no per-key items of other libraries (those live in the keyring): pass
-    /// `SecretServiceStore`, the default. Nothing was read or written.
-    case storeHoldsNoItems(operation: String)
+    /// A store's own failure: one of an encrypted-file store (`FileStoreError`, in
+    /// SecureDictionaryFileStore), of adoption (`AdoptionError`, in SecureDictionaryAdoption)
+    /// or of a store of yours. Match a case as
+    /// `catch SecureDictionaryError.store(FileStoreError.wrongPassphrase)`, or a whole type as
+    /// `catch SecureDictionaryError.store(let error as FileStoreError)` (see
+    /// ``KeyringStoreError``).
+    case store(any KeyringStoreError)
     /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
     case keyring(domain: String, code: Int, message: String)
 }
 
 extension SecureDictionaryError {
+    /// Equal cases with equal payloads; two ``store(_:)`` errors are equal when their errors
+    /// are of one type and equal.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.store(let left), .store(let right)): left.isEqual(to: right)
+        case (.serviceUnavailable(let left), .serviceUnavailable(let right)): left == right
+        case (.noSuchCollection(let left), .noSuchCollection(let right)): left == right
+        case (.sandboxed(let left), .sandboxed(let right)): left == right
+        case (.locked, .locked), (.timedOut, .timedOut), (.connectionLost, .connectionLost), (.cancelled, .cancelled),
+            (.confirmationRequired, .confirmationRequired), (.confirmationDenied, .confirmationDenied),
+            (.unlockDismissed, .unlockDismissed):
+            true
+        case (.corrupt(let left), .corrupt(let right)): left == right
+        case (.unsupportedFormatVersion(let left), .unsupportedFormatVersion(let right)): left == right
+        case (.tooLarge(let size, let limit), .tooLarge(let otherSize, let otherLimit)): size == otherSize && limit == otherLimit
+        case (.invalidValue(let left), .invalidValue(let right)): left == right
+        case (.typeMismatch(let expected, let found), .typeMismatch(let otherExpected, let otherFound)):
+            expected == otherExpected && found == otherFound
+        case (.invalidName(let left), .invalidName(let right)): left == right
+        case (.ambiguous(let left), .ambiguous(let right)): left == right
+        case (.lockHeld(let pid, let command), .lockHeld(let otherPID, let otherCommand)):
+            pid == otherPID && command == otherCommand
+        case (.sessionRejected(let left), .sessionRejected(let right)): left == right
+        case (.writeNotVerified(let left), .writeNotVerified(let right)): left == right
+        case (.alreadyExists(let left), .alreadyExists(let right)): left == right
+        case (.sourceChanged(let left), .sourceChanged(let right)): left == right
+        case (.sameStore(let left), .sameStore(let right)): left == right
+        case (.keyring(let domain, let code, let message), .keyring(let otherDomain, let otherCode, let otherMessage)):
+            domain == otherDomain && code == otherCode && message == otherMessage
+        default: false
+        }
+    }
+
     /// Whether a write that failed with this error may nonetheless have reached the keyring.
     var leavesWriteOutcomeUnknown: Bool {
         switch self {

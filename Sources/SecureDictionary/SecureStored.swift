@@ -14,14 +14,19 @@
 /// use the projected value: `try $retries.get()` and `try $retries.set(_:)` throw.
 @propertyWrapper
 public struct SecureStored<Value: PropertyListConvertible>: Sendable {
+    /// The typed key the property reads and writes.
     public let key: SecureDictionary.Key<Value>
+    /// The dictionary the entry lives in.
     public let dictionary: SecureDictionary
 
+    /// A property for `key` of `dictionary`: `@SecureStored(.retries, in: settings) var retries`.
     public init(_ key: SecureDictionary.Key<Value>, in dictionary: SecureDictionary) {
         self.key = key
         self.dictionary = dictionary
     }
 
+    /// The entry's value (the key's default when missing); setting it writes at once, and a
+    /// failed write is reported, never thrown.
     public var wrappedValue: Value {
         get { dictionary[key] }
         nonmutating set {

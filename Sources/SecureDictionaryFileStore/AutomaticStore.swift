@@ -28,7 +28,7 @@ import Synchronization
 /// why (`secure-dict doctor --store auto` reports it); choosing the files is logged at
 /// `info`, the rest at `debug`.
 ///
-/// - Throws (from every call): `SecureDictionaryError.noStoreAvailable(reason:)` when
+/// - Throws (from every call): ``FileStoreError/noStoreAvailable(reason:)`` when
 ///   nothing fits; `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this
 ///   store chose before is not running; `SecureDictionaryError.timedOut` when the bus did not
 ///   answer, or the keyring it starts did not come, by the deadline (nothing is chosen then);
@@ -36,15 +36,21 @@ import Synchronization
 public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosingStore {
     /// What was chosen.
     public enum Chosen: Sendable, Equatable {
+        /// The keyring (`SecretServiceStore`): one answered.
         case secretService
+        /// ``SecretPortalStore``: a sandbox without the keyring.
         case secretPortal
+        /// The ``EncryptedFileStore`` the application gave: no keyring, no sandbox.
         case encryptedFiles
     }
 
     /// What was chosen, and why, in words for a person.
     public struct Choice: Sendable, Equatable, CustomStringConvertible {
+        /// The store chosen.
         public let chosen: Chosen
+        /// Why, e.g. `no D-Bus session bus`.
         public let reason: String
+        /// The store and the reason, e.g. `encrypted files (no D-Bus session bus)`.
         public var description: String {
             switch chosen {
             case .secretService: "the Secret Service (\(reason))"
@@ -68,7 +74,7 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
 
     /// - Parameters:
     ///   - fileStore: the store to use where no keyring answers, outside a sandbox; `nil`:
-    ///     none (then such a machine gets `SecureDictionaryError.noStoreAvailable(reason:)`).
+    ///     none (then such a machine gets ``FileStoreError/noStoreAvailable(reason:)``).
     ///   - secretService: the keyring's store. Default: `SecretServiceStore.shared`.
     ///   - portal: the store inside a sandbox. Default: ``SecretPortalStore/shared``.
     public init(
@@ -85,7 +91,7 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
 
     /// Makes the choice now (if not made yet) and says what it is.
     ///
-    /// - Throws: `SecureDictionaryError.noStoreAvailable(reason:)` when nothing fits;
+    /// - Throws: ``FileStoreError/noStoreAvailable(reason:)`` when nothing fits;
     ///   `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this store chose
     ///   before is not running; `SecureDictionaryError.timedOut` when the Secret Service did
     ///   not say in time whether it is there (nothing is chosen then; the next call tries again).
@@ -93,8 +99,6 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
     public func choose(timeout: Duration = .seconds(3)) throws(SecureDictionaryError) -> Choice {
         try decide(until: Deadline(after: timeout)).choice
     }
-
-    public var isSharedBetweenProcesses: Bool { true }
 
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         let deadline = Deadline(after: timeout)
@@ -168,11 +172,8 @@ private final class ChosenStoreLock: ItemWriterLock {
         self.logger = logger
     }
 
-    func acquire<T>(
-        until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
-    ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
-        guard let lock = try resolved(until: deadline) else { return (false, try check()) }
-        return try lock.acquire(until: deadline, thenCheck: check)
+    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
+        try resolved(until: deadline)?.acquire(until: deadline) ?? false
     }
 
     func release() {

@@ -27,7 +27,7 @@ struct AutomaticStoreRecord: Sendable {
     /// What was recorded: ``AutomaticStore/Chosen/secretService`` or
     /// ``AutomaticStore/Chosen/encryptedFiles``; `nil` when nothing was (or it reads as neither).
     ///
-    /// - Throws: what reading the folder throws (`SecureDictionaryError.unsafePath(path:reason:)`…).
+    /// - Throws: what reading the folder throws (``FileStoreError/unsafePath(path:reason:)``…).
     func read() throws(SecureDictionaryError) -> AutomaticStore.Chosen? {
         let bytes = try folder.withFolder(create: false) { descriptor throws(SecureDictionaryError) in
             try folder.read(Self.fileName, in: descriptor, upTo: 4_096)

@@ -91,6 +91,12 @@ extension EncryptedFileStore {
         /// on 2 shared cores (see the README); debug builds take about 5 s.
         public static let standard = PassphraseCost(log2N: 17)
 
+        /// A cost of your own; a higher one makes guessing slower, and every first use of
+        /// the session slower too.
+        ///
+        /// ```swift
+        /// let store = EncryptedFileStore(keySource: .passphrase(cost: .init(log2N: 18)))   // 256 MiB
+        /// ```
         public init(log2N: Int, blockSize: Int = 8, parallelism: Int = 1) {
             self.log2N = log2N
             self.blockSize = blockSize

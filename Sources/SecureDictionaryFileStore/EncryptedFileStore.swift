@@ -1,4 +1,4 @@
-package import Logging
+import Logging
 public import SecureDictionary
 import Synchronization
 
@@ -26,14 +26,14 @@ import Synchronization
 /// authenticated header naming the item, atomic replacement, the check before every write,
 /// hostile-input decoding), plus:
 /// - the folder is checked as OpenSSH checks `~/.ssh`: no symbolic link, this user's, and
-///   writable by nobody else, nor any folder above it (`SecureDictionaryError.unsafePath(path:reason:)`);
+///   writable by nobody else, nor any folder above it (``FileStoreError/unsafePath(path:reason:)``);
 /// - writers of the folder lock the folder itself, which nobody else can remove or swap,
 ///   and never write without the lock;
 /// - each file carries a generation; one older than this process or this login session has
-///   seen is refused (`SecureDictionaryError.rolledBack(path:)`), whatever path spells the
+///   seen is refused (``FileStoreError/rolledBack(path:)``), whatever path spells the
 ///   folder;
 /// - a key other than the one the files were written with is a typed error
-///   (`SecureDictionaryError.wrongPassphrase`, `SecureDictionaryError.wrongKey(source:)`),
+///   (``FileStoreError/wrongPassphrase``, ``FileStoreError/wrongKey(source:)``),
 ///   never empty; a damaged file is `SecureDictionaryError.corrupt(reason:)`, never a wrong
 ///   key, and a planted scrypt cost is refused before any stretch.
 ///
@@ -44,7 +44,7 @@ import Synchronization
 ///   the credential (root, the service itself) or knows the passphrase reads the files.
 ///   Moving a dictionary to the keyring once one runs:
 ///   `SecureDictionary.move(name:applicationID:collection:from:to:timeout:)`.
-public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
+public final class EncryptedFileStore: KeyringStore, ItemFileBackedStore {
     /// The folder of the encrypted files.
     public let folderPath: String
     /// Where the master secret comes from.
@@ -53,7 +53,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// `secure-dict doctor` and the tool's messages.
     package let folderOrigin: FolderOrigin
     private static let warned = Mutex<Set<String>>([])
-    let engine: ItemFileStore
+    package let engine: ItemFileStore
     private let passphrase: PassphraseKeySource?
 
     /// A store in `folderPath`, by default `$STATE_DIRECTORY/securedictionary` for a systemd
@@ -86,14 +86,12 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
         engine = ItemFileStore(folder: ItemFileFolder(path: folderPath), keys: keys)
     }
 
-    public var isSharedBetweenProcesses: Bool { true }
-
     /// Gets the key now, so that later calls need no prompt: reads the credential, or takes
     /// the passphrase from the session's kernel keyring or asks it (a new one, twice on a
     /// terminal, when the folder has no file yet).
     ///
-    /// - Throws: `SecureDictionaryError.wrongPassphrase`, `SecureDictionaryError.passphraseUnavailable(reason:)`,
-    ///   `SecureDictionaryError.credentialUnavailable(name:reason:)`, `SecureDictionaryError.unsafePath(path:reason:)`…
+    /// - Throws: ``FileStoreError/wrongPassphrase``, ``FileStoreError/passphraseUnavailable(reason:)``,
+    ///   ``FileStoreError/credentialUnavailable(name:reason:)``, ``FileStoreError/unsafePath(path:reason:)``…
     public func unlock(timeout: Duration = .seconds(10)) throws(SecureDictionaryError) {
         _ = try engine.keys.keyForWriting(replacing: nil, in: engine.folder, until: Deadline(after: timeout))
     }
@@ -103,6 +101,10 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     public func forgetKey() {
         engine.keys.forget(in: engine.folder)
     }
+
+    // The store's calls, made by its folder's engine. (They must be declared here: Swift
+    // takes a public protocol's witnesses from no extension of a non-public protocol. The
+    // rest of what a folder store does is `ItemFileBackedStore`'s.)
 
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         try engine.load(item, timeout: timeout)
@@ -121,14 +123,6 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     {
         try engine.listItems(applicationID: applicationID, collection: collection)
     }
-
-    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
-        engine.writerLock()
-    }
-
-    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
-
-    package var place: String? { ItemFileFolder.place(of: folderPath) }
 
     /// The default folder for `keySource` in `environment` (see `init(folderPath:keySource:)`).
     static func defaultFolderPath(
@@ -158,7 +152,7 @@ extension EncryptedFileStore {
     /// A change that stops halfway (a crash, a full disk) leaves each file whole, under the
     /// old passphrase or the new one: run it again with the old passphrase for the rest.
     ///
-    /// - Throws: `SecureDictionaryError.wrongPassphrase` for a wrong old passphrase
+    /// - Throws: ``FileStoreError/wrongPassphrase`` for a wrong old passphrase
     ///   (nothing changed); `SecureDictionaryError.writeNotVerified(restored:)` when a
     ///   file read back differently (it is left as written, and the change stops);
     ///   `SecureDictionaryError.invalidValue(reason:)` for a store whose key is no passphrase.

@@ -1,4 +1,3 @@
-package import Logging
 public import SecureDictionary
 
 #if canImport(FoundationEssentials)
@@ -37,20 +36,20 @@ public import SecureDictionary
 ///   both the app's data folder and the host keyring (any unsandboxed process of the
 ///   user, while the keyring is unlocked) can decrypt them, as they can read the keyring.
 ///   Moving a dictionary from the host keyring: `SecureDictionary.move(name:applicationID:collection:from:to:timeout:)`.
-public final class SecretPortalStore: KeyringStore, CoordinatedStore {
+public final class SecretPortalStore: KeyringStore, ItemFileBackedStore {
     /// The store in the default folder, shared by every dictionary that names it.
     public static let shared = SecretPortalStore()
 
     /// The folder of the encrypted files.
     public let folderPath: String
-    let engine: ItemFileStore
+    package let engine: ItemFileStore
 
     /// A store in `folderPath`, by default `$XDG_DATA_HOME/securedictionary` (or
     /// `~/.local/share/securedictionary` when `XDG_DATA_HOME` is unset or relative).
     ///
     /// Creates nothing until the first write. Every call needs the Secret portal, which
     /// serves sandboxed apps only: outside a sandbox, calls that read or write throw
-    /// `SecureDictionaryError.portalUnavailable(reason:)`.
+    /// ``FileStoreError/portalUnavailable(reason:)``.
     public convenience init(folderPath: String? = nil) {
         self.init(folderPath: folderPath ?? Self.defaultFolderPath(), available: Self.inASandbox) {
             timeout throws(SecureDictionaryError) in
@@ -79,12 +78,14 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
             reason: "the Secret portal serves sandboxed apps (Flatpak, snap) only; outside a sandbox use SecretServiceStore")
     }
 
-    public var isSharedBetweenProcesses: Bool { true }
-
     /// Drops the master secret from memory (wiped); the next call fetches it again.
     public func forgetMasterSecret() {
         engine.keys.forget(in: engine.folder)
     }
+
+    // The store's calls, made by its folder's engine. (They must be declared here: Swift
+    // takes a public protocol's witnesses from no extension of a non-public protocol. The
+    // rest of what a folder store does is `ItemFileBackedStore`'s.)
 
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         try engine.load(item, timeout: timeout)
@@ -103,14 +104,6 @@ public final class SecretPortalStore: KeyringStore, CoordinatedStore {
     {
         try engine.listItems(applicationID: applicationID, collection: collection)
     }
-
-    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
-        engine.writerLock()
-    }
-
-    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
-
-    package var place: String? { ItemFileFolder.place(of: folderPath) }
 
     static func defaultFolderPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }

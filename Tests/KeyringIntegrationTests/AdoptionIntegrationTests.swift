@@ -1,4 +1,5 @@
 import Foundation
+import SecureDictionaryAdoption
 import SecureDictionaryTestSupport
 import Synchronization
 import Testing

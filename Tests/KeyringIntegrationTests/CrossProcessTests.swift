@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Invariant 5: no lost updates across processes.
+    /// "No lost updates, whoever writes", across processes.
     @Suite struct CrossProcess {
         @Test func anotherProcessesWriteIsKeptByOurNextWrite() throws {
             let test = TestItem("interleaved")

@@ -4,8 +4,8 @@ import Foundation
 import Testing
 
 extension KeyringIntegration {
-    /// Invariant 4: no unlock prompt is ever shown. The service subclass in CSecretShim makes
-    /// any prompt libsecret would show fail at once with SECRET_ERROR_IS_LOCKED.
+    /// "Nothing hangs": no unlock prompt is ever shown. The service subclass in CSecretShim
+    /// makes any prompt libsecret would show fail at once with SECRET_ERROR_IS_LOCKED.
     @Suite struct NoPrompt {
         @Test func unlockingALockedCollectionFailsAtOnceInsteadOfPrompting() throws {
             try KeyringHarness.daemon("lock")

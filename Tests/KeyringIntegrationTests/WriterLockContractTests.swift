@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Invariant 5: every writer of one stored item takes the same lock, whatever alias names
+    /// "Every writer of one stored item takes the same lock", whatever alias names
     /// its collection, and that lock is the documented bus name, so another tool can take it.
     @Suite struct WriterLockContract {
         /// Another tool (python, by the formula of README's "The stored item", not by the

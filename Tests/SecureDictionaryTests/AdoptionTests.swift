@@ -1,4 +1,5 @@
 import Foundation
+import SecureDictionaryAdoption
 import Synchronization
 import Testing
 
@@ -124,11 +125,11 @@ import Testing
     /// keyring (`adopt --store credential` said "no usable keyring" while one ran).
     @Test func aStoreWithoutPerKeyItemsIsNamedAsSuch() throws {
         let files = InMemoryKeyringStore()
-        #expect(throws: SecureDictionaryError.storeHoldsNoItems(operation: "adopt")) {
+        #expect(throws: SecureDictionaryError.store(AdoptionError.storeHoldsNoItems(operation: "adopt"))) {
             try SecureDictionary.adopt(
                 .pythonKeyring(service: "app"), into: "tokens", applicationID: app, options: .init(store: files))
         }
-        #expect(throws: SecureDictionaryError.storeHoldsNoItems(operation: "exportItems")) {
+        #expect(throws: SecureDictionaryError.store(AdoptionError.storeHoldsNoItems(operation: "exportItems"))) {
             try SecureDictionary.exportItems(
                 .pythonKeyring(service: "app"), from: "tokens", applicationID: app, options: .init(store: files))
         }

@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 import Testing
 
 @Suite struct ChangeTests {

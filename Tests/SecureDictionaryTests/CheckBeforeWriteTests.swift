@@ -40,7 +40,8 @@ import Testing
         #expect(try stored(settings) == ["a": 1, "c": 3])
     }
 
-    /// Invariant 2: an undecodable blob planted after our load is never written over.
+    /// "No write over a blob it could not decode": an undecodable blob planted after our load
+    /// is never written over.
     @Test func aBlobThatBecameCorruptIsNotOverwritten() throws {
         let settings = try open()
         try settings.setValue("ours", forKey: "a")

@@ -182,18 +182,21 @@ import Testing
 
     @Test func aMissingCredentialIsNamed() throws {
         #expect(
-            throws: SecureDictionaryError.credentialUnavailable(
-                name: "app-key",
-                reason: "$CREDENTIALS_DIRECTORY is not set: add 'LoadCredentialEncrypted=app-key' to the service's unit")
+            throws: SecureDictionaryError.store(
+                FileStoreError.credentialUnavailable(
+                    name: "app-key",
+                    reason: "$CREDENTIALS_DIRECTORY is not set: add 'LoadCredentialEncrypted=app-key' to the service's unit"))
         ) {
             try SystemdCredential.read(named: "app-key", environment: [:])
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sd-creds-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         #expect(
-            throws: SecureDictionaryError.credentialUnavailable(
-                name: "app-key",
-                reason: "no such file in $CREDENTIALS_DIRECTORY: add 'LoadCredentialEncrypted=app-key' to the service's unit")
+            throws: SecureDictionaryError.store(
+                FileStoreError.credentialUnavailable(
+                    name: "app-key",
+                    reason: "no such file in $CREDENTIALS_DIRECTORY: add 'LoadCredentialEncrypted=app-key' to the service's unit")
+            )
         ) {
             try SystemdCredential.read(named: "app-key", environment: ["CREDENTIALS_DIRECTORY": directory])
         }
@@ -201,7 +204,10 @@ import Testing
         #expect {
             try SystemdCredential.read(named: "app-key", environment: ["CREDENTIALS_DIRECTORY": directory])
         } throws: { error in
-            guard case .credentialUnavailable("app-key", let reason) = error as? SecureDictionaryError else { return false }
+            guard
+                case .store(FileStoreError.credentialUnavailable("app-key", let reason) as FileStoreError) = error
+                    as? SecureDictionaryError
+            else { return false }
             return reason.contains("head -c 32 /dev/urandom")
         }
         #expect(throws: SecureDictionaryError.self) {

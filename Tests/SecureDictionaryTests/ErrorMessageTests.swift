@@ -1,3 +1,5 @@
+import SecureDictionaryAdoption
+import SecureDictionaryFileStore
 import Testing
 
 @testable import SecureDictionary
@@ -33,20 +35,31 @@ import Testing
         .lockHeld(pid: 123_456, command: "sd-reliability"), .confirmationRequired, .confirmationDenied,
         .unlockDismissed, .sessionRejected(reason: "Client public key size is invalid"),
         .writeNotVerified(restored: true), .writeNotVerified(restored: false),
-        .portalUnavailable(reason: "no portal on the bus"), .alreadyExists(name: "org.example.App.__SecureDictionary__"),
+        .store(FileStoreError.portalUnavailable(reason: "no portal on the bus")),
+        .alreadyExists(name: "org.example.App.__SecureDictionary__"),
         .sourceChanged(name: "org.example.App.__SecureDictionary__.settings"),
         .sameStore(name: "org.example.App.__SecureDictionary__.settings"),
-        .unsafePath(
-            path: "/home/someone/.local/share/securedictionary",
-            reason: "it is a symbolic link: remove the link and use the real folder's path"),
-        .unsafePath(
-            path: "/var/lib/example-service/securedictionary",
-            reason: "others may write to it (mode 0777): chmod 700 the folder"),
-        .wrongPassphrase, .wrongKey(source: "systemd credential 'securedictionary'"),
-        .credentialUnavailable(name: "securedictionary", reason: "$CREDENTIALS_DIRECTORY is not set"),
-        .passphraseUnavailable(reason: "no terminal to ask on (/dev/tty: No such device or address)"),
-        .rolledBack(path: "/home/someone/.local/share/securedictionary/0123456789abcdef0123456789abcdef.sdict"),
-        .noStoreAvailable(reason: "no D-Bus session bus"), .storeHoldsNoItems(operation: "exportItems"),
+        .store(
+            FileStoreError.unsafePath(
+                path: "/home/someone/.local/share/securedictionary",
+                reason: "it is a symbolic link: remove the link and use the real folder's path")),
+        .store(
+            FileStoreError.unsafePath(
+                path: "/var/lib/example-service/securedictionary",
+                reason: "others may write to it (mode 0777): chmod 700 the folder")),
+        .store(
+            FileStoreError.fileUnavailable(
+                path: "/home/someone/.local/share/securedictionary/0123456789abcdef0123456789abcdef.sdict",
+                reason: "No space left on device")),
+        .store(FileStoreError.wrongPassphrase), .store(FileStoreError.wrongKey(source: "systemd credential 'securedictionary'")),
+        .store(FileStoreError.credentialUnavailable(name: "securedictionary", reason: "$CREDENTIALS_DIRECTORY is not set")),
+        .store(FileStoreError.passphraseUnavailable(reason: "no terminal to ask on (/dev/tty: No such device or address)")),
+        .store(
+            FileStoreError.rolledBack(
+                path: "/home/someone/.local/share/securedictionary/0123456789abcdef0123456789abcdef.sdict")),
+        .store(FileStoreError.noStoreAvailable(reason: "no D-Bus session bus")),
+        .store(AdoptionError.storeHoldsNoItems(operation: "exportItems")),
+        .keyring(domain: "g-dbus-error-quark", code: 19, message: "No such interface"),
     ]
 
     /// 200 characters: about two lines of a terminal; the old `locked` message took 700.

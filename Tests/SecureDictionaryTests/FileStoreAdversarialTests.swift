@@ -319,7 +319,7 @@ extension FileStoreAdversarialTests {
                 do throws(SecureDictionaryError) {
                     _ = try reader.load(item, timeout: .seconds(3))
                     reads.withLock { $0 += 1 }
-                } catch .rolledBack {
+                } catch .store(FileStoreError.rolledBack as FileStoreError) {
                     rollbacks.withLock { $0 += 1 }
                 } catch {}
             }

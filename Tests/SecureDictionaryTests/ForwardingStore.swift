@@ -17,8 +17,6 @@ protocol ForwardingStore: KeyringStore {
 }
 
 extension ForwardingStore {
-    var isSharedBetweenProcesses: Bool { false }
-
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
         try inner.load(item, timeout: timeout)
     }

@@ -85,11 +85,9 @@ final class RecordingCoordinatedStore: ForwardingStore, CoordinatedStore, Sendab
     struct Lock: ItemWriterLock {
         let store: RecordingCoordinatedStore
 
-        func acquire<T>(
-            until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
-        ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
+        func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
             store.events.withLock { $0.append("acquire") }
-            return (true, try check())
+            return true
         }
 
         func release() { store.releaseHook.withLock { $0 }?() }

@@ -52,6 +52,8 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         #expect(try fresh.value(forKey: "int64", as: Int64.self) == Int64.min)
         #expect(try fresh.value(forKey: "uint64", as: UInt64.self) == big)
         #expect(try fresh.value(forKey: "int32", as: Int32.self) == -7)
+        // Integers of every width are stored as integers, not through their `Codable` form.
+        #expect(fresh["int32"] == .integer(-7) && fresh["uint64"] == .unsignedInteger(.max))
         #expect(try fresh.value(forKey: "float", as: Float.self) == 0.5)
         #expect(try fresh.value(forKey: "uuid", as: UUID.self) == id)
         #expect(try fresh.value(forKey: "url", as: URL.self) == url)

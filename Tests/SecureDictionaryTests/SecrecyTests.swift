@@ -5,7 +5,7 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Invariant 7: keys and values never reach logs, descriptions, dumps, mirrors or errors.
+/// "Secrets stay secret": keys and values never reach logs, descriptions, dumps, mirrors or errors.
 @Suite struct SecrecyTests {
     // Built at run time so the canary is not a literal the binary happens to contain.
     let canaryKey = "key-" + String(UUID().uuidString.reversed())

@@ -71,7 +71,7 @@ import Testing
         try dictionary(store()).setValue("x", forKey: "k")
         let other = store(secret: SecretBytes.copying(Array(repeating: 0x5b, count: 64)))
         // The key check in the header tells another secret from a damaged file (issue 31).
-        #expect(throws: SecureDictionaryError.wrongKey(source: "Secret portal")) { try dictionary(other) }
+        #expect(throws: SecureDictionaryError.store(FileStoreError.wrongKey(source: "Secret portal"))) { try dictionary(other) }
     }
 
     @Test func aFileMovedToAnotherItemIsRejected() throws {
@@ -144,7 +144,7 @@ import Testing
 
     @Test func aFailedFetchWritesNothing() throws {
         let store = SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in
-            throw .portalUnavailable(reason: "test")
+            throw .store(FileStoreError.portalUnavailable(reason: "test"))
         }
         #expect(Self.outcome { try dictionary(store).setValue(1, forKey: "a") } == "portalUnavailable")
         let files = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []

@@ -1,4 +1,5 @@
 import Foundation
+import SecureDictionaryTestSupport
 import Testing
 
 @testable import SecureDictionary

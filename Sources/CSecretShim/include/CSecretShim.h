@@ -6,9 +6,9 @@
    the signal watcher). The rule the code follows: no decision is made here that Swift could
    make; a function sends, waits and converts, and the Swift caller decides. One file per
    concern: service.c (the connection and its prompts), calls.c (calls and values),
-   bus_name.c (the writer lock), watcher.c (signals), portal.c (the Secret portal),
-   session_bus.c (the session bus connection they share, ready within each call's
-   deadline), and process.c (prctl). */
+   bus_name.c (the writer lock), watcher.c (signals), session_bus.c (the session bus
+   connection they share, ready within each call's deadline, which the file stores' Secret
+   portal call uses too: CSecretPortal), and process.c (prctl). */
 #include "../../CLibSecret/shim.h"
 
 /* ---- service.c: the Secret Service connection ---------------------------------- */
@@ -118,19 +118,14 @@ int sd_bus_name_available(SecretService *service, const char *name, GCancellable
 
    sd_bus_name_request sends RequestName and returns at once (NULL with error set when there
    is no session bus, or G_IO_ERROR_TIMED_OUT when the connection to it is not ready by
-   deadline_us). Every message this process sends on the bus afterwards reaches the bus
-   after the request. Then exactly one of:
-   - sd_bus_name_request_finish: waits until deadline_us (g_get_monotonic_time() clock).
-     Returns 1 (owned; *at_once is TRUE when the bus granted the request without queueing
-     it; *held is the connection that owns the name, kept alive until sd_bus_name_unlock),
-     0 (deadline passed; out of the queue again) or -1 with error set (the bus refused,
-     as a sandbox's proxy does for foreign names). Frees the request.
-   - sd_bus_name_request_abandon: leaves the queue or gives the name back; frees the request. */
+   deadline_us). Then sd_bus_name_request_finish waits until deadline_us
+   (g_get_monotonic_time() clock) and returns 1 (owned: *held is the connection that owns
+   the name, kept alive until sd_bus_name_unlock), 0 (deadline passed; out of the queue
+   again) or -1 with error set (the bus refused, as a sandbox's proxy does for foreign
+   names). It frees the request. */
 typedef struct SdNameRequest SdNameRequest;
 SdNameRequest *sd_bus_name_request(const char *name, gint64 deadline_us, GError **error);
-int sd_bus_name_request_finish(SdNameRequest *request, gint64 deadline_us, gboolean *at_once,
-                               GDBusConnection **held, GError **error);
-void sd_bus_name_request_abandon(SdNameRequest *request);
+int sd_bus_name_request_finish(SdNameRequest *request, gint64 deadline_us, GDBusConnection **held, GError **error);
 
 /* Gives the name back (ReleaseName) on the connection that holds it, and lets go of that
    connection. */
@@ -140,7 +135,14 @@ void sd_bus_name_unlock(GDBusConnection *held, const char *name);
    deadline_us, on g_get_monotonic_time()'s clock). */
 gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
 
-/* ---- session_bus.c: who owns a well-known name ------------------------------------ */
+/* ---- session_bus.c: the session bus, and who owns a well-known name ---------------- */
+
+/* GLib's shared session bus connection, set not to exit the process when it closes (a new reference), once it is ready; NULL with error set when there is no session
+   bus, or (G_IO_ERROR_TIMED_OUT) when it is not ready by deadline_us, on
+   g_get_monotonic_time()'s clock. Its handshake goes on after the deadline, on a thread of
+   its own, and the connection is kept until it closes: no caller waits for the bus past its
+   deadline, and a call after one stopped at its deadline finds the connection ready. */
+GDBusConnection *sd_session_bus_until(gint64 deadline_us, GError **error);
 
 /* Whether the well-known `name` has an owner on the session bus (2), or can be started there
    by D-Bus activation (1), or neither (0): NameHasOwner and ListActivatableNames, in one
@@ -170,18 +172,6 @@ SdWatcher *sd_watcher_start(SdChangeCallback callback, void *user_data, GError *
 
 /* Stops the watcher and frees it (waits for its thread, unless called from it). */
 void sd_watcher_stop(SdWatcher *watcher);
-
-/* ---- the Secret portal (portal.c): GIO only, no libsecret ---- */
-
-/* Asks xdg-desktop-portal's Secret portal (org.freedesktop.portal.Secret.RetrieveSecret)
-   for this sandboxed app's master secret, on the session bus, within timeout_ms in all.
-   On success returns TRUE with the secret's bytes in buffer[0 .. *length) (at most
-   capacity; the portal writes them into a pipe, read until it closes). Returns FALSE
-   with *response set to the portal's non-zero answer (1: the user cancelled, 2: it
-   failed), or with *response 0 and error set (no portal, a bus error, G_IO_ERROR_TIMED_OUT,
-   G_IO_ERROR_NO_SPACE when more than capacity bytes came). */
-gboolean sd_portal_retrieve_secret(gint timeout_ms, guint8 *buffer, gsize capacity, gsize *length,
-                                   guint32 *response, GError **error);
 
 /* ---- process.c: prctl, which Swift cannot call (it is variadic) ---- */
 

@@ -17,7 +17,7 @@ import Synchronization
 /// holds files, nor swapped by anyone but this user (`FolderSafety`), and nothing outside
 /// the app writes these files: so, unlike the keyring's, this lock is never skipped. When
 /// it cannot be taken (`flock` unsupported, as on some network file systems) the write
-/// fails with `SecureDictionaryError.fileUnavailable(path:reason:)`; it never goes on
+/// fails with ``FileStoreError/fileUnavailable(path:reason:)``; it never goes on
 /// unlocked. The check under the lock then makes the read-compare-write of a mutation
 /// airtight: a file has no window between check and write.
 ///
@@ -46,9 +46,7 @@ final class FileWriterLock: ItemWriterLock {
         local = FairLock.shared(for: folder.path)
     }
 
-    func acquire<T>(
-        until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
-    ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
+    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         try available()
         guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
         let descriptor: Int32
@@ -59,12 +57,7 @@ final class FileWriterLock: ItemWriterLock {
             throw error
         }
         held.withLock { $0 = descriptor }
-        do throws(SecureDictionaryError) {
-            return (true, try check())
-        } catch {
-            release()
-            throw error
-        }
+        return true
     }
 
     func release() {

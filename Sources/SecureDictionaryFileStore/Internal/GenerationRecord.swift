@@ -20,7 +20,7 @@ struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
 
     /// The identity of the open folder `descriptor`.
     ///
-    /// - Throws: `SecureDictionaryError.fileUnavailable(path:reason:)` when `fstat` fails.
+    /// - Throws: ``FileStoreError/fileUnavailable(path:reason:)`` when `fstat` fails.
     init(of descriptor: Int32, path: String) throws(SecureDictionaryError) {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {

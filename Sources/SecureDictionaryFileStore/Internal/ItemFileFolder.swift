@@ -62,8 +62,8 @@ struct ItemFileFolder: Sendable {
     /// Runs `body` with the folder open (checked), or returns `nil` when there is no folder
     /// yet and `create` is `false`.
     ///
-    /// - Throws: `SecureDictionaryError.unsafePath(path:reason:)` for a folder someone else
-    ///   could swap or write to; `SecureDictionaryError.fileUnavailable(path:reason:)` when
+    /// - Throws: ``FileStoreError/unsafePath(path:reason:)`` for a folder someone else
+    ///   could swap or write to; ``FileStoreError/fileUnavailable(path:reason:)`` when
     ///   it cannot be opened or created.
     func withFolder<T>(create: Bool, _ body: (Int32) throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T? {
         if !ancestorsChecked.isSet {
@@ -102,8 +102,8 @@ struct ItemFileFolder: Sendable {
     /// The bytes of `item`'s file, or `nil` when there is none.
     ///
     /// - Throws: `SecureDictionaryError.tooLarge(size:limit:)` for a file larger than any
-    ///   dictionary (not read); `SecureDictionaryError.unsafePath(path:reason:)` for a link
-    ///   or another user's file; `SecureDictionaryError.fileUnavailable(path:reason:)` when
+    ///   dictionary (not read); ``FileStoreError/unsafePath(path:reason:)`` for a link
+    ///   or another user's file; ``FileStoreError/fileUnavailable(path:reason:)`` when
     ///   the file cannot be read.
     func read(_ item: KeyringItem, upTo limit: Int = EncryptedItemFile.maximumFileSize) throws(SecureDictionaryError)
         -> [UInt8]?
@@ -157,7 +157,7 @@ struct ItemFileFolder: Sendable {
     /// Writes `bytes` as `item`'s file: to a new file beside it (mode 0600), flushed to disk,
     /// then renamed over the old one, and the folder flushed so the rename is durable.
     ///
-    /// - Throws: `SecureDictionaryError.fileUnavailable(path:reason:)` when the folder
+    /// - Throws: ``FileStoreError/fileUnavailable(path:reason:)`` when the folder
     ///   cannot be created or written (full disk, read-only); the old file is then unchanged.
     func replace(_ item: KeyringItem, with bytes: [UInt8]) throws(SecureDictionaryError) {
         _ = try withFolder(create: true) { folder throws(SecureDictionaryError) in

@@ -1,4 +1,5 @@
-import SecureDictionary
+package import Logging
+package import SecureDictionary
 
 /// What every encrypted-file store does with its folder, whatever its key: the
 /// `KeyringStore` calls, on `ItemFileFolder`, `EncryptedItemFile`,
@@ -8,7 +9,7 @@ import SecureDictionary
 /// the master secret its key block asks for, and decrypts. A store (called under the
 /// folder's writer lock, after the check) reads the replaced file's header, writes the new
 /// file under the same key with a larger generation, and records that generation.
-struct ItemFileStore: Sendable {
+package struct ItemFileStore: Sendable {
     let folder: ItemFileFolder
     let keys: any MasterKeySource
     /// Throws when the store cannot work here at all, before anything is read or created
@@ -77,4 +78,21 @@ struct ItemFileStore: Sendable {
     func writerLock() -> any ItemWriterLock {
         FileWriterLock(folder: folder, available: available)
     }
+}
+
+/// A store whose items are the encrypted files of one folder (``EncryptedFileStore``,
+/// ``SecretPortalStore``): its writers lock the folder, and its changes cannot be watched.
+package protocol ItemFileBackedStore: CoordinatedStore {
+    /// The folder's engine.
+    var engine: ItemFileStore { get }
+    /// The folder of the encrypted files.
+    var folderPath: String { get }
+}
+
+extension ItemFileBackedStore {
+    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { engine.writerLock() }
+
+    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
+
+    package var place: String? { ItemFileFolder.place(of: folderPath) }
 }

@@ -30,14 +30,14 @@ import Synchronization
 /// Tests: `FileStoreAdversarialTests.aFlippedKeyCheckBitIsCorruptAndTheFolderKeepsItsKey`,
 /// `everyFlippedBitOfAKeyCheckIsCorrupt`.
 protocol MasterKeySource: Sendable {
-    /// The source, for `SecureDictionaryError.wrongKey(source:)`: e.g. `systemd credential 'app'`.
+    /// The source, for ``FileStoreError/wrongKey(source:)``: e.g. `systemd credential 'app'`.
     var name: String { get }
 
     /// The master secret that opens `file` (whose block is `nil` for a version 1 file, which
     /// only AES-GCM can check).
     ///
-    /// - Throws: `SecureDictionaryError.wrongKey(source:)` or
-    ///   `SecureDictionaryError.wrongPassphrase` for another key, `SecureDictionaryError.corrupt(reason:)`
+    /// - Throws: ``FileStoreError/wrongKey(source:)`` or
+    ///   ``FileStoreError/wrongPassphrase`` for another key, `SecureDictionaryError.corrupt(reason:)`
     ///   for a damaged key check (the rules above); what getting the secret throws.
     func secret(opening file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
         -> SecretBytes

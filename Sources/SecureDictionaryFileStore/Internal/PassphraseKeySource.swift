@@ -8,7 +8,7 @@ import Synchronization
 /// Where a secret comes from, in order: this store's memory; the session's kernel keyring
 /// (`securedictionary:passphrase:SALT:COST`, 32 bytes, with the cache's timeout); the
 /// passphrase, asked (`PassphraseReader`), stretched and checked against the file's key
-/// check: a wrong one is `SecureDictionaryError.wrongPassphrase` and is kept nowhere. A key
+/// check: a wrong one is ``FileStoreError/wrongPassphrase`` and is kept nowhere. A key
 /// check that differs is told from damage by the rules of "When the key check differs"
 /// (MasterKeySource.swift).
 ///

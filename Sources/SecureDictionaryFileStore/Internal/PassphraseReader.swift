@@ -16,7 +16,7 @@ import SecureDictionary
 enum PassphraseReader {
     static let maximumLength = 1024
 
-    /// - Throws: `SecureDictionaryError.passphraseUnavailable(reason:)` when there is no
+    /// - Throws: ``FileStoreError/passphraseUnavailable(reason:)`` when there is no
     ///   terminal, nobody typed by the timeout, the descriptor is closed or gives an empty
     ///   line, or the passphrase is longer than 1,024 bytes.
     static func read(_ input: EncryptedFileStore.PassphraseInput, prompt: String) throws(SecureDictionaryError)

@@ -1,5 +1,5 @@
 import CLibSecret
-import CSecretShim
+import CSecretPortal
 import SecureDictionary
 
 /// The Secret portal (`org.freedesktop.portal.Secret`): it gives a sandboxed app a master
@@ -18,7 +18,7 @@ enum SecretPortal {
     /// When the host keyring is locked, gnome-keyring's backend shows its unlock dialog (if
     /// a prompter runs) and answers once the user did: the call then waits up to `timeout`.
     ///
-    /// - Throws: `SecureDictionaryError.portalUnavailable(reason:)` when no portal with a
+    /// - Throws: ``FileStoreError/portalUnavailable(reason:)`` when no portal with a
     ///   Secret backend is on the session bus; `SecureDictionaryError.locked` when the
     ///   backend could not give the secret (portal response 2: gnome-keyring 42.1 answers so
     ///   when its login keyring is locked and no dialog can be shown, when its unlock dialog

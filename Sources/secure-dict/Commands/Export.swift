@@ -65,7 +65,7 @@ extension SecureDict {
             case .json:
                 bytes = try TypedJSON.encode(entries)
             case .binaryPlist:
-                bytes = try BinaryPropertyListCoding.encode(entries, maximumSize: location.options.maximumSize)
+                bytes = try PropertyListBlob.encode(entries, maximumSize: location.options.maximumSize)
             case .xmlPlist:
                 bytes = try XMLPropertyList.encode(entries)
                 if let loss = XMLPropertyList.loss(in: entries) {

@@ -89,7 +89,7 @@ extension SecureDict {
         ) throws(CommandFailure) {
             let source = file == "-" ? "standard input" : file
             do {
-                _ = try BinaryPropertyListCoding.encode(entries, maximumSize: maximumSize)
+                _ = try PropertyListBlob.encode(entries, maximumSize: maximumSize)
             } catch {
                 let reason =
                     switch error {
@@ -131,7 +131,7 @@ extension SecureDict {
             }
             if data.starts(with: Data("bplist".utf8)) {
                 do {
-                    return try BinaryPropertyListCoding.decode(data, maximumSize: maximumSize)
+                    return try PropertyListBlob.decode(data, maximumSize: maximumSize)
                 } catch {
                     let reason =
                         switch error {

@@ -1,4 +1,5 @@
 import SecureDictionary
+import SecureDictionaryAdoption
 import SecureDictionaryFileStore
 
 /// What `adopt` and `export-items` check around the library's call: that the dictionary is

@@ -1,5 +1,6 @@
 import ArgumentParser
 import SecureDictionary
+import SecureDictionaryAdoption
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials

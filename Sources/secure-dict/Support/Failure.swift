@@ -1,5 +1,6 @@
 import ArgumentParser
 import SecureDictionary
+import SecureDictionaryFileStore
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -146,7 +147,7 @@ private func noKeyringMessage(for error: SecureDictionaryError, _ context: Error
             ? "\(what): over SSH, keep the dictionary in encrypted files with --store passphrase."
             : "\(what): use --store credential in a service or container (--store passphrase for a person); "
                 + "for tests, run them under 'secure-dict keyring run -- COMMAND'."
-    case .noStoreAvailable(let reason):
+    case .store(FileStoreError.noStoreAvailable(let reason) as FileStoreError):
         return "No keyring answers here (\(reason.prefix(40))) and --store auto has no encrypted files to use instead: "
             + "add --file-key passphrase (or credential), or use --store passphrase or --store credential."
     default:

@@ -1,6 +1,7 @@
 import SecureDictionary
 
-/// The case name of an error alone, e.g. `timedOut`: never its payload, which may name a
+/// The case name of an error alone, e.g. `timedOut` (`wrongPassphrase` for
+/// `.store(FileStoreError.wrongPassphrase)`): never its payload, which may name a
 /// path or echo a value. What test processes print and what reports show.
 ///
 /// ```swift
@@ -29,19 +30,11 @@ public func caseName(_ error: any Error) -> String {
     case .unlockDismissed: return "unlockDismissed"
     case .sessionRejected: return "sessionRejected"
     case .writeNotVerified: return "writeNotVerified"
-    case .portalUnavailable: return "portalUnavailable"
-    case .fileUnavailable: return "fileUnavailable"
     case .alreadyExists: return "alreadyExists"
     case .sourceChanged: return "sourceChanged"
     case .sameStore: return "sameStore"
-    case .unsafePath: return "unsafePath"
-    case .wrongPassphrase: return "wrongPassphrase"
-    case .wrongKey: return "wrongKey"
-    case .credentialUnavailable: return "credentialUnavailable"
-    case .passphraseUnavailable: return "passphraseUnavailable"
-    case .rolledBack: return "rolledBack"
-    case .noStoreAvailable: return "noStoreAvailable"
-    case .storeHoldsNoItems: return "storeHoldsNoItems"
+    // A store's own error (FileStoreError, AdoptionError…): its case's name, as for the core's.
+    case .store(let error): return (error as? any NamedErrorCase)?.caseName ?? "store(\(type(of: error)))"
     case .keyring: return "keyring"
     }
 }

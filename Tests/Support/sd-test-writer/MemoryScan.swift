@@ -1,5 +1,6 @@
 import Foundation
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 /// `sd-test-writer scan APP COUNT loaded|released|control`: the process a core-dump scan looks
 /// at (issue 37). Opens the dictionaries scan-0 … scan-(COUNT-1) of APP (planted by another

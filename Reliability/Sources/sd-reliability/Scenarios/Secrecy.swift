@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SecureDictionary
+import SecureDictionaryTestSupport
 import Synchronization
 
 #if canImport(Glibc)

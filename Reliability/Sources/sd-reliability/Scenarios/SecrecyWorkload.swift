@@ -268,7 +268,7 @@ final class SecrecyWorkload: @unchecked Sendable {  // used from one thread (and
                 memory[key + "-sub"] = .string(value)
                 _ = memory[key]
             }
-            store.plant(Array("bplist00".utf8) + Array(value.utf8) + [UInt8](repeating: 0xEE, count: 40), for: memory.item)
+            store.plantBlob(Array("bplist00".utf8) + Array(value.utf8) + [UInt8](repeating: 0xEE, count: 40), for: memory.item)
             expectError("in-memory corrupt") { try memory.reload() }
             render("in-memory dictionary", memory)
         }

@@ -121,7 +121,7 @@ enum SizeLimits {
                 options: .init(store: store, logger: logger))
             try dictionary.update { $0 = ["v": .data(Data(count: 10)), "other": "kept"] }
             let before = dictionary.snapshot
-            let calls = store.calls.count
+            let calls = store.recordedCalls.count
             var outcome = "written"
             do {
                 try dictionary.update { entries in
@@ -135,8 +135,8 @@ enum SizeLimits {
                     outcome = caseName(error)
                 }
             }
-            let made = Array(store.calls.dropFirst(calls))
-            let writes = made.filter { $0 != .load }.count
+            let made = Array(store.recordedCalls.dropFirst(calls))
+            let writes = made.filter { $0 != "load" }.count
             let unchanged = dictionary.snapshot == before
             report.add(
                 check, target: target,

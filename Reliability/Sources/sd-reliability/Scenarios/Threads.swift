@@ -87,7 +87,7 @@ enum Threads {
         for (_, model) in models.withLock({ $0 }) { expected.merge(model) { first, _ in first } }
         let total = increments.withLock { $0 }
         if total > 0 { expected["counter"] = .integer(total) }
-        let stored = store.storedBytes(of: instances[0].item).flatMap { try? BinaryPropertyListCoding.decode(Data($0)) }
+        let stored = store.storedBlob(of: instances[0].item).flatMap { try? BinaryPropertyListCoding.decode(Data($0)) }
         let found = problems.withLock { $0 }
         let cacheMatches = instances.allSatisfy { $0.snapshot == expected }
         report.add(

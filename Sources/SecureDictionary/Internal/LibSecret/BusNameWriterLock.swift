@@ -36,27 +36,20 @@ import Synchronization
 /// - **The holder is named within the deadline.** The wait for the name ends a little before
 ///   the deadline (``namingReserve(_:)``), so that the holder can still be named
 ///   (``SecureDictionaryError/lockHeld(pid:command:)``) by it.
-///
-/// Optimization: **the check starts while RequestName travels** (``acquire(until:thenCheck:)``)
-/// and counts when the bus grants the name at once. That is as good as checking after the
-/// grant: the keyring calls of the check go out on the same connection after RequestName, and
-/// dbus-daemon handles one connection's messages in order, so they reach the keyring after
-/// the bus gave this process the name, hence after the previous holder released it, which it
-/// does only once its write was answered. A queued request runs the check again once the name
-/// is ours; a lock that was queued last time waits before it checks, so contention costs no
-/// extra keyring reads. (libsecret's service and this lock share GLib's one session-bus
-/// connection per process.) Gain: one round trip to the bus per uncontended write;
-/// `mutation-10` at 0.97–1.04× raw libsecret with it and 1.01–1.15× without, lower with it
-/// in each of 6 alternating pairs of `scripts/benchmark --only mutation-10,…` runs
-/// (2026-11-25, Benchmarks/README.md); within the noise on the 1,000-entry and contended
-/// rows. Safe: `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
+/// - **Held before the check.** ``acquire(until:)`` returns once the bus granted the name, so
+///   the writer's check of the stored item starts after the previous holder released it,
+///   which that holder does only once its write was answered. (An earlier version started
+///   the check while RequestName travelled, sound only while libsecret's proxy and this
+///   lock shared one bus connection, which no code checked. Deleted: without it
+///   `mutation-10` was 1.08–1.12× raw libsecret against 1.06–1.11× with it, in 5 quiet
+///   alternating pairs of `scripts/benchmark --only mutation-10,mutation-1000` on
+///   2026-11-26, and at most 1.15× in 24 runs: within its target.) Tests:
+///   `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
     private let local: FairLock
     private let logger: Logger
     private let warned = Atomic<Bool>(false)
-    /// Whether the bus queued the last request: the next one then waits before it checks.
-    private let contended = Atomic<Bool>(false)
     /// The connection that owns the name while it is held: the name lasts only as long as
     /// that connection, so the lock keeps it until the release.
     private let held = Mutex<BusConnection?>(nil)
@@ -73,9 +66,7 @@ final class BusNameWriterLock: ItemWriterLock {
         self.logger = logger
     }
 
-    func acquire<T>(
-        until deadline: Deadline, thenCheck check: () throws(SecureDictionaryError) -> T
-    ) throws(SecureDictionaryError) -> (held: Bool, checked: T) {
+    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
         var error: UnsafeMutablePointer<GError>?
         guard let request = sd_bus_name_request(busName, MonotonicDeadline(deadline).microseconds, &error) else {
@@ -87,43 +78,21 @@ final class BusNameWriterLock: ItemWriterLock {
                 throw .timedOut  // the bus did not answer: the lock may well be usable
             }
             warnUnusable(error)
-            return (false, try check())
+            return false
         }
-        // The optimization above: check while the request travels, unless the lock was
-        // contended last time.
-        var early: T?
-        if !contended.load(ordering: .relaxed) {
-            do throws(SecureDictionaryError) {
-                early = try check()
-            } catch {
-                sd_bus_name_request_abandon(request)
-                local.unlock()
-                throw error
-            }
-        }
-        var atOnce: gboolean = 0
         var connection: OpaquePointer?
         let waitingEnds = MonotonicDeadline(deadline).microseconds - Self.namingReserve(deadline)
-        switch sd_bus_name_request_finish(request, waitingEnds, &atOnce, &connection, &error) {
+        switch sd_bus_name_request_finish(request, waitingEnds, &connection, &error) {
         case 1:
             held.withLock { $0 = connection.map { BusConnection($0) } }
-            contended.store(atOnce == 0, ordering: .relaxed)
-            if atOnce != 0, let early { return (true, early) }
-            do throws(SecureDictionaryError) {
-                return (true, try check())
-            } catch {
-                release()
-                throw error
-            }
+            return true
         case 0:
-            contended.store(true, ordering: .relaxed)
             local.unlock()
             throw heldError(until: deadline)
         default:
             local.unlock()
             warnUnusable(error)
-            if let early { return (false, early) }
-            return (false, try check())
+            return false
         }
     }
 

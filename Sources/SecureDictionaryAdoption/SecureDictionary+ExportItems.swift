@@ -1,3 +1,5 @@
+public import SecureDictionary
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -20,8 +22,8 @@ extension SecureDictionary {
     /// no item's attribute can hold, is refused.
     ///
     /// - Throws: what reading the dictionary or writing an item throws;
-    ///   ``SecureDictionaryError/writeNotVerified(restored:)`` when an item read back differs;
-    ///   ``SecureDictionaryError/storeHoldsNoItems(operation:)`` when the store keeps no
+    ///   `SecureDictionaryError.writeNotVerified(restored:)` when an item read back differs;
+    ///   ``AdoptionError/storeHoldsNoItems(operation:)`` when the store keeps no
     ///   per-key items.
     @discardableResult
     public static func exportItems(
@@ -66,7 +68,7 @@ extension SecureDictionary {
     }
 }
 
-/// What ``SecureDictionary/exportItems(_:from:applicationID:options:)`` did, by key. Its
+/// What ``SecureDictionary/SecureDictionary/exportItems(_:from:applicationID:options:)`` did, by key. Its
 /// `description` gives counts only.
 public struct ItemExportReport: Sendable, CustomStringConvertible {
     /// Keys written as new items, each read back.

@@ -1,6 +1,7 @@
 /* The Secret portal: a sandboxed app's master secret, from xdg-desktop-portal.
    GIO only; libsecret is not involved. */
-#include "internal.h"
+#include "include/CSecretPortal.h"
+#include <CSecretShim.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,5 @@
+import SecureDictionary
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -143,24 +145,23 @@ enum Adoption {
     ) throws(SecureDictionaryError) -> Bool {
         let rows = report.items.count
         do {
-            try dictionary.state.mutate(dictionary.options.context) { (entries: inout SecureDictionary.Entries) throws(Stop) in
+            try dictionary.update { entries in
                 report.items.removeSubrange(rows...)
                 plan(&found, against: entries, policy: policy, into: &report)
                 if policy == .stop && !report.conflicts.isEmpty { throw Stop() }
                 for one in found where one.writes { entries[one.key!] = one.value }
             }
             return true
+        } catch let error as SecureDictionaryError {
+            throw error
         } catch {
-            switch error {
-            case .store(let failure): throw failure
-            case .body: return false
-            }
+            return false  // Stop, the only other error thrown
         }
     }
 
     /// Reads the dictionary back from the keyring: every entry it must hold, as adopted.
     static func verify(_ found: [Found], in dictionary: SecureDictionary) throws(SecureDictionaryError) {
-        let stored = try dictionary.state.reload(dictionary.options.context)
+        let stored = try dictionary.reloadedEntries()
         for one in found where one.held {
             guard let key = one.key, let value = one.value, stored.holds(key, identicalTo: value) else {
                 throw .writeNotVerified(restored: false)

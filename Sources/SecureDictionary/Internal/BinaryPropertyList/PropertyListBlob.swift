@@ -1,24 +1,25 @@
 #if canImport(FoundationEssentials)
-    public import FoundationEssentials
+    package import FoundationEssentials
 #else
-    public import Foundation
+    package import Foundation
 #endif
 
-/// The binary property-list format SecureDictionary stores, for tools that move
-/// dictionaries in and out of the keyring (export, import, backups).
+/// The binary property list SecureDictionary stores, for the command-line tool's `export` and
+/// `import` and for the tests (whose support product hands it to the reliability suite and the
+/// benchmark as `BinaryPropertyListCoding`).
 ///
 /// ```swift
-/// let blob = try BinaryPropertyListCoding.encode(settings.snapshot)     // bplist00…
-/// let entries = try BinaryPropertyListCoding.decode(blob)               // hostile-input safe
+/// let blob = try PropertyListBlob.encode(settings.snapshot)     // bplist00…
+/// let entries = try PropertyListBlob.decode(blob)               // hostile-input safe
 /// ```
 ///
 /// Encoding is deterministic (keys sorted), and decoding applies the same limits as loading
 /// from the keyring: size cap first, bounded depth, no reference expansion, no sets, UIDs or
 /// keyed archives. Foundation's parser never sees the bytes.
-public enum BinaryPropertyListCoding {
+package enum PropertyListBlob {
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)``,
     ///   ``SecureDictionaryError/invalidValue(reason:)``.
-    public static func encode(
+    package static func encode(
         _ entries: [String: PropertyListValue],
         maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> Data {
@@ -30,7 +31,7 @@ public enum BinaryPropertyListCoding {
     /// - Throws: ``SecureDictionaryError/corrupt(reason:)``,
     ///   ``SecureDictionaryError/unsupportedFormatVersion(_:)``,
     ///   ``SecureDictionaryError/tooLarge(size:limit:)``.
-    public static func decode(
+    package static func decode(
         _ data: Data,
         maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> [String: PropertyListValue] {

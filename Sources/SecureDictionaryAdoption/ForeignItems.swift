@@ -1,3 +1,5 @@
+public import SecureDictionary
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -24,7 +26,7 @@ public struct ForeignItems: Sendable, CustomStringConvertible {
     public var collection: KeyringCollection
     /// How the library encoded its secrets.
     public var encoding: Encoding
-    /// The label of an item written back for `key` (``SecureDictionary/exportItems(_:from:applicationID:options:)``).
+    /// The label of an item written back for `key` (``SecureDictionary/SecureDictionary/exportItems(_:from:applicationID:options:)``).
     public var label: @Sendable (_ key: String) -> String
 
     /// How a library stored its secret bytes.

@@ -1,3 +1,5 @@
+public import SecureDictionary
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -44,7 +46,7 @@ extension SecureDictionary {
     /// - Parameters:
     ///   - items: which items, and the attribute that names each one's key.
     ///   - name: the dictionary's name; `nil` for the application's default dictionary.
-    ///   - applicationID: the dictionary's application (default: ``defaultApplicationID``).
+    ///   - applicationID: the dictionary's application (default: `SecureDictionary.defaultApplicationID`).
     ///   - options: the store (which also holds the items), collection and deadline.
     ///   - policy: what a key already holding another value means (default: stop).
     ///   - retirement: keep the items (default) or delete them once adopted.
@@ -57,8 +59,8 @@ extension SecureDictionary {
     /// - Returns: the report; with conflicts and ``AdoptionConflictPolicy/stop``, nothing was
     ///   changed and ``AdoptionReport/changedNothing`` is `true`. When no item matches, its
     ///   ``AdoptionReport/items`` are empty and nothing was written (no dictionary is created).
-    /// - Throws: ``SecureDictionaryError/locked`` and what reading the items or writing the
-    ///   dictionary throws; ``SecureDictionaryError/storeHoldsNoItems(operation:)`` when the
+    /// - Throws: `SecureDictionaryError.locked` and what reading the items or writing the
+    ///   dictionary throws; ``AdoptionError/storeHoldsNoItems(operation:)`` when the
     ///   store keeps no per-key items (the Secret Service's store does).
     @discardableResult
     public static func adopt(
@@ -75,8 +77,7 @@ extension SecureDictionary {
         let dictionary = try SecureDictionary(name: name, applicationID: applicationID, options: options)
         Adoption.step("read")
         if dryRun {
-            Adoption.plan(
-                &found, against: .init(stored: try dictionary.state.generation(options.context)), policy: policy, into: &report)
+            Adoption.plan(&found, against: try dictionary.currentEntries(), policy: policy, into: &report)
             return report
         }
         guard try Adoption.write(&found, into: dictionary, policy: policy, report: &report) else {
@@ -130,7 +131,11 @@ public struct AdoptionReport: Sendable, CustomStringConvertible {
 
     /// What became of one item once adopted.
     public enum Retirement: Sendable, Equatable {
+        /// Left where it is (``SecureDictionary/SecureDictionary/AdoptionRetirement/keep``, a
+        /// dry run, or not adopted).
         case kept
+        /// Removed, after the dictionary was read back holding its value and the item still
+        /// held the secret adopted.
         case deleted
         /// It changed after it was adopted (another program wrote it): kept, and its new
         /// value is not in the dictionary.
@@ -142,11 +147,16 @@ public struct AdoptionReport: Sendable, CustomStringConvertible {
 
     /// One item: its key (`nil` when it has none), what happened to it, and to the item.
     public struct Item: Sendable, Equatable {
+        /// Its key in the dictionary: its key attribute's value.
         public let key: String?
+        /// What became of its secret.
         public internal(set) var outcome: Outcome
+        /// What became of the item itself.
         public internal(set) var retirement: Retirement = .kept
     }
 
+    /// Whether this was a dry run: nothing was written or removed, and the outcomes say what
+    /// would be.
     public let dryRun: Bool
     /// The items found, in the order of their keys.
     public internal(set) var items: [Item] = []
