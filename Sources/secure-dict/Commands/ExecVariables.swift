@@ -57,9 +57,10 @@ enum ExecVariables {
             }
         }
 
-        var described: String {
+        /// "--env VAR=KEY", or "key 'KEY' (--all-with-prefix)".
+        func described(as variable: String) -> String {
             switch self {
-            case .requested(let key): "--env \(VisibleText.escaped(key))"
+            case .requested(let key): "--env \(variable)=\(VisibleText.escaped(key))"
             case .prefixed(let key): "key \(ExecVariables.quoted(key)) (--all-with-prefix)"
             }
         }
@@ -110,7 +111,7 @@ enum ExecVariables {
             if let first = seen[variable] {
                 throw .usage(
                     """
-                    \(first.described) and \(source.described) would both set \(variable): nothing was run; \
+                    \(first.described(as: variable)) and \(source.described(as: variable)) would both set \(variable): nothing was run; \
                     rename one of the keys, or name the variables one by one with --env VAR=KEY
                     """)
             }
