@@ -115,10 +115,11 @@ extension SecureDictionaryError: CustomStringConvertible {
     private static func confirmationRequired(_ context: ErrorContext) -> String {
         guard context.provider == "KeePassXC" else {
             let keyring = context.provider.map { "keyring (\($0))" } ?? "keyring"
-            return "The \(keyring) wants its user to confirm this access, and nobody did in time: confirm it in "
-                + "the keyring's own window."
+            return "The \(keyring) wants its user to confirm this access, and it was not confirmed: the keyring "
+                + "shows its dialog only when the program opts in to dialogs."
         }
-        return "KeePassXC wants you to confirm this access, and nobody did in time: allow it in the KeePassXC "
-            + "window, or turn off its 'Confirm when passwords are retrieved by clients'."
+        // No window is claimed: KeePassXC's dialog is shown only on the caller's opt-in (unlock: .prompt).
+        return "KeePassXC wants this access confirmed and it was not: it asks only when the program opts in to "
+            + "dialogs; or turn off its 'Confirm when passwords are retrieved by clients'."
     }
 }

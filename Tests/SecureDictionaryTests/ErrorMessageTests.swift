@@ -112,6 +112,20 @@ import Testing
         #expect(SecureDictionaryError.serviceUnavailable(reason: "x").description(in: noBus).contains("EncryptedFileStore"))
     }
 
+    /// KeePassXC's access confirmation said "nobody did in time: allow it in the KeePassXC
+    /// window" where no window had been shown (no dialog unless the caller opts in). It says
+    /// that its dialog shows only when the program asks for dialogs, and which setting turns
+    /// the confirmation off; never that a window is there.
+    @Test func keePassXCsConfirmationDoesNotSpeakOfAWindowNobodyShowed() {
+        for surroundings in ErrorContext.Surroundings.allCases {
+            let context = ErrorContext(
+                provider: "KeePassXC", surroundings: surroundings, hasSessionBus: true, unlockDialogUnavailable: false)
+            let message = SecureDictionaryError.confirmationRequired.description(in: context)
+            #expect(!message.contains("in time") && !message.contains("in the KeePassXC window"), "\(message)")
+            #expect(message.contains("opts in to dialogs") && message.contains("Confirm when passwords are retrieved by clients"))
+        }
+    }
+
     @Test func theSurroundingsAreReadFromTheEnvironment() {
         #expect(ErrorContext.surroundings(["SSH_CONNECTION": "1 2 3 4", "DISPLAY": ":0"]) == .ssh)
         #expect(ErrorContext.surroundings(["WAYLAND_DISPLAY": "wayland-0"]) == .desktop)

@@ -131,6 +131,8 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
             "Or allow it more time with --timeout SECONDS."
         case .locked where context.surroundings == .desktop && !context.unlockDialogUnavailable:
             "Or run the command again with --unlock, to be shown the keyring's unlock dialog."
+        case .confirmationRequired where context.surroundings == .desktop:
+            "Run the command again with --unlock, to be shown the keyring's dialog."
         default:
             nil
         }
