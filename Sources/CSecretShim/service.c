@@ -234,7 +234,7 @@ sd_no_prompt_service_class_init (SdNoPromptServiceClass *klass)
 }
 
 SecretService *
-sd_service_open (gint64 deadline_us, GCancellable *cancellable, GError **error)
+sd_service_open (gint64 deadline_us, gboolean open_session, GCancellable *cancellable, GError **error)
 {
     /* libsecret asks GLib for the shared connection itself, which then is the ready one
        held here (g_bus_get_sync hands out the connection while anyone holds it). */
@@ -242,7 +242,7 @@ sd_service_open (gint64 deadline_us, GCancellable *cancellable, GError **error)
     if (bus == NULL)
         return NULL;
     SecretService *service = secret_service_open_sync (sd_no_prompt_service_get_type (), NULL,
-                                                       SECRET_SERVICE_OPEN_SESSION,
+                                                       open_session ? SECRET_SERVICE_OPEN_SESSION : SECRET_SERVICE_NONE,
                                                        cancellable, error);
     g_object_unref (bus);
     if (service != NULL) {

@@ -93,7 +93,13 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
     func unlockInteractively(_ collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) {
         // A client of its own: the user may take a minute, and this store's calls go on meanwhile.
         try Self.explainingSandbox { () throws(SecureDictionaryError) in
-            try LibSecretClient().unlockInteractively(collection, timeout: timeout)
+            try LibSecretClient.forDialogs().unlockInteractively(collection, timeout: timeout)
+        }
+    }
+
+    func confirmAccessInteractively(to item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try Self.explainingSandbox { () throws(SecureDictionaryError) in
+            try LibSecretClient.forDialogs().confirmAccessInteractively(to: item, timeout: timeout)
         }
     }
 

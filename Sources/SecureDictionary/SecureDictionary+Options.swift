@@ -91,6 +91,12 @@ extension SecureDictionary.Options {
         /// ``SecureDictionaryError/locked``. gnome-keyring cannot take its dialog back
         /// (dismissing a shown unlock prompt crashes gnome-keyring-daemon 42.1), so there it
         /// stays up until the user answers; other keyrings are asked to withdraw it.
+        ///
+        /// It also lets a call ask for KeePassXC's access dialog, where KeePassXC wants its
+        /// user to confirm that this process reads an item: allowed, the call goes on (and the
+        /// process is not asked again while it and KeePassXC run); denied, it throws
+        /// ``SecureDictionaryError/confirmationDenied``; unanswered by `timeout`,
+        /// ``SecureDictionaryError/confirmationRequired``.
         case prompt(timeout: Duration = .seconds(60))
     }
 }

@@ -76,14 +76,15 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     case lockHeld(pid: Int?, command: String?)
     /// The keyring wants its user to confirm this access or change. KeePassXC asks before an
     /// application reads an item the first time ("Confirm when passwords are retrieved by
-    /// clients", on by default): SecureDictionary opens no such dialog and fails at once.
-    /// With its other confirmations on, KeePassXC asks before some writes and removals:
+    /// clients", on by default): SecureDictionary opens no such dialog and fails at once,
+    /// unless ``SecureDictionary/Options/unlock`` allows dialogs; then nobody answered
+    /// KeePassXC's access dialog by the policy's timeout. With its other confirmations on, KeePassXC asks before some writes and removals:
     /// nobody answered by the deadline (``SecureDictionary/Options/timeout``) and the request
     /// was withdrawn. Treat the outcome as unknown, as after ``timedOut``: the dictionary
     /// reloads before its next use.
     case confirmationRequired
-    /// The keyring asked its user to confirm this write or removal and the request was
-    /// declined (the user pressed Deny or Cancel). Nothing was changed.
+    /// The keyring asked its user to confirm this access, write or removal and the request
+    /// was declined (the user pressed Deny or Cancel). Nothing was changed.
     case confirmationDenied
     /// The keyring's unlock dialog, shown because ``SecureDictionary/Options/unlock`` allows
     /// it, was cancelled by the user. Nothing was read or written.

@@ -23,6 +23,7 @@ struct SecureDict: ParsableCommand {
               printf %s "$TOKEN" | secure-dict write --app com.example.app apiToken -
               secure-dict read --app com.example.app --name settings
               secure-dict read --app com.example.app apiToken
+              secure-dict exec --app com.example.app --env TOKEN=apiToken -- ./deploy.sh
               secure-dict export --app com.example.app -o backup.json
               secure-dict import --app com.example.app backup.json --replace
               secure-dict delete --app com.example.app --name settings theme
@@ -30,9 +31,10 @@ struct SecureDict: ParsableCommand {
 
             \(TypedJSON.helpSummary)
 
-            Secrets: only 'read' and 'export' print values. Give secret values to 'write' \
-            as '-' (standard input) so they stay out of the process list and shell history. \
-            Errors never show a key's value.
+            Secrets: only 'read' and 'export' print values; 'exec' puts them into a \
+            command's environment without showing them ('read --keys' lists the keys alone). \
+            Give secret values to 'write' as '-' (standard input) so they stay out of the \
+            process list and shell history. Errors never show a key's value.
 
             Exit codes:
               0   success
@@ -46,11 +48,13 @@ struct SecureDict: ParsableCommand {
                   valid dictionary, or holds more than a dictionary can store
                   (--maximum-size), 'adopt''s items included
               64  usage error: a missing or invalid argument or option
+            'exec' exits with its command's code once the command runs (see
+            'secure-dict help exec').
             """,
         version: version,
         subcommands: [
-            List.self, Read.self, Write.self, Delete.self, Export.self, Import.self, Adopt.self, ExportItems.self, Doctor.self,
-            Keyring.self,
+            List.self, Read.self, Write.self, Delete.self, Exec.self, Export.self, Import.self, Adopt.self, ExportItems.self,
+            Doctor.self, Keyring.self,
         ]
     )
 }

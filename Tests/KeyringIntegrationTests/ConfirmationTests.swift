@@ -8,14 +8,107 @@ extension KeyringIntegration {
     /// Issue 11: KeePassXC, by its own default, asks its user before a client reads an item
     /// the first time, and hides the item as "locked" until then. That is
     /// `confirmationRequired` at once, with no dialog, never `locked` (which would send the
-    /// user to unlock a database that is open). The private KeePassXC runs with it off; this
-    /// test restarts it with it on.
+    /// user to unlock a database that is open). The private KeePassXC runs with it off; these
+    /// tests restart it with it on.
+    ///
+    /// Issue 39: with the opt-in (`unlock: .prompt(timeout:)`), the call asks KeePassXC to show
+    /// its access dialog (`Service.Unlock` of the items, then `Prompt.Prompt`) and goes on once
+    /// the user allowed; here KeePassXC runs on the session's virtual X server and
+    /// `scripts/prompter` answers its dialog with keys, as a user would.
     @Suite(.enabled(if: PrivateKeyring.provider == "keepassxc", "only KeePassXC asks for confirmations headless"))
     struct Confirmations {
-        private func restartKeePassXC(confirmingAccess: Bool) throws {
-            for output in try PrivateKeyring.restartKeePassXC(confirmingAccess: confirmingAccess) {
+        private func restartKeePassXC(confirmingAccess: Bool, onDisplay: Bool = false) throws {
+            for output in try PrivateKeyring.restartKeePassXC(confirmingAccess: confirmingAccess, onDisplay: onDisplay) {
                 #expect(output.status == 0, "keyring-daemon: \(output.stderr)")
             }
+        }
+
+        private func prompter(_ command: String, _ arguments: [String] = []) throws {
+            let output = try PrivateKeyring.prompter(command, arguments)
+            #expect(output.succeeded, "prompter \(command): \(output)")
+        }
+
+        /// Restarts KeePassXC confirming access, on the display, with `test`'s dictionary made by
+        /// another process (whose items KeePassXC does not let this process read): the
+        /// dictionary holds "k" = "kept".
+        private func keePassXCAskingAboutAnItemOfAnotherProcess(_ test: TestItem) throws {
+            try restartKeePassXC(confirmingAccess: true, onDisplay: true)
+            let other = try KeyringHarness.run(KeyringHarness.writer, ["set", test.appID, test.name, "k", "kept"])
+            #expect(other.status == 0, "\(other)")
+        }
+
+        /// Whether `test`'s dictionary still holds "k" = "kept", read once KeePassXC was stopped
+        /// cleanly (so it saved) and started again without confirmations: no other process may
+        /// read the item while they are on, and a restart by kill -9 loses what was not saved.
+        private func stillKept(_ test: TestItem) throws -> Bool {
+            for command in ["stop", "start"] {
+                let output = try PrivateKeyring.daemon(command, environment: ["SD_KEEPASSXC_CONFIRM_ACCESS": "0"])
+                #expect(output.status == 0, "keyring-daemon \(command): \(output.stderr)")
+            }
+            return try test.openFresh()["k"] == "kept"
+        }
+
+        private static let optedIn = SecureDictionary.Options(unlock: .prompt(timeout: .seconds(30)), store: SecretServiceStore())
+
+        @Test(.enabled(if: PrivateKeyring.hasPrompter || PrivateKeyring.required, "needs a display: --prompter"))
+        func withTheOptInTheUserAllowsInKeePassXCsDialogAndTheCallsGoOnAskingOnce() async throws {
+            let test = TestItem("access-allow")
+            try keePassXCAskingAboutAnItemOfAnotherProcess(test)
+            defer { try? restartKeePassXC(confirmingAccess: false) }
+            let (name, appID) = (test.name, test.appID)
+            let opening = Task.detached {
+                try SecureDictionary(name: name, applicationID: appID, options: Self.optedIn)
+            }
+            try prompter("wait-shown", ["20"])
+            try prompter(
+                "screenshot", [FileManager.default.temporaryDirectory.appendingPathComponent("sd-keepassxc-access.png").path])
+            try prompter("keepassxc-allow")
+            let dictionary = try await opening.value
+            #expect(dictionary["k"] == "kept")
+            // Allowed for this process (one client: one connection) while KeePassXC runs.
+            try dictionary.setValue("changed", forKey: "k")
+            try dictionary.reload()
+            #expect(try SecureDictionary(name: name, applicationID: appID, options: Self.optedIn)["k"] == "changed")
+            let shown = try PrivateKeyring.prompter("wait-shown", ["1"])
+            #expect(!shown.succeeded, "a second dialog appeared: \(shown)")
+        }
+
+        @Test(.enabled(if: PrivateKeyring.hasPrompter || PrivateKeyring.required, "needs a display: --prompter"))
+        func withTheOptInTheUserDenyingIsConfirmationDeniedAndNothingIsWritten() async throws {
+            let test = TestItem("access-deny")
+            try keePassXCAskingAboutAnItemOfAnotherProcess(test)
+            defer { try? restartKeePassXC(confirmingAccess: false) }
+            let (name, appID) = (test.name, test.appID)
+            let deleting = Task.detached {
+                try SecureDictionary.delete(name: name, applicationID: appID, options: Self.optedIn)
+            }
+            try prompter("wait-shown", ["20"])
+            try prompter("keepassxc-deny")
+            await #expect(throws: SecureDictionaryError.confirmationDenied) { try await deleting.value }
+            let opening = Task.detached {
+                try SecureDictionary(name: name, applicationID: appID, options: Self.optedIn)
+            }
+            try prompter("wait-shown", ["20"])  // denied, not remembered: asked again
+            try prompter("keepassxc-deny")
+            await #expect(throws: SecureDictionaryError.confirmationDenied) { try await opening.value }
+            #expect(try stillKept(test))
+        }
+
+        @Test(.enabled(if: PrivateKeyring.hasPrompter || PrivateKeyring.required, "needs a display: --prompter"))
+        func withoutTheOptInKeePassXCShowsNoDialog() throws {
+            let test = TestItem("access-never")
+            try keePassXCAskingAboutAnItemOfAnotherProcess(test)
+            defer { try? restartKeePassXC(confirmingAccess: false) }
+            let start = ContinuousClock.now
+            #expect(throws: SecureDictionaryError.confirmationRequired) { try test.openFresh() }
+            let options = SecureDictionary.Options(store: SecretServiceStore())
+            #expect(throws: SecureDictionaryError.confirmationRequired) {
+                _ = try SecureDictionary.delete(name: test.name, applicationID: test.appID, options: options)
+            }
+            #expect(ContinuousClock.now - start < .seconds(5))  // not a perf goal: a dialog is waited for 30 s
+            let shown = try PrivateKeyring.prompter("wait-shown", ["1"])
+            #expect(!shown.succeeded, "a dialog appeared: \(shown)")
+            #expect(try stillKept(test))
         }
 
         @Test func anItemKeePassXCAsksAccessToIsConfirmationRequiredNotLocked() throws {

@@ -39,6 +39,46 @@ extension KeyringIntegration {
             run.expectOneConnectionAndOneSessionPerDaemon()
         }
 
+        /// With the opt-in (`unlock: .prompt(timeout:)`), a process is asked once per KeePassXC
+        /// run: its first call that meets an item it may not read (both dictionaries were made
+        /// by another process, and after the restart KeePassXC knows no client) shows KeePassXC's
+        /// access dialog for the application's items, and the user's "Allow" holds for every
+        /// later call of the process, whose one connection is one client. A second dialog would
+        /// go unanswered: a refusal after the writer's 30 s wait.
+        @Test(
+            .enabled(
+                if: PrivateKeyring.provider == "keepassxc" && (PrivateKeyring.hasPrompter || PrivateKeyring.required),
+                "needs KeePassXC on a display: scripts/with-private-keyring --provider keepassxc --prompter"))
+        func keePassXCConfirmingAccessAsksAProcessThatOptedInOncePerRun() throws {
+            let onDisplay = ["SD_KEEPASSXC_CONFIRM_ACCESS": "1", "SD_KEEPASSXC_DISPLAY": "1"]
+            try expectSucceeded([PrivateKeyring.daemon("restart", environment: onDisplay)])
+            defer { _ = try? PrivateKeyring.restartKeePassXC(confirmingAccess: false) }
+            let app = "it.\(UUID().uuidString)"
+            for name in ["counted", "counted-b"] {
+                let other = try KeyringHarness.run(KeyringHarness.writer, ["set", app, name, "seed", "1"])
+                #expect(other.status == 0, "\(other)")
+            }
+            let run = try MixedRun(
+                app: app, promptingFor: .seconds(30),
+                answer: {
+                    let shown = try PrivateKeyring.prompter("wait-shown", ["30"])
+                    #expect(shown.succeeded, "no access dialog: \(shown)")
+                    let allowed = try PrivateKeyring.prompter("keepassxc-allow")
+                    #expect(allowed.succeeded, "\(allowed)")
+                },
+                restart: {
+                    try expectSucceeded([PrivateKeyring.daemon("stop")])
+                    try expectSucceeded([PrivateKeyring.daemon("start", environment: onDisplay)])
+                })
+            #expect(run.writerErrors.isEmpty, "\(run.done)")
+            let unlocks = run.traffic.unlockCalls(from: run.connections, before: true)
+            #expect(unlocks == 1, "one dialog before the restart: \(run.summary)")
+            #expect(run.traffic.unlockCalls(from: run.connections) - unlocks == 1, "one after it: \(run.summary)")
+            let shown = try PrivateKeyring.prompter("visible")
+            #expect(!shown.succeeded, "a dialog is still shown: \(shown)")
+            run.expectOneConnectionAndOneSessionPerDaemon()
+        }
+
         private func expectSucceeded(_ outputs: [ChildProcess.Output]) throws {
             for output in outputs { #expect(output.status == 0, "keyring-daemon: \(output.stderr)") }
         }
@@ -46,7 +86,9 @@ extension KeyringIntegration {
 }
 
 /// One `sd-test-writer mixed` run, watched by `dbus-monitor` from before it starts until it is
-/// done, with the daemon restarted between its operations 49 and 50 by `restart`.
+/// done, with the daemon restarted between its operations 49 and 50 by `restart`. With
+/// `promptingFor`, the writer opts in to the keyring's dialogs, waiting that long for the user,
+/// and `answer` plays the user once after the writer started and once after the restart.
 private struct MixedRun {
     static let operationsAfterRestart = 50
     let traffic: BusTraffic
@@ -71,18 +113,24 @@ private struct MixedRun {
         return errors
     }
 
-    init(restart: () throws -> Void) throws {
+    init(
+        app: String = "it.\(UUID().uuidString)", promptingFor prompt: Duration? = nil, answer: () throws -> Void = {},
+        restart: () throws -> Void
+    ) throws {
         let monitor = try LiveChild("/usr/bin/dbus-monitor", ["--session", "--monitor"])
         defer { monitor.finish(timeout: .milliseconds(200)) }
         // It is a monitor once the bus took its unique name back.
         #expect(monitor.waitUntil(timeout: .seconds(10)) { $0.contains { $0.contains("member=NameLost") } })
-        let writer = try LiveChild(KeyringHarness.writer, ["mixed", "it.\(UUID().uuidString)", "counted"])
+        let promptSetting = prompt.map { ["SD_TEST_WRITER_PROMPT_MS": "\($0.components.seconds * 1_000)"] } ?? [:]
+        let writer = try LiveChild(KeyringHarness.writer, ["mixed", app, "counted"], environment: promptSetting)
         defer { writer.finish() }
+        if prompt != nil { try answer() }
         #expect(writer.waitUntil(timeout: .seconds(120)) { $0.contains("restart") }, "\(writer.lines)")
         try Self.mark("restart-begin")
         try restart()
         try Self.mark("restart-end")
         try writer.send("go")
+        if prompt != nil { try answer() }
         #expect(writer.waitUntil(timeout: .seconds(180)) { $0.contains { $0.hasPrefix("done") } }, "\(writer.lines)")
         done = writer.lines.last { $0.hasPrefix("done") } ?? "(not done)"
         try Self.mark("end")
@@ -241,8 +289,10 @@ private struct BusTraffic {
         calls(from: names) { $0.interface == "org.freedesktop.Secret.Prompt" && $0.member == "Prompt" }.count
     }
 
-    func unlockCalls(from names: Set<String>) -> Int {
-        calls(from: names) { $0.interface == "org.freedesktop.Secret.Service" && $0.member == "Unlock" }.count
+    /// `Service.Unlock` calls of `names`; `before`: only those before the restart.
+    func unlockCalls(from names: Set<String>, before: Bool = false) -> Int {
+        calls(from: names) { $0.interface == "org.freedesktop.Secret.Service" && $0.member == "Unlock" }
+            .filter { !before || $0.phase == .before }.count
     }
 
     /// `OpenSession` calls of `names` before the restart and from its start on, and how many of

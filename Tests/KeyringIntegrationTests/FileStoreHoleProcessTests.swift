@@ -33,11 +33,14 @@ extension FileStoreProcesses {
         environment["CREDENTIALS_DIRECTORY"] = "\(home)/credentials"
         environment["SD_TEST_WRITER_FOLDER"] = "\(home)/files"
         environment["STATE_DIRECTORY"] = nil
+        // One such script at a time on this machine (flock): the key quota is the user's, and
+        // .ci/run runs Debian 12's and Debian 13's suites at once.
         let arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", "--", try Self.tool("keyctl"), "session", "-", "/bin/bash",
+            "/tmp/securedictionary-uid-65534.lock", try Self.tool("setpriv"), "--reuid=65534", "--regid=65534",
+            "--clear-groups", "--", try Self.tool("keyctl"), "session", "-", "/bin/bash",
             "-c", "set -u\nw=\(KeyringHarness.writer)\n" + script,
         ]
-        return try ChildProcess.run(try Self.tool("setpriv"), arguments, environment: environment, timeout: .seconds(600))
+        return try ChildProcess.run(try Self.tool("flock"), arguments, environment: environment, timeout: .seconds(600))
     }
 
     /// Issue 35.3. Before: one kernel key per file ever written, so that after about 200

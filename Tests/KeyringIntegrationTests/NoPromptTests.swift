@@ -12,7 +12,7 @@ extension KeyringIntegration {
             defer { try? KeyringHarness.daemon("unlock") }
 
             var error: UnsafeMutablePointer<GError>?
-            let service = try #require(sd_service_open(g_get_monotonic_time() + 10_000_000, nil, &error))
+            let service = try #require(sd_service_open(g_get_monotonic_time() + 10_000_000, 1, nil, &error))
             defer { g_object_unref(service) }
             let alias = try #require(secret_service_read_alias_dbus_path_sync(service, "default", nil, &error))
             defer { g_free(alias) }

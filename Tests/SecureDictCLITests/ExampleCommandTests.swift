@@ -35,3 +35,42 @@ extension SecureDictUsage {
         #expect(packages == ["libsecret-1-dev", "pkg-config", "gnome-keyring", "dbus", "libglib2.0-bin"], "\(log)")
     }
 }
+
+/// The README's sample output of `scripts/run-example` is what the example prints (issue 36:
+/// it was not): the example, run twice against this keyring, prints the sample's lines, the
+/// date aside, and the sample's first line is the one `scripts/run-example` prints without a
+/// keyring in the session.
+extension SecureDictCLI {
+    @Test func theREADMEsSampleOutputIsWhatTheExamplePrints() throws {
+        let root = PrivateKeyring.packageRoot
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "```\n$ scripts/run-example\n"))
+        let block = readme[start.lowerBound...].dropFirst(4).prefix { $0 != "`" }
+        let runs = block.components(separatedBy: "$ scripts/run-example\n").dropFirst().map {
+            $0.split(separator: "\n").map(String.init)
+        }
+        try #require(runs.count == 2, "\(block)")
+
+        let script = try String(contentsOf: root.appendingPathComponent("scripts/run-example"), encoding: .utf8)
+        let privateKeyring = "No Secret Service in this session: using a private keyring kept in "
+        #expect(script.contains("echo \"\(privateKeyring)$keep.\""))
+        let example = PrivateKeyring.builtProduct("remember-token")
+        #expect(try CLIHarness.run(example, ["--reset"]).status == 0)
+        for (number, run) in runs.enumerated() {
+            #expect(run.first?.hasPrefix(privateKeyring) == true, "run \(number + 1): \(run)")
+            let printed = try CLIHarness.run(example, [])
+            #expect(printed.status == 0, "\(printed)")
+            let lines = printed.text.split(separator: "\n").map(String.init)
+            #expect(lines.map(Self.undated) == run.dropFirst().map(Self.undated), "run \(number + 1)")
+        }
+        #expect(try CLIHarness.run(example, ["--reset"]).status == 0)
+    }
+
+    /// The line without what depends on the day: "stored on DATE (".
+    private static func undated(_ line: String) -> String {
+        guard let on = line.range(of: "stored on "), let end = line.range(of: " (", range: on.upperBound..<line.endIndex) else {
+            return line
+        }
+        return line.replacingCharacters(in: on.upperBound..<end.lowerBound, with: "DATE")
+    }
+}

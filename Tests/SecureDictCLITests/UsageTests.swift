@@ -4,7 +4,7 @@ import Testing
 
 /// Help and usage errors: argument parsing only, no keyring call, so no keyring needed.
 @Suite struct SecureDictUsage {
-    static let subcommands = ["list", "read", "write", "delete", "export", "import", "adopt", "export-items", "doctor"]
+    static let subcommands = ["list", "read", "write", "delete", "exec", "export", "import", "adopt", "export-items", "doctor"]
 
     @Test func rootHelpExplainsTheToolTheJSONFormAndTheExitCodes() throws {
         let help = try CLIHarness.cli(["--help"])
@@ -85,7 +85,7 @@ import Testing
         #expect(bare.status == 64, "\(bare)")
         #expect(bare.stdout.isEmpty, "\(bare)")
         #expect(bare.stderr.hasPrefix("Error: a subcommand is required\nUsage: secure-dict <subcommand>"), "\(bare)")
-        #expect(bare.stderr.contains("list, read, write, delete, export, import, adopt, export-items, doctor"), "\(bare)")
+        #expect(bare.stderr.contains("list, read, write, delete, exec, export, import, adopt, export-items, doctor"), "\(bare)")
         #expect(bare.stderr.split(separator: "\n").count <= 5, "\(bare)")
     }
 

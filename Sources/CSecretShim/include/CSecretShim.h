@@ -13,15 +13,17 @@
 
 /* ---- service.c: the Secret Service connection ---------------------------------- */
 
-/* Opens a new, unshared connection to the Secret Service with a negotiated transport
-   session. The service is of a subclass whose prompt functions fail at once with
+/* Opens a new, unshared connection to the Secret Service (a service object over the
+   process's one session bus connection) with a negotiated transport session, or, without
+   open_session, none (enough for calls that move no secret: search, unlock, properties;
+   a provider's dialog for this process then costs no second session). The service is of a subclass whose prompt functions fail at once with
    SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown and nothing waits for one;
    only while confirmations are allowed (below) does it run a prompt.
    The bus connection is set not to exit the process when it closes (GLib's default for
    the shared session bus). libsecret waits for a new bus connection's handshake without
    end: the connection is made ready first, and when it is not by deadline_us
    (g_get_monotonic_time()'s clock) the open fails with G_IO_ERROR_TIMED_OUT. */
-SecretService *sd_service_open(gint64 deadline_us, GCancellable *cancellable, GError **error);
+SecretService *sd_service_open(gint64 deadline_us, gboolean open_session, GCancellable *cancellable, GError **error);
 
 /* While allowed, a prompt the service returns is run (Prompt.Prompt, then its Completed
    signal): KeePassXC returns one from every CreateItem and Item.Delete, which completes at

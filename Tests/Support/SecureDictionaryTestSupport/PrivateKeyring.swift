@@ -59,11 +59,13 @@ public enum PrivateKeyring {
             packageRoot.appendingPathComponent("scripts/keyring-daemon").path, [command], environment: environment)
     }
 
-    /// `scripts/prompter COMMAND ARGUMENTS…`: drives the unlock dialog like a user
+    /// `scripts/prompter COMMAND ARGUMENTS…`: drives the provider's dialog like a user
     /// (needs ``hasPrompter``). `wait-shown [SECONDS]` (its window id on stdout), `wait-gone
-    /// [SECONDS]`, `visible` (status 0 or 1), `type-password`, `type TEXT` (a wrong password),
-    /// `cancel` (Escape), `screenshot FILE` (.png or XWD). Never `Prompt.Dismiss` a shown
-    /// unlock prompt instead of `cancel`: it crashes gnome-keyring-daemon 42.1.
+    /// [SECONDS]`, `visible` (status 0 or 1); gnome-keyring's unlock dialog: `type-password`,
+    /// `type TEXT` (a wrong password), `cancel` (Escape); KeePassXC's access dialog:
+    /// `keepassxc-allow`, `keepassxc-deny`; `screenshot FILE` (.png or XWD). Never
+    /// `Prompt.Dismiss` a shown unlock prompt instead of `cancel`: it crashes
+    /// gnome-keyring-daemon 42.1.
     ///
     /// ```swift
     /// guard PrivateKeyring.hasPrompter else { return }
@@ -93,10 +95,15 @@ public enum PrivateKeyring {
 
     /// Restarts the private KeePassXC (kill -9: what it did not save is lost) with its access
     /// confirmation on (`true`: it asks its user before a client reads an item the first
-    /// time, its own default) or off. A clean stop could take 12 s once a client that still
-    /// runs was refused access.
-    public static func restartKeePassXC(confirmingAccess: Bool) throws -> [ChildProcess.Output] {
-        [try daemon("restart", environment: ["SD_KEEPASSXC_CONFIRM_ACCESS": confirmingAccess ? "1" : "0"])]
+    /// time, its own default) or off; `onDisplay`: on the session's virtual X server (needs
+    /// ``hasPrompter``), so that its access dialog is a window ``prompter(_:_:)`` answers
+    /// (`keepassxc-allow`, `keepassxc-deny`). A clean stop could take 12 s once a client that
+    /// still runs was refused access.
+    public static func restartKeePassXC(confirmingAccess: Bool, onDisplay: Bool = false) throws -> [ChildProcess.Output] {
+        let environment = [
+            "SD_KEEPASSXC_CONFIRM_ACCESS": confirmingAccess ? "1" : "0", "SD_KEEPASSXC_DISPLAY": onDisplay ? "1" : "0",
+        ]
+        return [try daemon("restart", environment: environment)]
     }
 
     /// `scripts/keyring-fixture.py …`: raw access to items over D-Bus, bypassing

@@ -40,8 +40,9 @@
 // cached; default 900), scrypt N = 2^SD_TEST_WRITER_SCRYPT_LOG2N (default 17);
 // "automatic": AutomaticStore, with the file store SD_TEST_WRITER_FILE_STORE
 // ("credential" or "passphrase", as above; unset: none). SD_TEST_WRITER_TIMEOUT_MS sets the
-// timeout of set, get and move. SD_TEST_WRITER_HARDEN=1: SecureDictionary.hardenProcess()
-// first, its result on standard error.
+// timeout of set, get and move. SD_TEST_WRITER_PROMPT_MS opts in to the keyring's dialogs
+// (`unlock: .prompt(timeout:)`, waiting that long for the user). SD_TEST_WRITER_HARDEN=1:
+// SecureDictionary.hardenProcess() first, its result on standard error.
 import Foundation
 import SecureDictionary
 import SecureDictionaryFileStore
@@ -94,10 +95,14 @@ func milliseconds(since start: ContinuousClock.Instant) -> Int64 {
     return elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000
 }
 
-/// The options of every command; SD_TEST_WRITER_TIMEOUT_MS replaces the default timeout.
+/// The options of every command; SD_TEST_WRITER_TIMEOUT_MS replaces the default timeout,
+/// SD_TEST_WRITER_PROMPT_MS allows the keyring's dialogs.
 func options(timeout: Duration? = nil) -> SecureDictionary.Options {
-    let given = ProcessInfo.processInfo.environment["SD_TEST_WRITER_TIMEOUT_MS"].flatMap(Int.init).map(Duration.milliseconds)
-    return SecureDictionary.Options(timeout: timeout ?? given ?? .seconds(3), store: store)
+    let given = environment["SD_TEST_WRITER_TIMEOUT_MS"].flatMap(Int.init).map(Duration.milliseconds)
+    let unlock = environment["SD_TEST_WRITER_PROMPT_MS"].flatMap(Int.init).map { milliseconds in
+        SecureDictionary.Options.UnlockPolicy.prompt(timeout: .milliseconds(milliseconds))
+    }
+    return SecureDictionary.Options(timeout: timeout ?? given ?? .seconds(3), unlock: unlock ?? .never, store: store)
 }
 
 /// For `hygiene`: everything that touches the file stores' secrets, in a frame of its own.

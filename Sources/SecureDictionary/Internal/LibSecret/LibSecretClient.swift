@@ -8,20 +8,30 @@ import CSecretShim
 /// The operations SecureDictionary makes on the Secret Service, each against the collection
 /// behind an alias.
 struct LibSecretClient: Sendable {
-    let lane = DeadlineLane(label: "SecureDictionary.keyring") { LibSecretConnection() }
+    let lane: DeadlineLane<LibSecretConnection>
     #if ENABLE_TESTING_HOOKS
         /// Writes to mangle on their way out.
         let fault: ManglingFault?
         /// Runs between a write that is read back and its read-back.
         let beforeReadBack: (@Sendable () -> Void)?
 
-        init(fault: ManglingFault? = nil, beforeReadBack: (@Sendable () -> Void)? = nil) {
+        init(fault: ManglingFault? = nil, beforeReadBack: (@Sendable () -> Void)? = nil, opensSession: Bool = true) {
             self.fault = fault
             self.beforeReadBack = beforeReadBack
+            lane = DeadlineLane(label: "SecureDictionary.keyring") { LibSecretConnection(opensSession: opensSession) }
         }
     #else
-        init() {}
+        init(opensSession: Bool = true) {
+            lane = DeadlineLane(label: "SecureDictionary.keyring") { LibSecretConnection(opensSession: opensSession) }
+        }
     #endif
+
+    /// A client of its own for a provider's dialog (``unlockInteractively(_:timeout:)``,
+    /// ``confirmAccessInteractively(to:timeout:)``): the user may take a minute, and the
+    /// store's calls go on meanwhile. It opens no transport session (its calls move no
+    /// secret); its service object shares the process's one bus connection, so the provider
+    /// knows it as the same client (KeePassXC remembers an access confirmation per connection).
+    static func forDialogs() -> LibSecretClient { LibSecretClient(opensSession: false) }
 
     /// Runs `operation` on the lane with a deadline, on a fresh connection once more when the
     /// connection turns out to be dead (the daemon restarted) or its session unfit, up to
@@ -154,37 +164,6 @@ struct LibSecretClient: Sendable {
         }
     }
 
-    /// Shows the provider's unlock dialog for the collection behind `alias`, when it is
-    /// locked, and waits for the user up to `timeout`. At `timeout` the prompt is dismissed
-    /// where ``ProviderTraits/dismissesPrompts``; elsewhere the dialog stays until answered.
-    ///
-    /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
-    ///   ``SecureDictionaryError/locked`` when nobody answered in time.
-    func unlockInteractively(_ alias: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) {
-        do {
-            try perform(timeout: timeout) { call throws(SecureDictionaryError) in
-                let collection = try SecretServiceCalls.collectionPath(call, alias)
-                guard try SecretServiceCalls.isLocked(call, collection: collection) else { return }
-                let provider = call.connection.provider(call.cancellable)
-                // Without the process that shows the dialog, the provider would report a
-                // dismissal at once, as if the user had cancelled: it is `locked` instead.
-                if let prompter = provider.unlockDialogBusName, try !SecretServiceCalls.isAvailable(call, busName: prompter) {
-                    ErrorContext.recordUnlockDialogUnavailable()
-                    throw .locked
-                }
-                SecretServiceCalls.setDismissesPrompts(call, provider.dismissesPrompts)
-                let unlocked = try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) -> Int in
-                    try SecretServiceCalls.unlock(call, paths: [collection])
-                }
-                if unlocked == 0 { throw .unlockDismissed }
-            }
-        } catch .confirmationDenied {
-            throw .unlockDismissed  // the prompt completed as dismissed: the user said no
-        } catch .confirmationRequired {
-            throw .locked  // nobody answered in time
-        }
-    }
-
     /// Opens the service and describes it and the collection behind `alias` (no prompt, no change).
     func diagnose(_ alias: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) -> SecretServiceDiagnosis {
         let deadline = Deadline(after: timeout)
@@ -255,9 +234,10 @@ struct LibSecretClient: Sendable {
     /// Throws ``SecureDictionaryError/confirmationRequired`` when `locked` items of an
     /// unlocked collection mean that the provider wants its user to confirm this client's
     /// access (``ProviderTraits/lockedItemsMeanConfirmation``). `Service.Unlock` on them would
-    /// open a dialog that waits for the user: not opened, since a call's deadline is too short
-    /// for a person and KeePassXC 2.7.4 does not close that dialog when the prompt is
-    /// dismissed (it then took 12 s to exit on SIGTERM instead of 0.2 s).
+    /// open a dialog that waits for the user: not opened here, since a call's deadline is too
+    /// short for a person and KeePassXC 2.7.4 does not close that dialog when the prompt is
+    /// dismissed (it then took 12 s to exit on SIGTERM instead of 0.2 s); only where the
+    /// caller opted in (``confirmAccessInteractively(to:timeout:)``).
     private static func refuseUnconfirmedAccess(_ call: Call, _ locked: [String], in collection: String)
         throws(SecureDictionaryError)
     {

@@ -35,11 +35,18 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     var sessionVerified = false
     /// How many times a session is offered before the provider counts as refusing them.
     static let sessionAttempts = 3
+    /// Whether the service is opened with a transport session: not for a client that only
+    /// asks for the provider's dialogs (``LibSecretClient/forDialogs()``), whose calls move no
+    /// secret, so that showing one costs no second session.
+    private let opensSession: Bool
+
+    init(opensSession: Bool = true) { self.opensSession = opensSession }
 
     deinit { close() }
 
-    /// The open service, opening it (with an encrypted transport session) when needed; a
-    /// session bus that does not answer by `deadline` is ``SecureDictionaryError/timedOut``.
+    /// The open service, opening it (with an encrypted transport session, unless
+    /// ``opensSession`` is off) when needed; a session bus that does not answer by `deadline`
+    /// is ``SecureDictionaryError/timedOut``.
     ///
     /// Calls `sd_service_open` → `secret_service_open_sync` with the no-prompt subclass.
     func openService(_ cancellable: Cancellable, until deadline: MonotonicDeadline) throws(SecureDictionaryError)
@@ -49,7 +56,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         var opened: UnsafeMutablePointer<SecretService>?
         for attempt in 1...Self.sessionAttempts {
             var error: UnsafeMutablePointer<GError>?
-            opened = sd_service_open(deadline.microseconds, cancellable.pointer, &error)
+            opened = sd_service_open(deadline.microseconds, opensSession ? 1 : 0, cancellable.pointer, &error)
             if opened != nil { break }
             // KWallet 5 rejects about one public key in 200 as "invalid" (it mishandles a key
             // with leading zero bytes); a new session brings a new key.
@@ -61,7 +68,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         }
         guard let opened else { throw .serviceUnavailable(reason: "the Secret Service could not be opened") }
         let algorithms = secret_service_get_session_algorithms(opened).map { String(cString: $0) } ?? "plain"
-        if algorithms == "plain" {
+        if opensSession && algorithms == "plain" {
             g_object_unref(opened)
             throw .serviceUnavailable(reason: "the Secret Service offered no encrypted transport session")
         }

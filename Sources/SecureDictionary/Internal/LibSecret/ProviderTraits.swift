@@ -31,7 +31,9 @@ struct ProviderTraits: Sendable, Equatable {
     let readsSecretWithSearch: Bool
     /// Items reported locked in an unlocked collection mean that the provider wants its user
     /// to confirm this client's access (KeePassXC's "Confirm when passwords are retrieved by
-    /// clients"), which is ``SecureDictionaryError/confirmationRequired``, not `locked`.
+    /// clients"), which is ``SecureDictionaryError/confirmationRequired``, not `locked`; where
+    /// the caller opted in to dialogs, `Service.Unlock` of those items shows the provider's
+    /// access dialog (``LibSecretClient/confirmAccessInteractively(to:timeout:)``).
     let lockedItemsMeanConfirmation: Bool
     /// A prompt the caller stops waiting for is dismissed (`Prompt.Dismiss`). Not on
     /// gnome-keyring: its daemon (42.1) aborts when a shown unlock prompt is dismissed

@@ -142,10 +142,10 @@ final class ItemState: Sendable {
         var checked = false
         do {
             return try mutateOnce(context, checked: &checked, body)
-        } catch .store(.locked) where !checked && context.unlock != .never {
-            // Locked at the check, before `body` ran: unlock, then start again (with a new
-            // deadline, since the user may have taken a minute).
-            try MutationFailure<E>.store { () throws(SecureDictionaryError) in try unlockInteractively(context) }
+        } catch .store(let error) where !checked && context.unlock != .never && error.asksTheUser {
+            // Locked or awaiting confirmation at the check, before `body` ran: the dialog, then
+            // start again (with a new deadline, since the user may have taken a minute).
+            try MutationFailure<E>.store { () throws(SecureDictionaryError) in try askTheUser(after: error, context) }
             return try mutateOnce(context, checked: &checked, body)
         }
     }

@@ -1,0 +1,70 @@
+// The provider's dialogs, shown only where the caller opted in (`Options.unlock`
+// `.prompt(timeout:)`): the unlock dialog of a locked collection, and KeePassXC's access
+// confirmation. Each runs on a client of its own (``LibSecretClient/forDialogs()``).
+
+extension LibSecretClient {
+    /// Shows the provider's unlock dialog for the collection behind `alias`, when it is
+    /// locked, and waits for the user up to `timeout`. At `timeout` the prompt is dismissed
+    /// where ``ProviderTraits/dismissesPrompts``; elsewhere the dialog stays until answered.
+    ///
+    /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
+    ///   ``SecureDictionaryError/locked`` when nobody answered in time.
+    func unlockInteractively(_ alias: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) {
+        do {
+            try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+                let collection = try SecretServiceCalls.collectionPath(call, alias)
+                guard try SecretServiceCalls.isLocked(call, collection: collection) else { return }
+                let provider = call.connection.provider(call.cancellable)
+                // Without the process that shows the dialog, the provider would report a
+                // dismissal at once, as if the user had cancelled: it is `locked` instead.
+                if let prompter = provider.unlockDialogBusName, try !SecretServiceCalls.isAvailable(call, busName: prompter) {
+                    ErrorContext.recordUnlockDialogUnavailable()
+                    throw .locked
+                }
+                SecretServiceCalls.setDismissesPrompts(call, provider.dismissesPrompts)
+                let unlocked = try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) -> Int in
+                    try SecretServiceCalls.unlock(call, paths: [collection])
+                }
+                if unlocked == 0 { throw .unlockDismissed }
+            }
+        } catch .confirmationDenied {
+            throw .unlockDismissed  // the prompt completed as dismissed: the user said no
+        } catch .confirmationRequired {
+            throw .locked  // nobody answered in time
+        }
+    }
+
+    /// Shows the provider's access dialog for the items of `item`'s application that this
+    /// process may not read yet, where locked items of an unlocked collection mean that the
+    /// provider asks its user first (``ProviderTraits/lockedItemsMeanConfirmation``: KeePassXC's
+    /// "Confirm when passwords are retrieved by clients"), and waits for the user up to
+    /// `timeout`. One `Service.Unlock` of those items and its prompt: KeePassXC lists them in
+    /// one dialog and remembers the answer for this process's bus connection until either
+    /// exits, so a process is asked once per KeePassXC run, not once per item or call.
+    ///
+    /// - Throws: ``SecureDictionaryError/confirmationDenied`` when the user did not allow
+    ///   `item`, ``SecureDictionaryError/confirmationRequired`` when nobody answered in time
+    ///   (the dialog is dismissed where ``ProviderTraits/dismissesPrompts``).
+    func confirmAccessInteractively(to item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+            let collection = try SecretServiceCalls.collectionPath(call, item.collection)
+            let provider = call.connection.provider(call.cancellable)
+            guard provider.lockedItemsMeanConfirmation else { return }
+            let application = ["xdg:schema": KeyringItem.schemaName, "application": item.applicationID]
+            let unconfirmed = try SecretServiceCalls.search(call, attributes: application, in: collection).locked
+            guard !unconfirmed.isEmpty else { return }  // allowed meanwhile
+            SecretServiceCalls.setDismissesPrompts(call, provider.dismissesPrompts)
+            do throws(SecureDictionaryError) {
+                _ = try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) -> Int in
+                    try SecretServiceCalls.unlock(call, paths: unconfirmed)
+                }
+            } catch .confirmationDenied {
+                // KeePassXC completes the prompt as dismissed when any item listed was not
+                // allowed: what counts is `item`.
+                if try !SecretServiceCalls.search(call, attributes: item.attributes, in: collection).locked.isEmpty {
+                    throw .confirmationDenied
+                }
+            }
+        }
+    }
+}
