@@ -52,14 +52,8 @@ extension SecureDictionary {
         refreshingIf isStale: (Entries) throws -> Bool,
         refresh: (inout Entries) throws -> Void
     ) throws -> Value? {
-        var current = Entries(stored: try state.generation(options.context))
+        let current = Entries(stored: try state.generation(options.context))
         if try !isStale(current) { return current[key] }
-        if true {
-            try refresh(&current)
-            let changed = current
-            try update { entries in for (k, v) in changed.dictionary { entries[k] = v } }
-            return self[key]
-        }
         let deadline = Deadline(after: lockWait)
         guard state.refreshGate.enterWaiting(until: deadline) else { throw RefreshGate.heldHere }
         defer { state.refreshGate.leave() }
@@ -71,14 +65,15 @@ extension SecureDictionary {
         return try held.commit(entries).value(forKey: key)
     }
 
-    /// The item's locks, held with the stored item checked; when the keyring is locked and
-    /// ``Options/unlock`` allows its dialog, after the dialog (then with a new `lockWait`).
+    /// The item's locks, held with the stored item checked; when the keyring is locked or
+    /// asks to confirm the access and ``Options/unlock`` allows its dialog, after the dialog
+    /// (then with a new `lockWait`).
     fileprivate func holdLocks(until deadline: Deadline, lockWait: Duration) throws(SecureDictionaryError) -> HeldWrite {
         let context = options.context
         do {
             return try HeldWrite(state, context, until: deadline)
-        } catch .locked {
-            try state.unlockInteractively(context)
+        } catch let error where error.asksTheUser && context.unlock != .never {
+            try state.askTheUser(after: error, context)
             return try HeldWrite(state, context, until: Deadline(after: lockWait))
         }
     }
@@ -121,13 +116,6 @@ extension SecureDictionary.Async {
             SecureDictionary.Entries(stored: try state.generation(context))
         }
         if try !isStale(current) { return current[key] }
-        if true {
-            var mine = current
-            try await refresh(&mine)
-            let changed = mine
-            try await dictionary.update { entries in for (k, v) in changed.dictionary { entries[k] = v } }
-            return dictionary[key]
-        }
         let deadline = Deadline(after: lockWait)
         switch await state.refreshGate.enter(until: deadline) {
         case .entered: break
