@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Logging
+import Synchronization
 import Testing
 
 @testable import SecureDictionary
@@ -289,13 +289,17 @@ extension TokenRefreshTests {
         let tokens = try expired()
         let holder = HeldRefresh()
         defer { holder.finish.fire() }  // also when the test stops early
-        let refreshing = Task { try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale, refresh: holder.refresh) }
+        let refreshing = Task {
+            try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale, refresh: holder.refresh)
+        }
         await holder.started.arrival()
-        await #expect(performing: {
-            try await tokens.async.value(forKey: "accessToken", lockWait: .milliseconds(100), refreshingIf: Self.isStale) { _ in
-                Issue.record("a waiter refreshed")
-            }
-        }, throws: Self.isLockHeldByThisProcess)
+        await #expect(
+            performing: {
+                try await tokens.async.value(forKey: "accessToken", lockWait: .milliseconds(100), refreshingIf: Self.isStale) {
+                    _ in
+                    Issue.record("a waiter refreshed")
+                }
+            }, throws: Self.isLockHeldByThisProcess)
         // The sync form waits and gives up the same way.
         let syncOutcome = await withCheckedContinuation { (done: CheckedContinuation<(any Error)?, Never>) in
             Thread {
@@ -317,7 +321,9 @@ extension TokenRefreshTests {
         let tokens = try expired()
         let holder = HeldRefresh()
         defer { holder.finish.fire() }  // also when the test stops early
-        let refreshing = Task { try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale, refresh: holder.refresh) }
+        let refreshing = Task {
+            try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale, refresh: holder.refresh)
+        }
         await holder.started.arrival()
         let cancelled = Task { try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale) { _ in } }
         let next = Task {
@@ -340,7 +346,9 @@ extension TokenRefreshTests {
         let tokens = try expired()
         let holder = HeldRefresh()
         defer { holder.finish.fire() }  // also when the test stops early
-        let refreshing = Task { try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale, refresh: holder.refresh) }
+        let refreshing = Task {
+            try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale, refresh: holder.refresh)
+        }
         await holder.started.arrival()
         let waiters = (0..<64).map { _ in
             Task { try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale) { _ in } }
