@@ -19,7 +19,8 @@ import Synchronization
 ///   ``StoredDigest/unknown``, so the next throwing read or write reloads instead of trusting
 ///   either version. Test: `FaultPositionTests` (a fault at every store call).
 /// - **One deadline per call.** Waiting for `serial`, for the writer lock and each keyring
-///   call get what is left of it. Test: `threadsQueuedBehindAStuckWriteFailAtTheirOwnDeadline`.
+///   call get what is left of it (a token refresh waits for the locks until a bound of its
+///   own, see ``HeldWrite``). Test: `threadsQueuedBehindAStuckWriteFailAtTheirOwnDeadline`.
 /// - **The writer lock makes the check safe among this library's writers.** A check and its
 ///   write are two keyring calls, so two writers whose checks both come before either write
 ///   build on one stored version, and the later write drops the other's change (two writers
@@ -27,9 +28,10 @@ import Synchronization
 ///   the check to the write's answer (and `serial`, one load or mutation at a time in this
 ///   process) makes every writer that takes it check after the previous write landed: none
 ///   loses another's change. A ``HeldWrite`` (a token refresh) holds both across the
-///   caller's await, and checks again before its write. A writer that does not take it (another tool, a process whose
-///   bus refuses the name) can only slip in between a check and its write: one keyring
-///   round trip (measured by `scripts/reliability`). Tests: `concurrentProcessesLoseNothing`,
+///   caller's await, and checks again before its write. A writer that does not take it
+///   (another tool, a process whose bus refuses the name) can only slip in between a check
+///   and its write: one keyring round trip (measured by `scripts/reliability`). Tests:
+///   `concurrentProcessesLoseNothing`, `anOutsideWriteDuringTheRefreshIsKept`,
 ///   `anotherToolHoldingTheDocumentedNameHoldsOffWritersThroughEveryAlias`, and
 ///   Reliability's lost-updates rows.
 /// - **Loaded before use, never unloaded.** An instance exists only once its init loaded
