@@ -317,6 +317,13 @@ extension TokenRefreshTests {
         #expect(tokens.state.refreshGate.waiting == 0)
     }
 
+    /// A wait for a refresh of this process says so, and names the fix: not "another process".
+    @Test func aWaitForThisProcesssOwnRefreshSaysSoAndNamesTheFix() {
+        let text = RefreshGate.heldHere.description
+        #expect(text.hasPrefix("This process ("), "\(text)")
+        #expect(text.contains("timeout shorter than lockWait"), "\(text)")
+    }
+
     @Test(.timeLimit(.minutes(1))) func aCancelledWaiterLeavesTheQueueAndTheNextOneGetsTheFreshToken() async throws {
         let tokens = try expired()
         let holder = HeldRefresh()
