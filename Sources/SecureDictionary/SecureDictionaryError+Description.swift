@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension SecureDictionaryError: CustomStringConvertible {
     /// What happened, in one short sentence, then the one fix for this provider and this
     /// environment (desktop, SSH, headless). Never a key or a value.
@@ -25,6 +29,9 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .typeMismatch(let expected, let found): "A stored value has the wrong type: expected \(expected), found \(found)."
         case .invalidName(let reason): "Invalid name: \(reason)."
         case .ambiguous(let count): "\(count) keyring items match this dictionary: remove the extra ones."
+        case .lockHeld(let pid?, let command) where pid == Int(getpid()):
+            "This process (\(Self.name(pid: pid, command: command))) held this dictionary's writer lock until the "
+                + "deadline, refreshing: give the refresh's network call a timeout shorter than lockWait."
         case .lockHeld(let pid, let command):
             "Another process (\(Self.name(pid: pid, command: command))) held this dictionary's writer lock until the "
                 + "deadline: check that process, which may be stopped or hung while writing."

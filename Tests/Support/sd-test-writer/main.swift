@@ -30,6 +30,9 @@
 //   sd-test-writer plant APP FILE...           each binary plist FILE becomes the dictionary named FILE's name
 //   sd-test-writer mixed APP NAME              100 mixed operations, stopping for a daemon restart
 //                                              (MixedOperations.swift): the process ConnectionCount counts
+//   sd-test-writer refresh APP NAME PORT CALLS PACE_MS LOCKWAIT_MS MARGIN_MS sync|async
+//                                              token refreshes against scripts/token-server.py
+//                                              (TokenRefresh.swift): the processes TokenRefresh runs
 //
 // SD_TEST_WRITER_STORE picks the store: the Secret Service by default; "portal":
 // SecretPortalStore.shared (the Secret portal's encrypted files); "credential": an
@@ -306,6 +309,8 @@ do {
         try MemoryScan.plant(app: arguments[1], files: Array(arguments.dropFirst(2)), options: options(timeout: .seconds(20)))
     case "mixed" where arguments.count == 3:
         try MixedOperations.run(app: arguments[1], name: arguments[2], options: options(timeout: .seconds(20)))
+    case "refresh" where arguments.count == 9:
+        try TokenRefresh.run(Array(arguments.dropFirst()), options: options())
     case "hold" where arguments.count == 3:
         // Takes the item's writer lock and keeps it: prints "holding PID", then sleeps inside
         // update { } until killed. For the test that stops a lock holder.
@@ -320,7 +325,8 @@ do {
         fail(
             "usage: write APP NAME PREFIX COUNT INCREMENTS | set APP NAME KEY VALUE | probe APP NAME TIMEOUT_MS | "
                 + "spread APP COUNT FOLDERS | get APP NAME KEY | move APP NAME | move-up APP NAME | move-down APP NAME | hold APP NAME | unlock | forget | "
-                + "change-passphrase | diagnose | choice | open-when-unlocked APP NAME | pound APP NAME THREADS | mixed APP NAME"
+                + "change-passphrase | diagnose | choice | open-when-unlocked APP NAME | pound APP NAME THREADS | mixed APP NAME | "
+                + "refresh APP NAME PORT CALLS PACE_MS LOCKWAIT_MS MARGIN_MS sync|async"
         )
     }
 } catch {

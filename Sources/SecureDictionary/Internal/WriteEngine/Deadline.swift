@@ -29,3 +29,10 @@ package struct Deadline: Sendable {
         return left
     }
 }
+
+extension Duration {
+    /// Whole microseconds, for trace metadata.
+    var microseconds: Int64 {
+        components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
+    }
+}

@@ -19,16 +19,19 @@ import Synchronization
 ///   ``StoredDigest/unknown``, so the next throwing read or write reloads instead of trusting
 ///   either version. Test: `FaultPositionTests` (a fault at every store call).
 /// - **One deadline per call.** Waiting for `serial`, for the writer lock and each keyring
-///   call get what is left of it. Test: `threadsQueuedBehindAStuckWriteFailAtTheirOwnDeadline`.
+///   call get what is left of it (a token refresh waits for the locks until a bound of its
+///   own, see ``HeldWrite``). Test: `threadsQueuedBehindAStuckWriteFailAtTheirOwnDeadline`.
 /// - **The writer lock makes the check safe among this library's writers.** A check and its
 ///   write are two keyring calls, so two writers whose checks both come before either write
 ///   build on one stored version, and the later write drops the other's change (two writers
 ///   under two locks lost 187 of 400 writes). Holding the item's ``ItemWriterLock`` from
 ///   the check to the write's answer (and `serial`, one load or mutation at a time in this
 ///   process) makes every writer that takes it check after the previous write landed: none
-///   loses another's change. A writer that does not take it (another tool, a process whose
-///   bus refuses the name) can only slip in between a check and its write: one keyring
-///   round trip (measured by `scripts/reliability`). Tests: `concurrentProcessesLoseNothing`,
+///   loses another's change. A ``HeldWrite`` (a token refresh) holds both across the
+///   caller's await, and checks again before its write. A writer that does not take it
+///   (another tool, a process whose bus refuses the name) can only slip in between a check
+///   and its write: one keyring round trip (measured by `scripts/reliability`). Tests:
+///   `concurrentProcessesLoseNothing`, `anOutsideWriteDuringTheRefreshIsKept`,
 ///   `anotherToolHoldingTheDocumentedNameHoldsOffWritersThroughEveryAlias`, and
 ///   Reliability's lost-updates rows.
 /// - **Loaded before use, never unloaded.** An instance exists only once its init loaded
@@ -69,6 +72,8 @@ final class ItemState: Sendable {
     private let cache = Mutex(Cache.unloaded)
     /// Observation state (see ItemState+Observation.swift).
     let observers = Mutex(Observers())
+    /// One refresh at a time in this process (see SecureDictionary+Refresh.swift).
+    let refreshGate = RefreshGate()
 
     init(item: KeyringItem, store: any KeyringStore, logger: Logger) {
         self.item = item
@@ -154,33 +159,65 @@ final class ItemState: Sendable {
     ) throws(MutationFailure<E>) -> R {
         let started = ContinuousClock.now
         let deadline = Deadline(after: context.timeout)
-        guard serial.lock(until: deadline) else { throw .store(.timedOut) }
-        defer { serial.unlock() }
-
-        // The stored item, read holding the writer lock; validated (and cached) if someone else wrote.
+        // The stored item, read holding both locks; validated (and cached) if someone else wrote.
         let (locked, check) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
-            try lockedCheck(context, deadline)
+            try lock(context, until: deadline, checkingBy: deadline)
         }
-        defer { if locked { writerLock?.release() } }
+        defer { unlock(writerLockHeld: locked) }
         checked = true
-        let waited = check.started - started  // for other threads and processes
 
         // `body` changes an overlay of the stored generation; the write copies the rest.
         var entries = SecureDictionary.Entries(stored: check.generation)
         let result: R
         do throws(E) { result = try body(&entries) } catch { throw .body(error) }
-        let written = try MutationFailure<E>.store { [entries] () throws(SecureDictionaryError) in
-            try Generation.writing(entries.overlay, onto: entries.stored, limits: context.limits, logger: context.logger)
+        _ = try MutationFailure<E>.store { [entries] () throws(SecureDictionaryError) in
+            try write(entries.overlay, onto: check, context, deadline, waited: check.started - started)
         }
+        return result
+    }
+
+    /// Takes `serial`, then the writer lock when the store has one, waiting for them until
+    /// `lockDeadline`, and checks the stored item under them by `checkDeadline` (made once
+    /// they are held): the first half of a mutation (``HeldWrite`` holds them across a
+    /// caller's await). Pair with ``unlock(writerLockHeld:)``; on a throw nothing is held.
+    func lock(
+        _ context: OperationContext, until lockDeadline: Deadline, checkingBy checkDeadline: @autoclosure () -> Deadline
+    ) throws(SecureDictionaryError) -> (writerLockHeld: Bool, check: Check) {
+        guard serial.lock(until: lockDeadline) else { throw .timedOut }
+        var held = false
+        do throws(SecureDictionaryError) {
+            held = try writerLock?.acquire(until: lockDeadline) ?? false
+            return (held, try check(context, checkDeadline()))
+        } catch {
+            unlock(writerLockHeld: held)
+            throw error
+        }
+    }
+
+    /// Gives back what ``lock(_:until:checkingBy:)`` took: the writer lock, then `serial`.
+    func unlock(writerLockHeld: Bool) {
+        if writerLockHeld { writerLock?.release() }
+        serial.unlock()
+    }
+
+    /// The second half of a mutation, holding both locks: `overlay` applied onto the
+    /// generation `check` read, encoded, written (unless the keyring holds exactly that
+    /// already) and published. Returns the generation now stored. `waited` is the time spent
+    /// waiting for other threads and processes, for the trace.
+    @discardableResult
+    func write(
+        _ overlay: Overlay, onto check: Check, _ context: OperationContext, _ deadline: Deadline, waited: Duration
+    ) throws(SecureDictionaryError) -> Generation {
+        let written = try Generation.writing(overlay, onto: check.generation, limits: context.limits, logger: context.logger)
         let digest = StoredDigest(of: written.bytes)
-        guard digest != check.digest else { return result }  // the keyring holds exactly this already
+        guard digest != check.digest else { return check.generation }  // the keyring holds exactly this already
 
         do throws(SecureDictionaryError) {
             try send(written, timeout: try deadline.remainingForCall())
         } catch {
             if error.leavesWriteOutcomeUnknown { markOutcomeUnknown() }
             context.logger.debug("write failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
-            throw .store(error)
+            throw error
         }
         // From the check's answer to the write's: the most a writer that does not take the
         // lock can slip in between (the residual window, measured by the reliability suite).
@@ -192,7 +229,7 @@ final class ItemState: Sendable {
                 "item": "\(item.name)", "entries": "\(written.count)", "bytes": "\(written.size)",
                 "lock-wait-us": "\(waited.microseconds)", "check-to-write-us": "\(window.microseconds)",
             ])
-        return result
+        return written
     }
 
     /// Deletes the item from the store (under both locks), leaving an empty, loaded cache.
@@ -218,30 +255,17 @@ final class ItemState: Sendable {
 
     /// What a check read: the stored generation (validated only when someone else wrote)
     /// and the digest of the stored blob.
-    private struct Check {
+    struct Check {
         var generation: Generation
         var digest: StoredDigest
         var started: ContinuousClock.Instant
         var finished: ContinuousClock.Instant
     }
 
-    /// Takes the writer lock, when the store has one, and checks the stored item under it.
-    private func lockedCheck(_ context: OperationContext, _ deadline: Deadline) throws(SecureDictionaryError)
-        -> (locked: Bool, check: Check)
-    {
-        let held = try writerLock?.acquire(until: deadline) ?? false
-        do throws(SecureDictionaryError) {
-            return (held, try check(context, deadline))
-        } catch {
-            if held { writerLock?.release() }
-            throw error
-        }
-    }
-
     /// Reads the stored item. Its generation is the cached one when its digest is the
     /// cache's, else a new one holding the stored blob (validated), which then becomes the
     /// cache. Call it holding `serial`.
-    private func check(_ context: OperationContext, _ deadline: Deadline) throws(SecureDictionaryError) -> Check {
+    func check(_ context: OperationContext, _ deadline: Deadline) throws(SecureDictionaryError) -> Check {
         let started = ContinuousClock.now
         guard let stored = try load(timeout: try deadline.remainingForCall()) else {
             setLoaded(.empty, digest: .absent)
@@ -321,12 +345,5 @@ final class ItemState: Sendable {
         cache.withLock { cache in
             if case .loaded(let generation, _) = cache { cache = .loaded(generation, digest: .unknown) }
         }
-    }
-}
-
-extension Duration {
-    /// Whole microseconds, for trace metadata.
-    fileprivate var microseconds: Int64 {
-        components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
     }
 }

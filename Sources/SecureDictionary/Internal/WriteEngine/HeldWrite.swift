@@ -1,0 +1,71 @@
+import Synchronization
+
+/// A mutation whose two halves are apart: the item's locks taken and the stored item checked
+/// (``init(_:_:until:)``), the caller's work (a token refresh that awaits its server), then
+/// the write (``commit(_:)``), the locks held all along.
+///
+/// ```swift
+/// let held = try HeldWrite(state, context, until: Deadline(after: .seconds(30)))
+/// defer { held.release() }
+/// var entries = held.entries
+/// entries["accessToken"] = .string(try fetchNewToken(entries["refreshToken"]))
+/// try held.commit(entries)
+/// ```
+///
+/// Invariants, and why:
+/// - **Checked before the write, again.** ``commit(_:)`` reads the stored item once more and
+///   applies the caller's changes onto what it holds, as every write does (``ItemState``):
+///   the locks keep this library's writers out, but not a tool that does not take the writer
+///   lock, whose change made during the caller's work is kept. Test:
+///   `anOutsideWriteDuringTheRefreshIsKept`.
+/// - **Released exactly once, whatever happens.** ``release()`` may be called any number of
+///   times from any thread; the last reference going releases too, so that an async caller
+///   cancelled while the locks were being taken for it (its result dropped on the private
+///   queue) frees them. Test: `aCallerCancelledWhileTakingTheLocksLeavesThemFree`.
+/// - **Separate bounds.** Waiting for the locks ends at a deadline of its own (another
+///   caller's refresh may take seconds); each keyring call, the check and the write, gets
+///   the options' timeout of its own.
+final class HeldWrite: Sendable {
+    /// The stored entries, as checked once the locks were held.
+    let entries: SecureDictionary.Entries
+    private let state: ItemState
+    private let context: OperationContext
+    private let writerLockHeld: Bool
+    private let waited: Duration
+    private let held = Atomic<Bool>(true)
+
+    /// Takes `state`'s locks, waiting for them until `lockDeadline`, and checks the stored item.
+    ///
+    /// - Throws: ``SecureDictionaryError/lockHeld(pid:command:)`` when another process held
+    ///   the writer lock all along; ``SecureDictionaryError/timedOut`` when a thread of this
+    ///   process did, or the keyring did not answer; the check's errors. Nothing is held then.
+    init(_ state: ItemState, _ context: OperationContext, until lockDeadline: Deadline) throws(SecureDictionaryError) {
+        let started = ContinuousClock.now
+        let (locked, check) = try state.lock(context, until: lockDeadline, checkingBy: Deadline(after: context.timeout))
+        self.state = state
+        self.context = context
+        writerLockHeld = locked
+        waited = check.started - started
+        entries = SecureDictionary.Entries(stored: check.generation)
+    }
+
+    deinit { release() }
+
+    /// Writes `changed`'s changes onto what is stored now (checked again), keeping the locks.
+    /// Returns the generation stored.
+    ///
+    /// - Throws: the check's and the write's errors; nothing was written, or (timed out,
+    ///   connection lost) the outcome is unknown and the next read reloads.
+    func commit(_ changed: SecureDictionary.Entries) throws(SecureDictionaryError) -> Generation {
+        precondition(held.load(ordering: .acquiring), "\(state.item.name): a HeldWrite was committed after its release")
+        let deadline = Deadline(after: context.timeout)
+        let check = try state.check(context, deadline)
+        return try state.write(changed.overlay, onto: check, context, deadline, waited: waited)
+    }
+
+    /// Gives the locks back (the first call does).
+    func release() {
+        guard held.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        state.unlock(writerLockHeld: writerLockHeld)
+    }
+}
