@@ -83,28 +83,6 @@ public final class SecretPortalStore: KeyringStore, ItemFileBackedStore {
         engine.keys.forget(in: engine.folder)
     }
 
-    // The store's calls, made by its folder's engine. (They must be declared here: Swift
-    // takes a public protocol's witnesses from no extension of a non-public protocol. The
-    // rest of what a folder store does is `ItemFileBackedStore`'s.)
-
-    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
-        try engine.load(item, timeout: timeout)
-    }
-
-    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try engine.store(secret, for: item, timeout: timeout)
-    }
-
-    public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try engine.delete(item)
-    }
-
-    public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
-        throws(SecureDictionaryError) -> [KeyringItemListing]
-    {
-        try engine.listItems(applicationID: applicationID, collection: collection)
-    }
-
     static func defaultFolderPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
         let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"

@@ -99,12 +99,7 @@ extension FileStoreProcesses {
     @Test func theNextWriteRemovesWhatKilledWritersLeft() throws {
         let environment = credentialEnvironment("\(base)/credentials")
         try makeCredential(in: "\(base)/credentials")
-        var killed = 0
-        for round in 0..<10 {
-            let output = try writer(
-                ["write", app, "killed", "r\(round)", "400", "0"], environment, timeout: .milliseconds(100 + 40 * round))
-            if output.timedOut { killed += 1 }
-        }
+        let killed = try killWriters(environment)
         let folder = "\(base)/state/securedictionary"
         let before = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".tmp") }
         #expect(try writer(["set", app, "killed", "after", "kills"], environment).trimmedText.hasPrefix("ok "))

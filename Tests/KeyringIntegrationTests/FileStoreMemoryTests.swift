@@ -96,7 +96,7 @@ struct FileStoreMemory {
             for (name, secret) in secrets {
                 // Two 16-byte slices of each 32-byte key; the middle of the shorter passphrase.
                 let slices = secret.count >= 32 ? [Array(secret[0..<16]), Array(secret[16..<32])] : [Array(secret[4..<20])]
-                for hit in slices.flatMap({ Self.positions(of: $0, in: memory) }) {
+                for hit in slices.flatMap({ CoreScan.positions(of: $0, in: memory) }) {
                     if layout.isNote(hit) || layout.address(of: hit).map(stack.contains) == true {
                         result.residue[name, default: 0] += 1
                     } else {
@@ -155,21 +155,5 @@ struct FileStoreMemory {
         let header = try EncryptedItemFile.header(of: bytes)
         let saltEnd = header.headerSize - EncryptedItemFile.nonceSize
         return EncryptedItemFile.fileKey(master, salt: Array(bytes[(saltEnd - EncryptedItemFile.saltSize)..<saltEnd]))
-    }
-
-    private static func positions(of needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> [Int] {
-        guard let first = needle.first, haystack.count >= needle.count, let base = haystack.baseAddress else { return [] }
-        var found: [Int] = []
-        var offset = 0
-        let last = haystack.count - needle.count
-        needle.withUnsafeBytes { pattern in
-            while offset <= last {
-                guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { break }
-                let position = base.distance(to: UnsafeRawPointer(hit))
-                if memcmp(base + position, pattern.baseAddress!, needle.count) == 0 { found.append(position) }
-                offset = position + 1
-            }
-        }
-        return found
     }
 }

@@ -63,6 +63,20 @@ struct FileStoreProcesses {
         return try ChildProcess.run(KeyringHarness.writer, arguments, input: input, environment: merged, timeout: timeout)
     }
 
+    /// Ten writers of the dictionary "killed" in `environment`'s store, each writing 400 keys
+    /// and killed (SIGKILL) when its time is up: 100 ms, 40 ms more each round, so that most
+    /// die while writing. `afterEach(round)` runs after each. Returns how many were killed.
+    func killWriters(_ environment: [String: String], afterEach: (Int) throws -> Void = { _ in }) throws -> Int {
+        var killed = 0
+        for round in 0..<10 {
+            let output = try writer(
+                ["write", app, "killed", "r\(round)", "400", "0"], environment, timeout: .milliseconds(100 + 40 * round))
+            if output.timedOut { killed += 1 }
+            try afterEach(round)
+        }
+        return killed
+    }
+
     func credentialEnvironment(_ directory: String) -> [String: String] {
         ["SD_TEST_WRITER_STORE": "credential", "CREDENTIALS_DIRECTORY": directory, "STATE_DIRECTORY": "\(base)/state"]
     }
@@ -174,11 +188,7 @@ struct FileStoreProcesses {
     @Test func aWriterKilledMidWriteLeavesAWholeFile() throws {
         let environment = credentialEnvironment("\(base)/credentials")
         try makeCredential(in: "\(base)/credentials")
-        var killed = 0
-        for round in 0..<10 {
-            let output = try writer(
-                ["write", app, "killed", "r\(round)", "400", "0"], environment, timeout: .milliseconds(100 + 40 * round))
-            if output.timedOut { killed += 1 }
+        let killed = try killWriters(environment) { round in
             let probe = try writer(["probe", app, "killed", "3000"], environment)
             #expect(probe.trimmedText.hasPrefix("ok "), "round \(round): \(probe)")
         }

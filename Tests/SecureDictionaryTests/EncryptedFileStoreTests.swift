@@ -48,15 +48,6 @@ import Testing
         return Array(try Data(contentsOf: URL(fileURLWithPath: ItemFileFolder(path: folder).filePath(of: item))))
     }
 
-    private static func outcome(_ body: () throws -> Any) -> String {
-        do {
-            _ = try body()
-            return "ok"
-        } catch {
-            return caseName(error)
-        }
-    }
-
     // MARK: scrypt
 
     /// RFC 7914, section 12, the second vector: scrypt("password", "NaCl", N = 1024, r = 8,
@@ -99,18 +90,18 @@ import Testing
     @Test func aWrongPassphraseIsTypedNeverCorruptNorEmpty() throws {
         try dictionary(store(Lines(["right"]))).setValue("v", forKey: "k")
         let wrong = store(Lines(["wrong", "right"]))
-        #expect(Self.outcome { try dictionary(wrong) } == "wrongPassphrase")
+        #expect(outcome { try dictionary(wrong) } == "wrongPassphrase")
         // The wrong one was kept nowhere: the same store asks again, and the right one opens.
         #expect(try dictionary(wrong)["k"] == .string("v"))
     }
 
     @Test func noPassphraseIsTyped() throws {
         try dictionary(store(Lines(["right"]))).setValue("v", forKey: "k")
-        #expect(Self.outcome { try dictionary(store(Lines([]))) } == "passphraseUnavailable")
-        #expect(Self.outcome { try dictionary(store(Lines([""]))) } == "passphraseUnavailable")
+        #expect(outcome { try dictionary(store(Lines([]))) } == "passphraseUnavailable")
+        #expect(outcome { try dictionary(store(Lines([""]))) } == "passphraseUnavailable")
         let closed = EncryptedFileStore(
             folderPath: folder, keySource: .passphrase(.fileDescriptor(987), cache: .none, cost: Self.cheap))
-        #expect(Self.outcome { try dictionary(closed) } == "passphraseUnavailable")
+        #expect(outcome { try dictionary(closed) } == "passphraseUnavailable")
     }
 
     @Test func oneFolderHasOnePassphraseAndOneSalt() throws {
@@ -133,7 +124,7 @@ import Testing
         let changer = store(Lines(["old one", "new one"]))
         #expect(try changer.changePassphrase() == 2)
         #expect(try EncryptedItemFile.header(of: fileBytes("a")).key?.scrypt?.salt != saltBefore)
-        #expect(Self.outcome { try dictionary(store(Lines(["old one"])), name: "a") } == "wrongPassphrase")
+        #expect(outcome { try dictionary(store(Lines(["old one"])), name: "a") } == "wrongPassphrase")
         let after = store(Lines(["new one"]))
         #expect(try dictionary(after, name: "a")["k"] == .string("first"))
         #expect(try dictionary(after, name: "b")["k"] == .string("second"))
@@ -142,7 +133,7 @@ import Testing
     @Test func aWrongOldPassphraseChangesNothing() throws {
         try dictionary(store(Lines(["old one"]))).setValue("v", forKey: "k")
         let file = try fileBytes()
-        #expect(Self.outcome { try store(Lines(["not it", "new one"])).changePassphrase() } == "wrongPassphrase")
+        #expect(outcome { try store(Lines(["not it", "new one"])).changePassphrase() } == "wrongPassphrase")
         #expect(try fileBytes() == file)
     }
 
@@ -156,11 +147,11 @@ import Testing
             var bad = good
             bad[index] ^= 0x10
             try Data(bad).write(to: URL(fileURLWithPath: ItemFileFolder(path: folder).filePath(of: item)))
-            outcomes[Self.outcome { try dictionary(store(lines)) }, default: 0] += 1
+            outcomes[outcome { try dictionary(store(lines)) }, default: 0] += 1
         }
         for length in stride(from: 0, to: good.count, by: 7) {
             try Data(good[..<length]).write(to: URL(fileURLWithPath: ItemFileFolder(path: folder).filePath(of: item)))
-            outcomes[Self.outcome { try dictionary(store(lines)) }, default: 0] += 1
+            outcomes[outcome { try dictionary(store(lines)) }, default: 0] += 1
         }
         // Nothing opens. A changed salt or cost reads as a wrong passphrase (the key check
         // cannot tell them apart); everything else is corrupt, another version, or older.
@@ -175,7 +166,7 @@ import Testing
         let other = SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
         try SecureDictionary(name: "settings", applicationID: "org.example.App", options: .init(store: other))
             .setValue("v", forKey: "k")
-        #expect(Self.outcome { try dictionary(store(Lines(["x"]))) } == "wrongKey")
+        #expect(outcome { try dictionary(store(Lines(["x"]))) } == "wrongKey")
     }
 
     // MARK: A systemd credential

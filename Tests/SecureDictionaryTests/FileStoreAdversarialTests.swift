@@ -45,15 +45,6 @@ import Testing
         ItemFileFolder(path: folder).filePath(of: try KeyringItem(dictionaryName: name, applicationID: "org.example.App"))
     }
 
-    private static func outcome(_ body: () throws -> Any) -> String {
-        do {
-            _ = try body()
-            return "ok"
-        } catch {
-            return caseName(error)
-        }
-    }
-
     // MARK: 35.2: rollback detection keyed on what the folder is, not how its path is spelled
 
     /// Before: keyed on the path string, so `X/`, `X//…` or `X/./…` read an old copy put
@@ -69,9 +60,9 @@ import Testing
             folder, "\(folder)/", "\(base)//store", "\(base)/./store", "\(base)/store/../store", "\(base)/alias/store",
         ]
         for spelling in spellings {
-            #expect(Self.outcome { try dictionary(fixed(spelling)) } == "rolledBack", "read through \(spelling)")
+            #expect(outcome { try dictionary(fixed(spelling)) } == "rolledBack", "read through \(spelling)")
             #expect(
-                Self.outcome { try dictionary(fixed(spelling)).setValue("built on the old copy", forKey: "k") } == "rolledBack",
+                outcome { try dictionary(fixed(spelling)).setValue("built on the old copy", forKey: "k") } == "rolledBack",
                 "write through \(spelling)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: try file(folder))) == oldCopy, "a write built on the old copy")
@@ -97,7 +88,7 @@ import Testing
         let path = try file(folder)
         let planted = try Self.planting(Array(Data(contentsOf: URL(fileURLWithPath: path))), log2N: 19, r: 8, p: 1)
         try Data(planted).write(to: URL(fileURLWithPath: path))
-        #expect(Self.outcome { try dictionary(passphrase(folder, Lines(["right"]))) } == "corrupt")
+        #expect(outcome { try dictionary(passphrase(folder, Lines(["right"]))) } == "corrupt")
     }
 
     /// A cost the store accepts, but a deadline shorter than its stretch: the call ends at
@@ -110,7 +101,7 @@ import Testing
         let planted = try Self.planting(Array(Data(contentsOf: URL(fileURLWithPath: path))), log2N: 17, r: 8, p: 1)
         try Data(planted).write(to: URL(fileURLWithPath: path))
         let store = passphrase(folder, Lines(["right"]), cost: standard)
-        #expect(Self.outcome { try dictionary(store, timeout: .milliseconds(50)) } == "timedOut")
+        #expect(outcome { try dictionary(store, timeout: .milliseconds(50)) } == "timedOut")
     }
 
     // MARK: 35.7: one damaged file is corrupt, and never evicts the folder's key
@@ -134,7 +125,7 @@ import Testing
         defer { writer.forgetKey() }
         try Self.flipKeyCheckBit(try file(folder, name: "a"))
         // A new store, which finds the key in the kernel keyring (and has the passphrase to give).
-        #expect(Self.outcome { try dictionary(passphrase(folder, Lines(["right"]), cache: kept), name: "a") } == "corrupt")
+        #expect(outcome { try dictionary(passphrase(folder, Lines(["right"]), cache: kept), name: "a") } == "corrupt")
         // The other dictionary of the folder opens without asking: its key was kept.
         #expect(try dictionary(passphrase(folder, Lines([]), cache: kept), name: "b")["k"] == .string("second"))
     }
@@ -158,16 +149,16 @@ import Testing
         let folder = "\(base)/store"
         try dictionary(passphrase(folder, Lines(["right"]))).setValue("v", forKey: "k")
         try Self.flipKeyCheckBit(try file(folder))
-        #expect(Self.outcome { try dictionary(passphrase(folder, Lines(["right"]))) } == "corrupt")
+        #expect(outcome { try dictionary(passphrase(folder, Lines(["right"]))) } == "corrupt")
         // A wrong passphrase is still told apart.
-        #expect(Self.outcome { try dictionary(passphrase(folder, Lines(["wrong"]))) } == "wrongPassphrase")
+        #expect(outcome { try dictionary(passphrase(folder, Lines(["wrong"]))) } == "wrongPassphrase")
     }
 
     @Test func aFlippedKeyCheckBitUnderAMasterSecretIsCorruptNotAnotherKey() throws {
         let folder = "\(base)/store"
         try dictionary(fixed(folder)).setValue("v", forKey: "k")
         try Self.flipKeyCheckBit(try file(folder))
-        #expect(Self.outcome { try dictionary(fixed(folder)) } == "corrupt")
+        #expect(outcome { try dictionary(fixed(folder)) } == "corrupt")
     }
 
     /// Each of the 128 bits of the key check, flipped alone, under a passphrase and under a
@@ -189,7 +180,7 @@ import Testing
                 var bad = good
                 bad[start + bit / 8] ^= UInt8(1 << (bit % 8))
                 try Data(bad).write(to: URL(fileURLWithPath: path))
-                outcomes[Self.outcome { try dictionary(store()) }, default: 0] += 1
+                outcomes[outcome { try dictionary(store()) }, default: 0] += 1
             }
             #expect(outcomes == ["corrupt": 128], "\(label): \(outcomes)")
             try Data(good).write(to: URL(fileURLWithPath: path))
@@ -204,16 +195,16 @@ import Testing
         try #require(Sandbox.current == nil, "the tests run outside a sandbox")
         let folder = "\(base)/portal"
         let store = SecretPortalStore(folderPath: folder)
-        #expect(Self.outcome { try dictionary(store) } == "portalUnavailable")
-        #expect(Self.outcome { try dictionary(store).setValue("v", forKey: "k") } == "portalUnavailable")
+        #expect(outcome { try dictionary(store) } == "portalUnavailable")
+        #expect(outcome { try dictionary(store).setValue("v", forKey: "k") } == "portalUnavailable")
         #expect(
-            Self.outcome {
+            outcome {
                 try store.store(
                     [1], for: KeyringItem(dictionaryName: "x", applicationID: "org.example.App"), timeout: .seconds(1))
             }
                 == "portalUnavailable")
         #expect(
-            Self.outcome { try store.listItems(applicationID: nil, collection: .default, timeout: .seconds(1)) }
+            outcome { try store.listItems(applicationID: nil, collection: .default, timeout: .seconds(1)) }
                 == "portalUnavailable")
         #expect(!FileManager.default.fileExists(atPath: folder), "a refused write created the folder")
     }

@@ -95,12 +95,12 @@ import Testing
                 var bad = good
                 bad[index] ^= 1 << bit
                 try writeFile(bad)
-                outcomes[Self.outcome { try dictionary(store()) }, default: 0] += 1
+                outcomes[outcome { try dictionary(store()) }, default: 0] += 1
             }
         }
         for length in 0..<good.count {
             try writeFile(Array(good[..<length]))
-            outcomes[Self.outcome { try dictionary(store()) }, default: 0] += 1
+            outcomes[outcome { try dictionary(store()) }, default: 0] += 1
         }
         // Nothing opens: the header is authenticated too, a version byte changed is named, a
         // changed key check is another key, a lowered generation an old copy (issue 31).
@@ -117,7 +117,7 @@ import Testing
         // Sparse, 64 GiB: read, it would take minutes and more memory than the machine has.
         try handle.truncate(atOffset: 1 << 36)
         try handle.close()
-        #expect(Self.outcome { try dictionary(store()) } == "tooLarge")
+        #expect(outcome { try dictionary(store()) } == "tooLarge")
     }
 
     @Test func writesOfTwoStoresOverTheSameFolderAreMerged() throws {
@@ -146,7 +146,7 @@ import Testing
         let store = SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in
             throw .store(FileStoreError.portalUnavailable(reason: "test"))
         }
-        #expect(Self.outcome { try dictionary(store).setValue(1, forKey: "a") } == "portalUnavailable")
+        #expect(outcome { try dictionary(store).setValue(1, forKey: "a") } == "portalUnavailable")
         let files = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         #expect(!files.contains { $0.hasSuffix(".sdict") })
     }
@@ -156,14 +156,14 @@ import Testing
             // root ignores permissions; use a folder whose parent is a file instead (refused as
             // no folder before any write, since issue 31).
             let blocked = SecretPortalStore(folderPath: "/proc/self/status/sd") { _ throws(SecureDictionaryError) in secret }
-            #expect(Self.outcome { try dictionary(blocked).setValue(1, forKey: "a") } == "unsafePath")
+            #expect(outcome { try dictionary(blocked).setValue(1, forKey: "a") } == "unsafePath")
             return
         }
         let settings = try dictionary(store())
         try settings.setValue(1, forKey: "a")
         chmod(folder, 0o500)
         defer { chmod(folder, 0o700) }
-        #expect(Self.outcome { try settings.setValue(2, forKey: "a") } == "fileUnavailable")
+        #expect(outcome { try settings.setValue(2, forKey: "a") } == "fileUnavailable")
         #expect(try dictionary(store())["a"] == .integer(1))
     }
 
@@ -201,7 +201,7 @@ import Testing
     @Test func outsideASandboxThePortalIsNotAsked() throws {
         guard Sandbox.current == nil else { return }
         let store = SecretPortalStore(folderPath: folder)
-        #expect(Self.outcome { try dictionary(store).setValue(1, forKey: "a") } == "portalUnavailable")
+        #expect(outcome { try dictionary(store).setValue(1, forKey: "a") } == "portalUnavailable")
     }
 
     @Test func theDefaultFolderFollowsXDGDataHome() {
@@ -266,7 +266,7 @@ import Testing
         let item = try KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")
         source.plant(Array("bplist00garbage".utf8), for: item)
         #expect(
-            Self.outcome {
+            outcome {
                 try SecureDictionary.move(name: "settings", applicationID: "org.example.App", from: source, to: store())
             } == "corrupt")
         #expect(!FileManager.default.fileExists(atPath: folder))
@@ -283,14 +283,5 @@ import Testing
             try SecureDictionary.move(name: "settings", applicationID: "org.example.App", from: source, to: destination)
         }
         #expect(try source.storedBytes(of: KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")) != nil)
-    }
-
-    private static func outcome(_ body: () throws -> Any) -> String {
-        do {
-            _ = try body()
-            return "ok"
-        } catch {
-            return caseName(error)
-        }
     }
 }

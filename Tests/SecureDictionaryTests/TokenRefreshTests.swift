@@ -244,6 +244,17 @@ extension TokenRefreshTests {
             await finish.arrival()
             TokenRefreshTests.rotate(&entries)
         }
+
+        /// Starts a refresh of `tokens`' stale access token that goes on until `finish` fires;
+        /// returns once it started, with the task that returns the refreshed token.
+        func start(on tokens: SecureDictionary) async -> Task<SecureDictionary.Value?, any Error> {
+            let refreshing = Task {
+                try await tokens.async.value(
+                    forKey: "accessToken", refreshingIf: TokenRefreshTests.isStale, refresh: self.refresh)
+            }
+            await started.arrival()
+            return refreshing
+        }
     }
 
     /// An event that tasks await without holding a thread (a semaphore's `arrival()` holds one
@@ -289,10 +300,7 @@ extension TokenRefreshTests {
         let tokens = try expired()
         let holder = HeldRefresh()
         defer { holder.finish.fire() }  // also when the test stops early
-        let refreshing = Task {
-            try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale, refresh: holder.refresh)
-        }
-        await holder.started.arrival()
+        let refreshing = await holder.start(on: tokens)
         await #expect(
             performing: {
                 try await tokens.async.value(forKey: "accessToken", lockWait: .milliseconds(100), refreshingIf: Self.isStale) {
@@ -328,10 +336,7 @@ extension TokenRefreshTests {
         let tokens = try expired()
         let holder = HeldRefresh()
         defer { holder.finish.fire() }  // also when the test stops early
-        let refreshing = Task {
-            try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale, refresh: holder.refresh)
-        }
-        await holder.started.arrival()
+        let refreshing = await holder.start(on: tokens)
         let cancelled = Task { try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale) { _ in } }
         let next = Task {
             try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale) { _ in
@@ -353,10 +358,7 @@ extension TokenRefreshTests {
         let tokens = try expired()
         let holder = HeldRefresh()
         defer { holder.finish.fire() }  // also when the test stops early
-        let refreshing = Task {
-            try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale, refresh: holder.refresh)
-        }
-        await holder.started.arrival()
+        let refreshing = await holder.start(on: tokens)
         let waiters = (0..<64).map { _ in
             Task { try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale) { _ in } }
         }

@@ -90,6 +90,30 @@ package protocol ItemFileBackedStore: CoordinatedStore {
 }
 
 extension ItemFileBackedStore {
+    // The public `KeyringStore` calls of both folder stores, made by the folder's engine.
+    // Public members of an extension of this package protocol witness the public protocol's
+    // requirements: an allowance Swift keeps for source compatibility (a 6.3 pre-release
+    // warned about it; the warning was reverted, swiftlang/swift#86749). Should a toolchain
+    // warn again, each store declares these four calls itself.
+
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+        try engine.load(item, timeout: timeout)
+    }
+
+    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try engine.store(secret, for: item, timeout: timeout)
+    }
+
+    public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
+        try engine.delete(item)
+    }
+
+    public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [KeyringItemListing]
+    {
+        try engine.listItems(applicationID: applicationID, collection: collection)
+    }
+
     package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { engine.writerLock() }
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }

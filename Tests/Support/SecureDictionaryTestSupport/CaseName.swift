@@ -38,3 +38,18 @@ public func caseName(_ error: any Error) -> String {
     case .keyring: return "keyring"
     }
 }
+
+/// "ok" when `body` returns, else the case name of what it threw (`caseName(_:)`): one
+/// string for a test to compare, whatever the call returns.
+///
+/// ```swift
+/// #expect(outcome { try dictionary.setValue(1, forKey: "a") } == "portalUnavailable")
+/// ```
+public func outcome(_ body: () throws -> Any) -> String {
+    do {
+        _ = try body()
+        return "ok"
+    } catch {
+        return caseName(error)
+    }
+}

@@ -61,6 +61,12 @@ public struct CoreScan: Sendable {
         return scan
     }
 
+    /// Where `needle` starts in `haystack` (every start position counts): for the core scans
+    /// here, the keyring tests' own and the reliability suite's searches.
+    ///
+    /// ```swift
+    /// let hits = data.withUnsafeBytes { CoreScan.positions(of: Array("canary".utf8), in: $0) }
+    /// ```
     public static func positions(of needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> [Int] {
         guard let first = needle.first, haystack.count >= needle.count, let base = haystack.baseAddress else { return [] }
         var found: [Int] = []
@@ -68,6 +74,7 @@ public struct CoreScan: Sendable {
         let last = haystack.count - needle.count
         needle.withUnsafeBytes { pattern in
             while offset <= last {
+                // memchr for the first byte (fast), then compare the rest.
                 guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { break }
                 let position = base.distance(to: UnsafeRawPointer(hit))
                 if memcmp(base + position, pattern.baseAddress!, needle.count) == 0 { found.append(position) }

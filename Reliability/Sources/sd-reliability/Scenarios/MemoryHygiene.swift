@@ -132,46 +132,16 @@ enum MemoryHygiene {
 
 extension Worker {
     /// `hygiene APP COUNT loaded|released|control`: the process scenario 9 scans, as
-    /// `sd-test-writer scan` is the tests'. Opens scan-0 … scan-(COUNT-1) of APP, prints
-    /// "opened PID VMLCK_BEFORE VMLCK_AFTER" (KiB) and waits for a line; reloads each and writes
-    /// one key that is no canary; keeps them unread, releases them, or copies every key and
-    /// value out; prints "ready VMLCK" and waits.
+    /// `sd-test-writer scan` is the tests': `ScannedProcess.run`, whose "ready" line here is
+    /// "ready VMLCK" (KiB).
     static func hygiene(_ arguments: [String]) {
         guard arguments.count == 3, let count = Int(arguments[1]) else { usage() }
-        let (app, mode) = (arguments[0], arguments[2])
-        let options = SecureDictionary.Options(timeout: .seconds(20))
         do {
-            let before = lockedKilobytes()
-            var dictionaries = try (0..<count).map {
-                try SecureDictionary(name: "scan-\($0)", applicationID: app, options: options)
-            }
-            print("opened \(getpid()) \(before) \(lockedKilobytes())")
-            fflush(nil)
-            _ = readLine()
-            for dictionary in dictionaries {
-                try dictionary.reload()
-                try dictionary.setValue("written", forKey: "zz-written")
-            }
-            var copies: [[String: SecureDictionary.Value]] = []
-            switch mode {
-            case "control": copies = dictionaries.map(\.snapshot)
-            case "released": dictionaries.removeAll()
-            default: break
-            }
-            print("ready \(lockedKilobytes())")
-            fflush(nil)
-            _ = readLine()
-            withExtendedLifetime((dictionaries, copies)) {}
+            try ScannedProcess.run(
+                app: arguments[0], count: count, mode: arguments[2], options: SecureDictionary.Options(timeout: .seconds(20)))
         } catch {
             print("error \(caseName(error))")
             exit(1)
         }
-    }
-
-    /// VmLck of this process, in KiB.
-    static func lockedKilobytes() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") } ?? ""
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
     }
 }

@@ -37,26 +37,8 @@ func hex(_ bytes: some Sequence<UInt8>) -> String {
     bytes.map { String(format: "%02x", $0) }.joined()
 }
 
-/// Where `needle` starts in `haystack` (every start position counts).
-func positions(of needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> [Int] {
-    guard let first = needle.first, haystack.count >= needle.count, let base = haystack.baseAddress else { return [] }
-    var found: [Int] = []
-    var offset = 0
-    let last = haystack.count - needle.count
-    needle.withUnsafeBytes { pattern in
-        while offset <= last {
-            // memchr for the first byte (fast), then compare the rest.
-            guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { break }
-            let position = base.distance(to: UnsafeRawPointer(hit))
-            if memcmp(base + position, pattern.baseAddress!, needle.count) == 0 { found.append(position) }
-            offset = position + 1
-        }
-    }
-    return found
-}
-
 func occurrences(of needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> Int {
-    positions(of: needle, in: haystack).count
+    CoreScan.positions(of: needle, in: haystack).count
 }
 
 func occurrences(of needle: [UInt8], in data: Data) -> Int {
