@@ -12,7 +12,7 @@ package struct FolderOrigin: Sendable, Equatable {
     /// What is wrong with the choice, and the fix, or `nil`: set for a systemd service (one
     /// that has `$CREDENTIALS_DIRECTORY`) under a credential without `$STATE_DIRECTORY`,
     /// whose files then land in the user's data folder, where the service's next run (given
-    /// `StateDirectory=` meanwhile) or the tool do not look (issue 36: "no such dictionary").
+    /// `StateDirectory=` meanwhile) or the tool do not look (they would say "no such dictionary").
     package var warning: String?
 }
 

@@ -47,8 +47,8 @@ enum RootUsage {
         return "unknown subcommand '\(first)'" + (suggestion.map { "; did you mean '\($0)'?" } ?? "")
     }
 
-    /// `help WORD…` names a subcommand (argument-parser printed the root's help, exit 0, for
-    /// any other word: issue 36.9).
+    /// `help WORD…` names a subcommand (argument-parser prints the root's help, exit 0, for
+    /// any other word).
     private static func helpProblem(_ words: [String]) -> String? {
         var command: any ParsableCommand.Type = SecureDict.self
         var path: [String] = []
@@ -114,7 +114,7 @@ extension SecureDict {
     /// and protocol-conformance lookups in the Swift runtime. Parsed alone, `secure-dict read
     /// --app A KEY` runs 14.2 million instructions in argument-parser instead of 17.2 (of 51.9
     /// million in all, 23.2 of them the keyring session's key exchange; valgrind's callgrind
-    /// on the installed tool, issue 38.3; the benchmark row `cli-read` times the whole process,
+    /// on the installed tool; the benchmark row `cli-read` times the whole process,
     /// with more run-to-run noise than this gain). It is safe because a subcommand parsed alone takes
     /// exactly the words it takes below the root, which has no options of its own but help
     /// and `--version`: `CLIUnits.aSubcommandParsedAloneGetsWhatTheRootParseGives`.

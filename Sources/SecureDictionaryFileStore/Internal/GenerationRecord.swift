@@ -58,7 +58,7 @@ struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
 ///
 /// Invariant, *a file is known by what it is*: the record is keyed by the folder's device
 /// and inode and the file's name, never by the path string, so that every spelling of the
-/// folder meets the same record (issue 35: `X/` read an old copy that `X` refused, and its
+/// folder meets the same record (keyed by the path string, `X/` read an old copy that `X` refused, and its
 /// next write gave that copy a newer generation). Test:
 /// `FileStoreAdversarialTests.anOldCopyPutBackIsRefusedThroughEverySpellingOfItsFolder`.
 ///
@@ -76,8 +76,8 @@ struct GenerationRecord: Sendable {
     let folder: FolderIdentity
     /// The file's name in the folder.
     let file: String
-    /// The file's path as this store spells it, for messages and the records of versions
-    /// before issue 35 (one kernel key per path).
+    /// The file's path as this store spells it, for messages and the records of older
+    /// versions (one kernel key per path).
     let path: String
 
     init(folder: FolderIdentity, file: String, path: String) {
@@ -118,7 +118,7 @@ struct GenerationRecord: Sendable {
         return max(now, max(current, newest) + 1)
     }
 
-    // MARK: Records of versions before issue 35, read until their next write replaces them
+    // MARK: Records of older versions (one key per path), read until their next write replaces them
 
     private var legacyDescription: String {
         let digest = SHA256.hash(data: Array(path.utf8)).prefix(16).map { byte in

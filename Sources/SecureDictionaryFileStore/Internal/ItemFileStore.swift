@@ -13,8 +13,8 @@ package struct ItemFileStore: Sendable {
     let folder: ItemFileFolder
     let keys: any MasterKeySource
     /// Throws when the store cannot work here at all, before anything is read or created
-    /// (the Secret portal outside a sandbox: issue 35, where a dictionary without a file
-    /// opened empty and a refused write created the folder).
+    /// (the Secret portal outside a sandbox, where otherwise a dictionary without a file
+    /// would open empty and a refused write would create the folder).
     var available: @Sendable () throws(SecureDictionaryError) -> Void = {}
 
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {

@@ -23,7 +23,7 @@ let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
 ///
 /// Invariant, *bounded*: the library never keeps more than `maximumFolders` keys of at most
 /// 1,025 bytes each (8 keys and 8.6 KB of the 200 keys and 20,000 bytes the kernel gives a
-/// user who is not root; 1 key of 17 bytes per file for a folder of one dictionary). Before issue 35 it kept one key per file ever written, and after
+/// user who is not root; 1 key of 17 bytes per file for a folder of one dictionary). A key per file ever written, as an older version kept, filled it after
 /// about 200 files the quota was full: every other program of the user failed to add a key,
 /// and the next files had no record, so their rollback went unnoticed. Test:
 /// `FileStoreProcesses.aUserWithManyDictionariesKeepsFewKernelKeysAndRollbackIsStillRefused`.

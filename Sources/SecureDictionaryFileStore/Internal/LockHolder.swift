@@ -12,7 +12,7 @@ import SecureDictionary
 /// ```
 ///
 /// Why not a pid file the holder writes: it names the last writer, which may be gone, not the
-/// holder (issue 35: a process holding the lock was never named). `/proc/locks` lists every
+/// holder, and a process holding the lock would go unnamed. `/proc/locks` lists every
 /// `flock` with the pid that took it and the device and inode it locks; that pid is then
 /// checked to have the folder open still (it may have exited, leaving the lock to a child
 /// that inherited the descriptor): otherwise the holder is unknown, and said so.

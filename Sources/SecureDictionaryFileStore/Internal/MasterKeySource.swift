@@ -9,7 +9,7 @@ import Synchronization
 /// A file's key check (HKDF of the master secret, in its header) tells before decrypting
 /// whether a key is the one the file was written with. When it differs, either the key is
 /// another (a wrong passphrase, another credential: `wrongPassphrase`, `wrongKey`) or the
-/// file is damaged (`corrupt`). Before issue 35 one flipped bit of one file's check read as
+/// file is damaged (`corrupt`). Without these rules one flipped bit of one file's check read as
 /// "wrong passphrase, try again" with the right passphrase, and revoked the folder's kept key,
 /// so every other dictionary of the folder asked again. The rules, each sound:
 /// - *Restored check*: the file, its check put back as the key's own, authenticates under

@@ -15,7 +15,7 @@ import Synchronization
 /// Invariant, *a planted cost is not stretched*: the file's header names scrypt's cost, and
 /// a header can be planted. A stretch is made only for a cost up to twice the larger of this
 /// store's `PassphraseCost` and the standard one (`readableWork`, 256 MiB by default):
-/// anything costlier is `corrupt` at once. Before issue 35 the reader accepted up to 4 GiB of
+/// anything costlier is `corrupt` at once. A reader that accepted up to 4 GiB of
 /// work, and a planted header (2^20 × 8, p = 4) took 11.5 to 14 s and 1 GiB for a read with
 /// a 3 s deadline, then said "wrong passphrase". Test:
 /// `FileStoreAdversarialTests.aPlantedCostAboveWhatTheLibraryWritesIsCorruptWithoutAStretch`.

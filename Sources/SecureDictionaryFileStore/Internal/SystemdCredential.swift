@@ -58,8 +58,8 @@ enum SystemdCredential {
             total += got
         }
         guard total >= minimumSize, total <= maximumSize else {
-            // The unit has the credential: it is the credential that is wrong. (Issue 36: this
-            // said to add LoadCredentialEncrypted=, which the unit had.)
+            // The unit has the credential: it is the credential that is wrong, so the
+            // fix is a new credential, not LoadCredentialEncrypted=, which the unit has.
             let held = total > maximumSize ? "more than \(maximumSize) bytes" : "\(total) bytes"
             throw .credentialUnavailable(
                 name: name,

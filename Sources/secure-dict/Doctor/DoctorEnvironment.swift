@@ -72,7 +72,7 @@ struct DoctorEnvironment {
         variables["WSL_DISTRO_NAME"] != nil || kernelRelease.lowercased().contains("microsoft")
     }
 
-    /// This project's answer where no keyring answers, for this environment (issue 36.3): on
+    /// This project's answer where no keyring answers, for this environment: on
     /// a desktop its keyring; over SSH the passphrase store; in a container, a service or CI
     /// the encrypted-file stores, and for tests a private keyring. Never `dbus-run-session --
     /// bash`, a shell that ends the keyring with it.

@@ -8,7 +8,7 @@ import SecureDictionaryFileStore
 #endif
 
 /// `secure-dict doctor`'s first finding: which store this command would use, and why; and,
-/// for encrypted files, their folder and key (issue 31).
+/// for encrypted files, their folder and key.
 extension DoctorReport {
     /// What `--store` resolves to, in `doctor --json`.
     struct StoreState: Encodable {

@@ -15,8 +15,8 @@
 /// allows one run at a time.
 ///
 /// DIR itself is never changed: it is made (mode 0700) when it does not exist, and otherwise
-/// left as it is (issue 35.6: a 1777 folder was chmod-ed to 0700, and the password dropped
-/// into it).
+/// left as it is: a shared folder (mode 1777) must not be made private, nor the password
+/// dropped into it.
 struct KeptKeyringFolder {
     static let subfolder = "secure-dict-keyring"
 
@@ -61,7 +61,7 @@ struct KeptKeyringFolder {
     /// other); returns its descriptor, which holds it until closed.
     ///
     /// - Throws: when another run holds it, the variable a second shell exports to use that
-    ///   run's keyring (issue 36.12: it said "in use", with no hint).
+    ///   run's keyring ("in use" alone gives the user no way on).
     func lock() throws(PrivateKeyringSession.Failure) -> Int32 {
         let descriptor = open("\(path)/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .init(message: "cannot open \(path)/.lock: \(String(cString: strerror(errno)))") }

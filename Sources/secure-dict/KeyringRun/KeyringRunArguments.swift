@@ -1,6 +1,6 @@
 /// `keyring run`'s command line: everything from the first word that is not one of its own
-/// options is the command, `--` or not (issue 36.9: `keyring run swift --version` printed
-/// secure-dict's version and ran nothing).
+/// options is the command, `--` or not (so that `keyring run swift --version` runs swift, not
+/// secure-dict's own `--version`).
 ///
 /// ```swift
 /// KeyringRunArguments.normalized(["keyring", "run", "swift", "--version"])

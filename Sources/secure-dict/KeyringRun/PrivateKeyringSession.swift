@@ -29,7 +29,7 @@ import Synchronization
 /// keyring watchdog`, in a session of its own) when this process dies without a word, even
 /// by SIGKILL: it waits for the end of a pipe only this process holds. The watchdog starts
 /// first and makes the session's folder itself, so nothing of the session exists that it
-/// does not watch (issue 35.6: killed in its first 60 ms, a run left its bus and its folder).
+/// does not watch (a run killed in its first milliseconds leaves no bus and no folder).
 final class PrivateKeyringSession {
     struct Failure: Error {
         let message: String

@@ -34,7 +34,7 @@ struct ProcessIdentity: Hashable, Sendable {
 ///   they start with their environment);
 /// - it descends from such a process, or from `keyring run` itself, which is a child
 ///   subreaper (`PR_SET_CHILD_SUBREAPER`): a child that drops the environment (`env -i`,
-///   `env -u`) and is orphaned stays below it (issue 35.6: such a `sleep 12 &` held the
+///   `env -u`) and is orphaned stays below it (such a `sleep 12 &` would hold the
 ///   run's output open for 12 s);
 /// - after `keyring run` was killed, it was a child of it when the watchdog last looked (every
 ///   quarter second), or descends from one.

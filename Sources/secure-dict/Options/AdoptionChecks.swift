@@ -10,8 +10,8 @@ extension ForeignItemOptions {
     /// chooses the keyring. Other libraries' items are keyring items, and the library's
     /// adoption keeps the dictionary beside them.
     ///
-    /// - Throws: a usage error for a store of files (it said "no usable keyring" while one
-    ///   ran, issue 35.10); `--store auto`'s own error where nothing answers.
+    /// - Throws: a usage error for a store of files (not "no usable keyring", which is false
+    ///   while one runs); `--store auto`'s own error where nothing answers.
     func inKeyring(_ options: SecureDictionary.Options, command: String) throws(CommandFailure) -> SecureDictionary.Options {
         var options = options
         switch options.store {
@@ -39,7 +39,7 @@ extension ForeignItemOptions {
     }
 
     /// "Nothing matched", naming the services that the library's items have, with the one
-    /// meant when it is close (issue 36.8: a mistyped `--service` adopted nothing and exited 0).
+    /// meant when it is close (a mistyped `--service` must not adopt nothing and exit 0).
     func nothingMatched(_ options: SecureDictionary.Options) -> String {
         let collection = "in collection '\(items.collection.alias)'"
         guard let library, let service else {

@@ -37,7 +37,7 @@ struct DictionaryLocation {
                 throw .keyring(error, hint: "Remove it with 'secure-dict delete \(arguments) --force' if you do not need it.")
             case .tooLarge(let size, let limit):
                 // Stored with a higher limit (a program's raised Options.maximumSize): a read,
-                // which needs the limit raised, not less data (issue 36.7).
+                // which needs the limit raised, not less data.
                 throw .unreadable(
                     "\(description) is stored as \(size) bytes, more than the limit of \(limit): read it with "
                         + "--maximum-size \(size) (in a program, raise Options.maximumSize).")

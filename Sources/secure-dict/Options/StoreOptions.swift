@@ -70,7 +70,7 @@ struct StoreOptions: ParsableArguments {
     /// dictionary a command opens shares its key (a passphrase is asked once).
     func makeStore() -> any KeyringStore {
         // Raw values: `\(kind)` would describe the enum through reflection, which costs every
-        // run of the tool a few hundred thousand instructions (issue 38.3).
+        // run of the tool a few hundred thousand instructions (callgrind).
         let key =
             "\(kind.rawValue) \(fileKey.map(\.rawValue) ?? "-") \(folder ?? "-") \(credential) \(passphraseFD.map(String.init) ?? "tty")"
         return Self.made.withLock { made in

@@ -139,7 +139,7 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
     return [error.description, hint ?? advice].compactMap { $0 }.joined(separator: " ")
 }
 
-/// No keyring here, said to a shell user: this project's answers as options (issue 36.3). On
+/// No keyring here, said to a shell user: this project's answers as options. On
 /// a desktop the library's own sentence (start its keyring) says it already.
 private func noKeyringMessage(for error: SecureDictionaryError, _ context: ErrorContext) -> String? {
     switch error {

@@ -123,7 +123,7 @@ enum HumanFormat {
     }
 
     /// The longest value shown whole in a listing (characters of its text); a longer one shows
-    /// its start and ``shortened`` (issue 36.11). A value read alone is never cut.
+    /// its start and ``shortened``. A value read alone is never cut.
     static let longestShown = 160
 
     /// What follows a value cut short: how to get it whole.

@@ -32,7 +32,7 @@ import Synchronization
 ///   go on without it (still checked against the keyring). A bus that does not answer (its
 ///   daemon frozen) is ``SecureDictionaryError/timedOut`` at the deadline, never "unusable":
 ///   every wait on the bus, the connection's own handshake included (`sd_session_bus_until`),
-///   ends by the deadline (`FrozenBus`, issue 35.4).
+///   ends by the deadline (`FrozenBusTests`: a frozen bus once held a 1 s call for 2.4 s).
 /// - **The holder is named within the deadline.** The wait for the name ends a little before
 ///   the deadline (``namingReserve(_:)``), so that the holder can still be named
 ///   (``SecureDictionaryError/lockHeld(pid:command:)``) by it.

@@ -21,7 +21,7 @@ import Logging
 ///    encoded. Unchanged keys keep their hash, so the new index hashes only new keys.
 ///
 /// The result is byte for byte what encoding the whole dictionary from its values gives
-/// (`GenerationWritingTests` compares them, on blobs of this writer and of others).
+/// (`GenerationTests` compares them, on blobs of this writer and of others).
 extension Generation {
     /// `base` (unless `overlay` drops it) with `overlay`'s changes, in a new generation.
     ///

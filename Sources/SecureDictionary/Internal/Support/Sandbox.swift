@@ -24,7 +24,7 @@ package enum Sandbox: Sendable, Equatable {
     ///
     /// Only a file Flatpak really writes counts: an empty `/.flatpak-info` (a stray mount
     /// point, or a file left by a tool) made every process on a machine believe it was
-    /// sandboxed (issue 31).
+    /// sandboxed.
     package static func detect(flatpakInfo: String?, environment: [String: String]) -> Sandbox? {
         if let flatpakInfo {
             // The `name=` line of the `[Application]` group.
