@@ -139,7 +139,6 @@ let package = Package(
             ]
         ),
         // What the tool needs from C: prctl (variadic), for `keyring run`.
-        .target(name: "CSecureDictShim"),
         // The one child-process helper (posix_spawn) of the tool and the test support, so of
         // the tests and the reliability suite too. Package-internal: no product of its own.
         .target(name: "ProcessSpawning", swiftSettings: strictSettings),
@@ -150,7 +149,7 @@ let package = Package(
                 "SecureDictionary",
                 "SecureDictionaryFileStore",
                 "SecureDictionaryAdoption",
-                "CSecureDictShim",
+                "CSecretShim",
                 "ProcessSpawning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

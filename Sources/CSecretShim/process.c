@@ -10,3 +10,7 @@ int sd_process_set_dumpable(int dumpable) {
 int sd_process_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
 }
+
+int sd_process_become_child_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
+}

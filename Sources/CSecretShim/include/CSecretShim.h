@@ -8,7 +8,8 @@
    concern: service.c (the connection and its prompts), calls.c (calls and values),
    bus_name.c (the writer lock), watcher.c (signals), session_bus.c (the session bus
    connection they share, ready within each call's deadline, which the file stores' Secret
-   portal call uses too: CSecretPortal), and process.c (prctl). */
+   portal call uses too: CSecretPortal), and process.c (prctl, for the library and the
+   command-line tool). */
 #include "../../CLibSecret/shim.h"
 
 /* ---- service.c: the Secret Service connection ---------------------------------- */
@@ -183,5 +184,10 @@ int sd_process_set_dumpable(int dumpable);
 
 /* prctl(PR_GET_DUMPABLE): 1 dumpable, 0 not, 2 readable by root only; -1 with errno. */
 int sd_process_dumpable(void);
+
+/* prctl(PR_SET_CHILD_SUBREAPER, 1): this process's orphaned descendants become its children
+   instead of init's, so that `secure-dict keyring run` finds every process its command left,
+   whatever its environment. Returns 0, or -1 with errno set. */
+int sd_process_become_child_subreaper(void);
 
 #endif

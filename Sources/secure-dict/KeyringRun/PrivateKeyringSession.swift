@@ -1,4 +1,4 @@
-import CSecureDictShim
+import CSecretShim
 import Dispatch
 import ProcessSpawning
 import SecureDictionary
@@ -73,7 +73,7 @@ final class PrivateKeyringSession {
         let keyringDaemon = try tool("gnome-keyring-daemon", package: "gnome-keyring")
         // Orphans of the session become this process's children, not init's, whatever their
         // environment: stopped with the session (SessionProcesses).
-        _ = sd_cli_become_child_subreaper()
+        _ = sd_process_become_child_subreaper()
         // A short base path: unix socket paths must stay under 108 bytes.
         let parent = (ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.count <= 60 ? $0 : nil }) ?? "/tmp"
         let session = PrivateKeyringSession(
