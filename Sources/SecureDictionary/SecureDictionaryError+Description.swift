@@ -40,7 +40,7 @@ extension SecureDictionaryError: CustomStringConvertible {
         case .unlockDismissed: "The keyring's unlock dialog was cancelled; nothing was read or written."
         case .sessionRejected(let reason):
             "The keyring's encrypted session failed on every try (\(reason)): update the keyring provider"
-                + (context.provider == nil || context.provider == "KWallet" ? " (KWallet: KDE Frameworks 6.25 or later)." : ".")
+                + (ProviderTraits.named(context.provider).advice.sessionUpdate.map { " (\($0))." } ?? ".")
         case .writeNotVerified(let restored):
             "The keyring did not read back what was written, "
                 + (restored ? "so the previous content was put back" : "and the item may be damaged")
@@ -64,31 +64,15 @@ extension SecureDictionaryError: CustomStringConvertible {
         }
     }
 
-    /// The unlock command of gnome-keyring, for a shell with no unlock dialog.
-    private static let gnomeKeyringUnlock = "gnome-keyring-daemon --replace --unlock --components=secrets"
-
+    /// "The THING is locked: FIX.", in the provider's words (its row of ``ProviderTraits``).
     private static func locked(_ context: ErrorContext) -> String {
-        let noDialog = context.unlockDialogUnavailable ? " and no unlock dialog can be shown here" : ""
-        switch context.provider {
-        case "KeePassXC":
-            return "The KeePassXC database is locked\(noDialog): unlock it in the KeePassXC window."
-        case "KWallet":
-            return "The KWallet wallet is locked\(noDialog): open it in KWalletManager (after login it stays locked "
-                + "until an application opens it)."
-        case InMemoryKeyringStore.providerName:
-            return "The InMemoryKeyringStore is locked (by setLocked or an injected failure): call setLocked(false) on it."
-        case let provider:
-            let keyring = provider.map { "keyring (\($0))" } ?? "keyring"
-            if context.surroundings == .desktop && !context.unlockDialogUnavailable {
-                return provider == "gnome-keyring"
-                    ? "The \(keyring) is locked: unlock the login keyring in Passwords and Keys (seahorse)."
-                    : "The \(keyring) is locked: unlock it in your keyring manager."
-            }
-            guard provider == "gnome-keyring" || provider == nil else {
-                return "The \(keyring) is locked\(noDialog): unlock it with the provider's own tool."
-            }
-            return "The \(keyring) is locked\(noDialog): unlock it with '\(gnomeKeyringUnlock)' (password on stdin)."
+        let advice = ProviderTraits.named(context.provider).advice
+        let thing = advice.lockedThing ?? (context.provider.map { "keyring (\($0))" } ?? "keyring")
+        if context.surroundings == .desktop && !context.unlockDialogUnavailable {
+            return "The \(thing) is locked: \(advice.unlockOnDesktop)."
         }
+        let noDialog = context.unlockDialogUnavailable ? " and no unlock dialog can be shown here" : ""
+        return "The \(thing) is locked\(noDialog): \(advice.unlockElsewhere)."
     }
 
     /// No keyring: the fix is this project's answer where the program runs. On a desktop, the
@@ -120,13 +104,9 @@ extension SecureDictionaryError: CustomStringConvertible {
     }
 
     private static func confirmationRequired(_ context: ErrorContext) -> String {
-        guard context.provider == "KeePassXC" else {
-            let keyring = context.provider.map { "keyring (\($0))" } ?? "keyring"
-            return "The \(keyring) wants its user to confirm this access, and it was not confirmed: the keyring "
-                + "shows its dialog only when the program opts in to dialogs."
-        }
-        // No window is claimed: KeePassXC's dialog is shown only on the caller's opt-in (unlock: .prompt).
-        return "KeePassXC wants this access confirmed and it was not: it asks only when the program opts in to "
-            + "dialogs; or turn off its 'Confirm when passwords are retrieved by clients'."
+        if let confirmation = ProviderTraits.named(context.provider).advice.confirmation { return confirmation + "." }
+        let keyring = context.provider.map { "keyring (\($0))" } ?? "keyring"
+        return "The \(keyring) wants its user to confirm this access, and it was not confirmed: the keyring "
+            + "shows its dialog only when the program opts in to dialogs."
     }
 }

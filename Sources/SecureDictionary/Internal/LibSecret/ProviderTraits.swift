@@ -1,7 +1,8 @@
 import CSecretShim
 
 /// Every way SecureDictionary treats one Secret Service provider differently from another, in
-/// one table: the code reads these fields and never asks which provider answers. Adding a
+/// one table (its messages' advice included): the code reads these fields and never asks which
+/// provider answers. Adding a
 /// provider is adding a row (and a case in `sd_service_provider`, which recognises it).
 ///
 /// | provider | `replacesSecretInPlace` | `readsSecretWithSearch` | `lockedItemsMeanConfirmation` | `dismissesPrompts` | `unlockDialogBusName` | `sessionKeysMayDiffer` |
@@ -51,23 +52,79 @@ struct ProviderTraits: Sendable, Equatable {
     /// apart. Elsewhere such a read is a damaged item at once: a hostile 4 MiB blob read three
     /// times took 197 ms against the 100 ms the reliability suite allows.
     let sessionKeysMayDiffer: Bool
+    /// What the user is told to do about it, in ``SecureDictionaryError``'s messages.
+    let advice: Advice
+
+    /// A provider's part of the error messages (the rest of each message is the same for all).
+    struct Advice: Sendable, Equatable {
+        /// What is locked, as a message names it; `nil`: "keyring", with the provider's name.
+        let lockedThing: String?
+        /// How to unlock it where the program runs on a desktop that can show a dialog.
+        let unlockOnDesktop: String
+        /// How to unlock it elsewhere (a shell, SSH, a service, no dialog).
+        let unlockElsewhere: String
+        /// Which update to install when its encrypted sessions keep failing.
+        let sessionUpdate: String?
+        /// Why an access needed confirmation and how to stop that; `nil`: the general sentence.
+        let confirmation: String?
+    }
+
+    /// gnome-keyring's unlock command, for a shell with no unlock dialog.
+    private static let gnomeKeyringUnlock =
+        "unlock it with 'gnome-keyring-daemon --replace --unlock --components=secrets' (password on stdin)"
+    /// KDE Frameworks 6.25 fixed KWallet's session keys (``sessionKeysMayDiffer``).
+    private static let kwalletUpdate = "KWallet: KDE Frameworks 6.25 or later"
 
     static let gnomeKeyring = ProviderTraits(
         name: "gnome-keyring", replacesSecretInPlace: false, readsSecretWithSearch: true,
         lockedItemsMeanConfirmation: false, dismissesPrompts: false,
-        unlockDialogBusName: "org.gnome.keyring.SystemPrompter", sessionKeysMayDiffer: false)
+        unlockDialogBusName: "org.gnome.keyring.SystemPrompter", sessionKeysMayDiffer: false,
+        advice: Advice(
+            lockedThing: nil, unlockOnDesktop: "unlock the login keyring in Passwords and Keys (seahorse)",
+            unlockElsewhere: gnomeKeyringUnlock, sessionUpdate: nil, confirmation: nil))
     static let kwallet = ProviderTraits(
         name: "KWallet", replacesSecretInPlace: false, readsSecretWithSearch: true,
         lockedItemsMeanConfirmation: false, dismissesPrompts: true, unlockDialogBusName: nil,
-        sessionKeysMayDiffer: true)
+        sessionKeysMayDiffer: true,
+        advice: Advice(
+            lockedThing: "KWallet wallet",
+            unlockOnDesktop: kwalletUnlock, unlockElsewhere: kwalletUnlock, sessionUpdate: kwalletUpdate,
+            confirmation: nil))
     static let keepassxc = ProviderTraits(
         name: "KeePassXC", replacesSecretInPlace: true, readsSecretWithSearch: false,
         lockedItemsMeanConfirmation: true, dismissesPrompts: true, unlockDialogBusName: nil,
-        sessionKeysMayDiffer: false)
+        sessionKeysMayDiffer: false,
+        advice: Advice(
+            lockedThing: "KeePassXC database", unlockOnDesktop: "unlock it in the KeePassXC window",
+            unlockElsewhere: "unlock it in the KeePassXC window", sessionUpdate: nil,
+            confirmation: "KeePassXC wants this access confirmed and it was not: it asks only when the program opts in "
+                + "to dialogs; or turn off its 'Confirm when passwords are retrieved by clients'"))
+    /// A provider not told apart: as careful as the most careful row.
     static let other = ProviderTraits(
         name: nil, replacesSecretInPlace: false, readsSecretWithSearch: true,
         lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil,
-        sessionKeysMayDiffer: true)
+        sessionKeysMayDiffer: true,
+        advice: Advice(
+            lockedThing: nil, unlockOnDesktop: "unlock it in your keyring manager", unlockElsewhere: gnomeKeyringUnlock,
+            sessionUpdate: kwalletUpdate, confirmation: nil))
+    /// ``InMemoryKeyringStore``, which is no provider on a bus: only its advice is ever read.
+    static let inMemory = ProviderTraits(
+        name: InMemoryKeyringStore.providerName, replacesSecretInPlace: false, readsSecretWithSearch: true,
+        lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil,
+        sessionKeysMayDiffer: false,
+        advice: Advice(
+            lockedThing: "InMemoryKeyringStore",
+            unlockOnDesktop: inMemoryUnlock, unlockElsewhere: inMemoryUnlock, sessionUpdate: nil, confirmation: nil))
+
+    private static let kwalletUnlock =
+        "open it in KWalletManager (after login it stays locked until an application opens it)"
+    private static let inMemoryUnlock = "call setLocked(false) on it (setLocked or an injected failure locked it)"
+
+    /// The row of the provider named `name` (``ErrorContext/provider``); ``other`` when it
+    /// was not told apart.
+    static func named(_ name: String?) -> ProviderTraits {
+        [gnomeKeyring, kwallet, keepassxc, inMemory].first { $0.name == name && name != nil } ?? other
+    }
 }
 
 extension ProviderTraits {
