@@ -115,21 +115,14 @@ private final class BusMonitor {
         var argument: String?
     }
 
-    private let process = Process()
-    private let output = Pipe()
-    private var text = ""
+    private let monitor: LiveChild
 
     /// Starts monitoring with the given match rules; returns once the bus made it a monitor.
     init(rules: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        process.arguments = ["--session"] + rules
-        process.standardOutput = output
-        try process.run()
+        monitor = try LiveChild("/usr/bin/dbus-monitor", ["--session"] + rules)
         // The bus takes its unique name away when it becomes a monitor.
-        while !text.contains("member=NameLost") {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { throw MonitorFailure(text: text) }
-            text += String(decoding: data, as: UTF8.self)
+        guard monitor.waitUntil(timeout: .seconds(30), { $0.contains { $0.contains("member=NameLost") } }) else {
+            throw MonitorFailure(text: monitor.lines.joined(separator: "\n"))
         }
     }
 
@@ -140,19 +133,7 @@ private final class BusMonitor {
     /// Reads what the monitor reports until `seen` holds for the messages so far (true) or
     /// `timeout` passes (false). dbus-monitor writes each message out as it sees it.
     func waitUntil(timeout: Duration, _ seen: ([Message]) -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while !seen(Self.messages(in: text)) {
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { return false }
-            var ready = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
-            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
-            if poll(&ready, 1, Int32(max(milliseconds, 1))) > 0 {
-                let data = output.fileHandleForReading.availableData
-                if data.isEmpty { return false }
-                text += String(decoding: data, as: UTF8.self)
-            }
-        }
-        return true
+        monitor.waitUntil(timeout: timeout) { seen(Self.messages(in: $0)) }
     }
 
     /// Stops the monitor (after the bus has routed what is on its way) and parses what it saw.
@@ -160,17 +141,15 @@ private final class BusMonitor {
         usleep(200_000)
         // SIGKILL: the child inherits the test thread's blocked signals, SIGINT and SIGTERM
         // among them.
-        kill(process.processIdentifier, SIGKILL)
-        text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return Self.messages(in: text)
+        monitor.kill(SIGKILL)
+        monitor.finish()
+        return Self.messages(in: monitor.lines)
     }
 
-    /// The messages in dbus-monitor's output so far; a line still being written is left out.
-    private static func messages(in text: String) -> [Message] {
-        let complete = text.hasSuffix("\n") ? Substring(text) : text[..<(text.lastIndex(of: "\n") ?? text.startIndex)]
+    /// The messages in dbus-monitor's lines so far.
+    private static func messages(in lines: [String]) -> [Message] {
         var messages: [Message] = []
-        for line in complete.split(separator: "\n") {
+        for line in lines where !line.isEmpty {
             if let first = line.first, first != " " {
                 messages.append(Self.header(String(line)))
             } else if var last = messages.popLast() {

@@ -20,19 +20,13 @@ extension KeyringIntegration {
             for round in 0..<rounds {
                 let test = TestItem("move-race")
                 try test.open(.init(store: SecretServiceStore())).setValue("seed", forKey: "seed")
-                let writer = Process()
-                writer.executableURL = URL(fileURLWithPath: KeyringHarness.writer)
-                writer.arguments = ["fill", test.appID, test.name, "w", "\(count)"]
-                let output = Pipe()
-                writer.standardOutput = output
-                try writer.run()
+                let writer = try LiveChild(KeyringHarness.writer, ["fill", test.appID, test.name, "w", "\(count)"])
                 usleep(UInt32(20_000 + round * 60_000))  // into the writer's run, at another point each round
                 let destination = InMemoryKeyringStore()
                 let moved = try SecureDictionary.move(
                     name: test.name, applicationID: test.appID, from: SecretServiceStore(), to: destination,
                     timeout: .seconds(30))
-                let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                writer.waitUntilExit()
+                let said = writer.finish(timeout: .seconds(120)).text
                 #expect(said == "ok \(count)\n", "round \(round): the writer said \(said)")
 
                 let copied =

@@ -89,29 +89,24 @@ extension KeyringIntegration {
         /// the frozen-daemon `timedOut`; once it is gone, writes go on.
         @Test func aStoppedLockHolderIsNamed() throws {
             let test = TestItem("held")
-            let holder = Process()
-            holder.executableURL = URL(fileURLWithPath: KeyringHarness.writer)
-            holder.arguments = ["hold", test.appID, test.name]
-            let output = Pipe()
-            holder.standardOutput = output
-            try holder.run()
+            let holder = try LiveChild(KeyringHarness.writer, ["hold", test.appID, test.name])
             defer {
-                kill(holder.processIdentifier, SIGKILL)
-                holder.waitUntilExit()
+                holder.kill(SIGKILL)
+                holder.finish()
             }
-            let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-            #expect(line.hasPrefix("holding \(holder.processIdentifier)"), "holder said: \(line)")
-            kill(holder.processIdentifier, SIGSTOP)
+            let line = holder.nextLine(timeout: .seconds(30)) ?? ""
+            #expect(line.hasPrefix("holding \(holder.pid)"), "holder said: \(line)")
+            holder.kill(SIGSTOP)
 
             let dictionary = try test.openFresh(timeout: .seconds(1))
             let start = ContinuousClock.now
-            #expect(throws: SecureDictionaryError.lockHeld(pid: Int(holder.processIdentifier), command: "sd-test-writer")) {
+            #expect(throws: SecureDictionaryError.lockHeld(pid: Int(holder.pid), command: "sd-test-writer")) {
                 try dictionary.setValue("blocked", forKey: "k")
             }
             #expect(ContinuousClock.now - start < .seconds(3))  // the 1 s deadline, and a slow machine's margin
 
-            kill(holder.processIdentifier, SIGKILL)  // dies holding the lock: the bus releases it
-            holder.waitUntilExit()
+            holder.kill(SIGKILL)  // dies holding the lock: the bus releases it
+            holder.finish()
             try dictionary.setValue("after", forKey: "k")
             #expect(try test.openFresh()["k"] == "after")
         }

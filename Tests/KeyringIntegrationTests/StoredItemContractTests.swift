@@ -106,20 +106,9 @@ extension KeyringIntegration {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("sd-\(UUID().uuidString).py")
             try script.write(to: file, atomically: true, encoding: .utf8)
             defer { try? FileManager.default.removeItem(at: file) }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [file.path]
-            let stdin = Pipe()
-            let stdout = Pipe()
-            process.standardInput = stdin
-            process.standardOutput = stdout
-            try process.run()
-            stdin.fileHandleForWriting.write(input)
-            try stdin.fileHandleForWriting.close()
-            let output = stdout.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
-            return String(decoding: output, as: UTF8.self)
+            let output = try ChildProcess.run("/usr/bin/python3", [file.path], input: input, timeout: .seconds(60))
+            #expect(output.succeeded, "\(output)")
+            return output.text
         }
     }
 }

@@ -216,13 +216,10 @@ import Testing
     @Test func lockHeldNamesTheProcessHoldingTheFolder() throws {
         let folder = "\(base)/store"
         try dictionary(fixed(folder)).setValue("v", forKey: "k")  // this process wrote last
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        holder.arguments = ["--no-fork", folder, "sleep", "60"]  // the holder is the process named
-        try holder.run()
+        let holder = try LiveChild("/usr/bin/flock", ["--no-fork", folder, "sleep", "60"])  // the holder is the process named
         defer {
-            kill(holder.processIdentifier, SIGKILL)  // SIGTERM may be ignored by what the runner started
-            holder.waitUntilExit()
+            holder.kill(SIGKILL)  // SIGTERM may be ignored by what the runner started
+            holder.finish()
         }
         // Until the folder is locked (observed, not slept on).
         let descriptor = open(folder, O_RDONLY | O_DIRECTORY)
@@ -236,7 +233,7 @@ import Testing
             try settings.setValue("w", forKey: "k")
         } throws: { error in
             guard case .lockHeld(let pid, let command) = error as? SecureDictionaryError else { return false }
-            return pid == Int(holder.processIdentifier) && command == "sleep"
+            return pid == Int(holder.pid) && command == "sleep"
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SecureDictionaryTestSupport
 
 /// One row of the targets table.
 struct TargetRow: Encodable {
@@ -143,17 +144,8 @@ struct Machine: Codable {
 
     /// The first line a command prints, or nil.
     static func command(_ name: String, _ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [name] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init)
+        guard let output = try? ChildProcess.run(name, arguments, timeout: .seconds(30)), output.succeeded else { return nil }
+        return output.text.split(separator: "\n").first.map(String.init)
     }
 }
 

@@ -11,33 +11,20 @@ struct WorkerLauncher {
     }
 
     struct Launched {
-        let process: Process
-        let output: Pipe
-        let errors: Pipe
+        let child: LiveChild
 
         /// Waits for the worker; its standard output, or an error with its standard error.
         func finish() throws -> String {
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-                throw BenchmarkError("worker \(process.arguments ?? []) failed (\(process.terminationStatus)): \(errorText)")
+            let output = child.finish(timeout: .seconds(3_600))
+            guard output.succeeded else {
+                throw BenchmarkError("worker \(child.pid) failed (\(output.how)): \(output.stderr)")
             }
-            return text
+            return output.text
         }
     }
 
     func launch(_ arguments: [String]) throws -> Launched {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["__worker"] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return Launched(process: process, output: output, errors: errors)
+        Launched(child: try LiveChild(executable, ["__worker"] + arguments))
     }
 }
 

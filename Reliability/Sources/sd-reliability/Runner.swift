@@ -86,7 +86,7 @@ enum Runner {
             let report = Report(scenario: scenario.title)
             let start = clock.now
             scenario.run(harness, report)
-            let seconds = (clock.now - start).timeInterval
+            let seconds = (clock.now - start) / .seconds(1)
             durations[scenario.title] = seconds
             log(String(format: "   (%.1f s)", seconds))
             let removed = harness.removeScenarioItems()
@@ -96,7 +96,7 @@ enum Runner {
             }
             rows += report.rows
         }
-        let total = (clock.now - started).timeInterval
+        let total = (clock.now - started) / .seconds(1)
         let failed = rows.filter { !$0.pass && !$0.tracked }
         print("\nSecureDictionary reliability, \(full ? "full" : "small") size — library \(revision) — \(machine)\n")
         print(Table.render(rows))

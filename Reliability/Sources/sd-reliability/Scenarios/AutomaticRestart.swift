@@ -99,7 +99,7 @@ enum AutomaticRestart {
                 failures.append("keyring-daemon stop failed")
                 break
             }
-            var writers: [LiveProcess] = []
+            var writers: [LiveChild] = []
             var started = false
             for index in 0..<20 {
                 if let writer = try? harness.liveWorker(

@@ -79,12 +79,12 @@ enum DaemonDies {
                 fail("no daemon pid")
                 break
             }
-            let worker: LiveProcess
+            let worker: LiveChild
             do { worker = try harness.liveWorker(["kill-mutate", app, name, "\(seed)", "\(trial)"]) } catch {
                 fail("cannot start the worker: \(error)")
                 break
             }
-            guard worker.readLine(timeout: .seconds(20)) == "ready" else {
+            guard worker.nextLine(timeout: .seconds(20)) == "ready" else {
                 let result = worker.finish(timeout: .seconds(5))
                 fail("the worker did not load: \(result.how) \(result.lastLine) \(result.stderr.suffix(200))")
                 continue
@@ -94,7 +94,7 @@ enum DaemonDies {
             kill(pid, SIGKILL)
             let restart = harness.daemon("restart")
             fixture.reset()
-            worker.send("check")
+            try? worker.send("check")
             let result = worker.finish(timeout: .seconds(30))
             if !restart.succeeded { fail("the daemon did not restart: \(restart.stderr)") }
             let lines = result.text.split(separator: "\n").map(String.init)
@@ -182,8 +182,8 @@ enum DaemonDies {
                 let start = ContinuousClock.now
                 var outcome = "no error"
                 do { try body() } catch { outcome = caseName(error) }
-                let seconds = (ContinuousClock.now - start).timeInterval
-                let pass = outcome == "timedOut" && abs(seconds - deadline.timeInterval) <= 0.5
+                let seconds = (ContinuousClock.now - start) / .seconds(1)
+                let pass = outcome == "timedOut" && abs(seconds - (deadline / .seconds(1))) <= 0.5
                 report.add(
                     "frozen daemon: \(what)", target: target,
                     measured: String(format: "%@ after %.2f s", outcome, seconds), pass: pass)

@@ -95,7 +95,7 @@ extension Worker {
             slowest = max(slowest, milliseconds)
             if milliseconds > 100 { slow += 1 }
         }
-        let seconds = (clock.now - started).timeInterval
+        let seconds = (clock.now - started) / .seconds(1)
         let byCase = cases.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         let detail = String(
             format: "0 crashes; %d decoded, %d rejected (%@); %d round-trip failures; slowest %.2f ms; %d over 100 ms; %.1f s",

@@ -66,7 +66,7 @@ enum FairWaiting {
             "0 timedOut, 0 lost, p99 wait ≤ \(Int(fairnessBound)) × median single write "
             + "(\(formatMilliseconds(fairnessBound * single))), "
             + "as the wait for the lock and as the whole call less a single write"
-        let writers: [LiveProcess]
+        let writers: [LiveChild]
         do {
             try prefill(app, keys: (0..<processes).flatMap { process in (0..<writes).map { "p\(process)-\($0)" } })
             writers = try (0..<processes).map { try harness.liveWorker(["burst", app, "fair", "p\($0)", "\(writes)", "0"]) }
@@ -182,11 +182,11 @@ enum FairWaiting {
         let app = harness.appID("held")
         do {
             let holder = try harness.liveWorker(["hold", app, "held"])
-            guard holder.readLine(timeout: .seconds(30)) == "holding" else {
+            guard holder.nextLine(timeout: .seconds(30)) == "holding" else {
                 report.add(check, target: target, measured: "the holder never took the lock", pass: false)
                 return
             }
-            kill(holder.pid, SIGSTOP)
+            holder.kill(SIGSTOP)
             let dictionary = try SecureDictionary(
                 name: "held", applicationID: app,
                 options: .init(timeout: .seconds(1), store: SecretServiceStore()))
@@ -204,7 +204,7 @@ enum FairWaiting {
                 measured = "\(caseName(error)) after \(formatMilliseconds(elapsedMilliseconds(since: start)))"
             }
             let seconds = elapsedMilliseconds(since: start) / 1_000
-            kill(holder.pid, SIGKILL)
+            holder.kill(SIGKILL)
             _ = holder.finish(timeout: .seconds(10))
             var after = "ok"
             do { try dictionary.setValue("after", forKey: "k") } catch { after = caseName(error) }

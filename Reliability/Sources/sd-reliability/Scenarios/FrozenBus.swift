@@ -43,7 +43,7 @@ enum FrozenBus {
     ) {
         let app = harness.appID("frozenbus")
         let running = seconds + 4
-        let workers: [LiveProcess]
+        let workers: [LiveChild]
         do {
             workers = try (0..<processes).map { _ in
                 try harness.liveWorker(["bus-writes", app, "d", "\(threads)", "\(Int(deadline))", "\(running)"])
@@ -52,7 +52,7 @@ enum FrozenBus {
             report.cannotRun(check, target: target, reason: "cannot start a writer: \(error)")
             return
         }
-        let ready = workers.allSatisfy { $0.readLine(timeout: .seconds(60)) == "ready" }
+        let ready = workers.allSatisfy { $0.nextLine(timeout: .seconds(60)) == "ready" }
         Thread.sleep(forTimeInterval: 1)
         let frozenAt = Date().timeIntervalSince1970
         kill(bus, SIGSTOP)

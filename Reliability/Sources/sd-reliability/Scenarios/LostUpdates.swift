@@ -17,7 +17,7 @@ enum LostUpdates {
         let check =
             "\(sizes.lostProcesses) processes × 2 instances × \(sizes.lostMutations) mutations + \(sizes.lostIncrements) increments"
         let target = "0 lost, 0 phantom, counter == increments, 0 errors"
-        var writers: [LiveProcess] = []
+        var writers: [LiveChild] = []
         for index in 0..<sizes.lostProcesses {
             do {
                 writers.append(
@@ -53,7 +53,7 @@ enum LostUpdates {
     }
 
     /// Waits for the writers, merges the models they printed, and compares with a fresh load.
-    static func collect(_ writers: [LiveProcess], app: String, name: String) -> Outcome {
+    static func collect(_ writers: [LiveChild], app: String, name: String) -> Outcome {
         var outcome = Outcome()
         var expected: [String: PropertyListValue] = [:]
         var removed: Set<String> = []

@@ -109,21 +109,21 @@ enum MemoryHygiene {
                     "ulimit -l \(memoryLockLimit) && exec \"$0\" \"$@\"",
                 ] + command
         }
-        let worker = try LiveProcess(command[0], Array(command.dropFirst()))
-        guard let opened = worker.readLine(timeout: .seconds(60))?.split(separator: " ").compactMap({ Int($0) }),
+        let worker = try LiveChild(command[0], Array(command.dropFirst()))
+        guard let opened = worker.nextLine(timeout: .seconds(60))?.split(separator: " ").compactMap({ Int($0) }),
             opened.count == 3
         else {
             throw Failure(description: "the worker did not open: \(worker.finish(timeout: .seconds(5)).stderr.suffix(300))")
         }
         try plant(second, "second")
-        worker.send("go")
-        guard let ready = worker.readLine(timeout: .seconds(120))?.split(separator: " ").compactMap({ Int($0) }), ready.count == 1
+        try? worker.send("go")
+        guard let ready = worker.nextLine(timeout: .seconds(120))?.split(separator: " ").compactMap({ Int($0) }), ready.count == 1
         else {
             throw Failure(description: "the worker did not finish: \(worker.finish(timeout: .seconds(5)).stderr.suffix(300))")
         }
         let core = try CoreScan.take(
             of: worker.pid, secrets: first.secrets.merging(second.secrets) { $1 }, in: harness.scratch.path)
-        worker.send("done")
+        try? worker.send("done")
         let result = worker.finish(timeout: .seconds(30))
         guard result.succeeded else { throw Failure(description: "worker \(result.how): \(result.stderr.suffix(300))") }
         return Run(opened: (opened[1], opened[2]), locked: ready[0], core: core, stderr: result.stderr)

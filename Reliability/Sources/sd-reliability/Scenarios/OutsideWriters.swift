@@ -37,7 +37,7 @@ enum OutsideWriters {
         let check =
             "\(environments.count) processes in 5 kinds of runtime folder × \(mutations) mutations + \(mutations / 4) increments"
         let target = "0 lost, 0 phantom, counter == increments, 0 errors"
-        var writers: [LiveProcess] = []
+        var writers: [LiveChild] = []
         for (index, environment) in environments.enumerated() {
             do {
                 writers.append(

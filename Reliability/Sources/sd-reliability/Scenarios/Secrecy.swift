@@ -78,19 +78,11 @@ enum Secrecy {
         }
 
         // Watch the bus.
-        let monitor = Process()
-        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        monitor.arguments = ["--session", "--binary"]
-        FileManager.default.createFile(atPath: busFile.path, contents: nil)
-        let busHandle = try? FileHandle(forWritingTo: busFile)
-        monitor.standardOutput = busHandle
-        monitor.standardError = FileHandle.nullDevice
-        var monitoring = false
-        do {
-            try monitor.run()
-            usleep(300_000)
-            monitoring = monitor.isRunning
-        } catch {}
+        let monitor = try? Spawn.start(
+            "/usr/bin/dbus-monitor", ["--session", "--binary"], environment: ProcessInfo.processInfo.environment,
+            standardInput: .null, standardOutput: .file(busFile.path), standardError: .null, keepsOtherDescriptors: false)
+        usleep(300_000)
+        let monitoring = monitor.map { waitpid($0, nil, WNOHANG) == 0 } ?? false
         let control = ["control-before-" + alphanumeric(24), "control-after-" + alphanumeric(24)]
         let controlItem = ["application": app, "purpose": "positive control"]
         _ = try? fixture.plant(Array(control[0].utf8), attributes: controlItem, label: "control")
@@ -99,11 +91,10 @@ enum Secrecy {
 
         _ = try? fixture.plant(Array(control[1].utf8), attributes: controlItem, label: "control")
         usleep(300_000)
-        if monitor.isRunning {
-            monitor.terminate()
-            monitor.waitUntilExit()
+        if let monitor, monitoring {
+            kill(monitor, SIGTERM)
+            while waitpid(monitor, nil, 0) < 0 && errno == EINTR {}
         }
-        try? busHandle?.close()
         _ = try? fixture.delete(controlItem)
         for name in ["canary", "corrupt", "ambiguous", "big", "deep", "async"] {
             if let item = try? KeyringItem(dictionaryName: name, applicationID: app) { _ = try? fixture.delete(item.attributes) }

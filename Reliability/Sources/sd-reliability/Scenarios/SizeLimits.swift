@@ -58,7 +58,7 @@ enum SizeLimits {
         let value = Data(randomBytes(length, using: &generator))
         let start = ContinuousClock.now
         let exact = roundTrip(["v": .data(value)], through: dictionary, item: item, fixture: fixture)
-        let seconds = (ContinuousClock.now - start).timeInterval
+        let seconds = (ContinuousClock.now - start) / .seconds(1)
         let stored = (try? fixture.read(item.attributes).count) ?? -1
         report.add(
             "the whole blob at the cap (\(cap) B)", target: target,

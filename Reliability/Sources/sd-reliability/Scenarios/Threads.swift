@@ -82,7 +82,7 @@ enum Threads {
             models.withLock { $0[thread] = model }
             increments.withLock { $0 += done }
         }
-        let seconds = (ContinuousClock.now - start).timeInterval
+        let seconds = (ContinuousClock.now - start) / .seconds(1)
         var expected: [String: PropertyListValue] = [:]
         for (_, model) in models.withLock({ $0 }) { expected.merge(model) { first, _ in first } }
         let total = increments.withLock { $0 }
@@ -124,7 +124,7 @@ enum Threads {
                 "ASAN_OPTIONS": "detect_leaks=0",
             ],
             timeout: .seconds(3_600))
-        let minutes = (ContinuousClock.now - start).timeInterval / 60
+        let minutes = ((ContinuousClock.now - start) / .seconds(1)) / 60
         let output = result.text + result.stderr
         let reports =
             occurrences(of: "WARNING: ThreadSanitizer", in: Data(output.utf8))

@@ -88,8 +88,8 @@ final class Harness: @unchecked Sendable {  // used from the main thread only
         Subprocess.run(executable, ["worker"] + arguments, environment: environment, stdin: stdin, timeout: timeout)
     }
 
-    func liveWorker(_ arguments: [String], environment: [String: String?] = [:]) throws -> LiveProcess {
-        try LiveProcess(executable, ["worker"] + arguments, environment: environment)
+    func liveWorker(_ arguments: [String], environment: [String: String?] = [:]) throws -> LiveChild {
+        try LiveChild(executable, ["worker"] + arguments, environment: environment)
     }
 
     /// The raw D-Bus fixture (python3-dbus), started on first use.
@@ -133,12 +133,12 @@ struct FixtureError: Error, CustomStringConvertible {
 
 /// One long-lived `fixture-server.py`: plant, read, hash and delete items raw over D-Bus.
 final class FixtureServer {
-    private let process: LiveProcess
+    private let process: LiveChild
     private let scratch: URL
     private var counter = 0
 
     init(server: String, fixture: String, scratch: URL) throws {
-        process = try LiveProcess("/usr/bin/python3", [server, fixture])
+        process = try LiveChild("/usr/bin/python3", [server, fixture])
         self.scratch = scratch
     }
 
@@ -148,8 +148,8 @@ final class FixtureServer {
         guard let data = try? JSONSerialization.data(withJSONObject: body),
             let line = String(data: data, encoding: .utf8)
         else { throw FixtureError(code: 2, message: "bad request") }
-        process.send(line)
-        guard let reply = process.readLine(timeout: .seconds(120)),
+        try? process.send(line)
+        guard let reply = process.nextLine(timeout: .seconds(120)),
             let object = try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any]
         else {
             throw FixtureError(code: 1, message: "no reply from fixture-server.py")
