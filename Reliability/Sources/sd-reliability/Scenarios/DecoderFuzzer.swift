@@ -91,7 +91,7 @@ extension Worker {
                 rejected += 1
                 cases[caseName(error), default: 0] += 1
             }
-            let milliseconds = (clock.now - start).milliseconds
+            let milliseconds = (clock.now - start) / .milliseconds(1)
             slowest = max(slowest, milliseconds)
             if milliseconds > 100 { slow += 1 }
         }

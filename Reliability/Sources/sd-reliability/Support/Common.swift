@@ -26,7 +26,7 @@ struct WorkerReply: Codable, Sendable {
 }
 
 func elapsedMilliseconds(since start: ContinuousClock.Instant) -> Double {
-    (ContinuousClock.now - start).milliseconds
+    (ContinuousClock.now - start) / .milliseconds(1)
 }
 
 func randomBytes(_ count: Int, using generator: inout some RandomNumberGenerator) -> [UInt8] {

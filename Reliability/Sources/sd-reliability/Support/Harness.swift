@@ -1,4 +1,5 @@
 import Foundation
+import SecureDictionaryTestSupport
 import SecureDictionary
 
 /// Sizes of the two runs: the small one for CI, the full one on demand.
