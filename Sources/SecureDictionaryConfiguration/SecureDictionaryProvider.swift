@@ -23,7 +23,7 @@ public import SecureDictionary
 /// - **Secret**: every value it returns is marked secret, so swift-configuration's access
 ///   logging shows `<REDACTED>` in its place.
 /// - **Reads** (`value`, `snapshot`) answer from the dictionary's memory one entry at a time,
-///   through its subscript: a lookup copies out only the entry it names (and the leading
+///   as its subscript does: a lookup copies out only the entry it names (and the leading
 ///   parts of the name it tries on the way), never the other entries. `fetchValue` loads the
 ///   item again first. `watchValue` follows `SecureDictionary.changes(forKey:)` of the entries
 ///   that can change its value; `watchSnapshot` follows `SecureDictionary.changes()`: every
@@ -59,7 +59,10 @@ public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible 
     /// - Throws: `SecureDictionaryError.typeMismatch(expected:found:)` when the value is
     ///   stored as a type that does not convert to `type`.
     public func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws(SecureDictionaryError) -> LookupResult {
-        try EntryLookup.result(for: key, as: type) { dictionary[$0] }
+        // One generation for the whole lookup (the name and its leading parts), even while
+        // another thread writes; it is read in place, one entry at a time.
+        let entries = dictionary.loadedEntries
+        return try EntryLookup.result(for: key, as: type) { entries[$0] }
     }
 
     /// Loads the dictionary again (one keyring read; it decodes only when the item changed,
