@@ -99,7 +99,10 @@ let package = Package(
         // A second process for the cross-process integration tests.
         .executableTarget(
             name: "sd-test-writer",
-            dependencies: ["SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport"],
+            dependencies: [
+                "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport", "SecureDictionaryConfiguration",
+                .product(name: "Configuration", package: "swift-configuration"),
+            ],
             path: "Tests/Support/sd-test-writer"
         ),
         .target(

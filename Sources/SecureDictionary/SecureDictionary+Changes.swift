@@ -61,9 +61,35 @@ extension SecureDictionary {
     /// to the Secret Service's own `ItemCreated`, `ItemChanged` and `ItemDeleted` signals and
     /// then reads the item once, decoding and reporting it only if it changed. A reload that
     /// fails (e.g. locked) is reported to ``Options/failureHandler`` and delivers nothing. The
-    /// stream ends when the task iterating it is cancelled.
+    /// stream ends when the task iterating it is cancelled. Each changed entry is decoded for
+    /// it: to follow one entry, use ``changes(forKey:)``, which decodes no other.
     public func changes() -> AsyncStream<Change> {
         state.observeChanges(options.context, failureHandler: options.failureHandler)
+    }
+
+    /// Every change to the entry `key`, whoever made it: ``changes()`` for one key.
+    ///
+    /// ```swift
+    /// for await change in settings.changes(forKey: "apiToken") {
+    ///     client.token = change.newValue?.stringValue   // nil: the entry was removed
+    /// }
+    /// ```
+    ///
+    /// The key matches by its Unicode scalars, as the subscript does. Changes arrive from the
+    /// same writers as ``changes()``'s, in the order they were loaded or written; a reload
+    /// that fails is reported to ``Options/failureHandler`` and delivers nothing. Only this
+    /// entry is compared (in place) and decoded when the dictionary changes: a change to
+    /// another entry costs this stream nothing and hands it no copy of that entry. The stream
+    /// ends when the task iterating it is cancelled.
+    public func changes(forKey key: String) -> AsyncStream<Change> {
+        changes(forKeys: [key])
+    }
+
+    /// Every change to the entries `keys` names, in one stream: ``changes(forKey:)`` for
+    /// several keys (the configuration provider's watch of a key and of each leading part of
+    /// its name). A change of several of them at once arrives in the order of `keys`.
+    package func changes(forKeys keys: [String]) -> AsyncStream<Change> {
+        state.observeChanges(options.context, failureHandler: options.failureHandler, keys: keys)
     }
 
     /// The value of `key` after each change to its entry (its default after a removal).
@@ -72,12 +98,13 @@ extension SecureDictionary {
     /// for await retries in settings.updates(for: .retries) { client.maxRetries = retries }
     /// ```
     ///
-    /// Entries of the wrong type are skipped (and reported like the typed subscript does).
+    /// Follows ``changes(forKey:)``: no other entry is decoded for it. Entries of the wrong
+    /// type are skipped (and reported like the typed subscript does).
     public func updates<V>(for key: Key<V>) -> AsyncStream<V> {
-        let changes = changes()
+        let changes = changes(forKey: key.name)
         return AsyncStream { continuation in
             let task = Task {
-                for await change in changes where change.key == key.name {
+                for await change in changes {
                     guard let value = change.newValue else {
                         continuation.yield(key.defaultValue)
                         continue

@@ -260,6 +260,11 @@ public final class SecureDictionary: Sendable {
         Entries(stored: try state.generation(options.context))
     }
 
+    /// The entries in memory, never a load (the read rule): reads of one entry at a time out
+    /// of the generation loaded now, which they keep alive (the configuration provider's
+    /// snapshot). Making them copies no entry.
+    package var loadedEntries: Entries { Entries(stored: state.loadedGeneration) }
+
     /// The stored entries, read from the store again (adoption's check of what it wrote).
     package func reloadedEntries() throws(SecureDictionaryError) -> Entries {
         Entries(stored: try state.reload(options.context))

@@ -1,25 +1,49 @@
+import Configuration
 import SecureDictionary
 
 /// Which entry of a dictionary a configuration key names: the mapping documented in
-/// <doc:SecureDictionaryConfiguration#Keys>.
+/// <doc:SecureDictionaryConfiguration#Keys>, read one entry at a time.
 ///
 /// ```swift
-/// EntryLookup.value(for: ["database", "password"], in: entries)
-/// // entries["database.password"], or else the "password" of the dictionary entries["database"]
+/// EntryLookup.value(for: ["database", "password"]) { dictionary[$0] }
+/// // the entry "database.password", or else the "password" of the dictionary in the entry "database"
 /// ```
 ///
 /// The key's components joined by `.` name an entry. Where no entry has that whole name, a
 /// stored dictionary continues it: the longest leading part that names an entry holding a
 /// dictionary is looked up there, with the rest of the components, by the same rule.
+/// `entry` reads one entry by its name (the dictionary's subscript, or a snapshot's): the
+/// whole name first, and a shorter one only when the longer names none, so that a lookup
+/// copies out of the dictionary's wiped memory only the entries on its way, never the others.
 enum EntryLookup {
-    /// The value that `components` name in `entries`, or `nil` when they name none.
-    static func value(for components: some Collection<String>, in entries: [String: PropertyListValue]) -> PropertyListValue? {
-        guard !components.isEmpty else { return entries[""] }
+    /// The value `key` names (read through `entry`), as `type`, marked secret; no value when
+    /// it names none.
+    ///
+    /// - Throws: `SecureDictionaryError.typeMismatch(expected:found:)` when the value is
+    ///   stored as a type that does not convert to `type`.
+    static func result(
+        for key: AbsoluteConfigKey, as type: ConfigType, reading entry: (String) -> PropertyListValue?
+    ) throws(SecureDictionaryError) -> LookupResult {
+        let encodedKey = entryName(for: key.components)
+        guard let stored = value(for: key.components, reading: entry) else {
+            return LookupResult(encodedKey: encodedKey, value: nil)
+        }
+        let content = try ConfigContentConversion.content(of: stored, as: type)
+        return LookupResult(encodedKey: encodedKey, value: ConfigValue(content, isSecret: true))
+    }
+
+    /// The value that `components` name among the entries `entry` reads, or `nil` when they
+    /// name none.
+    static func value(
+        for components: some Collection<String>, reading entry: (String) -> PropertyListValue?
+    ) -> PropertyListValue? {
+        guard !components.isEmpty else { return entry("") }
         var end = components.endIndex
         while end > components.startIndex {
-            if let value = entries[components[..<end].joined(separator: ".")] {
+            if let value = entry(components[..<end].joined(separator: ".")) {
                 guard end != components.endIndex else { return value }
-                if case .dictionary(let nested) = value, let found = self.value(for: components[end...], in: nested) {
+                if case .dictionary(let nested) = value, let found = self.value(for: components[end...], reading: { nested[$0] })
+                {
                     return found
                 }
             }
@@ -31,10 +55,11 @@ enum EntryLookup {
     /// The name a key is looked up and reported under (`LookupResult.encodedKey`).
     static func entryName(for components: [String]) -> String { components.joined(separator: ".") }
 
-    /// The entries whose change can change what `components` name: the whole name and every
-    /// leading part of it (a dictionary stored there may hold the rest).
-    static func entryNames(for components: [String]) -> Set<String> {
+    /// The entries whose change can change what `components` name: every leading part of
+    /// the name, shortest first, and the whole name (a dictionary stored at a leading part
+    /// may hold the rest).
+    static func entryNames(for components: [String]) -> [String] {
         guard !components.isEmpty else { return [""] }
-        return Set((1...components.count).map { components[..<$0].joined(separator: ".") })
+        return (1...components.count).map { components[..<$0].joined(separator: ".") }
     }
 }

@@ -11,9 +11,10 @@ extension SecureDictionaryProvider {
     /// }
     /// ```
     ///
-    /// Fed by `SecureDictionary.changes()`: the change is in the dictionary's memory before it
-    /// arrives here, and the same value may come twice. A change can come only from an entry
-    /// named by the key or by a leading part of it (a dictionary stored there). Each element
+    /// Fed by `SecureDictionary.changes(forKey:)` of the entry named by the key and of each
+    /// leading part of it (a dictionary stored there may hold the value): a change to any other
+    /// entry neither wakes the watch nor is decoded for it. The change is in the dictionary's
+    /// memory before it arrives here, and the same value may come twice. Each element
     /// is a `Result`: a value stored as another type is a
     /// `SecureDictionaryError.typeMismatch(expected:found:)` failure. A reload after
     /// another process's change that fails (the keyring was locked meanwhile) goes to the
@@ -26,9 +27,8 @@ extension SecureDictionaryProvider {
         type: ConfigType,
         updatesHandler: (_ updates: ConfigUpdatesAsyncSequence<Result<LookupResult, any Error>, Never>) async throws -> Return
     ) async throws -> Return {
-        let names = EntryLookup.entryNames(for: key.components)
-        return try await watch(
-            changesTo: { names.contains($0) },
+        try await watch(
+            dictionary.changes(forKeys: EntryLookup.entryNames(for: key.components)),
             current: { [self] in Result { () throws(SecureDictionaryError) in try value(forKey: key, type: type) } },
             updatesHandler: updatesHandler)
     }
@@ -43,33 +43,32 @@ extension SecureDictionaryProvider {
     /// }
     /// ```
     ///
-    /// Fed by `SecureDictionary.changes()`, as ``watchValue(forKey:type:updatesHandler:)``:
-    /// one snapshot per changed entry, so a change of several entries at once may give the
-    /// same snapshot more than once.
+    /// Fed by `SecureDictionary.changes()`, as ``watchValue(forKey:type:updatesHandler:)`` is
+    /// by the changes of its entries: a change of several entries at once may give the same
+    /// snapshot more than once. Each snapshot holds the dictionary's memory of its moment and
+    /// reads one entry per lookup from it (see ``snapshot()``).
     ///
     /// - Throws: what `updatesHandler` throws.
     public func watchSnapshot<Return: ~Copyable>(
         updatesHandler: (_ updates: ConfigUpdatesAsyncSequence<any ConfigSnapshot, Never>) async throws -> Return
     ) async throws -> Return {
         try await watch(
-            changesTo: { _ in true }, current: { [self] in currentSnapshot() as any ConfigSnapshot },
-            updatesHandler: updatesHandler)
+            dictionary.changes(), current: { [self] in currentSnapshot() as any ConfigSnapshot }, updatesHandler: updatesHandler)
     }
 
-    /// Runs `updatesHandler` over `current()` now and after each change to an entry whose name
-    /// `isWatched` accepts, until `updatesHandler` returns.
+    /// Runs `updatesHandler` over `current()` now and after each element of `changes`, until
+    /// `updatesHandler` returns. `changes` is made before the first `current()`, so that no
+    /// change falls in between.
     private func watch<Element: Sendable, Return: ~Copyable>(
-        changesTo isWatched: @escaping @Sendable (String) -> Bool,
+        _ changes: AsyncStream<SecureDictionary.Change>,
         current: @escaping @Sendable () -> Element,
         updatesHandler: (ConfigUpdatesAsyncSequence<Element, Never>) async throws -> Return
     ) async throws -> Return {
         // Only the newest element waits for a slow reader: an older one is out of date.
         let (updates, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        // Listening starts before the first read, so that no change falls in between.
-        let changes = dictionary.changes()
         continuation.yield(current())
         let feed = Task {
-            for await change in changes where isWatched(change.key) { continuation.yield(current()) }
+            for await _ in changes { continuation.yield(current()) }
         }
         defer {
             feed.cancel()  // ends `changes`, and the dictionary's watch of the keyring with the last one

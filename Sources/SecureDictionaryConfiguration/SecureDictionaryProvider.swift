@@ -22,10 +22,12 @@ public import SecureDictionary
 ///   <doc:SecureDictionaryConfiguration#Types>.
 /// - **Secret**: every value it returns is marked secret, so swift-configuration's access
 ///   logging shows `<REDACTED>` in its place.
-/// - **Reads** (`value`, `snapshot`) answer from the dictionary's memory, as its subscript
-///   does; `fetchValue` loads the item again first. Watches (`watchValue`, `watchSnapshot`)
-///   follow `SecureDictionary.changes()`: every change, whoever made it, this process,
-///   another one or another tool.
+/// - **Reads** (`value`, `snapshot`) answer from the dictionary's memory one entry at a time,
+///   as its subscript does: a lookup copies out only the entry it names (and the leading
+///   parts of the name it tries on the way), never the other entries. `fetchValue` loads the
+///   item again first. `watchValue` follows `SecureDictionary.changes(forKey:)` of the entries
+///   that can change its value; `watchSnapshot` follows `SecureDictionary.changes()`: every
+///   change, whoever made it, this process, another one or another tool.
 public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible {
     /// The dictionary this provider reads.
     public let dictionary: SecureDictionary
@@ -46,7 +48,9 @@ public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible 
     public var description: String { providerName }
 
     /// The value `key` names, from the dictionary's memory (no keyring call), marked secret;
-    /// `nil` when there is none.
+    /// `nil` when there is none. It reads the dictionary one entry at a time, as its subscript
+    /// does: the whole name, then a shorter leading part only when the longer one names no
+    /// entry. No other entry is copied.
     ///
     /// ```swift
     /// let port = try provider.value(forKey: ["database", "port"], type: .int).value  // the entry "database.port"
@@ -55,7 +59,10 @@ public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible 
     /// - Throws: `SecureDictionaryError.typeMismatch(expected:found:)` when the value is
     ///   stored as a type that does not convert to `type`.
     public func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws(SecureDictionaryError) -> LookupResult {
-        try currentSnapshot().value(forKey: key, type: type)
+        // One generation for the whole lookup (the name and its leading parts), even while
+        // another thread writes; it is read in place, one entry at a time.
+        let entries = dictionary.loadedEntries
+        return try EntryLookup.result(for: key, as: type) { entries[$0] }
     }
 
     /// Loads the dictionary again (one keyring read; it decodes only when the item changed,
@@ -73,7 +80,8 @@ public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible 
     }
 
     /// The dictionary's entries now, from memory, as a snapshot whose values are all marked
-    /// secret.
+    /// secret. It holds the dictionary's memory of this moment (wiped once released) and
+    /// reads one entry per lookup from it: making it copies no entry.
     ///
     /// ```swift
     /// let snapshot = provider.snapshot()
@@ -83,6 +91,6 @@ public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible 
     public func snapshot() -> any ConfigSnapshot { currentSnapshot() }
 
     func currentSnapshot() -> DictionarySnapshot {
-        DictionarySnapshot(providerName: providerName, entries: dictionary.snapshot)
+        DictionarySnapshot(providerName: providerName, entries: dictionary.loadedEntries)
     }
 }

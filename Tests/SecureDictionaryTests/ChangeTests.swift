@@ -81,6 +81,49 @@ import Testing
         #expect(changes.map(\.kind) == [.inserted, .updated, .updated])
     }
 
+    @Test func changesForAKeyDeliverThatEntryAlone() async throws {
+        let observed = try open()
+        try observed.setValue("old", forKey: "watched")
+        let stream = observed.changes(forKey: "watched")
+        let writer = try open()  // another instance of the same item
+        try writer.setValue(1, forKey: "other")
+        try writer.update { entries in
+            entries["other"] = 2
+            entries["watched"] = "new"
+        }
+        try writer.setValue(3, forKey: "other")
+        try writer.removeValue(forKey: "watched")
+        #expect(
+            await collect(stream, count: 2) == [
+                .init(key: "watched", kind: .updated, oldValue: "old", newValue: "new"),
+                .init(key: "watched", kind: .removed, oldValue: "new", newValue: nil),
+            ])
+    }
+
+    @Test func aReloadReachesTheStreamOfTheKeyItChangedOnly() async throws {
+        let observed = try open()
+        let watched = observed.changes(forKey: "watched")
+        let every = observed.changes()
+        store.plant(Array(try BinaryPropertyListCoding.encode(["other": "planted"])), for: observed.item)
+        try observed.reload()
+        #expect(await collect(every, count: 1).map(\.key) == ["other"])  // loaded, and told to every key's stream
+        store.plant(Array(try BinaryPropertyListCoding.encode(["other": "planted", "watched": "v"])), for: observed.item)
+        try observed.reload()
+        #expect(await collect(watched, count: 1) == [.init(key: "watched", kind: .inserted, oldValue: nil, newValue: "v")])
+    }
+
+    /// A key names its entry by Unicode scalars, as the subscript reads it: "é" as U+00E9 and
+    /// as "e" + U+0301 are two entries, and each stream hears its own.
+    @Test func aKeysStreamMatchesItsEntryByItsScalars() async throws {
+        let observed = try open()
+        let composed = observed.changes(forKey: "\u{E9}")
+        try observed.setValue("decomposed", forKey: "e\u{301}")
+        try observed.setValue("composed", forKey: "\u{E9}")
+        let changes = await collect(composed, count: 1)
+        #expect(changes.map(\.newValue) == ["composed"])
+        #expect(changes.first?.key.unicodeScalars.elementsEqual("\u{E9}".unicodeScalars) == true)
+    }
+
     @Test func typedUpdatesFollowOneKey() async throws {
         let observed = try open()
         let updates = observed.updates(for: .retries)

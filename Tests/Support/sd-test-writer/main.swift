@@ -27,6 +27,9 @@
 //                                              one key each back to back, printing "call <thread> ok|<case> <ms>"
 //                                              per call, until standard input ends
 //   sd-test-writer scan APP COUNT MODE         the process a core-dump scan looks at (MemoryScan.swift)
+//   sd-test-writer config-read APP NAME KEY    reads one configuration key through SecureDictionaryProvider,
+//                                              prints "ready <reads>" and waits: the process a core scan
+//                                              looks at (ConfigurationRead.swift)
 //   sd-test-writer plant APP FILE...           each binary plist FILE becomes the dictionary named FILE's name
 //   sd-test-writer mixed APP NAME              100 mixed operations, stopping for a daemon restart
 //                                              (MixedOperations.swift): the process ConnectionCount counts
@@ -305,6 +308,9 @@ do {
     case "scan" where arguments.count == 4:
         guard let count = Int(arguments[2]) else { fail("bad count") }
         try MemoryScan.run(app: arguments[1], count: count, mode: arguments[3], options: options(timeout: .seconds(20)))
+    case "config-read" where arguments.count == 4:
+        try ConfigurationRead.run(
+            app: arguments[1], name: arguments[2], key: arguments[3], options: options(timeout: .seconds(20)))
     case "plant" where arguments.count >= 3:
         try MemoryScan.plant(app: arguments[1], files: Array(arguments.dropFirst(2)), options: options(timeout: .seconds(20)))
     case "mixed" where arguments.count == 3:

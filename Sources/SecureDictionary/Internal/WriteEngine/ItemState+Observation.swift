@@ -1,13 +1,14 @@
 import Logging
 import Synchronization
 
-/// ``SecureDictionary/changes()``: who listens, what they were last told, and the watcher of
-/// the keyring that tells this state to look again.
+/// ``SecureDictionary/changes()`` and ``SecureDictionary/changes(forKey:)``: who listens, to
+/// which keys, what they were last told, and the watcher of the keyring that tells this state
+/// to look again.
 extension ItemState {
-    /// Who listens to ``SecureDictionary/changes()``, and what they were last told.
+    /// Who listens to the changes, and what they were last told.
     struct Observers {
         var nextID: UInt64 = 0
-        var continuations: [UInt64: AsyncStream<SecureDictionary.Change>.Continuation] = [:]
+        var listeners: [UInt64: Listener] = [:]
         /// The generation observers last saw: changes are computed against it. Kept only
         /// while someone observes (its region stays alive meanwhile).
         var published: Generation?
@@ -16,15 +17,24 @@ extension ItemState {
         var failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
     }
 
-    /// A stream of changes; the first observer starts watching the keyring.
+    /// One stream of changes: of every entry (`keys` is `nil`), or of the entries `keys` name
+    /// (matched by their Unicode scalars, as stored), whose changes alone are compared and
+    /// decoded.
+    struct Listener {
+        let keys: [String]?
+        let continuation: AsyncStream<SecureDictionary.Change>.Continuation
+    }
+
+    /// A stream of changes to every entry (`keys` is `nil`) or to those `keys` names; the
+    /// first observer starts watching the keyring.
     func observeChanges(
-        _ context: OperationContext, failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
+        _ context: OperationContext, failureHandler: (@Sendable (SecureDictionaryError) -> Void)?, keys: [String]? = nil
     ) -> AsyncStream<SecureDictionary.Change> {
         let (stream, continuation) = AsyncStream<SecureDictionary.Change>.makeStream()
         let id: UInt64 = observers.withLock { observers in
             let id = observers.nextID
             observers.nextID += 1
-            if observers.continuations.isEmpty {
+            if observers.listeners.isEmpty {
                 observers.published = cachedGeneration
                 observers.context = context
                 observers.failureHandler = failureHandler
@@ -32,17 +42,41 @@ extension ItemState {
                     if change == .items { self?.refreshAfterChange() }
                 }
             }
-            observers.continuations[id] = continuation
+            observers.listeners[id] = Listener(keys: keys, continuation: continuation)
             return id
         }
         continuation.onTermination = { [weak self] _ in self?.stopObserving(id) }
         return stream
     }
 
+    /// Tells every listener what changed from the generation they last saw to `generation`:
+    /// a listener of every entry gets each changed entry, one of some keys only theirs. Each
+    /// listener of keys compares its entries in place, so a change elsewhere decodes nothing
+    /// for it. Called by `setLoaded`, the one place the cache becomes loaded.
+    func publish(_ generation: Generation) {
+        let (previous, listeners) = observers.withLock { observers in
+            guard !observers.listeners.isEmpty else { return (Generation?.none, [Listener]()) }
+            defer { observers.published = generation }
+            return (observers.published, Array(observers.listeners.values))
+        }
+        guard let previous, previous !== generation, !listeners.isEmpty else { return }
+        let everyEntry = listeners.filter { $0.keys == nil }
+        if !everyEntry.isEmpty {
+            for change in generation.changes(since: previous) {
+                for listener in everyEntry { listener.continuation.yield(change) }
+            }
+        }
+        for listener in listeners {
+            for key in listener.keys ?? [] {
+                if let change = generation.change(of: key, since: previous) { listener.continuation.yield(change) }
+            }
+        }
+    }
+
     private func stopObserving(_ id: UInt64) {
         let watcher: (any ChangeWatch)? = observers.withLock { observers in
-            observers.continuations[id] = nil
-            guard observers.continuations.isEmpty else { return nil }
+            observers.listeners[id] = nil
+            guard observers.listeners.isEmpty else { return nil }
             defer {
                 observers.watcher = nil
                 observers.published = nil
@@ -68,6 +102,33 @@ extension ItemState {
                 "reload after a change in the keyring failed",
                 metadata: ["item": "\(item.name)", "error": "\(error)"])
             failureHandler?(error)
+        }
+    }
+}
+
+extension Generation {
+    /// The change of the entry `key` (the same Unicode scalars) from `old` to this
+    /// generation, or `nil` when it holds the same stored bytes in both (or is in neither).
+    /// The two values are compared in place, as ``changes(since:)`` compares them, and
+    /// decoded only when they differ: the listener's copies. No other entry is read.
+    func change(of key: String, since old: Generation) -> SecureDictionary.Change? {
+        let (before, after) = (old.entry(forKey: key), entry(forKey: key))
+        return Self.trusted { () throws(BinaryPropertyListError) -> SecureDictionary.Change? in
+            switch (before, after) {
+            case (nil, nil):
+                return nil
+            case (let before?, nil):
+                return .init(key: key, kind: .removed, oldValue: try old.view.value(of: old.valueObject(before)), newValue: nil)
+            case (nil, let after?):
+                return .init(key: key, kind: .inserted, oldValue: nil, newValue: try view.value(of: valueObject(after)))
+            case (let before?, let after?):
+                guard !(try view.holds(valueObject(after), identicalTo: old.valueObject(before), of: old.view)) else {
+                    return nil
+                }
+                return .init(
+                    key: key, kind: .updated, oldValue: try old.view.value(of: old.valueObject(before)),
+                    newValue: try view.value(of: valueObject(after)))
+            }
         }
     }
 }

@@ -326,17 +326,7 @@ final class ItemState: Sendable {
             return cache
         }
         withExtendedLifetime(replaced) {}
-        let (previous, listeners) = observers.withLock { observers in
-            guard !observers.continuations.isEmpty else {
-                return (Generation?.none, [AsyncStream<SecureDictionary.Change>.Continuation]())
-            }
-            defer { observers.published = generation }
-            return (observers.published, Array(observers.continuations.values))
-        }
-        guard let previous, !listeners.isEmpty else { return }
-        for change in generation.changes(since: previous) {
-            for listener in listeners { listener.yield(change) }
-        }
+        publish(generation)
     }
 
     /// After a write that may or may not have landed: keep what non-throwing reads see, but
