@@ -73,6 +73,8 @@ let package = Package(
                 "CLibSecret",
                 "CSecretPortal",
                 "CFileStoreShim",
+                // DirectoryEntries: the one reader of `readdir`'s records.
+                "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
