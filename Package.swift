@@ -73,6 +73,8 @@ let package = Package(
                 "CLibSecret",
                 "CSecretPortal",
                 "CFileStoreShim",
+                // DirectoryEntries: the one reader of `readdir`'s records.
+                "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -105,6 +107,13 @@ let package = Package(
             ],
             path: "Tests/Support/sd-test-writer"
         ),
+        // An async program without Foundation that leaves out its application ID, for the
+        // integration test that it ends.
+        .executableTarget(
+            name: "sd-async-default-id",
+            dependencies: ["SecureDictionary"],
+            path: "Tests/Support/sd-async-default-id"
+        ),
         .target(
             name: "SecureDictionaryTestSupport",
             dependencies: ["SecureDictionary", "ProcessSpawning", .product(name: "Logging", package: "swift-log")],
@@ -121,7 +130,7 @@ let package = Package(
             name: "KeyringIntegrationTests",
             dependencies: [
                 "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryAdoption", "SecureDictionaryTestSupport",
-                "sd-test-writer",
+                "sd-test-writer", "sd-async-default-id",
                 "wait-for-keyring", "CLibSecret",
                 "CSecretShim",
                 "SecureDictionaryConfiguration",

@@ -140,8 +140,7 @@ public enum Spawn {
         defer { closedir(folder) }
         let own = dirfd(folder)
         var marked: [Int32] = []
-        while let entry = readdir(folder) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        for name in DirectoryEntries.names(in: folder) {
             guard let descriptor = Int32(name), descriptor > 2, descriptor != own else { continue }
             let flags = fcntl(descriptor, F_GETFD)
             guard flags >= 0, flags & FD_CLOEXEC == 0, fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) == 0 else { continue }

@@ -1,4 +1,5 @@
 import Crypto
+import ProcessSpawning
 import SecureDictionary
 import Synchronization
 
@@ -214,12 +215,7 @@ struct ItemFileFolder: Sendable {
             return
         }
         defer { closedir(listing) }
-        var names: [String] = []
-        while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            if Self.isTemporary(name) { names.append(name) }
-        }
-        for name in names {
+        for name in DirectoryEntries.names(in: listing) where Self.isTemporary(name) {
             var status = stat()
             guard fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG,
                 status.st_uid == geteuid()
@@ -249,12 +245,7 @@ struct ItemFileFolder: Sendable {
             return []
         }
         defer { closedir(listing) }
-        var names: [String] = []
-        while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            if name.hasSuffix(".sdict"), !name.hasPrefix(".") { names.append(name) }
-        }
-        return names.sorted()
+        return DirectoryEntries.names(in: listing).filter { $0.hasSuffix(".sdict") && !$0.hasPrefix(".") }.sorted()
     }
 
     /// The headers of every item file, unverified (listing needs no key): the first bytes of

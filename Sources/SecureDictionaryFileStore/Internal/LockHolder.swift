@@ -1,3 +1,4 @@
+import ProcessSpawning
 import SecureDictionary
 
 #if canImport(Glibc)
@@ -55,8 +56,7 @@ enum LockHolder {
     private static func stillHolds(_ pid: Int32, device: UInt, inode: UInt) -> Bool {
         guard let listing = opendir("/proc/\(pid)/fd") else { return errno == EACCES }
         defer { closedir(listing) }
-        while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        for name in DirectoryEntries.names(in: listing) {
             guard !name.hasPrefix(".") else { continue }
             var status = stat()
             if stat("/proc/\(pid)/fd/\(name)", &status) == 0, status.st_dev == device, status.st_ino == inode { return true }

@@ -1,69 +1,113 @@
-#if canImport(FoundationEssentials)
-    #if canImport(Glibc)
-        import Glibc
-    #elseif canImport(Musl)
-        import Musl
-    #endif
-
-    /// `Bundle.main.bundleIdentifier`, for ``SecureDictionary/defaultApplicationID``, without
-    /// linking Foundation.
-    ///
-    /// ```swift
-    /// let identifier = MainBundle.identifier   // nil for a plain executable
-    /// ```
-    ///
-    /// Why: `Bundle` is in Foundation, not FoundationEssentials, and linking Foundation loads
-    /// it and ICU into every process (about 4 ms and 6 MiB at start-up, `secure-dict` included),
-    /// although `Bundle.main` is needed only when an application leaves out its ID. On Linux
-    /// the main bundle is the executable's folder, and it has an identifier when that folder
-    /// holds an `Info.plist` under rules of CoreFoundation's (`Contents/`, `Resources/`,
-    /// `Support Files/` or the folder itself, whichever folder exists first, and more). So the
-    /// answer is asked of the very same code: `libFoundation.so` is opened the first time (it
-    /// is already loaded in a process that uses Foundation) and asked through CoreFoundation's
-    /// C functions `CFBundleGetMainBundle`, `CFBundleGetIdentifier` and `CFStringGetCString`.
-    /// Where it cannot be opened (a statically linked executable), there is no identifier.
-    enum MainBundle {
-        /// The identifier, read once (the main bundle does not change).
-        static let identifier: String? = readIdentifier()
-
-        private typealias GetMainBundle = @convention(c) () -> OpaquePointer?
-        private typealias GetIdentifier = @convention(c) (OpaquePointer?) -> OpaquePointer?
-        private typealias GetLength = @convention(c) (OpaquePointer?) -> Int
-        private typealias GetMaximumSize = @convention(c) (Int, UInt32) -> Int
-        private typealias GetCString = @convention(c) (OpaquePointer?, UnsafeMutablePointer<CChar>?, Int, UInt32) -> UInt8
-
-        /// `kCFStringEncodingUTF8`.
-        private static let utf8Encoding: UInt32 = 0x0800_0100
-
-        private static func readIdentifier() -> String? {
-            // Never closed: Foundation cannot be unloaded, and may be in use elsewhere.
-            guard let library = dlopen("libFoundation.so", RTLD_LAZY),
-                let getMainBundle = function("CFBundleGetMainBundle", in: library, as: GetMainBundle.self),
-                let getIdentifier = function("CFBundleGetIdentifier", in: library, as: GetIdentifier.self),
-                let getLength = function("CFStringGetLength", in: library, as: GetLength.self),
-                let getMaximumSize = function("CFStringGetMaximumSizeForEncoding", in: library, as: GetMaximumSize.self),
-                let getCString = function("CFStringGetCString", in: library, as: GetCString.self)
-            else { return nil }
-            // Both follow CoreFoundation's Get rule: owned by the bundle, not released here.
-            guard let bundle = getMainBundle(), let identifier = getIdentifier(bundle) else { return nil }
-            let capacity = getMaximumSize(getLength(identifier), utf8Encoding) + 1
-            guard capacity > 0 else { return nil }
-            var buffer = [CChar](repeating: 0, count: capacity)
-            guard getCString(identifier, &buffer, capacity, utf8Encoding) != 0 else { return nil }
-            return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        }
-
-        private static func function<Function>(
-            _ name: String, in library: UnsafeMutableRawPointer, as type: Function.Type
-        ) -> Function? {
-            dlsym(library, name).map { unsafeBitCast($0, to: type) }
-        }
-    }
-#else
-    import Foundation
-
-    /// `Bundle.main.bundleIdentifier`, for ``SecureDictionary/defaultApplicationID``.
-    enum MainBundle {
-        static var identifier: String? { Bundle.main.bundleIdentifier }
-    }
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
+
+/// `Bundle.main.bundleIdentifier`, for ``SecureDictionary/defaultApplicationID``, worked out
+/// from the files themselves: neither Foundation nor CoreFoundation is loaded or asked.
+///
+/// ```swift
+/// let identifier = MainBundle.identifier   // nil for a plain executable
+/// ```
+///
+/// Why not ask CoreFoundation (`CFBundleGetMainBundle`, as this type once did through
+/// `dlopen("libFoundation.so")`): a program that does not link Foundation and has an async
+/// `main` parks its main thread in `dispatch_main`, and once `libFoundation.so` was loaded from
+/// another thread, the main queue was never drained again, so the program never went on
+/// (measured: a 10-line program opening a dictionary under the default ID hung, `dlopen`
+/// alone was enough). Linking Foundation instead would load it and ICU into every process
+/// (about 4 ms and 6 MiB at start-up, `secure-dict` included).
+///
+/// CoreFoundation's rules on Linux, as kept here: the main bundle is the executable's folder
+/// (`/proc/self/exe`), or, when the executable is in a platform folder `…/Contents/Linux/`
+/// (with an optional `Executables/` between them), the folder above `Contents`. Its
+/// `Info.plist` is in `Contents/`, else `Resources/`, else `Support Files/` (whichever of
+/// these folders exists first; `Resources/` first for a folder named `*.framework`), else in
+/// the folder itself (unless its name ends in `Contents`, `Resources` or `Support Files`).
+/// Its `CFBundleIdentifier` string is the identifier. Supported: binary property lists
+/// (through the hardened reader) and UTF-8 XML property lists (``InfoPlistXML``), up to
+/// 1 MiB. Not supported, so no identifier: old-style (OpenStep) and UTF-16 property lists,
+/// wrapped bundles (`Wrapper/` and `WrappedBundle`), and folder names in another case than
+/// the ones above (CoreFoundation compares those without case).
+enum MainBundle {
+    /// The identifier, read once (the main bundle does not change).
+    static let identifier: String? = executablePath().flatMap(identifier(ofExecutableAt:))
+
+    /// The largest `Info.plist` read.
+    static let maximumInfoPlistSize = 1 << 20
+
+    /// The main bundle's identifier for the executable at `path` (absolute, links resolved).
+    static func identifier(ofExecutableAt path: String) -> String? {
+        guard let plist = infoPlistPath(inBundle: bundleFolder(ofExecutableAt: path)),
+            let bytes = contents(of: plist, upTo: maximumInfoPlistSize)
+        else { return nil }
+        if bytes.starts(with: Array("bplist00".utf8)) {
+            let limits = PropertyListLimits(maximumSize: maximumInfoPlistSize)
+            guard case .string(let identifier)? = try? BinaryPropertyList.decode(bytes, limits: limits)["CFBundleIdentifier"]
+            else { return nil }
+            return identifier
+        }
+        return InfoPlistXML.bundleIdentifier(in: bytes)
+    }
+
+    /// The bundle folder of the executable at `path`.
+    static func bundleFolder(ofExecutableAt path: String) -> String {
+        var parts = path.split(separator: "/").map(String.init)
+        if !parts.isEmpty { parts.removeLast() }  // the executable
+        if parts.count > 1, parts.last == "Linux" {
+            parts.removeLast()
+            if parts.last == "Executables" { parts.removeLast() }
+            if !parts.isEmpty { parts.removeLast() }  // Contents, Support Files…
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
+    /// Where the bundle at `folder` keeps its `Info.plist`, or nil where it has none to read.
+    static func infoPlistPath(inBundle folder: String) -> String? {
+        let base = folder == "/" ? "" : folder
+        let present = ["Contents", "Resources", "Support Files"].filter { isFolderOrLink("\(base)/\($0)") }
+        let order = folder.hasSuffix(".framework") ? ["Resources", "Contents", "Support Files"] : present
+        if let inner = order.first(where: present.contains) { return "\(base)/\(inner)/Info.plist" }
+        guard !["Contents", "Resources", "Support Files"].contains(where: folder.hasSuffix) else { return nil }
+        return "\(base)/Info.plist"
+    }
+
+    /// `/proc/self/exe`, read with `readlink(2)`.
+    private static func executablePath() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return nil }
+        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A folder, or a symbolic link (as `readdir` reports them, which CoreFoundation uses).
+    private static func isFolderOrLink(_ path: String) -> Bool {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return false }
+        return status.st_mode & S_IFMT == S_IFDIR || status.st_mode & S_IFMT == S_IFLNK
+    }
+
+    /// The bytes of the regular file at `path` (links followed), or nil when it is missing,
+    /// not a regular file, unreadable or larger than `limit`.
+    private static func contents(of path: String, upTo limit: Int) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, Int(status.st_size) <= limit else {
+            return nil
+        }
+        var bytes = [UInt8](repeating: 0, count: limit + 1)
+        var count = 0
+        while count < bytes.count {
+            let done = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + count, $0.count - count) }
+            if done < 0 && errno == EINTR { continue }
+            guard done >= 0 else { return nil }
+            if done == 0 { break }
+            count += done
+        }
+        guard count <= limit else { return nil }
+        return Array(bytes[0..<count])
+    }
+}

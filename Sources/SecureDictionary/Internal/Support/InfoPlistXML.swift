@@ -1,0 +1,144 @@
+/// The `CFBundleIdentifier` of an XML `Info.plist`, for ``MainBundle``: a reader of that one
+/// entry, not of property lists.
+///
+/// ```swift
+/// let identifier = InfoPlistXML.bundleIdentifier(in: bytes)   // "com.example.app", or nil
+/// ```
+///
+/// Why not `PropertyListSerialization`: it is in Foundation, which ``MainBundle`` must not
+/// load, and it must never see bytes another process may have written (design invariant 6).
+/// This reader makes one pass over at most ``MainBundle/maximumInfoPlistSize`` bytes, keeps no
+/// state beyond the nesting depth, and follows no reference. It reads UTF-8 XML: comments,
+/// processing instructions and a `DOCTYPE` without an internal subset are skipped; the
+/// identifier is the `<string>` after `<key>CFBundleIdentifier</key>` in the root `<dict>`
+/// (the first such key), its predefined and numeric character references decoded. Anything
+/// else it cannot follow (an internal subset, CDATA, markup inside a key or string) gives nil.
+enum InfoPlistXML {
+    static func bundleIdentifier(in bytes: [UInt8]) -> String? {
+        var scanner = Scanner(bytes: bytes)
+        var depth = 0  // containers open; the root dictionary is 1
+        var afterIdentifierKey = false
+        while let tag = scanner.nextTag() {
+            guard let tag else { return nil }
+            switch (tag.name, tag.kind) {
+            case ("dict", .open), ("array", .open):
+                if depth == 0 && tag.name != "dict" { return nil }
+                if depth == 1 && afterIdentifierKey { return nil }
+                depth += 1
+            case ("dict", .close), ("array", .close):
+                depth -= 1
+                if depth <= 0 { return nil }
+            case ("key", .open) where depth == 1:
+                guard let key = scanner.text(until: "key") else { return nil }
+                afterIdentifierKey = key == "CFBundleIdentifier"
+            case ("string", .open) where depth == 1:
+                guard let value = scanner.text(until: "string") else { return nil }
+                if afterIdentifierKey { return value }
+            case ("string", .empty) where depth == 1:
+                if afterIdentifierKey { return "" }
+            case ("plist", _), (_, .close):
+                break
+            default:
+                // Another value (integer, true, data…), or anything inside a nested container.
+                if depth == 1 && afterIdentifierKey { return nil }
+            }
+        }
+        return nil
+    }
+
+    struct Tag {
+        enum Kind { case open, close, empty }
+        let name: String
+        let kind: Kind
+    }
+
+    /// One pass over the bytes, from tag to tag.
+    struct Scanner {
+        let bytes: [UInt8]
+        var index = 0
+
+        /// The next element tag: nil at the end, `.some(nil)` for markup it cannot follow.
+        mutating func nextTag() -> Tag?? {
+            while let start = find(Array("<".utf8), from: index) {
+                let rest = bytes[start...]
+                if rest.starts(with: Array("<!--".utf8)) {
+                    guard let end = find(Array("-->".utf8), from: start + 4) else { return .some(nil) }
+                    index = end + 3
+                } else if rest.starts(with: Array("<?".utf8)) {
+                    guard let end = find(Array("?>".utf8), from: start + 2) else { return .some(nil) }
+                    index = end + 2
+                } else if rest.starts(with: Array("<!".utf8)) {
+                    guard let end = find(Array(">".utf8), from: start + 2),
+                        !bytes[start..<end].contains(UInt8(ascii: "["))
+                    else { return .some(nil) }
+                    index = end + 1
+                } else {
+                    guard let end = find(Array(">".utf8), from: start + 1) else { return .some(nil) }
+                    index = end + 1
+                    var inside = bytes[(start + 1)..<end]
+                    let closing = inside.first == UInt8(ascii: "/")
+                    let empty = inside.last == UInt8(ascii: "/")
+                    if closing { inside = inside.dropFirst() }
+                    if empty { inside = inside.dropLast() }
+                    let name = inside.prefix { $0 != UInt8(ascii: " ") && $0 != 9 && $0 != 10 && $0 != 13 }
+                    return Tag(name: String(decoding: name, as: UTF8.self), kind: closing ? .close : empty ? .empty : .open)
+                }
+            }
+            return nil
+        }
+
+        /// The text up to `</name>`, its character references decoded, and moves past it; nil
+        /// when there is markup before it or a reference it does not know.
+        mutating func text(until name: String) -> String? {
+            guard let end = find(Array("</\(name)>".utf8), from: index) else { return nil }
+            let raw = bytes[index..<end]
+            index = end + name.utf8.count + 3
+            guard !raw.contains(UInt8(ascii: "<")) else { return nil }
+            var decoded: [UInt8] = []
+            var position = raw.startIndex
+            while position < raw.endIndex {
+                guard raw[position] == UInt8(ascii: "&") else {
+                    decoded.append(raw[position])
+                    position += 1
+                    continue
+                }
+                guard let semicolon = raw[position...].firstIndex(of: UInt8(ascii: ";")),
+                    let scalar = Self.reference(String(decoding: raw[(position + 1)..<semicolon], as: UTF8.self))
+                else { return nil }
+                decoded.append(contentsOf: Array(String(Character(scalar)).utf8))
+                position = semicolon + 1
+            }
+            return String(decoding: decoded, as: UTF8.self)
+        }
+
+        /// `amp`, `lt`, `gt`, `quot`, `apos`, `#N` and `#xN`.
+        static func reference(_ name: String) -> Unicode.Scalar? {
+            switch name {
+            case "amp": return "&"
+            case "lt": return "<"
+            case "gt": return ">"
+            case "quot": return "\""
+            case "apos": return "'"
+            default:
+                guard name.hasPrefix("#") else { return nil }
+                let digits = name.dropFirst()
+                let value = digits.hasPrefix("x") ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits)
+                return value.flatMap(Unicode.Scalar.init)
+            }
+        }
+
+        /// Where `pattern` next starts at or after `start`.
+        func find(_ pattern: [UInt8], from start: Int) -> Int? {
+            guard !pattern.isEmpty, start <= bytes.count - pattern.count else { return nil }
+            var position = start
+            while position <= bytes.count - pattern.count {
+                guard let first = bytes[position...].firstIndex(of: pattern[0]), first <= bytes.count - pattern.count else {
+                    return nil
+                }
+                if bytes[first..<(first + pattern.count)].elementsEqual(pattern) { return first }
+                position = first + 1
+            }
+            return nil
+        }
+    }
+}
