@@ -10,19 +10,23 @@ import Foundation
 /// ```
 ///
 /// One generation's canaries: per dictionary, a key (with a string value), `Data`, a string in
-/// an array in a dictionary, one deeper, and a `Codable`-shaped dictionary's string and `Data`.
+/// an array in a dictionary, one deeper, and a `Codable`-shaped dictionary's string and `Data`,
+/// beside a hundred filler entries. The first `small` dictionaries are small items instead: one
+/// entry, a 24-byte key holding a 24-byte string (a blob of about a hundred bytes, which a
+/// transient copy on a stack can hold whole).
 public struct CanarySet: Sendable {
     public let generation: Int
     /// Per dictionary, its canaries by kind.
     public let dictionaries: [[String: [UInt8]]]
 
-    public init(generation: Int, count: Int) {
+    public init(generation: Int, count: Int, small: Int = 0) {
         self.generation = generation
         let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
         func text(_ length: Int) -> [UInt8] { (0..<length).map { _ in letters.randomElement()! } }
         func bytes(_ length: Int) -> [UInt8] { (0..<length).map { _ in UInt8.random(in: 0x80...0xFF) } }
-        dictionaries = (0..<count).map { _ in
-            [
+        dictionaries = (0..<count).map { index in
+            guard index >= small else { return ["key": text(24), "string": text(24)] }
+            return [
                 "key": text(48), "string": text(96), "data": bytes(96), "nested": text(64), "deep": text(64),
                 "name": text(64), "token": bytes(64),
             ]
@@ -51,6 +55,10 @@ public struct CanarySet: Sendable {
             for index, canaries in enumerate(spec["dictionaries"]):
                 raw = {kind: base64.b64decode(value) for kind, value in canaries.items()}
                 text = {kind: value.decode("ascii", "replace") for kind, value in raw.items()}
+                if len(raw) == 2:
+                    with open(os.path.join(spec["folder"], f"scan-{index}"), "wb") as file:
+                        file.write(plistlib.dumps({text["key"]: text["string"]}, fmt=plistlib.FMT_BINARY))
+                    continue
                 entries = {f"filler-{i:03}": i for i in range(100)}
                 entries[text["key"]] = text["string"]
                 entries["data"] = raw["data"]

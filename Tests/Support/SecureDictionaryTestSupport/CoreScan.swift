@@ -7,8 +7,10 @@ import Foundation
 /// A core of a live process (gdb's `gcore`), searched for 16-byte slices of secrets: where
 /// each hit was in the process. A hit in its memory (heap, mappings) is a copy someone freed
 /// or kept unwiped; a hit in a dead stack frame (below a thread's stack pointer) or in the CPU
-/// registers the core saved is residue of the last copies, which no library can wipe, counted
-/// apart. Used by the tests (`MemoryScan`) and the reliability suite (memory hygiene).
+/// registers the core saved is residue, counted apart: a stack copy is one a transient buffer
+/// left unwiped (``onStacks``, which the small-item scan counts as a leak), registers hold the
+/// last bytes a thread touched. Used by the tests (`MemoryScan`) and the reliability suite
+/// (memory hygiene).
 ///
 /// ```swift
 /// let scan = try CoreScan.take(of: pid, secrets: ["token": tokenBytes], in: scratchFolder)
@@ -18,6 +20,15 @@ public struct CoreScan: Sendable {
     /// Fragments found in the process's memory, and as residue, by secret.
     public var inMemory: [String: Int] = [:]
     public var residue: [String: Int] = [:]
+    /// The part of ``residue`` in dead frames of a thread's stack (below its stack pointer):
+    /// copies a transient buffer on the stack left unwiped, which the library must wipe too.
+    public var onStacks: [String: Int] = [:]
+    /// Where each fragment in memory or on a stack was, by secret: the address, and the
+    /// thread whose stack holds it with the distance below its stack pointer, if any.
+    public var places: [String: [String]] = [:]
+
+    /// The secrets with at least one fragment in memory or in a dead stack frame.
+    public var foundAnywhereButRegisters: Set<String> { found.union(onStacks.filter { $0.value > 0 }.keys) }
 
     /// The secrets with at least one fragment in memory.
     public var found: Set<String> { Set(inMemory.filter { $0.value > 0 }.keys) }
@@ -54,7 +65,15 @@ public struct CoreScan: Sendable {
                 let middle = secret.count / 2 - 8
                 scan.inMemory[name] = 0
                 for hit in positions(of: Array(secret[middle..<(middle + 16)]), in: memory) {
-                    if layout.isResidue(hit) { scan.residue[name, default: 0] += 1 } else { scan.inMemory[name]! += 1 }
+                    let place = layout.place(of: hit)
+                    switch place.kind {
+                    case .registers: scan.residue[name, default: 0] += 1
+                    case .deadFrame:
+                        scan.residue[name, default: 0] += 1
+                        scan.onStacks[name, default: 0] += 1
+                    case .memory: scan.inMemory[name]! += 1
+                    }
+                    if place.kind != .registers { scan.places[name, default: []].append(place.description) }
                 }
             }
         }
@@ -125,15 +144,33 @@ public struct CoreScan: Sendable {
             stackPointers = pointers
         }
 
-        /// Whether the byte at `offset` of the core was in saved registers or in a dead frame
-        /// of a thread's stack.
-        func isResidue(_ offset: Int) -> Bool {
+        /// Where a byte of the core was.
+        struct Place: CustomStringConvertible {
+            enum Kind { case memory, deadFrame, registers }
+            var kind: Kind
+            var description: String
+        }
+
+        /// Where the byte at `offset` of the core was: in saved registers, in a dead frame of
+        /// a thread's stack (with the distance below its stack pointer), or elsewhere in
+        /// memory (a live frame of a stack, or the section gdb names).
+        func place(of offset: Int) -> Place {
             let containing = sections.filter { offset >= $0.offset && UInt64(offset - $0.offset) < $0.end - $0.start }
-            if containing.contains(where: { $0.name.hasPrefix(".reg") || $0.name.hasPrefix("note") }) { return true }
-            return containing.contains { section in
-                let address = section.start + UInt64(offset - section.offset)
-                return stackPointers.contains { $0 >= section.start && $0 < section.end && address < $0 }
+            if containing.contains(where: { $0.name.hasPrefix(".reg") || $0.name.hasPrefix("note") }) {
+                return Place(kind: .registers, description: "registers")
             }
+            for section in containing {
+                let address = section.start + UInt64(offset - section.offset)
+                let hex = "0x" + String(address, radix: 16)
+                if let pointer = stackPointers.first(where: { $0 >= section.start && $0 < section.end }) {
+                    if address < pointer {
+                        return Place(kind: .deadFrame, description: "\(hex): \(pointer - address) B below a thread's sp")
+                    }
+                    return Place(kind: .memory, description: "\(hex): a live frame, above a thread's sp")
+                }
+                return Place(kind: .memory, description: "\(hex) in \(section.name)")
+            }
+            return Place(kind: .memory, description: "core offset \(offset)")
         }
     }
 }

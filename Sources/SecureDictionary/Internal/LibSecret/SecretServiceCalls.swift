@@ -234,13 +234,16 @@ enum SecretServiceCalls {
         return table
     }
 
-    /// A copy of a secret value's bytes.
+    /// A secret value's bytes, where libsecret decrypted them, kept alive by the view (no
+    /// copy): libsecret keeps a decrypted secret in memory of its own that is locked, out of
+    /// core dumps and wiped when freed (egg-secure-memory), where a copy would be one more
+    /// in ordinary memory.
     private static func bytes(of value: OpaquePointer) -> SecretBytes {
         var length = 0
         guard let bytes = sd_value_bytes(value, &length), length > 0 else {
             return SecretBytes(copying: UnsafeRawBufferPointer(start: nil, count: 0))
         }
-        return SecretBytes(copying: UnsafeRawBufferPointer(start: bytes, count: length))
+        return SecretBytes(viewing: UnsafeRawBufferPointer(start: bytes, count: length), keptBy: HeldSecretValue(value))
     }
 
     /// Runs `body` with a SecretValue that borrows `secret`'s bytes (no copy): they outlive
@@ -272,4 +275,16 @@ enum SecretServiceCalls {
         }
         return result
     }
+}
+
+/// A reference to a libsecret `SecretValue`, released when the last view of its bytes goes.
+private final class HeldSecretValue: @unchecked Sendable {  // the value is never written; libsecret's refcount is atomic
+    private let value: OpaquePointer
+
+    init(_ value: OpaquePointer) {
+        self.value = value
+        _ = secret_value_ref(value)
+    }
+
+    deinit { secret_value_unref(UnsafeMutableRawPointer(value)) }
 }

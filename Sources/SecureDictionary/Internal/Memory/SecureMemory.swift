@@ -28,6 +28,9 @@ package enum SecureMemory {
         package var lastLockError: Int32?
         /// How many `madvise(MADV_DONTDUMP)` calls failed (then those pages may be in a core dump).
         package var dumpAdviceFailures = 0
+        /// How many `madvise(MADV_WIPEONFORK)` calls failed (then a `fork()` child gets a copy
+        /// of those pages; Linux before 4.14 has no such advice).
+        package var forkWipeFailures = 0
         /// The soft `RLIMIT_MEMLOCK` in bytes; `nil` when unlimited.
         package var memoryLockLimit: Int?
     }
@@ -53,7 +56,9 @@ package enum SecureMemory {
     private static let defaultLogger = Logger(label: "SecureDictionary")
 
     /// Counts a region mapped; logs the first failure of the process (once, never fatal).
-    static func mapped(_ bytes: Int, locked: Bool, lockError: Int32?, adviseError: Int32?, logger: Logger?) {
+    static func mapped(
+        _ bytes: Int, locked: Bool, lockError: Int32?, adviseError: Int32?, forkWipeError: Int32? = nil, logger: Logger?
+    ) {
         let warn: Bool = state.withLock { state in
             if locked {
                 state.status.lockedRegions += 1
@@ -64,7 +69,8 @@ package enum SecureMemory {
                 state.status.lastLockError = lockError
             }
             if adviseError != nil { state.status.dumpAdviceFailures += 1 }
-            guard !locked || adviseError != nil, !state.warned else { return false }
+            if forkWipeError != nil { state.status.forkWipeFailures += 1 }
+            guard !locked || adviseError != nil || forkWipeError != nil, !state.warned else { return false }
             state.warned = true
             return true
         }
@@ -81,6 +87,12 @@ package enum SecureMemory {
         if let adviseError {
             let reason = String(cString: strerror(adviseError))
             logger.warning("could not keep the memory holding secrets out of core dumps (madvise: \(reason)). Said once")
+        }
+        if let forkWipeError {
+            let reason = String(cString: strerror(forkWipeError))
+            logger.warning(
+                "could not have the memory holding secrets wiped in fork() children (madvise MADV_WIPEONFORK: \(reason)). Said once"
+            )
         }
     }
 

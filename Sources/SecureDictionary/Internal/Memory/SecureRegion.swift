@@ -21,7 +21,9 @@ import Logging
 ///   other allocation shares a page: memory locks do not stack, so one `munlock` of a page
 ///   shared by two owners would unlock both.
 /// - **Each call's result is checked.** `MADV_DONTDUMP` keeps the pages out of core dumps
-///   (`gcore`, `coredumpctl`, crash reports); `mlock` keeps them out of swap. When `mlock` fails
+///   (`gcore`, `coredumpctl`, crash reports); `MADV_WIPEONFORK` gives a `fork()` child zeros
+///   where the parent has these pages (Linux 4.14 and later; a failure is logged once and
+///   counted like the others); `mlock` keeps them out of swap. When `mlock` fails
 ///   (`RLIMIT_MEMLOCK` too small, typically), the region works unlocked: that is said once in
 ///   the log and in ``SecureMemory/status`` (which `secure-dict doctor` reports), and no call
 ///   ever fails for it.
@@ -52,9 +54,11 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
         base = mapped
         self.byteCount = byteCount
         let dumpable = madvise(mapped, mappedCount, MADV_DONTDUMP) == 0 ? nil : errno
+        let forkWipe = madvise(mapped, mappedCount, MADV_WIPEONFORK) == 0 ? nil : errno
         let lockError = mlock(mapped, mappedCount) == 0 ? nil : errno
         isLocked = lockError == nil
-        SecureMemory.mapped(mappedCount, locked: isLocked, lockError: lockError, adviseError: dumpable, logger: logger)
+        SecureMemory.mapped(
+            mappedCount, locked: isLocked, lockError: lockError, adviseError: dumpable, forkWipeError: forkWipe, logger: logger)
     }
 
     deinit {

@@ -5,7 +5,8 @@
 #endif
 
 /// Secret bytes in memory the library allocated itself, wiped when the last reference goes:
-/// its own copy, or a view of a ``Generation``'s region, which it keeps alive.
+/// its own copy, or a view of a ``Generation``'s region or of the secret libsecret decrypted
+/// (in libsecret's own locked memory, which it wipes), which it keeps alive.
 ///
 /// Why not `[UInt8]`: an array handed to a closure on another thread (the keyring lane, a
 /// result box) shares its storage, so wiping "our" copy wipes a copy-on-write duplicate
@@ -26,7 +27,7 @@ package final class SecretBytes: @unchecked Sendable {  // immutable after init;
     }
 
     /// The bytes `bytes` of `owner`, which this keeps alive and which wipes them (a
-    /// ``Generation``): no copy is made.
+    /// ``Generation``, a libsecret secret value): no copy is made.
     init(viewing bytes: UnsafeRawBufferPointer, keptBy owner: any AnyObject & Sendable) {
         base = UnsafeMutableRawBufferPointer(mutating: bytes)
         count = bytes.count
