@@ -65,21 +65,6 @@ enum RootUsage {
         }
         return nil
     }
-
-    /// The option meant by `option`, which argument-parser found unknown in `arguments`: the
-    /// closest of the options that the subcommand named there takes.
-    static func suggestion(forUnknownOption option: String, in arguments: [String]) -> String? {
-        var command: any ParsableCommand.Type = SecureDict.self
-        for word in arguments where !word.hasPrefix("-") {
-            guard let child = command.configuration.subcommands.first(where: { $0.configuration.commandName == word }) else {
-                break
-            }
-            command = child
-        }
-        let help = command.helpMessage(columns: 1000)
-        let options = Set(help.matches(of: /--[a-z][a-z0-9-]*/).map { String($0.output) })
-        return Suggestion.closest(to: option.split(separator: "=").first.map(String.init) ?? option, among: options.sorted())
-    }
 }
 
 extension SecureDict {
@@ -134,16 +119,28 @@ extension SecureDict {
         return parsed
     }
 
-    /// argument-parser's report of a parse error, with the option meant after an unknown one.
+    /// argument-parser's report of a parse error, with the option meant after an unknown one
+    /// (once), and an unknown option said before what argument-parser checks first (the
+    /// options it knows: `read --ap X` is "Unknown option '--ap'", not "Missing '--app'").
     private static func reportParsing(_ error: any Error, _ arguments: [String]) -> Never {
-        var text = fullMessage(for: error)
-        if let unknown = text.firstMatch(of: /^Error: Unknown option '([^']+)'/),
-            let meant = RootUsage.suggestion(forUnknownOption: String(unknown.1), in: arguments)
-        {
-            text.insert(contentsOf: "; did you mean '\(meant)'?", at: unknown.range.upperBound)
-        }
         guard exitCode(for: error) != .success else { exit(withError: error) }  // --help, --version
-        try? FileDescriptor.standardError.write(Data((text + "\n").utf8))
+        let text = fullMessage(for: error)
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let unknown: String? =
+            if let reported = lines[0].firstMatch(of: /^Error: Unknown option '([^']+)'/) {
+                String(reported.1)
+            } else if exitCode(for: error) == .validationFailure {
+                UnknownOption.first(in: arguments)
+            } else {
+                nil
+            }
+        if let unknown {
+            // argument-parser's own ". Did you mean '--name'?" when the tool has none.
+            let theirs = lines[0].firstMatch(of: /Did you mean '([^']+)'\?/).map { String($0.1) }
+            let meant = UnknownOption.suggestion(for: unknown, in: arguments) ?? theirs
+            lines[0] = "Error: Unknown option '\(unknown)'" + (meant.map { "; did you mean '\($0)'?" } ?? "")
+        }
+        try? FileDescriptor.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         exit(withError: ExitCode(exitCode(for: error).rawValue))
     }
 }

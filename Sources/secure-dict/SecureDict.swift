@@ -46,7 +46,8 @@ struct SecureDict: ParsableCommand {
                   'doctor', a problem was found
               4   a file or standard input could not be read or written, holds no
                   valid dictionary, or holds more than a dictionary can store
-                  (--maximum-size), 'adopt''s items included
+                  (--maximum-size), 'adopt''s items and a stored dictionary
+                  read or written included
               64  usage error: a missing or invalid argument or option
             'exec' exits with its command's code once the command runs (see
             'secure-dict help exec').

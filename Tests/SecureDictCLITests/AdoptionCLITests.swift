@@ -72,6 +72,14 @@ extension SecureDictCLI {
         let stopped = try app.cli("adopt", "--from", "python-keyring", "--service", app.id, "--retire", "delete")
         #expect(stopped.status == 1, "\(stopped)")
         #expect(stopped.text.contains("conflict") && stopped.text.contains("nothing changed"), "\(stopped)")
+        // Truthful: nothing was adopted, so nothing is counted or listed as adopted.
+        let lines = stopped.text.split(separator: "\n")
+        #expect(!stopped.text.contains("adopted 1") && !lines.contains { $0.hasPrefix("adopted ") }, "\(stopped)")
+        #expect(stopped.text.contains("not-adopted") && stopped.text.contains("--on-conflict take-item"), "\(stopped)")
+        let stoppedJSON = try app.cli("adopt", "--from", "python-keyring", "--service", app.id, "--json")
+        let stoppedReport = try JSONSerialization.jsonObject(with: stoppedJSON.stdout) as? [String: Any]
+        let outcomes = (stoppedReport?["items"] as? [[String: Any]] ?? []).map { $0["outcome"] as? String }
+        #expect(stoppedJSON.status == 1 && outcomes == ["not-adopted", "conflict"], "\(stoppedJSON)")
         #expect(try app.cli("read", "alice").status == 1)  // nothing was adopted
         #expect(try store.foreignItems(matching: ["service": app.id], in: .default, timeout: .seconds(10)).count == 2)
 

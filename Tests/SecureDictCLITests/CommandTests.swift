@@ -106,7 +106,13 @@ struct SecureDictCLI {
         for arguments in [["read", "absent"], ["read", "absent", "--json"], ["delete", "absent"]] {
             let output = try CLIHarness.cli([arguments[0], "--app", app.id, "--name", "settings"] + arguments.dropFirst())
             #expect(output.status == 1, "\(arguments): \(output)")
-            #expect(output.stderr == "Error: no such key in dictionary 'settings' of \(app.id)\n", "\(output)")
+            // The key the user typed, and where to see the keys there are.
+            #expect(
+                output.stderr == """
+                    Error: no such key 'absent' in dictionary 'settings' of \(app.id) (see its keys with \
+                    'secure-dict read --app \(app.id) --name settings --keys')
+
+                    """, "\(output)")
         }
         // An existing but empty dictionary is not "no such dictionary".
         #expect(try app.cli("delete", "--name", "settings", "present").status == 0)

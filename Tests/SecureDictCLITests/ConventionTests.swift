@@ -40,8 +40,8 @@ extension SecureDictCLI {
         #expect(key.status == 1, "\(key)")
         #expect(
             key.stderr == """
-                Error: no such key in the default dictionary of \(app.id); \(app.id) also has a dictionary named \
-                'settings': did you mean --name settings?
+                Error: no such key 'settings' in the default dictionary of \(app.id); \(app.id) also has a dictionary \
+                named 'settings': did you mean --name settings?
 
                 """, "\(key)")
         // Nothing close: no guess.

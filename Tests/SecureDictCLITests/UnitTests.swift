@@ -180,8 +180,8 @@ import Testing
         #expect(RootUsage.problem(in: ["help"]) == nil)
         #expect(RootUsage.problem(in: ["--verison"]) == "unknown option '--verison'; did you mean '--version'?")
         #expect(RootUsage.problem(in: ["--version"]) == nil && RootUsage.problem(in: ["-h"]) == nil)
-        #expect(RootUsage.suggestion(forUnknownOption: "--jsn", in: ["read", "--app", "a", "--jsn"]) == "--json")
-        #expect(RootUsage.suggestion(forUnknownOption: "--kep", in: ["keyring", "run", "--kep", "d"]) == "--keep")
+        #expect(UnknownOption.suggestion(for: "--jsn", in: ["read", "--app", "a", "--jsn"]) == "--json")
+        #expect(UnknownOption.suggestion(for: "--kep", in: ["keyring", "run", "--kep", "d"]) == "--keep")
     }
 
     /// The start-up optimization of `SecureDict.parseAlone`: a subcommand parsed on its own is

@@ -103,15 +103,30 @@ extension SecureDict {
 }
 
 /// How `adopt` prints its report. Keys come from attributes (not secret); values never print.
+///
+/// When conflicts stopped the adoption (`--on-conflict stop`), nothing was written, so an item
+/// the library reports as adoptable is `not-adopted` here, and the summary says what happened
+/// instead of counting it as adopted.
 enum AdoptionOutput {
     static func text(_ report: AdoptionReport) -> String {
         let lines = report.items.map { item in
             let key = item.key.map(VisibleText.escaped) ?? "(no key)"
             let retired = item.retirement == .kept ? "" : " (\(retirement(item.retirement)))"
-            return
-                "\(outcome(item.outcome).name.padded(to: 20))\(key)\(outcome(item.outcome).reason.map { ": \($0)" } ?? "")\(retired)"
+            let (name, reason) = outcome(item.outcome, in: report)
+            return "\(name.padded(to: 20))\(key)\(reason.map { ": \($0)" } ?? "")\(retired)"
         }
-        return (lines + [report.description + "."]).joined(separator: "\n") + "\n"
+        return (lines + [summary(report)]).joined(separator: "\n") + "\n"
+    }
+
+    /// The last line: the library's counts, or what a stop did.
+    static func summary(_ report: AdoptionReport) -> String {
+        guard report.changedNothing else { return report.description + "." }
+        let conflicts = report.conflicts.count
+        return """
+            \(conflicts) conflict\(conflicts == 1 ? "" : "s") stopped the adoption (--on-conflict stop): nothing changed, \
+            none of the \(report.items.count) item(s) was adopted or retired. Resolve the conflicts, or run again with \
+            --on-conflict keep-dictionary (keep the dictionary's values) or --on-conflict take-item (take the items').
+            """
     }
 
     static func json(_ report: AdoptionReport) throws -> String {
@@ -135,9 +150,8 @@ enum AdoptionOutput {
             let items: [Row]
         }
         let rows = report.items.map { item in
-            Row(
-                key: item.key, outcome: outcome(item.outcome).name, reason: outcome(item.outcome).reason,
-                retirement: retirement(item.retirement))
+            let (name, reason) = outcome(item.outcome, in: report)
+            return Row(key: item.key, outcome: name, reason: reason, retirement: retirement(item.retirement))
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -147,8 +161,11 @@ enum AdoptionOutput {
         return VisibleText.escapingJSON(text) + "\n"
     }
 
-    private static func outcome(_ outcome: AdoptionReport.Outcome) -> (name: String, reason: String?) {
+    private static func outcome(_ outcome: AdoptionReport.Outcome, in report: AdoptionReport) -> (
+        name: String, reason: String?
+    ) {
         switch outcome {
+        case .adopted where report.changedNothing: ("not-adopted", "the conflicts stopped the adoption (--on-conflict stop)")
         case .adopted: ("adopted", nil)
         case .alreadyAdopted: ("already-adopted", nil)
         case .conflict(let reason): ("conflict", reason)

@@ -11,13 +11,19 @@ extension SecureDict {
                 COMMAND's environment (besides the variables of this one, replacing any of the \
                 same name), and then becomes COMMAND: it replaces this process (execve(2)), so \
                 COMMAND has its process ID, its standard input, output and error, the file \
-                descriptors it was given (3<FILE) and the signal handling it was started with. \
-                Its exit code and any signal sent to it are COMMAND's own, by construction.
+                descriptors it was given (4<FILE) and the signal handling it was started with. \
+                Its exit code and any signal sent to it are COMMAND's own, by construction. \
+                The tool's own secret sources are not COMMAND's: the --passphrase-fd \
+                descriptor is closed (a standard stream is reopened on /dev/null), and what the \
+                tool opened itself (keyring connections, lock files, credentials) closes on exec.
 
                 Nothing is checked after COMMAND starts, and nothing is run when a check fails: \
                 a missing key (named, with its variable), a value without environment text, a \
-                variable that two sources would set, or a dictionary that does not exist stops \
-                here, never leaving a variable empty.
+                variable that two sources would set, a key outside --all-with-prefix's \
+                namespace, a variable longer than the kernel allows one (131072 bytes with \
+                'NAME=' and the final NUL) or all of them together more than it allows in all \
+                (a quarter of 'ulimit -s', at most 6 MiB), or a dictionary that does not exist \
+                stops here, never leaving a variable empty.
 
                 Values as text, the same text as 'read KEY' prints: a string as it is; an \
                 integer, a real or a bool as their text (42, 0.25, true); a date in ISO 8601, \
@@ -27,8 +33,12 @@ extension SecureDict {
                 --all-with-prefix P gives every key of the dictionary the variable P followed \
                 by the key in upper case, each character other than a letter, digit or '_' \
                 as '_' (with APP_: db-password is APP_DB_PASSWORD, apiToken is APP_APITOKEN). \
-                Keys that would share a variable (a-b and a_b), or a key's variable that --env \
-                also sets, are refused.
+                Every such variable starts with P and '_' (P's own '_' when it ends in one), the \
+                namespace you named: a key whose variable would not (PATH from the prefix P and \
+                the key ATH, PGUSER from PG and user) is refused, so that whoever can write the \
+                dictionary never chooses a variable such as PATH or LD_PRELOAD; name such \
+                variables one by one with --env. Keys that would share a variable (a-b and \
+                a_b), or a key's variable that --env also sets, are refused.
 
                 What it protects against: a value never appears on a command line (this one \
                 holds keys, COMMAND's holds what you wrote), so never in the process list or \
@@ -42,14 +52,18 @@ extension SecureDict {
 
                 Exit codes: COMMAND's own once it runs (128+N when a shell reports it died of \
                 signal N). Before it runs, this tool's: 1 no such dictionary or key, 3 the \
-                keyring failed, 64 usage (also a value without environment text, or a variable \
-                set twice), 126 COMMAND cannot be run, 127 COMMAND not found.
+                keyring failed, 4 the dictionary is larger than --maximum-size, 64 usage (also \
+                a value without environment text or too long for one, a variable set twice, a \
+                key outside the prefix's namespace), 126 COMMAND cannot be run, 127 COMMAND not \
+                found.
 
                 Examples:
                   secure-dict exec --app com.example.app --env API_TOKEN=apiToken \\
                       -- ./deploy.sh
                   secure-dict exec --app com.example.app --name db \\
-                      --all-with-prefix PG -- psql       (user: PGUSER, host: PGHOST…)
+                      --all-with-prefix DB_ -- ./migrate.sh   (user: DB_USER, host: DB_HOST…)
+                  secure-dict exec --app com.example.app --name db \\
+                      --env PGUSER=user --env PGPASSWORD=password -- psql
                   secure-dict exec --app com.example.app --env KEY=signingKey \\
                       --data-as-base64 -- sh -c 'printf %s "$KEY" | base64 -d | ./sign'
                   secure-dict read --app com.example.app --keys     (what there is)
@@ -67,7 +81,7 @@ extension SecureDict {
         @Option(
             name: .customLong("all-with-prefix"),
             help: ArgumentHelp(
-                "Give COMMAND every key of the dictionary, as the variable P + the key in upper case ('-', '.' and other characters as '_').",
+                "Give COMMAND every key of the dictionary, as the variable P + the key in upper case ('-', '.' and other characters as '_'); each must start with P and '_' (APP_DB_HOST with APP_).",
                 valueName: "P"))
         var prefix: String?
 
@@ -130,9 +144,13 @@ extension SecureDict {
             var assignments: [(name: String, value: String)] = []
             for ((variable, source), value) in zip(planned, values) {
                 let text = try ExecVariables.text(of: value!, key: source.key, dataAsBase64: dataAsBase64)
+                try ExecVariables.checkSize(of: variable, text, key: source.key, location: location)
                 assignments.append((variable, text))
             }
-            let failure = replacement.replace(with: command, adding: assignments)
+            try ExecVariables.checkTotal(replacement.argumentBytes(for: command, adding: assignments))
+            // The passphrase's descriptor is the tool's, not COMMAND's: it opens every dictionary.
+            let secrets = global.keyring.storage.passphraseFD.map { [$0] } ?? []
+            let failure = replacement.replace(with: command, adding: assignments, closing: secrets)
             printError(failure.message)
             throw ExitCode(failure.status)
         }

@@ -94,17 +94,28 @@ enum ExecVariables {
         return name
     }
 
+    /// The namespace `--all-with-prefix` keeps every variable in: the prefix up to a `_`
+    /// (`APP_` for `APP_`, `PG_` for `PG`). The dictionary's keys decide only what comes after
+    /// it, so no key can make a variable that means something else to COMMAND (`PATH` from
+    /// the prefix `P` and the key `ATH`, `PYTHONPATH` from `PY`, `LD_PRELOAD` from `L`).
+    static func namespace(ofPrefix prefix: String) -> String {
+        prefix.hasSuffix("_") ? prefix : prefix + "_"
+    }
+
     /// Every variable with its source: `requests` first, then (with a prefix) every key of
     /// `keys`, sorted. Variables in `inherited` are replaced, as `env VAR=… COMMAND` does.
     ///
-    /// - Throws: a usage failure when two sources would set one variable (never one silently
-    ///   over the other).
+    /// - Throws: a usage failure when a key's variable lies outside the prefix's
+    ///   ``namespace(ofPrefix:)`` (naming the keys and the rule), or when two sources would
+    ///   set one variable (never one silently over the other).
     static func plan(requests: [Request], prefix: String?, keys: [String]) throws(CommandFailure) -> [(
         variable: String, source: Source
     )] {
         var planned = requests.map { (variable: $0.variable, source: Source.requested(key: $0.key)) }
         if let prefix {
-            planned += keys.sorted().map { (variable: name(forKey: $0, prefix: prefix), source: .prefixed(key: $0)) }
+            let prefixed = keys.sorted().map { (variable: name(forKey: $0, prefix: prefix), source: Source.prefixed(key: $0)) }
+            try checkNamespace(prefixed, prefix: prefix)
+            planned += prefixed
         }
         var seen: [String: Source] = [:]
         for (variable, source) in planned {
@@ -118,6 +129,25 @@ enum ExecVariables {
             seen[variable] = source
         }
         return planned
+    }
+
+    /// Refuses the keys whose variables lie outside the namespace of `prefix`: a dictionary's
+    /// keys, which anyone who can write the dictionary chooses, never decide COMMAND's `PATH`.
+    private static func checkNamespace(
+        _ prefixed: [(variable: String, source: Source)], prefix: String
+    ) throws(CommandFailure) {
+        let namespace = namespace(ofPrefix: prefix)
+        let outside = prefixed.filter { !$0.variable.hasPrefix(namespace) }
+        guard let first = outside.first else { return }
+        let shown = outside.prefix(3).map { "key \(quoted($0.source.key)) would be \($0.variable)" }
+        let more = outside.count > 3 ? " (and \(outside.count - 3) more key(s))" : ""
+        throw .usage(
+            """
+            --all-with-prefix \(prefix): \(shown.joined(separator: ", "))\(more), outside the prefix's namespace \
+            \(namespace): nothing was run. Every variable of --all-with-prefix starts with the prefix and '_', so that \
+            no key of the dictionary can choose a variable such as PATH: give --all-with-prefix \(namespace) (for \
+            \(namespace)\(first.variable.dropFirst(prefix.count))), or name each variable you mean to set with --env VAR=KEY
+            """)
     }
 
     /// `value` as the text of an environment variable: the same text as `read KEY` prints

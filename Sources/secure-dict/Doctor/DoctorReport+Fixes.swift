@@ -39,7 +39,8 @@ extension DoctorReport {
         }
     }
 
-    static func unlockFix(providerName: String?, environment: DoctorEnvironment) -> String {
+    /// `provider`: the process that owns the Secret Service's name, when `/proc` tells it.
+    static func unlockFix(providerName: String?, environment: DoctorEnvironment, provider: ProviderProcess? = nil) -> String {
         switch providerName {
         case "KeePassXC":
             return "unlock the database in KeePassXC's window"
@@ -47,11 +48,16 @@ extension DoctorReport {
             return "open the wallet in KWalletManager; right after a KDE login KWallet reports locked until some "
                 + "application has opened it"
         default:
-            if environment.hasDesktop {
+            // A keyring that keeps its files elsewhere than this shell would (a `keyring run`
+            // session joined from another shell) is unlocked with its own folders, never the
+            // home folder's: a bare --replace would start a keyring on other files.
+            let folders = provider?.folders ?? KeyringDaemonFolders(startedFrom: environment.variables)
+            let elsewhere = !folders.differences(from: environment.variables).isEmpty
+            if environment.hasDesktop && !elsewhere {
                 return "unlock the keyring in your keyring manager (GNOME Passwords and Keys), or sign out and in"
             }
-            return "unlock gnome-keyring from this shell: gnome-keyring-daemon --replace --unlock --components=secrets "
-                + "(it reads the password on standard input)"
+            let which = folders.sessionPasswordFile == nil ? "gnome-keyring" : "the 'secure-dict keyring run' session's keyring"
+            return "unlock \(which) from this shell: \(folders.unlockCommand(from: environment.variables))"
         }
     }
 }

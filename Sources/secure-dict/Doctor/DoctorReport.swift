@@ -96,7 +96,7 @@ struct DoctorReport: Encodable {
             findings.append(
                 DoctorFinding(
                     check: "collection", status: .problem, detail: "\(described), locked",
-                    fix: Self.unlockFix(providerName: diagnosis.providerName, environment: environment)))
+                    fix: Self.unlockFix(providerName: diagnosis.providerName, environment: environment, provider: provider)))
             return
         }
         findings.append(DoctorFinding(check: "collection", status: .ok, detail: "\(described), unlocked"))

@@ -27,20 +27,28 @@ struct ProviderProcess: Encodable, Equatable {
     var executable: String?
     /// The provider's version, e.g. `42.1` or `KDE Frameworks 5.103.0`, where it can be told.
     var version: String?
+    /// For gnome-keyring, where it keeps its keyring (not in the JSON report: it is for the fix).
+    var folders: KeyringDaemonFolders?
+
+    enum CodingKeys: String, CodingKey { case pid, command, executable, version }
 
     static func inspect(pid: Int) -> ProviderProcess {
         let command = procFile(pid, "comm")?.trimmingWhitespace(andNewlines: true)
         let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
         var process = ProviderProcess(pid: pid, command: command, executable: executable)
         process.version = process.findVersion()
+        if process.name == "gnome-keyring-daemon" { process.folders = KeyringDaemonFolders.of(pid: pid) }
         return process
     }
+
+    /// The executable's name, else `comm` (which stops at 15 characters).
+    var name: String? { executable.map { URL(fileURLWithPath: $0).lastPathComponent } ?? command }
 
     /// gnome-keyring and KeePassXC print it with `--version` (run only for those two, known to
     /// exit at once); KWallet's is the KDE Frameworks version of the wallet library it has
     /// loaded, read from `/proc/PID/maps`.
     private func findVersion() -> String? {
-        switch executable.map({ URL(fileURLWithPath: $0).lastPathComponent }) ?? command {
+        switch name {
         case "gnome-keyring-daemon":
             return executable.flatMap { Self.firstVersion(in: Self.output(of: $0, ["--version"])) }
         case "keepassxc":

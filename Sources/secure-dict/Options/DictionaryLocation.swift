@@ -37,10 +37,11 @@ struct DictionaryLocation {
                 throw .keyring(error, hint: "Remove it with 'secure-dict delete \(arguments) --force' if you do not need it.")
             case .tooLarge(let size, let limit):
                 // Stored with a higher limit (a program's raised Options.maximumSize): a read,
-                // which needs the limit raised, not less data.
-                throw .unreadable(
-                    "\(description) is stored as \(size) bytes, more than the limit of \(limit): read it with "
-                        + "--maximum-size \(size) (in a program, raise Options.maximumSize).")
+                // which needs the limit raised, not less data. More than a dictionary can
+                // store is exit 4, as for write, import and adopt (README).
+                throw .inputOutput(
+                    "\(description) is stored as \(size) bytes, more than the limit of \(limit): use it with "
+                        + "--maximum-size \(size) (in a program, raise Options.maximumSize); nothing was changed")
             default:
                 throw .keyring(error)
             }
@@ -91,18 +92,19 @@ struct DictionaryLocation {
         return .notFound("no such dictionary: \(description)\(hint)")
     }
 
-    /// "No such key", with the dictionary that was meant when `key` is the name of one and
-    /// `--name` was not given. Only then does the message hold the key: a dictionary's name,
-    /// which `list` shows anyway.
+    /// "No such key", naming the key the command was given (its user typed it: a key is not
+    /// a value) and the command that lists the keys there are, or the dictionary that was
+    /// meant when `key` is the name of one and `--name` was not given.
     func noSuchKey(_ key: String) -> CommandFailure {
+        let what = "no such key \(quotedName(key)) in \(description)"
         if name == nil, (try? existingNames())?.contains(key) == true {
             return .notFound(
                 """
-                no such key in \(description); \(applicationID) also has a dictionary named \(quotedName(key)): \
-                did you mean --name \(shellQuoted(key))?
+                \(what); \(applicationID) also has a dictionary named \(quotedName(key)): did you mean \
+                --name \(shellQuoted(key))?
                 """)
         }
-        return .notFound("no such key in \(description)")
+        return .notFound("\(what) (see its keys with 'secure-dict read \(arguments) --keys')")
     }
 
     /// An application ID close to this one that has dictionaries in the collection, if any.

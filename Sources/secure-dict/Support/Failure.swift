@@ -17,21 +17,21 @@ enum ExitStatus {
     /// The keyring failed: locked, unavailable, timed out, corrupt item…
     static let keyringError = ExitCode(3)
     /// A file or standard input could not be read or written, holds no valid dictionary, or
-    /// holds more than a dictionary can store (`write`'s value, `import`'s file).
+    /// holds more than a dictionary can store (`write`'s value, `import`'s file, a stored
+    /// dictionary above `--maximum-size`).
     static let inputOutputError = ExitCode(4)
 }
 
 /// A failure that ends a command with one line on standard error and a documented exit code.
 ///
-/// Messages never hold a key or a value: only application IDs, dictionary names, file paths
-/// and the library's own (safe) error descriptions.
+/// Messages never hold a value: only application IDs, dictionary names, file paths, the
+/// library's own (safe) error descriptions, and a key where the command line named it (`read
+/// KEY`, `--env VAR=KEY`) or asked for every key (`exec --all-with-prefix`).
 enum CommandFailure: Error {
     /// Exit 1.
     case notFound(String)
     /// Exit 3.
     case keyring(SecureDictionaryError, hint: String? = nil)
-    /// Exit 3, in the tool's own words (a stored dictionary it cannot read as it is).
-    case unreadable(String)
     /// Exit 4.
     case inputOutput(String)
     /// Exit 64, argument-parser's code for usage errors: for those found only while running
@@ -72,9 +72,6 @@ func reportingFailures(_ body: () throws -> Void) throws {
             throw ExitStatus.notFound
         case .keyring(let error, let hint):
             try report(error, hint: hint)
-        case .unreadable(let message):
-            printError(message)
-            throw ExitStatus.keyringError
         case .inputOutput(let message):
             printError(message)
             throw ExitStatus.inputOutputError
@@ -103,6 +100,11 @@ private func report(_ error: SecureDictionaryError, hint: String?) throws -> Nev
         // Names are checked before any keyring call; this is a usage error.
         printError("invalid name: \(reason)")
         throw ExitCode.validationFailure
+    case .tooLarge:
+        // More than a dictionary can store is the input's size, never the keyring's failure:
+        // exit 4 wherever it comes from (the README's table).
+        printError(message(for: error, hint: hint))
+        throw ExitStatus.inputOutputError
     default:
         printError(message(for: error, hint: hint))
         throw ExitStatus.keyringError
@@ -114,6 +116,9 @@ private func report(_ error: SecureDictionaryError, hint: String?) throws -> Nev
 /// answers, the fix speaks of `--store` options, not of the library's types.
 func message(for error: SecureDictionaryError, hint: String?) -> String {
     let context = ErrorContext.current
+    if case .typeMismatch(let expected, let found) = error {
+        return [TypeMismatchMessage.text(expected: expected, found: found), hint].compactMap { $0 }.joined(separator: " ")
+    }
     if let noKeyring = noKeyringMessage(for: error, context) {
         return [noKeyring, hint].compactMap { $0 }.joined(separator: " ")
     }
@@ -142,15 +147,19 @@ func message(for error: SecureDictionaryError, hint: String?) -> String {
 /// No keyring here, said to a shell user: this project's answers as options. On
 /// a desktop the library's own sentence (start its keyring) says it already.
 private func noKeyringMessage(for error: SecureDictionaryError, _ context: ErrorContext) -> String? {
+    if let recorded = RecordedKeyringMessage.text(for: error, context) { return recorded }
     switch error {
     case .serviceUnavailable(let reason) where context.surroundings != .desktop:
-        let what = SecureDictionaryError.noKeyring(reason, context)
+        // The whole reason: the library's sentence shows its first 32 characters.
+        let what =
+            context.hasSessionBus
+            ? "No usable keyring on the session bus (\(reason))" : SecureDictionaryError.noKeyring(reason, context)
         return context.surroundings == .ssh
             ? "\(what): over SSH, keep the dictionary in encrypted files with --store passphrase."
             : "\(what): use --store credential in a service or container (--store passphrase for a person); "
                 + "for tests, run them under 'secure-dict keyring run -- COMMAND'."
     case .store(FileStoreError.noStoreAvailable(let reason) as FileStoreError):
-        return "No keyring answers here (\(reason.prefix(40))) and --store auto has no encrypted files to use instead: "
+        return "No keyring answers here (\(reason)) and --store auto has no encrypted files to use instead: "
             + "add --file-key passphrase (or credential), or use --store passphrase or --store credential."
     default:
         return nil

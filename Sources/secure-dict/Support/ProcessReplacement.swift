@@ -12,15 +12,20 @@
 
 /// Replaces this process with a command (`execve(2)`), which then starts with the signals
 /// ignored and blocked that this process was started with, none that a library ignored since
-/// (GLib ignores SIGPIPE for its sockets: `yes | head` would end otherwise). The descriptors
-/// the libraries open close on exec (each opens them `O_CLOEXEC`: the CLI suite's
-/// `theCommandStartsWithTheSignalsAndDescriptorsTheToolWasGiven` fails when one does not);
-/// those this process was given stay open.
+/// (GLib ignores SIGPIPE for its sockets: `yes | head` would end otherwise), and with the
+/// descriptors this process was given, less the tool's own secret sources.
+///
+/// Descriptors: every one opened after ``capture()`` (the keyring's connections, lock files,
+/// a credential file: the libraries open theirs `O_CLOEXEC` already, and the CLI suite's
+/// `theCommandStartsWithTheSignalsAndDescriptorsTheToolWasGiven` fails when one does not) is
+/// marked close-on-exec here too; of those given, the ones named as the tool's own secrets
+/// (`--passphrase-fd`) are closed, a standard stream among them reopened on `/dev/null`,
+/// and the others stay open, as COMMAND's (`4<FILE`).
 ///
 /// ```swift
 /// let replacement = ProcessReplacement.capture()      // first, before any library call
 /// …
-/// let failure = replacement.replace(with: ["./deploy.sh"], adding: [("API_TOKEN", token)])
+/// let failure = replacement.replace(with: ["./deploy.sh"], adding: [("API_TOKEN", token)], closing: [3])
 /// printError(failure.message)                          // only when the command cannot start
 /// throw ExitCode(failure.status)                       // 126, or 127 when it was not found
 /// ```
@@ -29,6 +34,8 @@ struct ProcessReplacement {
     private let ignored: Set<Int32>
     /// The calling thread's signal mask at the start.
     private let mask: sigset_t
+    /// The descriptors open at the start: those this process was given.
+    private let given: Set<Int32>
 
     /// The signals there are on Linux (1…64); SIGKILL and SIGSTOP keep their default.
     private static let signals = (1...64).filter { $0 != SIGKILL && $0 != SIGSTOP }
@@ -44,18 +51,19 @@ struct ProcessReplacement {
         }
         var mask = sigset_t()
         pthread_sigmask(SIG_SETMASK, nil, &mask)
-        return ProcessReplacement(ignored: ignored, mask: mask)
+        return ProcessReplacement(ignored: ignored, mask: mask, given: Set(openDescriptors()))
     }
 
     /// Replaces this process with `command` (a path, or a name looked up in `$PATH` as a
     /// shell does), whose environment is this process's with `variables` added (replacing
     /// variables of the same names). Returns only when it could not: the exit status (127 not
     /// found, 126 cannot be run) and a message naming COMMAND, never a variable's value.
-    func replace(with command: [String], adding variables: [(name: String, value: String)]) -> (status: Int32, message: String) {
-        let names = Set(variables.map { Array($0.name.utf8) })
-        let kept = Self.environment().filter { entry in
-            !names.contains(UnsafeBufferPointer(start: entry, count: strcspn(entry, "=")).map { UInt8(bitPattern: $0) })
-        }
+    /// `secrets`: the descriptors this process was given for its own secrets, which COMMAND
+    /// must not get.
+    func replace(
+        with command: [String], adding variables: [(name: String, value: String)], closing secrets: [Int32] = []
+    ) -> (status: Int32, message: String) {
+        let kept = Self.inheritedEnvironment(replacing: variables)
         let added = variables.map { strdup("\($0.name)=\($0.value)")! }
         let environment = kept + added
         let arguments = command.map { strdup($0) }
@@ -64,11 +72,66 @@ struct ProcessReplacement {
             for entry in added { explicit_bzero(entry, strlen(entry)) }
         }
         restoreStart()
+        closeOwnDescriptors(secrets)
         let code = Self.execute(command[0], arguments + [nil], environment + [nil])
         let what = shellQuoted(command[0])
-        return code == ENOENT
-            ? (127, "\(what): command not found (nothing was run)")
-            : (126, "\(what) cannot be run: \(String(cString: strerror(code)))")
+        switch code {
+        case ENOENT:
+            return (127, "\(what): command not found (nothing was run)")
+        case E2BIG:
+            return (
+                126,
+                "\(what) cannot be run: its arguments and environment take more than the kernel allows "
+                    + "(\(ArgumentSpace.total) bytes in all, \(ArgumentSpace.perString) for one variable)"
+            )
+        default:
+            return (126, "\(what) cannot be run: \(String(cString: strerror(code)))")
+        }
+    }
+
+    /// The bytes `execve(2)` needs for `command` with `variables` added, as ``ArgumentSpace``
+    /// counts them (the program's path as long as the longest `$PATH` candidate).
+    func argumentBytes(for command: [String], adding variables: [(name: String, value: String)]) -> Int {
+        let inherited = Self.inheritedEnvironment(replacing: variables).map { strlen($0) + 1 }
+        let added = variables.map { ArgumentSpace.entrySize(name: $0.name, value: $0.value) }
+        let path = Self.candidates(for: command[0]).map(\.utf8.count).max() ?? 0
+        return ArgumentSpace.needed(command: command, environment: inherited + added, pathLength: path)
+    }
+
+    /// This process's environment entries less those of the names of `variables`.
+    private static func inheritedEnvironment(
+        replacing variables: [(name: String, value: String)]
+    ) -> [UnsafeMutablePointer<CChar>] {
+        let names = Set(variables.map { Array($0.name.utf8) })
+        return environment().filter { entry in
+            !names.contains(UnsafeBufferPointer(start: entry, count: strcspn(entry, "=")).map { UInt8(bitPattern: $0) })
+        }
+    }
+
+    /// Marks every descriptor opened since ``capture()`` close-on-exec, and takes `secrets`
+    /// (given ones) from COMMAND: closed, or a standard stream reopened on `/dev/null`.
+    private func closeOwnDescriptors(_ secrets: [Int32]) {
+        for descriptor in Self.openDescriptors() where !given.contains(descriptor) {
+            let flags = fcntl(descriptor, F_GETFD)
+            if flags >= 0 { _ = fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
+        }
+        for descriptor in Set(secrets) where descriptor >= 0 {
+            if descriptor > STDERR_FILENO {
+                close(descriptor)
+            } else {
+                let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+                if null >= 0 {
+                    dup2(null, descriptor)  // dup2 clears close-on-exec on the copy: COMMAND gets it
+                    close(null)
+                }
+            }
+        }
+    }
+
+    /// The descriptors open now, from `/proc/self/fd` (the listing's own is closed by then).
+    private static func openDescriptors() -> [Int32] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [] }
+        return names.compactMap { Int32($0) }.filter { fcntl($0, F_GETFD) >= 0 }
     }
 
     /// The signals as they were at the start.
@@ -87,11 +150,8 @@ struct ProcessReplacement {
     private static func execute(
         _ program: String, _ arguments: [UnsafeMutablePointer<CChar>?], _ environment: [UnsafeMutablePointer<CChar>?]
     ) -> Int32 {
-        let folders = (getenv("PATH").map { String(cString: $0) } ?? "/bin:/usr/bin").split(
-            separator: ":", omittingEmptySubsequences: false)
-        let candidates = program.contains("/") ? [program] : folders.map { $0.isEmpty ? program : "\($0)/\(program)" }
         var failure = ENOENT
-        for path in candidates {
+        for path in candidates(for: program) {
             execve(path, arguments, environment)
             switch errno {
             case ENOEXEC:
@@ -107,6 +167,15 @@ struct ProcessReplacement {
             }
         }
         return failure
+    }
+
+    /// The paths `execute` tries for `program`: itself when it holds a '/', else each folder
+    /// of `$PATH` (an empty one is the current folder).
+    private static func candidates(for program: String) -> [String] {
+        guard !program.contains("/") else { return [program] }
+        let folders = (getenv("PATH").map { String(cString: $0) } ?? "/bin:/usr/bin").split(
+            separator: ":", omittingEmptySubsequences: false)
+        return folders.map { $0.isEmpty ? program : "\($0)/\(program)" }
     }
 
     /// This process's environment entries (`environ`), as they are.
