@@ -1,6 +1,6 @@
 import Foundation
-import SecureDictionaryTestSupport
 import SecureDictionary
+import SecureDictionaryTestSupport
 
 /// Sizes of the two runs: the small one for CI, the full one on demand.
 struct Sizes: Sendable {
