@@ -32,7 +32,7 @@ import Synchronization
 ///   it never writes without both. A token refresh holds its item's lock across its network
 ///   call and the folder's only for its write, so it never holds up the folder's other
 ///   dictionaries;
-/// - ``SecureDictionary/changes()`` hears other processes' writes (inotify on the folder),
+/// - `SecureDictionary.changes()` hears other processes' writes (inotify on the folder),
 ///   as it hears the keyring's signals;
 /// - each file carries a generation; one older than this process or this login session has
 ///   seen is refused (``FileStoreError/rolledBack(path:)``), whatever path spells the

@@ -101,7 +101,8 @@ extension KeyringIntegration {
                     }
                 }
                 #expect(Self.isLockHeld(error, by: holder.pid), "\(kind), lockWait \(wait): \(String(describing: error))")
-                print("store contract, lockWait \(wait) (\(kind)): lockHeld after \(ContinuousClock.now - started)")
+                let outcome = error.map { caseName($0) } ?? "no error"
+                print("store contract, lockWait \(wait) (\(kind)): \(outcome) after \(ContinuousClock.now - started)")
             }
         }
 
