@@ -105,10 +105,11 @@ request_abandon (SdNameRequest *request)
 }
 
 int
-sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, GDBusConnection **held, GError **error)
+sd_bus_name_request_finish (SdNameRequest *request, gint64 answer_deadline_us, gint64 wait_deadline_us,
+                            GDBusConnection **held, GError **error)
 {
     int result = -1;
-    if (!sd_iterate_until (request->context, &request->answered, deadline_us)) {
+    if (!sd_iterate_until (request->context, &request->answered, answer_deadline_us)) {
         result = 0;
     } else if (request->error != NULL) {
         g_propagate_error (error, request->error);
@@ -116,7 +117,7 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 deadline_us, GDBusCon
     } else if (request->code == 1 || request->code == 4) {   /* PRIMARY_OWNER, ALREADY_OWNER */
         result = 1;
     } else if (request->code == 2) {                          /* IN_QUEUE: wait for NameAcquired */
-        result = sd_iterate_until (request->context, &request->acquired, deadline_us) ? 1 : 0;
+        result = sd_iterate_until (request->context, &request->acquired, wait_deadline_us) ? 1 : 0;
     } else {
         g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", request->code);
     }

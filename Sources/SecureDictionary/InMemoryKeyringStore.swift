@@ -14,6 +14,11 @@ import Synchronization
 ///
 /// It is not a keyring: it is not shared with other processes and keeps bytes in ordinary
 /// memory. Use it for logic, use the real Secret Service for everything about the keyring.
+/// Of the contract every store keeps (a refresh holds its item, never its neighbours;
+/// `lockWait` and deadlines; one refresh, whoever asks), two clauses cannot apply, since no
+/// other process reaches it: a change by another process reaching
+/// ``SecureDictionary/changes()``, and a lock holder killed (the suite `StoreContract` names
+/// both).
 ///
 /// The two ways to fail, ``failNextCalls(with:count:writesAnyway:)`` and
 /// ``setLocked(_:collection:)``, are its whole public API besides the store's own calls:

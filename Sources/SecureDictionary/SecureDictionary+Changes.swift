@@ -57,9 +57,11 @@ extension SecureDictionary {
     ///
     /// Changes arrive from writes through any instance in this process, from reloads that
     /// find the stored item changed, and from writes by SecureDictionary in **other
-    /// processes and tools** (`secret-tool`, scripts), without polling: this process listens
-    /// to the Secret Service's own `ItemCreated`, `ItemChanged` and `ItemDeleted` signals and
-    /// then reads the item once, decoding and reporting it only if it changed. A reload that
+    /// processes and tools** (`secret-tool`, scripts, `secure-dict`), without polling: this
+    /// process listens to the Secret Service's own `ItemCreated`, `ItemChanged` and
+    /// `ItemDeleted` signals (on the encrypted-file stores: inotify on their folder), then
+    /// reads the item once, decoding and reporting it only if it changed. (An
+    /// ``InMemoryKeyringStore`` has no other process.) A reload that
     /// fails (e.g. locked) is reported to ``Options/failureHandler`` and delivers nothing. The
     /// stream ends when the task iterating it is cancelled. Each changed entry is decoded for
     /// it: to follow one entry, use ``changes(forKey:)``, which decodes no other.

@@ -16,21 +16,25 @@ extension SecureDictionary {
     /// When `isStale` finds the entries in memory fresh, their value is returned with no
     /// keyring call. Otherwise the call waits for the item's writer lock, the one every writer
     /// of the item takes in every process (the session bus name of the Secret Service, the
-    /// folder lock of the encrypted-file stores; for a store without one, this process's lock
-    /// only), reads what is stored and asks `isStale` again: when another caller refreshed
+    /// item's lock file of the encrypted-file stores; for a store without one, this process's
+    /// lock only), reads what is stored and asks `isStale` again: when another caller refreshed
     /// meanwhile, its value is returned and `refresh` is not called. Else `refresh` runs,
     /// holding the lock; every change it makes to the entries is written in one write, onto
     /// what is stored then (checked again, so a tool that does not take the lock keeps its
     /// change), and the lock is given back. So two processes never spend one refresh token.
     ///
     /// A process killed while it refreshes frees the lock at once (the bus name goes with the
-    /// process, the folder lock with its file descriptor); one that hangs holds it, and the
-    /// others give up after `lockWait`. Other writers of the item, `update { }` and
-    /// `setValue` included, wait for the refresh too, up to their ``Options/timeout``.
+    /// process, the lock file's lock with its file descriptor); one that hangs holds it, and
+    /// the others give up after `lockWait`. Other writers of the item, `update { }` and
+    /// `setValue` included, wait for the refresh too, up to their ``Options/timeout``; the
+    /// writers of other items never wait for it, on any store.
     ///
     /// - Parameters:
     ///   - key: The key whose value is returned.
     ///   - lockWait: How long to wait for another caller's refresh: 30 seconds by default.
+    ///     `.zero` tries once and does not wait: a free lock is taken, a held one is
+    ///     ``SecureDictionaryError/lockHeld(pid:command:)`` at once (asking the bus who holds
+    ///     it is a keyring call, with ``Options/timeout``).
     ///     Give `refresh`'s network call a timeout shorter than this, so that waiters outlast
     ///     a slow refresh that succeeds. Each keyring call (the check, the write) has
     ///     ``Options/timeout`` of its own besides.

@@ -124,7 +124,11 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
     }
 
     package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
-        ChosenStoreLock(automatic: self, item: item, logger: logger)
+        ChosenStoreLock(automatic: self, item: item, logger: logger) { $0.writerLock(for: $1, logger: $2) }
+    }
+
+    package func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)? {
+        ChosenStoreLock(automatic: self, item: item, logger: logger) { $0.writeLock(for: $1, logger: $2) }
     }
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
@@ -158,22 +162,32 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
     }
 }
 
-/// The writer lock of the store ``AutomaticStore`` chose: chosen when first taken (a
-/// dictionary's init loads before it writes, so the choice is made by then).
+/// The writer lock (or the write lock) of the store ``AutomaticStore`` chose: chosen when
+/// first taken (a dictionary's init loads before it writes, so the choice is made by then).
 private final class ChosenStoreLock: ItemWriterLock {
+    typealias Pick = @Sendable (any CoordinatedStore, KeyringItem, Logger) -> (any ItemWriterLock)?
     private let automatic: AutomaticStore
     private let item: KeyringItem
     private let logger: Logger
+    private let pick: Pick
     private let inner = Mutex<(any ItemWriterLock)??>(nil)
 
-    init(automatic: AutomaticStore, item: KeyringItem, logger: Logger) {
+    init(automatic: AutomaticStore, item: KeyringItem, logger: Logger, pick: @escaping Pick) {
         self.automatic = automatic
         self.item = item
         self.logger = logger
+        self.pick = pick
     }
 
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         try resolved(until: deadline)?.acquire(until: deadline) ?? false
+    }
+
+    func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline) throws(SecureDictionaryError)
+        -> Bool
+    {
+        let later = answerDeadline.instant > waitDeadline.instant ? answerDeadline : waitDeadline
+        return try resolved(until: later)?.acquire(waitingUntil: waitDeadline, answeringBy: answerDeadline) ?? false
     }
 
     func release() {
@@ -183,7 +197,7 @@ private final class ChosenStoreLock: ItemWriterLock {
     private func resolved(until deadline: Deadline) throws(SecureDictionaryError) -> (any ItemWriterLock)? {
         if case .some(let lock) = inner.withLock({ $0 }) { return lock }
         let store = try automatic.decide(until: deadline).store
-        let lock = (store as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
+        let lock = (store as? any CoordinatedStore).flatMap { pick($0, item, logger) }
         inner.withLock { $0 = .some(lock) }
         return lock
     }

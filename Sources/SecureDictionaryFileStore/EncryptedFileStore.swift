@@ -27,8 +27,13 @@ import Synchronization
 /// hostile-input decoding), plus:
 /// - the folder is checked as OpenSSH checks `~/.ssh`: no symbolic link, this user's, and
 ///   writable by nobody else, nor any folder above it (``FileStoreError/unsafePath(path:reason:)``);
-/// - writers of the folder lock the folder itself, which nobody else can remove or swap,
-///   and never write without the lock;
+/// - a writer locks its item (an empty `.NAME.lock` file beside the item's file), and
+///   from its check to its write the folder itself, which nobody else can remove or swap;
+///   it never writes without both. A token refresh holds its item's lock across its network
+///   call and the folder's only for its write, so it never holds up the folder's other
+///   dictionaries;
+/// - `SecureDictionary.changes()` hears other processes' writes (inotify on the folder),
+///   as it hears the keyring's signals;
 /// - each file carries a generation; one older than this process or this login session has
 ///   seen is refused (``FileStoreError/rolledBack(path:)``), whatever path spells the
 ///   folder;
@@ -140,7 +145,7 @@ extension EncryptedFileStore {
     {
         guard let passphrase else { throw .invalidValue(reason: "this store's key is not a passphrase") }
         let deadline = Deadline(after: timeout)
-        let lock = engine.writerLock()
+        let lock = engine.writeLock()  // the folder's: every file is rewritten
         _ = try lock.acquire(until: deadline)
         defer { lock.release() }
         let folder = engine.folder

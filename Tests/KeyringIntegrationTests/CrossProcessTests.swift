@@ -53,42 +53,6 @@ extension KeyringIntegration {
 }
 
 extension KeyringIntegration.CrossProcess {
-    /// issue 5: another process's write arrives through changes() without polling.
-    // A change that never arrives must fail the run, not hang it.
-    @Test(.timeLimit(.minutes(1))) func anotherProcessesWriteArrivesAsAChange() async throws {
-        let test = TestItem("observed")
-        let dictionary = try test.open()
-        var delays: [Duration] = []
-        for round in 0..<5 {
-            let value = "v\(round)"
-            // Listen first, and take the time the moment the change arrives.
-            let listener = Task { () -> (SecureDictionary.Change?, Double) in
-                for await change in dictionary.changes() { return (change, Date().timeIntervalSince1970) }
-                return (nil, 0)
-            }
-            try await Task.sleep(for: .milliseconds(100))
-            let other = try KeyringHarness.run(KeyringHarness.writer, ["set", test.appID, test.name, "x", value])
-            #expect(other.status == 0, "\(other.stderr)")
-            // The writer printed the wall-clock time right after its write returned.
-            let written = Double(other.trimmedText.split(separator: " ").last ?? "") ?? 0
-            // The time limit cancels this test's task, not the listener's: pass it on, so a
-            // change that never arrives fails the test instead of hanging the run.
-            let (change, arrived) = await withTaskCancellationHandler {
-                await listener.value
-            } onCancel: {
-                listener.cancel()
-            }
-            #expect(change?.key == "x")
-            #expect(change?.newValue == .string(value))
-            delays.append(.microseconds(Int((arrived - written) * 1_000_000)))
-        }
-        let median = delays.sorted()[delays.count / 2]
-        print("cross-process change delay: median \(median), all \(delays)")
-        #expect(median < .seconds(1))  // a sanity bound; the figure itself is reported above
-    }
-}
-
-extension KeyringIntegration.CrossProcess {
     /// Issue 11: KeePassXC sends no `ItemChanged` for a write it takes while it saves its
     /// database (150 ms after the previous change, for about 100 ms here). A second write in
     /// that window still arrives, through the watcher's trailing look. Before it, 3 of 3 such

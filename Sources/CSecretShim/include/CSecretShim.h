@@ -121,14 +121,17 @@ int sd_bus_name_available(SecretService *service, const char *name, GCancellable
 
    sd_bus_name_request sends RequestName and returns at once (NULL with error set when there
    is no session bus, or G_IO_ERROR_TIMED_OUT when the connection to it is not ready by
-   deadline_us). Then sd_bus_name_request_finish waits until deadline_us
-   (g_get_monotonic_time() clock) and returns 1 (owned: *held is the connection that owns
-   the name, kept alive until sd_bus_name_unlock), 0 (deadline passed; out of the queue
-   again) or -1 with error set (the bus refused, as a sandbox's proxy does for foreign
-   names). It frees the request. */
+   deadline_us). Then sd_bus_name_request_finish waits for the bus's answer until
+   answer_deadline_us and, when the answer is "queued", for the name until wait_deadline_us
+   (both on the g_get_monotonic_time() clock: a wait deadline already passed asks once and
+   does not wait), and returns 1 (owned: *held is the connection that owns the name, kept
+   alive until sd_bus_name_unlock), 0 (a deadline passed; out of the queue again) or -1
+   with error set (the bus refused, as a sandbox's proxy does for foreign names). It frees
+   the request. */
 typedef struct SdNameRequest SdNameRequest;
 SdNameRequest *sd_bus_name_request(const char *name, gint64 deadline_us, GError **error);
-int sd_bus_name_request_finish(SdNameRequest *request, gint64 deadline_us, GDBusConnection **held, GError **error);
+int sd_bus_name_request_finish(SdNameRequest *request, gint64 answer_deadline_us, gint64 wait_deadline_us,
+                               GDBusConnection **held, GError **error);
 
 /* Gives the name back (ReleaseName) on the connection that holds it, and lets go of that
    connection. */

@@ -6,20 +6,25 @@ import Synchronization
     import Glibc
 #endif
 
-/// The cross-process writer lock of an encrypted-file store: `flock` on the store's folder
-/// itself, for all of its items.
+/// The write lock of an encrypted-file store: `flock` on the store's folder itself, held by
+/// a writer of any of its items from the check of the stored file to its replacement
+/// (milliseconds; `CoordinatedStore.writeLock(for:logger:)`), never across a token refresh's
+/// network call, which holds only the item's own lock (`ItemFileLock`): so a refresh blocks
+/// its item, never its neighbours.
 ///
-/// Why the folder and not a lock file per item: a lock file can be removed or replaced
-/// while a writer holds it, and the next writer then locks a new file and writes beside the
-/// first (measured on the Secret portal store with a lock file per item: 4 writers × 50
-/// lost 123, 143 and 141 of 200 writes with the lock file replaced by a folder, and 42 to 89
-/// with it deleted every 2 ms, without an error). The folder cannot be removed while it
-/// holds files, nor swapped by anyone but this user (`FolderSafety`), and nothing outside
-/// the app writes these files: so, unlike the keyring's, this lock is never skipped. When
+/// Why the folder and not a lock file per item for this step: a lock file can be removed or
+/// replaced while a writer holds it, and the next writer then locks a new file and writes
+/// beside the first (measured on the Secret portal store with a lock file per item: 4
+/// writers × 50 lost 123, 143 and 141 of 200 writes with the lock file replaced by a folder,
+/// and 42 to 89 with it deleted every 2 ms, without an error). The folder cannot be removed
+/// while it holds files, nor swapped by anyone but this user (`FolderSafety`), and nothing
+/// outside the app writes these files: so, unlike the keyring's, this lock is never
+/// skipped, and a broken item lock file costs at most a second refresh, never a write. When
 /// it cannot be taken (`flock` unsupported, as on some network file systems) the write
 /// fails with ``FileStoreError/fileUnavailable(path:reason:)``; it never goes on
 /// unlocked. The check under the lock then makes the read-compare-write of a mutation
-/// airtight: a file has no window between check and write.
+/// airtight: a file has no window between check and write. It also guards what the items
+/// of a folder share: the first write's new key, the rollback records.
 ///
 /// Threads of this process queue on an in-process `FairLock` first (`flock` locks belong
 /// to the open file, not the thread). A waiter that reaches its deadline names the holder
@@ -79,25 +84,39 @@ final class FileWriterLock: ItemWriterLock {
             return copy
         }
         guard let descriptor = opened else { throw .fileUnavailable(path: folder.path, reason: "the folder vanished") }
+        do throws(SecureDictionaryError) {
+            try Flock.exclusive(descriptor, until: deadline, path: folder.path)
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        folder.removeTemporaries(in: descriptor)
+        return descriptor
+    }
+}
+
+/// Waiting for an exclusive `flock`, the one way both file-store locks wait.
+enum Flock {
+    /// Locks `descriptor` exclusively, trying until `deadline` (once when it has passed).
+    ///
+    /// - Throws: `SecureDictionaryError.lockHeld(pid:command:)` when another holds it at the
+    ///   deadline, naming the holder the kernel lists (`LockHolder`);
+    ///   ``FileStoreError/fileUnavailable(path:reason:)`` when `flock` is not supported.
+    static func exclusive(_ descriptor: Int32, until deadline: Deadline, path: String) throws(SecureDictionaryError) {
         var pause: UInt32 = 100  // microseconds, doubling up to 2 ms
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let failure = errno
             if failure == EINTR { continue }
             guard failure == EWOULDBLOCK else {
-                close(descriptor)
                 throw .fileUnavailable(
-                    path: folder.path,
-                    reason: "cannot lock the folder (\(String(cString: strerror(failure)))): use a local folder")
+                    path: path, reason: "cannot lock \(path) (\(String(cString: strerror(failure)))): use a local folder")
             }
             guard deadline.remaining > .zero else {
                 let holder = LockHolder.of(descriptor)
-                close(descriptor)
                 throw .lockHeld(pid: holder.map { Int($0.pid) }, command: holder?.command)
             }
             usleep(pause)
             pause = min(pause * 2, 2_000)
         }
-        folder.removeTemporaries(in: descriptor)
-        return descriptor
     }
 }

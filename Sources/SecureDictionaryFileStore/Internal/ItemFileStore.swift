@@ -75,13 +75,21 @@ package struct ItemFileStore: Sendable {
             .map { KeyringItemListing(item: $0, isLocked: false) }
     }
 
-    func writerLock() -> any ItemWriterLock {
+    /// The item's own lock: held from the check to the write, and across a refresh.
+    func writerLock(for item: KeyringItem) -> any ItemWriterLock {
+        ItemFileLock(folder: folder, item: item, available: available)
+    }
+
+    /// The folder's lock: held from a check to its write only.
+    func writeLock() -> any ItemWriterLock {
         FileWriterLock(folder: folder, available: available)
     }
 }
 
 /// A store whose items are the encrypted files of one folder (``EncryptedFileStore``,
-/// ``SecretPortalStore``): its writers lock the folder, and its changes cannot be watched.
+/// ``SecretPortalStore``): its writers lock their item (`ItemFileLock`) and, from the check
+/// to the write, the folder (`FileWriterLock`); its changes are watched in the folder
+/// (`FolderWatcher`).
 package protocol ItemFileBackedStore: CoordinatedStore {
     /// The folder's engine.
     var engine: ItemFileStore { get }
@@ -114,9 +122,13 @@ extension ItemFileBackedStore {
         try engine.listItems(applicationID: applicationID, collection: collection)
     }
 
-    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { engine.writerLock() }
+    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { engine.writerLock(for: item) }
 
-    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? { nil }
+    package func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)? { engine.writeLock() }
+
+    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
+        FolderWatcher(folder: engine.folder.path) { onChange(.items) }
+    }
 
     package var place: String? { ItemFileFolder.place(of: folderPath) }
 }

@@ -33,6 +33,8 @@
 //   sd-test-writer plant APP FILE...           each binary plist FILE becomes the dictionary named FILE's name
 //   sd-test-writer mixed APP NAME              100 mixed operations, stopping for a daemon restart
 //                                              (MixedOperations.swift): the process ConnectionCount counts
+//   sd-test-writer hold-refresh APP NAME       holds a token refresh until a line on standard input
+//                                              (HoldRefresh.swift): the other process of StoreContract
 //   sd-test-writer refresh APP NAME PORT CALLS PACE_MS LOCKWAIT_MS MARGIN_MS sync|async
 //                                              token refreshes against scripts/token-server.py
 //                                              (TokenRefresh.swift): the processes TokenRefresh runs
@@ -317,6 +319,8 @@ do {
         try MixedOperations.run(app: arguments[1], name: arguments[2], options: options(timeout: .seconds(20)))
     case "refresh" where arguments.count == 9:
         try TokenRefresh.run(Array(arguments.dropFirst()), options: options())
+    case "hold-refresh" where arguments.count == 3:
+        HoldRefresh.run(app: arguments[1], name: arguments[2], options: options())
     case "hold" where arguments.count == 3:
         // Takes the item's writer lock and keeps it: prints "holding PID", then sleeps inside
         // update { } until killed. For the test that stops a lock holder.

@@ -67,7 +67,15 @@ final class BusNameWriterLock: ItemWriterLock {
     }
 
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
-        guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
+        try acquire(waitingUntil: deadline, answeringBy: deadline)
+    }
+
+    func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline) throws(SecureDictionaryError)
+        -> Bool
+    {
+        // The bus answers within the later of the two: a wait that ends at once still asks.
+        let deadline = answerDeadline.instant > waitDeadline.instant ? answerDeadline : waitDeadline
+        guard local.lock(until: waitDeadline) else { throw .timedOut }  // a thread of this process holds it
         var error: UnsafeMutablePointer<GError>?
         guard let request = sd_bus_name_request(busName, MonotonicDeadline(deadline).microseconds, &error) else {
             local.unlock()
@@ -81,8 +89,9 @@ final class BusNameWriterLock: ItemWriterLock {
             return false
         }
         var connection: OpaquePointer?
-        let waitingEnds = MonotonicDeadline(deadline).microseconds - Self.namingReserve(deadline)
-        switch sd_bus_name_request_finish(request, waitingEnds, &connection, &error) {
+        let answered = MonotonicDeadline(deadline).microseconds - Self.namingReserve(deadline)
+        let waitingEnds = MonotonicDeadline(waitDeadline).microseconds - Self.namingReserve(waitDeadline)
+        switch sd_bus_name_request_finish(request, answered, min(answered, waitingEnds), &connection, &error) {
         case 1:
             held.withLock { $0 = connection.map { BusConnection($0) } }
             return true

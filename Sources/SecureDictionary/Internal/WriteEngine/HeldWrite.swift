@@ -30,7 +30,7 @@ final class HeldWrite: Sendable {
     let entries: SecureDictionary.Entries
     private let state: ItemState
     private let context: OperationContext
-    private let writerLockHeld: Bool
+    private let locks: ItemState.HeldLocks
     private let waited: Duration
     private let held = Atomic<Bool>(true)
 
@@ -41,10 +41,15 @@ final class HeldWrite: Sendable {
     ///   process did, or the keyring did not answer; the check's errors. Nothing is held then.
     init(_ state: ItemState, _ context: OperationContext, until lockDeadline: Deadline) throws(SecureDictionaryError) {
         let started = ContinuousClock.now
-        let (locked, check) = try state.lock(context, until: lockDeadline, checkingBy: Deadline(after: context.timeout))
+        // Asking the bus is a keyring call: it gets the options' timeout even when the wait
+        // for a holder ends sooner (`lockWait: .zero` asks once and does not wait).
+        let (locked, check) = try state.lock(
+            context, until: lockDeadline, answeringBy: Deadline(after: context.timeout),
+            checkingBy: Deadline(after: context.timeout), forTheWrite: false)
         self.state = state
         self.context = context
-        writerLockHeld = locked
+        locks = locked
+        state.refreshHolds.store(true, ordering: .relaxed)
         waited = check.started - started
         entries = SecureDictionary.Entries(stored: check.generation)
     }
@@ -59,6 +64,10 @@ final class HeldWrite: Sendable {
     func commit(_ changed: SecureDictionary.Entries) throws(SecureDictionaryError) -> Generation {
         precondition(held.load(ordering: .acquiring), "\(state.item.name): a HeldWrite was committed after its release")
         let deadline = Deadline(after: context.timeout)
+        // The store's write lock (the file stores' folder) only now, from the check to the
+        // write: held across the caller's await, it would stop every other item's writers.
+        let writing = try state.takeWriteLock(until: deadline)
+        defer { state.releaseWriteLock(writing) }
         let check = try state.check(context, deadline)
         return try state.write(changed.overlay, onto: check, context, deadline, waited: waited)
     }
@@ -66,6 +75,7 @@ final class HeldWrite: Sendable {
     /// Gives the locks back (the first call does).
     func release() {
         guard held.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        state.unlock(writerLockHeld: writerLockHeld)
+        state.refreshHolds.store(false, ordering: .relaxed)
+        state.unlock(locks)
     }
 }

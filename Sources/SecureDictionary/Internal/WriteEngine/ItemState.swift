@@ -67,18 +67,24 @@ final class ItemState: Sendable {
 
     let item: KeyringItem
     let store: any KeyringStore
-    private let writerLock: (any ItemWriterLock)?
-    private let serial = FairLock()
+    let writerLock: (any ItemWriterLock)?
+    /// The store's lock from a check to its write, beside the item's (``CoordinatedStore/writeLock(for:logger:)``).
+    let writeLock: (any ItemWriterLock)?
+    let serial = FairLock()
     private let cache = Mutex(Cache.unloaded)
     /// Observation state (see ItemState+Observation.swift).
     let observers = Mutex(Observers())
     /// One refresh at a time in this process (see SecureDictionary+Refresh.swift).
     let refreshGate = RefreshGate()
+    /// Whether a ``HeldWrite`` (a refresh of this process) holds the locks now: a wait for
+    /// them that ends at its deadline then names this process, as on every store.
+    let refreshHolds = Atomic<Bool>(false)
 
     init(item: KeyringItem, store: any KeyringStore, logger: Logger) {
         self.item = item
         self.store = store
         writerLock = (store as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
+        writeLock = (store as? any CoordinatedStore)?.writeLock(for: item, logger: logger)
     }
 
     deinit {
@@ -161,9 +167,9 @@ final class ItemState: Sendable {
         let deadline = Deadline(after: context.timeout)
         // The stored item, read holding both locks; validated (and cached) if someone else wrote.
         let (locked, check) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
-            try lock(context, until: deadline, checkingBy: deadline)
+            try lock(context, until: deadline, answeringBy: deadline, checkingBy: deadline, forTheWrite: true)
         }
-        defer { unlock(writerLockHeld: locked) }
+        defer { unlock(locked) }
         checked = true
 
         // `body` changes an overlay of the stored generation; the write copies the rest.
@@ -174,30 +180,6 @@ final class ItemState: Sendable {
             try write(entries.overlay, onto: check, context, deadline, waited: check.started - started)
         }
         return result
-    }
-
-    /// Takes `serial`, then the writer lock when the store has one, waiting for them until
-    /// `lockDeadline`, and checks the stored item under them by `checkDeadline` (made once
-    /// they are held): the first half of a mutation (``HeldWrite`` holds them across a
-    /// caller's await). Pair with ``unlock(writerLockHeld:)``; on a throw nothing is held.
-    func lock(
-        _ context: OperationContext, until lockDeadline: Deadline, checkingBy checkDeadline: @autoclosure () -> Deadline
-    ) throws(SecureDictionaryError) -> (writerLockHeld: Bool, check: Check) {
-        guard serial.lock(until: lockDeadline) else { throw .timedOut }
-        var held = false
-        do throws(SecureDictionaryError) {
-            held = try writerLock?.acquire(until: lockDeadline) ?? false
-            return (held, try check(context, checkDeadline()))
-        } catch {
-            unlock(writerLockHeld: held)
-            throw error
-        }
-    }
-
-    /// Gives back what ``lock(_:until:checkingBy:)`` took: the writer lock, then `serial`.
-    func unlock(writerLockHeld: Bool) {
-        if writerLockHeld { writerLock?.release() }
-        serial.unlock()
     }
 
     /// The second half of a mutation, holding both locks: `overlay` applied onto the
@@ -238,6 +220,8 @@ final class ItemState: Sendable {
             try exclusively(context) { deadline throws(SecureDictionaryError) -> Bool in
                 let locked = try writerLock?.acquire(until: deadline) ?? false
                 defer { if locked { writerLock?.release() } }
+                let writing = try takeWriteLock(until: deadline)
+                defer { releaseWriteLock(writing) }
                 let existed: Bool
                 do throws(SecureDictionaryError) {
                     existed = try store.delete(item, timeout: try deadline.remainingForCall())
@@ -312,7 +296,9 @@ final class ItemState: Sendable {
         _ context: OperationContext, _ body: (Deadline) throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
         let deadline = Deadline(after: context.timeout)
-        guard serial.lock(until: deadline) else { throw .timedOut }
+        guard serial.lock(until: deadline) else {
+            throw refreshHolds.load(ordering: .relaxed) ? RefreshGate.heldHere : .timedOut
+        }
         defer { serial.unlock() }
         return try body(deadline)
     }

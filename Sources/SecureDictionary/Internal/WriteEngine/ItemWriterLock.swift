@@ -25,8 +25,25 @@ package protocol ItemWriterLock: Sendable {
     ///   did not answer by then.
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool
 
+    /// Waits for the lock until `waitDeadline`, giving what decides (the bus) until
+    /// `answerDeadline` to answer: a wait deadline that has passed (`lockWait: .zero`) asks
+    /// once and does not wait, so a free lock is taken and a held one is
+    /// ``SecureDictionaryError/lockHeld(pid:command:)``, never ``SecureDictionaryError/timedOut``
+    /// for want of time to ask. Returns and throws as ``acquire(until:)``, which is this call
+    /// with one deadline for both (what a lock that asks nobody needs).
+    func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline) throws(SecureDictionaryError)
+        -> Bool
+
     /// Gives the lock back (after an `acquire` that returned `true`).
     func release()
+}
+
+extension ItemWriterLock {
+    package func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline)
+        throws(SecureDictionaryError) -> Bool
+    {
+        try acquire(until: waitDeadline)
+    }
 }
 
 /// What the keyring announced.
@@ -77,6 +94,13 @@ package protocol CoordinatedStore: KeyringStore {
     /// turns out to be unusable.
     func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock
 
+    /// The lock that makes one check and its write a single step among the store's writers
+    /// when the item's writer lock alone cannot, taken only from the check to the write's
+    /// answer (milliseconds), never across a refresh's await: the encrypted-file stores'
+    /// folder lock, which also guards what their items share (the folder's key, the
+    /// temporaries of killed writers). `nil` (the default): the writer lock is enough.
+    func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)?
+
     /// Calls `onChange` after any item or collection of the store changed, whoever changed
     /// it; `nil` when changes cannot be watched.
     func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)?
@@ -84,4 +108,8 @@ package protocol CoordinatedStore: KeyringStore {
     /// Where the store keeps its items: equal for two stores that read and write the same
     /// items (the Secret Service of this session, one folder), `nil` while not known.
     var place: String? { get }
+}
+
+extension CoordinatedStore {
+    package func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)? { nil }
 }

@@ -1,0 +1,184 @@
+import SecureDictionary
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Tells, on a thread of its own, that an item file of one folder was written, replaced or
+/// removed, whoever did it: another process of this app, another app, `secure-dict`. What
+/// ``SecureDictionary/changes()`` rests on for the encrypted-file stores, as the Secret
+/// Service's signals are for the keyring: the store only says "something changed"; the
+/// dictionary reads its item and reports what differs.
+///
+/// ```swift
+/// let watcher = FolderWatcher(folder: "/home/me/.local/share/securedictionary") { reload() }
+/// watcher?.stop()
+/// ```
+///
+/// Why inotify on the folder: writers replace an item file by renaming a temporary over it
+/// (`ItemFileFolder.replace`), which the folder's watch sees (`IN_MOVED_TO`), as it sees a
+/// removal and a file written in place; a watch on the file itself would follow the old
+/// file away. Every file of the folder wakes every watcher of the folder (the names are
+/// hashes); the reload that follows reads one file and decodes it only when it differs.
+///
+/// Invariants, and why:
+/// - **A folder that does not exist yet is waited for**: until it exists, the nearest folder
+///   above it that exists is watched, so a dictionary observed before its first write hears
+///   that write too. Test: `StoreContract.aChangeByAnotherProcessReachesChanges`.
+/// - **Once per batch**: `onChange` runs once for all the events read together, on the
+///   watcher's thread; events that come while it runs make one more run.
+/// - **Stopped from anywhere**: ``stop()`` only wakes the thread, which closes its
+///   descriptors itself, so it may be called from `onChange` (the last dictionary going).
+final class FolderWatcher: ChangeWatch, Sendable {
+    /// The write end of the pipe that wakes the thread to stop; `-1` once the thread closed it.
+    private let stopSignal: Wake
+
+    private final class Wake: Sendable {
+        let writeEnd: Mutex<Int32>
+        init(_ descriptor: Int32) { writeEnd = Mutex(descriptor) }
+    }
+
+    /// Starts watching `folder`; `nil` when inotify is not available.
+    init?(folder: String, _ onChange: @escaping @Sendable () -> Void) {
+        let events = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard events >= 0 else { return nil }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            close(events)
+            return nil
+        }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let wake = Wake(ends[1])
+        stopSignal = wake
+        let loop = Loop(folder: folder, events: events, stopSignal: ends[0], onChange: onChange) {
+            wake.writeEnd.withLock { end in
+                close(end)
+                end = -1
+            }
+        }
+        var thread = pthread_t()
+        let started = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<Loop>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, Unmanaged.passRetained(loop).toOpaque())
+        guard started == 0 else {
+            close(events)
+            close(ends[0])
+            close(ends[1])
+            return nil
+        }
+        pthread_detach(thread)
+    }
+
+    func stop() {
+        stopSignal.writeEnd.withLock { end in
+            guard end >= 0 else { return }
+            var byte: UInt8 = 1
+            _ = write(end, &byte, 1)
+        }
+    }
+
+    /// The watching thread's state: all of it is that thread's.
+    private final class Loop: @unchecked Sendable {  // used by the watching thread alone once started
+        let folder: String
+        let events: Int32
+        let stopSignal: Int32
+        let onChange: @Sendable () -> Void
+        let closeWake: @Sendable () -> Void
+        /// The watch, and whether it is on the folder itself (else on a folder above it).
+        var watch: Int32 = -1
+        var watchesTheFolder = false
+
+        init(
+            folder: String, events: Int32, stopSignal: Int32, onChange: @escaping @Sendable () -> Void,
+            closeWake: @escaping @Sendable () -> Void
+        ) {
+            var folder = folder
+            while folder.count > 1 && folder.hasSuffix("/") { folder.removeLast() }
+            self.folder = folder
+            self.events = events
+            self.stopSignal = stopSignal
+            self.onChange = onChange
+            self.closeWake = closeWake
+        }
+
+        func run() {
+            defer {
+                close(events)
+                close(stopSignal)
+                closeWake()
+            }
+            watchNearest()
+            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+            while true {
+                var waiting = [
+                    pollfd(fd: events, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0),
+                ]
+                let ready = poll(&waiting, 2, -1)
+                if ready < 0 && errno == EINTR { continue }
+                guard ready > 0, waiting[1].revents == 0 else { return }
+                var changed = false
+                var moved = false
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { read(events, $0.baseAddress!, $0.count) }
+                    guard count > 0 else { break }
+                    buffer.withUnsafeBytes { bytes in
+                        var offset = 0
+                        while offset + MemoryLayout<inotify_event>.size <= count {
+                            let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                            let nameStart = offset + MemoryLayout<inotify_event>.size
+                            let name = Self.name(bytes[nameStart..<min(count, nameStart + Int(event.len))])
+                            offset = nameStart + Int(event.len)
+                            guard event.wd == watch else { continue }  // a watch given up (its IN_IGNORED)
+                            if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                                moved = true
+                                changed = true
+                            } else if watchesTheFolder {
+                                if name.hasSuffix(".sdict") && !name.hasPrefix(".") { changed = true }
+                            } else {
+                                moved = true  // something appeared above the folder: maybe on its way
+                            }
+                        }
+                    }
+                }
+                if moved && watchNearest() { changed = true }
+                if changed { onChange() }
+            }
+        }
+
+        /// Watches the folder, or the nearest folder above it that exists; returns whether the
+        /// folder itself is watched now and was not before (files may have come meanwhile).
+        @discardableResult
+        func watchNearest() -> Bool {
+            let (before, previous) = (watchesTheFolder, watch)
+            var path = folder
+            var isFolder = true
+            var added: Int32 = -1
+            while true {
+                let mask: UInt32 =
+                    isFolder
+                    ? UInt32(
+                        IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+                    : UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+                added = inotify_add_watch(events, path, mask)  // the same folder again: the same watch
+                if added >= 0 || path == "/" || path == "." { break }
+                let parent = path.split(separator: "/").dropLast().joined(separator: "/")
+                path = path.hasPrefix("/") ? "/" + parent : (parent.isEmpty ? "." : parent)
+                isFolder = false
+            }
+            if previous >= 0 && previous != added { inotify_rm_watch(events, previous) }
+            watch = added
+            watchesTheFolder = added >= 0 && isFolder
+            return watchesTheFolder && !before
+        }
+
+        /// The NUL-padded name of an event.
+        static func name(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+}

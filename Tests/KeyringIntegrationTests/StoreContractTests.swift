@@ -1,0 +1,398 @@
+import Foundation
+import SecureDictionaryTestSupport
+import Synchronization
+import Testing
+
+@testable import SecureDictionary
+@testable import SecureDictionaryFileStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension KeyringIntegration {
+    /// design.md invariant 9, "one contract for every store": each clause is one test, run
+    /// over every store it applies to (the model: swift-configuration's `ProviderCompatTest`).
+    /// The other process is `sd-test-writer` with the same store. A clause a store cannot keep
+    /// is named in ``ContractStore/Kind/exclusion(_:)`` (and in that store's docs), never
+    /// skipped in silence.
+    ///
+    /// The Secret Service store runs on every provider of `scripts/test`; the encrypted-file
+    /// store (under a real `systemd-creds` credential) and the in-memory store do not depend
+    /// on the provider, so they run once, with gnome-keyring.
+    @Suite struct StoreContract {
+        static let stores: [ContractStore.Kind] =
+            PrivateKeyring.provider == "gnome-keyring" ? [.secretService, .credentialFiles, .inMemory] : [.secretService]
+
+        /// The error `body` throws, or `nil`.
+        static func error(_ body: () throws -> Void) -> (any Error)? {
+            do { try body() } catch { return error }
+            return nil
+        }
+
+        /// Whether `error` is `lockHeld` naming `pid`.
+        static func isLockHeld(_ error: (any Error)?, by pid: Int) -> Bool {
+            guard case SecureDictionaryError.lockHeld(let named, _)? = error else { return false }
+            return named == pid
+        }
+
+        // MARK: Lock scope: one item, never its neighbours
+
+        /// A refresh of another process holds its item: a write of that item ends at its
+        /// deadline naming the holder, while writes of the same folder's or keyring's other
+        /// dictionaries (another application's included) go ahead. Before, on the file store,
+        /// the refresh held the whole folder's lock, and the neighbours failed after their 2 s
+        /// with "held this dictionary's writer lock".
+        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        func aRefreshHoldsItsItemAndNeverItsNeighbours(_ kind: ContractStore.Kind) throws {
+            let store = try ContractStore(kind)
+            try store.open("held").setValue("before", forKey: "k")
+            // Opened first: in this process, a new instance's load waits for the refresh too.
+            let held = try store.open("held", timeout: .milliseconds(300))
+            let holder = try store.holdRefresh("held")
+            defer { holder.finish() }
+
+            var latencies: [String: Duration] = [:]
+            for (name, app) in [("neighbour", store.app), ("other-app", "\(store.app).other")] {
+                let neighbour = try store.open(name, app: app, timeout: .seconds(2))
+                let started = ContinuousClock.now
+                do {
+                    try neighbour.setValue("written", forKey: "k")
+                } catch {
+                    Issue.record("\(kind): a write of '\(name)' failed while another item's refresh held its lock: \(error)")
+                }
+                latencies[name] = ContinuousClock.now - started
+            }
+            let during = Self.error { try held.setValue("during", forKey: "k") }
+            #expect(Self.isLockHeld(during, by: holder.pid), "\(kind): \(String(describing: during))")
+            holder.finish()
+            #expect(holder.outcome == "ok from \(holder.pid)", "\(kind)")
+            print("store contract, lock scope (\(kind)): neighbours written during a held refresh in \(latencies)")
+        }
+
+        // MARK: lockWait: zero, short, held, holder killed
+
+        /// `lockWait: .zero` tries once: a free lock is taken. Before, on the keyring, it was
+        /// `timedOut` at 0 ms: the wait ended before the bus could answer.
+        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        func lockWaitZeroTakesAFreeLock(_ kind: ContractStore.Kind) throws {
+            let store = try ContractStore(kind)
+            let tokens = try store.open("tokens")
+            let token = try tokens.value(forKey: "token", lockWait: .zero, refreshingIf: { $0["token"] == nil }) {
+                $0["token"] = "refreshed"
+            }
+            #expect(token == "refreshed", "\(kind)")
+        }
+
+        /// `lockWait: .zero` and a short one, while another caller refreshes: `lockHeld`
+        /// naming the holder, never `timedOut`, and nothing refreshed. Before, on the keyring,
+        /// both were `timedOut` (nobody named).
+        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        func aShortOrZeroLockWaitNamesTheHolder(_ kind: ContractStore.Kind) throws {
+            let store = try ContractStore(kind)
+            let tokens = try store.open("tokens")
+            let holder = try store.holdRefresh("tokens")
+            defer { holder.finish() }
+            for wait in [Duration.zero, .milliseconds(200)] {
+                let started = ContinuousClock.now
+                let error = Self.error {
+                    _ = try tokens.value(forKey: "token", lockWait: wait, refreshingIf: { _ in true }) { _ in
+                        Issue.record("\(kind): refreshed while another caller held the lock")
+                    }
+                }
+                #expect(Self.isLockHeld(error, by: holder.pid), "\(kind), lockWait \(wait): \(String(describing: error))")
+                let outcome = error.map { caseName($0) } ?? "no error"
+                print("store contract, lockWait \(wait) (\(kind)): \(outcome) after \(ContinuousClock.now - started)")
+            }
+        }
+
+        /// A holder killed (SIGKILL) in its refresh frees the lock at once: a waiter bounded by
+        /// 10 s refreshes itself, long before its bound.
+        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        func aHolderKilledInItsRefreshFreesTheLock(_ kind: ContractStore.Kind) throws {
+            if let reason = kind.exclusion(.holderKilled) { return print("store contract (\(kind)): \(reason)") }
+            let store = try ContractStore(kind)
+            let tokens = try store.open("tokens")
+            let holder = try store.holdRefresh("tokens")
+            defer { holder.finish() }
+            let waiting = DispatchSemaphore(value: 0)
+            let result = Mutex<Result<SecureDictionary.Value?, any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                let outcome = Result {
+                    try tokens.value(
+                        forKey: "token", lockWait: .seconds(10),
+                        refreshingIf: { entries in
+                            waiting.signal()  // stale in memory: on its way to the lock
+                            return entries["token"] == nil
+                        }
+                    ) { $0["token"] = "after the kill" }
+                }
+                result.withLock { $0 = outcome }
+                done.signal()
+            }.start()
+            waiting.wait()
+            let killed = ContinuousClock.now
+            holder.kill()
+            #expect(done.wait(timeout: .now() + 20) == .success)
+            let outcome = result.withLock { $0 }
+            #expect(try outcome?.get() == "after the kill", "\(kind): \(String(describing: outcome))")
+            print("store contract, holder killed (\(kind)): the waiter refreshed \(ContinuousClock.now - killed) after the kill")
+        }
+
+        // MARK: Refresh: once, whoever asks
+
+        /// Another process refreshes while this one waits for the lock: this one returns the
+        /// other's token and does not refresh.
+        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        func aWaiterTakesTheRefreshAnotherCallerMade(_ kind: ContractStore.Kind) throws {
+            let store = try ContractStore(kind)
+            let tokens = try store.open("tokens")
+            let holder = try store.holdRefresh("tokens")
+            let refreshed = Mutex(false)
+            let waiting = DispatchSemaphore(value: 0)
+            let result = Mutex<Result<SecureDictionary.Value?, any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                let outcome = Result {
+                    try tokens.value(
+                        forKey: "token", lockWait: .seconds(10),
+                        refreshingIf: { entries in
+                            waiting.signal()
+                            return entries["token"] == nil
+                        }
+                    ) { entries in
+                        refreshed.withLock { $0 = true }
+                        entries["token"] = "refreshed twice"
+                    }
+                }
+                result.withLock { $0 = outcome }
+                done.signal()
+            }.start()
+            waiting.wait()
+            holder.finish()
+            #expect(done.wait(timeout: .now() + 20) == .success)
+            let outcome = result.withLock { $0 }
+            #expect(try outcome?.get() == .string("from \(holder.pid)"), "\(kind): \(String(describing: outcome))")
+            #expect(!refreshed.withLock { $0 }, "\(kind): refreshed again")
+        }
+
+        // MARK: Deadlines
+
+        /// Every call ends by its deadline, waits for other processes included: an `update { }`
+        /// of an item whose refresh another caller holds throws `lockHeld` at its timeout.
+        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        func aWriteBehindAHeldRefreshEndsAtItsDeadline(_ kind: ContractStore.Kind) throws {
+            let store = try ContractStore(kind)
+            let writer = try store.open("tokens", timeout: .milliseconds(500))
+            let holder = try store.holdRefresh("tokens")
+            defer { holder.finish() }
+            let started = ContinuousClock.now
+            let error = Self.error { try writer.update { $0["k"] = "v" } }
+            #expect(Self.isLockHeld(error, by: holder.pid), "\(kind): \(String(describing: error))")
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed < .seconds(3), "\(kind): the 500 ms call took \(elapsed)")  // a hang, not a figure
+            print("store contract, deadline (\(kind)): a 500 ms write behind a held refresh ended after \(elapsed)")
+        }
+
+        // MARK: Changes, whoever made them
+
+        /// A write by another process reaches `changes()`, without polling. Before, the
+        /// encrypted-file stores delivered nothing (60 writes by `secure-dict`, no element).
+        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        func aChangeByAnotherProcessReachesChanges(_ kind: ContractStore.Kind) async throws {
+            if let reason = kind.exclusion(.changeByAnotherProcess) { return print("store contract (\(kind)): \(reason)") }
+            let store = try ContractStore(kind)
+            let dictionary = try store.open("observed")
+            var delays: [Duration] = []
+            for round in 0..<3 {
+                let value = "v\(round)"
+                let listener = Task { () -> (SecureDictionary.Change?, Double) in
+                    for await change in dictionary.changes() { return (change, Date().timeIntervalSince1970) }
+                    return (nil, 0)
+                }
+                try await Task.sleep(for: .milliseconds(100))  // the listener subscribed
+                let other = try store.childWrite("observed", key: "x", value: value)
+                // The writer printed the wall-clock time right after its write returned.
+                let written = Double(other.split(separator: " ").last ?? "") ?? 0
+                let watchdog = Task {
+                    try await Task.sleep(for: .seconds(10))
+                    listener.cancel()
+                }
+                let (change, arrived) = await withTaskCancellationHandler {
+                    await listener.value
+                } onCancel: {
+                    listener.cancel()
+                }
+                watchdog.cancel()
+                #expect(
+                    change?.key == "x" && change?.newValue == .string(value),
+                    "\(kind), round \(round): \(String(describing: change))")
+                delays.append(.microseconds(Int((arrived - written) * 1_000_000)))
+            }
+            print("store contract, change by another process (\(kind)): delays \(delays)")
+        }
+    }
+}
+
+/// One store of the contract: how this process opens it, and how `sd-test-writer` does.
+struct ContractStore {
+    enum Kind: String, Sendable, CustomTestStringConvertible {
+        /// The Secret Service of the provider under test (`SecretServiceStore`).
+        case secretService
+        /// `EncryptedFileStore` under a `systemd-creds` credential.
+        case credentialFiles
+        /// `InMemoryKeyringStore`.
+        case inMemory
+
+        var testDescription: String { rawValue }
+
+        enum Clause { case holderKilled, changeByAnotherProcess }
+
+        /// Why this store cannot keep `clause`, or `nil` when it keeps it. Each reason is in
+        /// the store's docs too (`InMemoryKeyringStore`).
+        func exclusion(_ clause: Clause) -> String? {
+            guard self == .inMemory else { return nil }
+            switch clause {
+            case .holderKilled, .changeByAnotherProcess:
+                return "excluded: no other process reaches an InMemoryKeyringStore (its items live in this process)"
+            }
+        }
+    }
+
+    let kind: Kind
+    let store: any KeyringStore
+    /// What `sd-test-writer` needs to open the same store; `nil` for the in-memory store.
+    let childEnvironment: [String: String]?
+    let app = "it.contract.\(UUID().uuidString)"
+
+    init(_ kind: Kind) throws {
+        self.kind = kind
+        switch kind {
+        case .secretService:
+            store = SecretServiceStore()
+            childEnvironment = [:]
+        case .credentialFiles:
+            // The credential made and handed over as FileStoreProcesses does. This process
+            // opens the folder with the credential's bytes (the same files, the same engine:
+            // it has no $CREDENTIALS_DIRECTORY of its own); the other process is a real
+            // EncryptedFileStore(keySource: .systemdCredential()).
+            let processes = try FileStoreProcesses()
+            let key = try processes.makeCredential(in: "\(processes.base)/credentials")
+            var environment = processes.credentialEnvironment("\(processes.base)/credentials")
+            let folder = "\(processes.base)/files"
+            environment["SD_TEST_WRITER_FOLDER"] = folder
+            store = SecretPortalStore(folderPath: folder) { _ in SecretBytes.copying(key) }
+            childEnvironment = environment
+        case .inMemory:
+            store = InMemoryKeyringStore()
+            childEnvironment = nil
+        }
+    }
+
+    func open(_ name: String, app: String? = nil, timeout: Duration = .seconds(3)) throws -> SecureDictionary {
+        try SecureDictionary(name: name, applicationID: app ?? self.app, options: .init(timeout: timeout, store: store))
+    }
+
+    /// `sd-test-writer set` in another process; its output ("ok <unix time>").
+    func childWrite(_ name: String, key: String, value: String) throws -> String {
+        let output = try KeyringHarness.run(
+            KeyringHarness.writer, ["set", app, name, key, value], environment: childEnvironment ?? [:])
+        #expect(output.succeeded, "\(output)")
+        return output.trimmedText
+    }
+
+    /// A refresh of `name`'s "token" that holds the item's locks until ``RefreshHolder/finish()``:
+    /// in another process, or (in-memory) on a thread of this one.
+    func holdRefresh(_ name: String) throws -> any RefreshHolder {
+        if let childEnvironment {
+            let child = try LiveChild(KeyringHarness.writer, ["hold-refresh", app, name], environment: childEnvironment)
+            try #require(child.waitUntil(timeout: .seconds(30)) { $0.first?.hasPrefix("holding ") == true }, "\(child.lines)")
+            return ChildRefresh(child: child)
+        }
+        return try ThreadRefresh(try open(name))
+    }
+}
+
+/// A refresh holding an item's locks.
+protocol RefreshHolder {
+    /// The process that holds them.
+    var pid: Int { get }
+    /// Lets the refresh write and return; waits for it.
+    func finish()
+    /// Kills the holding process (SIGKILL).
+    func kill()
+    /// "ok TOKEN" or "error CASE", once finished.
+    var outcome: String { get }
+}
+
+/// `sd-test-writer hold-refresh`.
+final class ChildRefresh: RefreshHolder, Sendable {
+    let child: LiveChild
+    /// `LiveChild.finish()` waits for the exit once: a second call would wait forever.
+    private let ended = Atomic<Bool>(false)
+
+    init(child: LiveChild) { self.child = child }
+
+    var pid: Int { Int(child.pid) }
+
+    func finish() {
+        guard !ended.exchange(true, ordering: .relaxed) else { return }
+        try? child.send("go")
+        _ = child.waitUntil(timeout: .seconds(20)) { $0.count >= 2 }
+        child.finish()
+    }
+
+    func kill() {
+        guard !ended.exchange(true, ordering: .relaxed) else { return }
+        _ = Glibc.kill(child.pid, SIGKILL)
+        child.finish()
+    }
+
+    var outcome: String { child.lines.dropFirst().first ?? "none" }
+}
+
+/// A refresh of this process, on a thread of its own.
+final class ThreadRefresh: RefreshHolder, Sendable {
+    private let go = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
+    private let result = Mutex("none")
+    private let finished = Mutex(false)
+
+    init(_ dictionary: SecureDictionary) throws {
+        let holding = DispatchSemaphore(value: 0)
+        Thread { [self] in
+            let outcome: String
+            do {
+                let token = try dictionary.value(forKey: "token", refreshingIf: { _ in true }) { entries in
+                    holding.signal()
+                    go.wait()
+                    entries["token"] = .string("from \(getpid())")
+                }
+                outcome = "ok \(token?.stringValue ?? "none")"
+            } catch {
+                outcome = "error \(caseName(error))"
+            }
+            result.withLock { $0 = outcome }
+            ended.signal()
+        }.start()
+        try #require(holding.wait(timeout: .now() + 30) == .success, "the refresh did not start")
+    }
+
+    var pid: Int { Int(getpid()) }
+
+    func finish() {
+        guard
+            finished.withLock({ finished in
+                defer { finished = true }
+                return !finished
+            })
+        else { return }
+        go.signal()
+        ended.wait()
+    }
+
+    func kill() { Issue.record("a refresh of this process cannot be killed alone") }
+
+    var outcome: String { result.withLock { $0 } }
+}
