@@ -23,20 +23,14 @@ extension KeyringIntegration {
             let test = TestItem("concurrent")
             let (processes, count, increments) = (4, 30, 10)
             let writers = try (0..<processes).map { index in
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: KeyringHarness.writer)
-                process.arguments = ["write", test.appID, test.name, "p\(index)", "\(count)", "\(increments)"]
-                let out = Pipe()
-                process.standardOutput = out
-                try process.run()
-                return (process, out)
+                try LiveChild(KeyringHarness.writer, ["write", test.appID, test.name, "p\(index)", "\(count)", "\(increments)"])
             }
             var incrementsDone = 0
-            for (process, out) in writers {
-                let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                #expect(process.terminationStatus == 0)
-                incrementsDone += Int(text.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+            for writer in writers {
+                let output = writer.finish(timeout: .seconds(300))
+                #expect(output.succeeded, "\(output)")
+                incrementsDone +=
+                    Int(output.text.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
             }
             var expected: Set<String> = ["counter"]
             for process in 0..<processes {

@@ -48,34 +48,21 @@ struct FileStoreMemory {
         let passphrase = "passphrase-" + (0..<6).map { _ in UUID().uuidString.prefix(4) }.joined()
         let app = "it.memory.\(UUID().uuidString)"
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: KeyringHarness.writer)
-        process.arguments = ["hygiene", app, mode]
-        var environment = ProcessInfo.processInfo.environment
-        environment["CREDENTIALS_DIRECTORY"] = "\(base)/credentials"
-        environment["SD_TEST_WRITER_FOLDER"] = "\(base)/files"
-        process.environment = environment
-        let (input, output) = (Pipe(), Pipe())
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
+        let process = try LiveChild(
+            KeyringHarness.writer, ["hygiene", app, mode],
+            environment: ["CREDENTIALS_DIRECTORY": "\(base)/credentials", "SD_TEST_WRITER_FOLDER": "\(base)/files"])
         defer {
-            try? input.fileHandleForWriting.write(contentsOf: Data("done\n".utf8))
-            process.waitUntilExit()
+            try? process.send("done")
+            process.finish(timeout: .seconds(60))
         }
-        input.fileHandleForWriting.write(Data((passphrase + "\n").utf8))
-        var printed = Data()
-        while !String(decoding: printed, as: UTF8.self).contains("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            printed += chunk
-        }
-        try #require(String(decoding: printed, as: UTF8.self).hasPrefix("ready"), "\(String(decoding: printed, as: UTF8.self))")
+        try process.send(passphrase)
+        let printed = process.nextLine(timeout: .seconds(120)) ?? ""
+        try #require(printed.hasPrefix("ready"), "\(printed)")
 
-        let stack = try Self.mainStack(of: process.processIdentifier)
+        let stack = try Self.mainStack(of: process.pid)
         let corePrefix = "\(base)/core"
-        let dump = try ChildProcess.run(gcore, ["-o", corePrefix, "\(process.processIdentifier)"], timeout: .seconds(120))
-        let coreFile = "\(corePrefix).\(process.processIdentifier)"
+        let dump = try ChildProcess.run(gcore, ["-o", corePrefix, "\(process.pid)"], timeout: .seconds(120))
+        let coreFile = "\(corePrefix).\(process.pid)"
         defer { try? FileManager.default.removeItem(atPath: coreFile) }
         let core = try #require(try? Data(contentsOf: URL(fileURLWithPath: coreFile), options: .alwaysMapped), "gcore: \(dump)")
 

@@ -1,7 +1,6 @@
 import Foundation
 import SecureDictionary
 import SecureDictionaryTestSupport
-import Synchronization
 import Testing
 
 @testable import SecureDictionaryFileStore
@@ -364,55 +363,31 @@ enum TerminalSession {
         var status: Int32
     }
 
-    private final class Collected: Sendable {
-        let text = Mutex("")
-    }
-
     static func run(
         _ command: [String], environment: [String: String], answers: [(prompt: String, text: String)],
         timeout: Duration = .seconds(60)
     ) throws -> Result {
         let script = try FileStoreProcesses.tool("script")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: script)
         let line = command.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        process.arguments = ["-q", "-e", "-c", line, "/dev/null"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }.filter { $0.value != "" }
-        let (input, output) = (Pipe(), Pipe())
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        let collected = Collected()
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            collected.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
-        }
-        try process.run()
+        let process = try LiveChild(
+            script, ["-q", "-e", "-c", line, "/dev/null"], environment: environment.mapValues { $0.isEmpty ? nil : $0 })
         let start = ContinuousClock.now
         var consumed = 0  // characters of output already matched to a prompt
         for answer in answers {
-            while ContinuousClock.now - start < timeout && process.isRunning {
-                let found: Int? = collected.text.withLock { text in
-                    let rest = text.dropFirst(consumed)
-                    return rest.range(of: answer.prompt).map {
-                        consumed + rest.distance(from: rest.startIndex, to: $0.upperBound)
-                    }
-                }
-                if let found {
-                    consumed = found
+            while ContinuousClock.now - start < timeout && !process.hasExited {
+                let text = String(decoding: process.transcript, as: UTF8.self)
+                let rest = text.dropFirst(consumed)
+                if let found = rest.range(of: answer.prompt) {
+                    consumed += rest.distance(from: rest.startIndex, to: found.upperBound)
                     break
                 }
                 usleep(20_000)
             }
             usleep(100_000)  // the program turns echo off right after its prompt
-            input.fileHandleForWriting.write(Data((answer.text + "\n").utf8))
+            try? process.send(answer.text)
         }
-        while process.isRunning && ContinuousClock.now - start < timeout { usleep(20_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        usleep(100_000)
-        output.fileHandleForReading.readabilityHandler = nil
-        try? input.fileHandleForWriting.close()
-        return Result(output: collected.text.withLock { $0 }, status: process.terminationStatus)
+        while !process.hasExited && ContinuousClock.now - start < timeout { usleep(20_000) }
+        let output = process.finish(timeout: .zero)
+        return Result(output: output.text + output.stderr, status: output.status)
     }
 }

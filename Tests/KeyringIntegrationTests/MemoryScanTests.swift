@@ -60,10 +60,10 @@ struct MemoryScan {
         let second = CanarySet(generation: 2, count: count, small: small)
         try plantInKeyring(try first.blobs(in: "\(folder)/first-together"))
         let children = try modes.map { mode in
-            try Child([KeyringHarness.writer, "scan", app, "\(count)", mode], environment: [:])
+            try LiveChild(KeyringHarness.writer, ["scan", app, "\(count)", mode])
         }
         let pids = try children.map { child in
-            let opened = try child.line().split(separator: " ")
+            let opened = (child.nextLine(timeout: .seconds(300)) ?? "").split(separator: " ")
             try #require(opened.count == 4 && opened[0] == "opened", "\(opened) \(child.errors)")
             return try #require(Int32(opened[1]))
         }
@@ -71,13 +71,13 @@ struct MemoryScan {
         for child in children { try child.send("go") }
         var cores: [CoreScan] = []
         for (child, pid) in zip(children, pids) {
-            let ready = try child.line().split(separator: " ")
+            let ready = (child.nextLine(timeout: .seconds(300)) ?? "").split(separator: " ")
             try #require(ready.count == 5 && ready[0] == "ready", "\(ready) \(child.errors)")
             cores.append(try CoreScan.take(of: pid, secrets: first.secrets.merging(second.secrets) { $1 }, in: folder))
         }
         for child in children {
             try child.send("done")
-            #expect(child.finish() == 0, "a scanned process: \(child.errors)")
+            #expect(child.finish(timeout: .seconds(120)).status == 0, "a scanned process: \(child.errors)")
         }
         let control = try #require(cores.first)
         let expected = Set(second.secrets.keys)
@@ -162,19 +162,19 @@ struct MemoryScan {
                     "ulimit -l \(memoryLockLimit) && exec \"$0\" \"$@\"",
                 ] + command
         }
-        let child = try Child(wrapper + command, environment: environment)
-        let opened = try child.line().split(separator: " ")
+        let child = try LiveChild((wrapper + command)[0], Array((wrapper + command).dropFirst()), environment: environment)
+        let opened = (child.nextLine(timeout: .seconds(300)) ?? "").split(separator: " ")
         try #require(opened.count == 4 && opened[0] == "opened", "\(opened) \(child.errors)")
         try plant(try second.blobs(in: "\(folder)/second-\(mode)-\(count)"))
         try child.send("go")
-        let ready = try child.line().split(separator: " ").compactMap { Int($0) }
+        let ready = (child.nextLine(timeout: .seconds(300)) ?? "").split(separator: " ").compactMap { Int($0) }
         try #require(ready.count == 4, "\(ready) \(child.errors)")
         // Its pid as this process sees it (a sandbox may give it a pid namespace of its own).
         let pid = try #require(
             Self.process(running: [KeyringHarness.writer, "scan", app, "\(count)", mode]), "the scanned process is not in /proc")
         let core = try CoreScan.take(of: pid, secrets: first.secrets.merging(second.secrets) { $1 }, in: folder)
         try child.send("done")
-        let status = child.finish()
+        let status = child.finish(timeout: .seconds(120)).status
         #expect(status == 0, "the scanned process: exit \(status), \(child.errors)")
         return Run(
             opened: (Int32(opened[1])!, Int(opened[2])!, Int(opened[3])!), ready: (ready[0], ready[1], ready[2], ready[3]),
@@ -211,54 +211,6 @@ struct MemoryScan {
                 ["plant", "--label", item.name] + KeyringHarness.attributeArguments(item.attributes),
                 input: try Data(contentsOf: URL(fileURLWithPath: file)))
             try #require(output.status == 0, "plant: \(output.stderr)")
-        }
-    }
-
-    /// A process talked to line by line.
-    final class Child {
-        private let process = Process()
-        private let input = Pipe()
-        private let output = Pipe()
-        private let errorFile: URL
-        private var buffered = Data()
-
-        init(_ command: [String], environment: [String: String]) throws {
-            errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("sd-scan-\(UUID().uuidString).err")
-            _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-            process.executableURL = URL(fileURLWithPath: command[0])
-            process.arguments = Array(command.dropFirst())
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = try FileHandle(forWritingTo: errorFile)
-            try process.run()
-        }
-
-        deinit {
-            if process.isRunning { process.terminate() }
-            try? FileManager.default.removeItem(at: errorFile)
-        }
-
-        /// The next line of its output (empty once it ended).
-        func line() throws -> String {
-            while !buffered.contains(0x0A) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                buffered += chunk
-            }
-            let end = buffered.firstIndex(of: 0x0A) ?? buffered.endIndex
-            defer { buffered = Data(buffered[min(end + 1, buffered.endIndex)...]) }
-            return String(decoding: buffered[..<end], as: UTF8.self)
-        }
-
-        func send(_ line: String) throws { try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8)) }
-
-        var errors: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
-
-        func finish() -> Int32 {
-            try? input.fileHandleForWriting.close()
-            process.waitUntilExit()
-            return process.terminationStatus
         }
     }
 }

@@ -57,37 +57,26 @@ extension KeyringIntegration {
 /// until ``release()``.
 final class LockHolder {
     let pid: Int
-    private let process = Process()
-    private let input = Pipe()
+    private let process: LiveChild
 
     init(applicationID: String, dictionary: String) throws {
-        process.executableURL = URL(
-            fileURLWithPath: PrivateKeyring.packageRoot.appendingPathComponent("scripts/keyring-fixture.py").path)
-        process.arguments = ["hold-lock", "--app", applicationID, "--name", dictionary]
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
+        process = try LiveChild(
+            PrivateKeyring.packageRoot.appendingPathComponent("scripts/keyring-fixture.py").path,
+            ["hold-lock", "--app", applicationID, "--name", dictionary])
         // "held NAME pid PID" once the name is ours.
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let words = String(decoding: line, as: UTF8.self).split(separator: " ")
-        guard words.first == "held", let pid = words.last.flatMap({ Int($0.trimmingCharacters(in: .newlines)) }) else {
-            process.terminate()
-            throw LockHolderError(output: String(decoding: line, as: UTF8.self))
+        let line = process.nextLine(timeout: .seconds(60)) ?? ""
+        let words = line.split(separator: " ")
+        guard words.first == "held", let pid = words.last.flatMap({ Int($0) }) else {
+            process.kill(SIGKILL)
+            process.finish()
+            throw LockHolderError(output: line)
         }
         self.pid = pid
     }
 
     /// Closes the holder's standard input: it gives the name back and exits.
     func release() {
-        guard process.isRunning else { return }
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        process.finish()
     }
 
     struct LockHolderError: Error, CustomStringConvertible {

@@ -86,33 +86,23 @@ struct TestApp {
 /// `dbus-monitor` on the private session bus, watching the Secret Service's `CreateItem`
 /// calls (every SecureDictionary write is one), to count keyring writes.
 final class BusMonitor {
-    private let process = Process()
-    private let log: URL
+    private let monitor: LiveChild
 
     /// Watches the calls named `members` (by default the writes).
     init(members: [String] = ["CreateItem", "SetSecret"]) throws {
-        log = FileManager.default.temporaryDirectory.appendingPathComponent("sd-cli-monitor-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        process.arguments = ["--session"] + members.map { "type='method_call',member='\($0)'" }
-        process.standardOutput = try FileHandle(forWritingTo: log)
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        monitor = try LiveChild(
+            "/usr/bin/dbus-monitor", ["--session"] + members.map { "type='method_call',member='\($0)'" })
         // Monitoring has begun once the bus took the monitor's name away again.
         try wait(for: "member=NameLost")
     }
 
     deinit {
         // SIGKILL: a child of a test thread inherits its blocked signals, SIGTERM among them.
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: log)
+        monitor.kill(SIGKILL)
+        monitor.finish()
     }
 
-    var text: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+    var text: String { String(decoding: monitor.transcript, as: UTF8.self) }
 
     /// Waits (up to 10 s) until `needle` appears in the output.
     func wait(for needle: String) throws {

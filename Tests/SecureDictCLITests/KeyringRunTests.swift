@@ -291,15 +291,14 @@ struct KeyringRun {
 
     @Test func aKilledRunLeavesNothingRunning() throws {
         let marker = "\(home)/runtime"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "-i", "PATH=\(Self.binaries):/usr/bin:/bin", "HOME=\(home)", CLIHarness.binary, "keyring", "run", "--", "sh", "-c",
-            "echo \"$XDG_RUNTIME_DIR\" > \(marker); sleep 300",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let tool = try Spawn.start(
+            "/usr/bin/env",
+            [
+                "-i", "PATH=\(Self.binaries):/usr/bin:/bin", "HOME=\(home)", CLIHarness.binary, "keyring", "run", "--", "sh",
+                "-c",
+                "echo \"$XDG_RUNTIME_DIR\" > \(marker); sleep 300",
+            ], environment: ProcessInfo.processInfo.environment, standardInput: .null, standardOutput: .null,
+            standardError: .null, keepsOtherDescriptors: false)
         var waited = 0
         while !FileManager.default.fileExists(atPath: marker) && waited < 300 {
             usleep(50_000)
@@ -307,8 +306,8 @@ struct KeyringRun {
         }
         let runtime = try String(contentsOfFile: marker, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(!Self.processes(of: runtime).isEmpty)
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        kill(tool, SIGKILL)
+        while waitpid(tool, nil, 0) < 0 && errno == EINTR {}
         // The watchdog stops the processes (up to 3 s for SIGTERM), then removes the folder.
         let folder = URL(fileURLWithPath: runtime).deletingLastPathComponent().path
         var left = Self.processes(of: runtime)

@@ -82,6 +82,12 @@ public final class LiveChild: Sendable {
     /// Everything it printed on standard output so far.
     public var transcript: Data { state.withLock { $0.output } }
 
+    /// Whether it has exited (and been reaped).
+    public var hasExited: Bool { exitStatus.withLock { $0 != nil } }
+
+    /// What it printed on standard error so far, as text.
+    public var errors: String { String(decoding: state.withLock { $0.errors }, as: UTF8.self) }
+
     /// Waits until `done` holds for the lines so far (`true`), or until `timeout` passed or
     /// its output ended without it (`false`).
     public func waitUntil(timeout: Duration, _ done: ([String]) -> Bool) -> Bool {
