@@ -57,10 +57,7 @@ final class PrivateKeyringSession {
 
     /// The tools, found in `PATH`, or what to install.
     private static func tool(_ name: String, package: String) throws(Failure) -> String {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for folder in path.split(separator: ":") where access("\(folder)/\(name)", X_OK) == 0 {
-            return "\(folder)/\(name)"
-        }
+        if let path = Spawn.candidates(for: name).first(where: { access($0, X_OK) == 0 }) { return path }
         throw Failure(
             message: "\(name) is not installed: install \(package) (Debian, Ubuntu: sudo apt-get install gnome-keyring dbus; "
                 + "Fedora: sudo dnf install gnome-keyring dbus-daemon)")

@@ -1,3 +1,5 @@
+import ProcessSpawning
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -94,7 +96,7 @@ struct ProcessReplacement {
     func argumentBytes(for command: [String], adding variables: [(name: String, value: String)]) -> Int {
         let inherited = Self.inheritedEnvironment(replacing: variables).map { strlen($0) + 1 }
         let added = variables.map { ArgumentSpace.entrySize(name: $0.name, value: $0.value) }
-        let path = Self.candidates(for: command[0]).map(\.utf8.count).max() ?? 0
+        let path = Spawn.candidates(for: command[0]).map(\.utf8.count).max() ?? 0
         return ArgumentSpace.needed(command: command, environment: inherited + added, pathLength: path)
     }
 
@@ -151,7 +153,7 @@ struct ProcessReplacement {
         _ program: String, _ arguments: [UnsafeMutablePointer<CChar>?], _ environment: [UnsafeMutablePointer<CChar>?]
     ) -> Int32 {
         var failure = ENOENT
-        for path in candidates(for: program) {
+        for path in Spawn.candidates(for: program) {
             execve(path, arguments, environment)
             switch errno {
             case ENOEXEC:
@@ -167,15 +169,6 @@ struct ProcessReplacement {
             }
         }
         return failure
-    }
-
-    /// The paths `execute` tries for `program`: itself when it holds a '/', else each folder
-    /// of `$PATH` (an empty one is the current folder).
-    private static func candidates(for program: String) -> [String] {
-        guard !program.contains("/") else { return [program] }
-        let folders = (getenv("PATH").map { String(cString: $0) } ?? "/bin:/usr/bin").split(
-            separator: ":", omittingEmptySubsequences: false)
-        return folders.map { $0.isEmpty ? program : "\($0)/\(program)" }
     }
 
     /// This process's environment entries (`environ`), as they are.
