@@ -26,7 +26,9 @@ extension SecureDictionaryError: CustomStringConvertible {
             "The dictionary takes \(size) bytes, more than this instance's limit of \(limit): raise "
                 + "Options.maximumSize to read or write it; a write over the limit wrote nothing."
         case .invalidValue(let reason): "A value cannot be stored: \(reason)."
-        case .typeMismatch(let expected, let found): "A stored value has the wrong type: expected \(expected), found \(found)."
+        case .typeMismatch(let expected, let found):
+            "A stored value is of the property-list type \(found), which does not convert to the type asked for "
+                + "(\(expected)): read it as \(found), or write it again as \(expected)."
         case .invalidName(let reason): "Invalid name: \(reason)."
         case .ambiguous(let count): "\(count) keyring items match this dictionary: remove the extra ones."
         case .lockHeld(let pid?, let command) where pid == Int(getpid()):

@@ -24,6 +24,14 @@ import Testing
         }
     }
 
+    /// A type mismatch says which kind of type each name is and what to do, not "expected Int,
+    /// found string".
+    @Test func aTypeMismatchNamesBothTypesAndTheFix() {
+        let message = SecureDictionaryError.typeMismatch(expected: "Int", found: "string").description
+        #expect(message.contains("property-list type string") && message.contains("(Int)"), "\(message)")
+        #expect(message.contains("read it as string, or write it again as Int"), "\(message)")
+    }
+
     /// One of every case, with the longest payloads a user meets.
     static let errors: [SecureDictionaryError] = [
         .serviceUnavailable(reason: "Cannot autolaunch D-Bus without X11 $DISPLAY, and more text the bus may add here"),
