@@ -40,41 +40,23 @@ import Synchronization
 final class FileWriterLock: ItemWriterLock {
     private let folder: ItemFileFolder
     private let available: @Sendable () throws(SecureDictionaryError) -> Void
-    private let local: FairLock
     /// The folder's descriptor that holds the lock, while it is held.
-    private let held = Mutex<Int32?>(nil)
+    private let held: HeldFlock
 
     /// `available` runs first, before anything is created (see `ItemFileStore.available`).
     init(folder: ItemFileFolder, available: @escaping @Sendable () throws(SecureDictionaryError) -> Void = {}) {
         self.folder = folder
         self.available = available
-        local = FairLock.shared(for: folder.path)
+        held = HeldFlock(name: folder.path)
     }
 
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         try available()
-        guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
-        let descriptor: Int32
-        do throws(SecureDictionaryError) {
-            descriptor = try lockFolder(until: deadline)
-        } catch {
-            local.unlock()
-            throw error
-        }
-        held.withLock { $0 = descriptor }
+        try held.acquire(until: deadline) { () throws(SecureDictionaryError) in try lockFolder(until: deadline) }
         return true
     }
 
-    func release() {
-        if let descriptor = held.withLock({ held in
-            defer { held = nil }
-            return held
-        }) {
-            flock(descriptor, LOCK_UN)
-            close(descriptor)
-        }
-        local.unlock()
-    }
+    func release() { held.release() }
 
     /// Opens the folder (creating it, checked) and locks it; returns the locked descriptor.
     private func lockFolder(until deadline: Deadline) throws(SecureDictionaryError) -> Int32 {
@@ -118,5 +100,44 @@ enum Flock {
             usleep(pause)
             pause = min(pause * 2, 2_000)
         }
+    }
+}
+
+/// What both file-store locks share: this process's fair queue for the lock's name first
+/// (threads of one process never meet on `flock`), then the locked descriptor, held until
+/// ``release()``.
+final class HeldFlock: Sendable {
+    private let local: FairLock
+    private let descriptor = Mutex<Int32?>(nil)
+
+    init(name: String) { local = FairLock.shared(for: name) }
+
+    /// Waits for this process's other holders, then holds what `locking` opened and locked.
+    ///
+    /// - Throws: `SecureDictionaryError.timedOut` when a thread of this process holds it until
+    ///   `deadline`; what `locking` throws.
+    func acquire(
+        until deadline: Deadline, locking: () throws(SecureDictionaryError) -> Int32
+    ) throws(SecureDictionaryError) {
+        guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
+        do throws(SecureDictionaryError) {
+            let locked = try locking()
+            descriptor.withLock { $0 = locked }
+        } catch {
+            local.unlock()
+            throw error
+        }
+    }
+
+    /// Unlocks and closes the descriptor, then lets this process's next waiter in.
+    func release() {
+        if let held = descriptor.withLock({ held in
+            defer { held = nil }
+            return held
+        }) {
+            flock(held, LOCK_UN)
+            close(held)
+        }
+        local.unlock()
     }
 }

@@ -1,5 +1,4 @@
 import SecureDictionary
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -35,9 +34,8 @@ final class ItemFileLock: ItemWriterLock {
     private let folder: ItemFileFolder
     private let name: String
     private let available: @Sendable () throws(SecureDictionaryError) -> Void
-    private let local: FairLock
     /// The lock file's descriptor, while the lock is held.
-    private let held = Mutex<Int32?>(nil)
+    private let held: HeldFlock
 
     init(
         folder: ItemFileFolder, item: KeyringItem,
@@ -46,7 +44,7 @@ final class ItemFileLock: ItemWriterLock {
         self.folder = folder
         name = Self.lockFileName(of: item)
         self.available = available
-        local = FairLock.shared(for: "\(folder.path)/\(name)")
+        held = HeldFlock(name: "\(folder.path)/\(name)")
     }
 
     /// The lock file's name: the item file's, hidden, with `.lock` (no item file, temporary
@@ -55,27 +53,11 @@ final class ItemFileLock: ItemWriterLock {
 
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         try available()
-        guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
-        do throws(SecureDictionaryError) {
-            let descriptor = try lockFile(until: deadline)
-            held.withLock { $0 = descriptor }
-            return true
-        } catch {
-            local.unlock()
-            throw error
-        }
+        try held.acquire(until: deadline) { () throws(SecureDictionaryError) in try lockFile(until: deadline) }
+        return true
     }
 
-    func release() {
-        if let descriptor = held.withLock({ held in
-            defer { held = nil }
-            return held
-        }) {
-            flock(descriptor, LOCK_UN)
-            close(descriptor)
-        }
-        local.unlock()
-    }
+    func release() { held.release() }
 
     /// Opens (creating) and locks the lock file, until the file locked is the one named.
     private func lockFile(until deadline: Deadline) throws(SecureDictionaryError) -> Int32 {
