@@ -18,7 +18,7 @@ import Testing
 /// Each run plants a dictionary holding canaries (random keys with random string values,
 /// and, for a large one, 1,000 entries in all), then `sd-test-writer config-read` reads the
 /// one key `config.read` (`value`, `fetchValue`, the first element of `watchValue`) and waits
-/// while gdb's `gcore` takes its core, which ``CoreScan`` searches. The value it read is the
+/// while ``CoreScan`` searches what a core of it would hold. The value it read is the
 /// positive control: the process holds it, so the scan must find it. Ten processes, five
 /// small and five large dictionaries, since a copy left on a stack shows in some runs only;
 /// they start and read together, and their cores are taken two at a time. Runs once, with
@@ -43,13 +43,13 @@ struct ConfigurationMemoryScan {
             try test.open(.init(timeout: .seconds(20))).update { $0.dictionary = dictionary.entries }
             return (dictionary, try Reader(of: test, errors: "\(folder)/reader-\(run).err"))
         }
-        // Two cores at a time: taking one (gcore) is most of the time, and it waits on I/O.
+        // Two scans at a time: a scan waits on its reader's readiness as much as on the CPU.
         let scans = Mutex<[Int: Result<CoreScan, any Error>]>([:])
         DispatchQueue.concurrentPerform(iterations: 2) { lane in
             for (run, (dictionary, reader)) in readers.enumerated() where run % 2 == lane {
                 let scan = Result { () throws -> CoreScan in
                     try reader.waitUntilReady()
-                    return try CoreScan.take(of: reader.pid, secrets: dictionary.secrets, in: folder)
+                    return try CoreScan.take(of: reader.pid, secrets: dictionary.secrets)
                 }
                 reader.finish()
                 scans.withLock { $0[run] = scan }

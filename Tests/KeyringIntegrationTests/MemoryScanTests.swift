@@ -10,8 +10,8 @@ import Testing
 /// process scanned (`sd-test-writer scan`) holds a canary only through the library: it opens
 /// them, the items are replaced (a new generation), it reloads, writes one key and then
 /// keeps them unread ("loaded"), releases them ("released"), or copies every key and value
-/// out ("control", which must find every canary, or the scan proves nothing). gdb's `gcore`
-/// takes the core; ``CoreScan`` searches it. Runs once, with gnome-keyring.
+/// out ("control", which must find every canary, or the scan proves nothing). ``CoreScan``
+/// searches what a core of it would hold. Runs once, with gnome-keyring.
 @Suite(
     .serialized,
     .enabled(if: PrivateKeyring.enabled && PrivateKeyring.provider == "gnome-keyring", "runs once, with gnome-keyring"))
@@ -51,8 +51,7 @@ struct MemoryScan {
     /// Small items too, where a transient copy of the whole blob fits a stack buffer, and in
     /// ten processes, since a stack copy outlives its frame in some runs only: each process
     /// loads the same two small dictionaries (one entry) and two large ones (a hundred), and is
-    /// scanned loaded-and-unread or released, beside a control; dead stack frames count, only
-    /// saved registers do not. The processes run side by side on one planting (about 30 s).
+    /// scanned loaded-and-unread or released, beside a control; dead stack frames count too. The processes run side by side on one planting (about 30 s).
     @Test func smallItemsLeaveNoCopyOnAStackInTenProcesses() throws {
         let (count, small) = (4, 2)
         let modes = ["control"] + Array(repeating: ["loaded", "released"], count: 5).joined()
@@ -73,7 +72,7 @@ struct MemoryScan {
         for (child, pid) in zip(children, pids) {
             let ready = (child.nextLine(timeout: .seconds(300)) ?? "").split(separator: " ")
             try #require(ready.count == 5 && ready[0] == "ready", "\(ready) \(child.errors)")
-            cores.append(try CoreScan.take(of: pid, secrets: first.secrets.merging(second.secrets) { $1 }, in: folder))
+            cores.append(try CoreScan.take(of: pid, secrets: first.secrets.merging(second.secrets) { $1 }))
         }
         for child in children {
             try child.send("done")
@@ -82,8 +81,8 @@ struct MemoryScan {
         let control = try #require(cores.first)
         let expected = Set(second.secrets.keys)
         #expect(control.found.isSuperset(of: expected), "the control missed \(expected.subtracting(control.found).sorted())")
-        let leaking = zip(modes, cores).dropFirst().filter { !$0.1.foundAnywhereButRegisters.isEmpty }
-        for (mode, core) in leaking { Issue.record("\(mode): \(core.foundAnywhereButRegisters.sorted()) at \(core.places)") }
+        let leaking = zip(modes, cores).dropFirst().filter { !$0.1.foundAnywhere.isEmpty }
+        for (mode, core) in leaking { Issue.record("\(mode): \(core.foundAnywhere.sorted()) at \(core.places)") }
         print(
             "memory scan, small and large items: a canary in \(leaking.count) of \(cores.count - 1) processes "
                 + "(\(leaking.filter { $0.0 == "loaded" }.count) loaded, \(leaking.filter { $0.0 == "released" }.count) released); "
@@ -172,7 +171,7 @@ struct MemoryScan {
         // Its pid as this process sees it (a sandbox may give it a pid namespace of its own).
         let pid = try #require(
             Self.process(running: [KeyringHarness.writer, "scan", app, "\(count)", mode]), "the scanned process is not in /proc")
-        let core = try CoreScan.take(of: pid, secrets: first.secrets.merging(second.secrets) { $1 }, in: folder)
+        let core = try CoreScan.take(of: pid, secrets: first.secrets.merging(second.secrets) { $1 })
         try child.send("done")
         let status = child.finish(timeout: .seconds(120)).status
         #expect(status == 0, "the scanned process: exit \(status), \(child.errors)")
@@ -197,7 +196,7 @@ struct MemoryScan {
             #expect(run.core.found.isEmpty, "\(mode): in the core's memory: \(run.core.inMemory.filter { $0.value > 0 })")
             print(
                 "memory scan, \(mode): \(run.core.found.count) of \(run.core.inMemory.count) canaries in memory; "
-                    + "residue \(run.core.residue)")
+                    + "in dead stack frames \(run.core.onStacks)")
         }
         print("memory scan, control: \(control.found.count) of \(control.inMemory.count) canaries found")
     }

@@ -31,7 +31,7 @@ extension KeyringIntegration.SecretPortal {
     @Test func thePortalStoreKeepsNoKeyOrValueInACore() throws {
         let scanner = try MemoryScan()
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("sd-app-\(UUID().uuidString)").path
-        // --network shares the host's pid namespace: the pid the scanned process prints is gcore's.
+        // --network shares the host's pid namespace: the pid the scanned process prints is the scan's.
         let sandbox = [
             PrivateKeyring.packageRoot.appendingPathComponent("scripts/sandbox-run").path, "--app-id", Self.appA, "--data", data,
             "--network", "--", "/usr/bin/env", "SD_TEST_WRITER_STORE=portal",

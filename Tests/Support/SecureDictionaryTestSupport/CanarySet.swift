@@ -6,7 +6,7 @@ import Foundation
 /// ```swift
 /// let canaries = CanarySet(generation: 1, count: 8)
 /// let files = try canaries.blobs(in: folder)           // scan-0 … scan-7, binary plists
-/// let scan = try CoreScan.take(of: pid, secrets: canaries.secrets, in: folder)
+/// let scan = try CoreScan.take(of: pid, secrets: canaries.secrets)
 /// ```
 ///
 /// One generation's canaries: per dictionary, a key (with a string value), `Data`, a string in

@@ -13,9 +13,9 @@ import SecureDictionaryTestSupport
 /// a canary only through the library. The worker opens them; they are replaced (a second
 /// generation); it reloads, writes one key, and keeps them unread ("loaded"), releases the
 /// last instance ("released"), or copies every key and value out ("control", which must find
-/// every canary of the second generation, or the measurement is void). gdb's `gcore` takes
-/// its core; ``CoreScan`` counts 16-byte slices of both generations' canaries in the process's
-/// memory, residue in dead stack frames and saved registers apart. Also: `VmLck` while loaded
+/// every canary of the second generation, or the measurement is void). ``CoreScan`` counts
+/// 16-byte slices of both generations' canaries in what a core of the worker would hold, those
+/// in dead stack frames apart. Also: `VmLck` while loaded
 /// and after release, and a run under `ulimit -l 64` without CAP_IPC_LOCK.
 enum MemoryHygiene {
     struct Run {
@@ -44,14 +44,14 @@ enum MemoryHygiene {
         for (mode, label) in [
             ("loaded", "loaded, reloaded and written, never read"), ("released", "after the release of the last instance"),
         ] {
-            let check = "keys and values of \(count) dictionaries planted by plistlib, \(label) (gcore)"
+            let check = "keys and values of \(count) dictionaries planted by plistlib, \(label) (core scan)"
             switch runs[mode] {
             case .success(let run)?:
                 let found = run.core.found
                 report.add(
                     check, target: target,
-                    measured: "\(found.count) of \(run.core.inMemory.count) canaries in memory; residue no library can "
-                        + "wipe (dead stack frames, saved registers): \(run.core.residue.values.reduce(0, +)) fragments; \(controlText)",
+                    measured: "\(found.count) of \(run.core.inMemory.count) canaries in memory; in dead stack "
+                        + "frames: \(run.core.onStacks.values.reduce(0, +)) fragments; \(controlText)",
                     pass: found.isEmpty && control.core.found.isSuperset(of: expected),
                     note: found.isEmpty ? nil : "found: \(found.sorted().prefix(6).joined(separator: ", "))")
             case .failure(let error)?:
@@ -122,7 +122,7 @@ enum MemoryHygiene {
             throw Failure(description: "the worker did not finish: \(worker.finish(timeout: .seconds(5)).stderr.suffix(300))")
         }
         let core = try CoreScan.take(
-            of: worker.pid, secrets: first.secrets.merging(second.secrets) { $1 }, in: harness.scratch.path)
+            of: worker.pid, secrets: first.secrets.merging(second.secrets) { $1 })
         try? worker.send("done")
         let result = worker.finish(timeout: .seconds(30))
         guard result.succeeded else { throw Failure(description: "worker \(result.how): \(result.stderr.suffix(300))") }
