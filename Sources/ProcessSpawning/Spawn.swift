@@ -79,12 +79,15 @@ public enum Spawn {
     ///     ones in the program, so that it holds no pipe end a caller waits on.
     ///   - newSession: the program leads a session of its own (`setsid`): a terminal's
     ///     signals and a kill of this process group spare it.
+    ///   - ignoring: signals the program starts with ignored (those this process was started
+    ///     with ignored, say); every other one has its default action.
     /// - Throws: ``Failure`` with `posix_spawn`'s error when the program cannot be started
     ///   (`ENOENT`: no such program).
     public static func start(
         _ program: String, _ arguments: [String], environment: [String: String],
         standardInput: Input = .inherited, standardOutput: Output = .inherited, standardError: Output = .inherited,
-        keepsOtherDescriptors: Bool = true, newSession: Bool = false, searchesPath: Bool = false
+        keepsOtherDescriptors: Bool = true, newSession: Bool = false, searchesPath: Bool = false,
+        ignoring ignored: Set<Int32> = []
     ) throws(Failure) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -111,6 +114,7 @@ public enum Spawn {
         defer { posix_spawnattr_destroy(&attributes) }
         var all = sigset_t()
         sigfillset(&all)
+        for signal in ignored { sigdelset(&all, signal) }
         posix_spawnattr_setsigdefault(&attributes, &all)
         var none = sigset_t()
         sigemptyset(&none)
@@ -120,7 +124,13 @@ public enum Spawn {
         posix_spawnattr_setflags(&attributes, Int16(flags))
         let argv = ([program] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for string in argv + envp { free(string) } }
+        // The environment may hold secrets (`secure-dict exec --mask`): wiped before it is freed.
+        defer {
+            for string in argv + envp {
+                if let string { explicit_bzero(string, strlen(string)) }
+                free(string)
+            }
+        }
         var pid = pid_t()
         let result =
             searchesPath

@@ -305,7 +305,7 @@ struct ExecCommand {
 
 extension Data {
     /// The bytes of a hexadecimal text (two digits a byte).
-    fileprivate init(hexadecimal text: String) {
+    init(hexadecimal text: String) {
         var bytes: [UInt8] = []
         var index = text.startIndex
         while let next = text.index(index, offsetBy: 2, limitedBy: text.endIndex), index < text.endIndex {

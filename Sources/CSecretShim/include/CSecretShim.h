@@ -179,7 +179,8 @@ SdWatcher *sd_watcher_start(SdChangeCallback callback, void *user_data, GError *
 /* Stops the watcher and frees it (waits for its thread, unless called from it). */
 void sd_watcher_stop(SdWatcher *watcher);
 
-/* ---- process.c: prctl, which Swift cannot call (it is variadic) ---- */
+/* ---- process.c: what Swift cannot call (prctl is variadic; memfd_create and the seals
+   need _GNU_SOURCE) ---- */
 
 /* prctl(PR_SET_DUMPABLE, dumpable): 0 keeps the process out of core dumps and out of reach
    of ptrace by other processes of the user. Returns 0, or -1 with errno. */
@@ -192,5 +193,11 @@ int sd_process_dumpable(void);
    instead of init's, so that `secure-dict keyring run` finds every process its command left,
    whatever its environment. Returns 0, or -1 with errno set. */
 int sd_process_become_child_subreaper(void);
+
+/* An anonymous in-memory file (memfd_create, on no file system) named `name`, holding the
+   `count` bytes at `bytes`, read from its start, readable by its owner only (0400), sealed
+   against writing, growing, shrinking and further seals; not close-on-exec, for a command to inherit. Returns its descriptor, or
+   -1 with errno set (nothing is left open). */
+int sd_process_sealed_memory_file(const char *name, const void *bytes, size_t count);
 
 #endif

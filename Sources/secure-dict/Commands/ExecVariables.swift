@@ -19,48 +19,60 @@ import SecureDictionary
 /// Messages name keys and variables (the caller typed them, or asked for every key with
 /// `--all-with-prefix`), never a value.
 enum ExecVariables {
-    /// One `--env VAR=KEY`: the variable, and the key whose value it holds.
+    /// One `--env VAR=KEY` or `--file VAR=KEY`: the variable, the key whose value it holds,
+    /// and how (the value itself, or the path of a sealed in-memory file holding it).
     struct Request: Equatable {
         let variable: String
         let key: String
+        let option: Option
+
+        /// How a variable holds its key's value.
+        enum Option: String, Equatable {
+            /// The value as environment text.
+            case env
+            /// The path of an in-memory file holding the value (``SealedValueFile``).
+            case file
+        }
 
         /// Parses `VAR=KEY`: the variable is everything before the first `=`, the key
         /// everything after it (a key may hold `=`).
         ///
         /// - Throws: a `ValidationError` when there is no `=`, the key is empty, or VAR is
         ///   not a valid variable name.
-        init(parsing text: String) throws(ValidationError) {
+        init(parsing text: String, option: Option = .env) throws(ValidationError) {
+            let named = "--\(option.rawValue)"
             guard let equals = text.firstIndex(of: "=") else {
-                throw ValidationError("--env takes VAR=KEY (the variable, '=', then the key whose value it gets)")
+                throw ValidationError("\(named) takes VAR=KEY (the variable, '=', then the key whose value it gets)")
             }
             let variable = String(text[..<equals])
             let key = String(text[text.index(after: equals)...])
             guard ExecVariables.isValidName(variable) else {
-                throw ValidationError("--env: \(ExecVariables.invalidName(variable))")
+                throw ValidationError("\(named): \(ExecVariables.invalidName(variable))")
             }
-            guard !key.isEmpty else { throw ValidationError("--env \(variable)= names no key: give VAR=KEY") }
+            guard !key.isEmpty else { throw ValidationError("\(named) \(variable)= names no key: give VAR=KEY") }
             self.variable = variable
             self.key = key
+            self.option = option
         }
     }
 
     /// Where a variable's value comes from, for messages.
     enum Source: Equatable {
-        /// `--env VAR=KEY`.
-        case requested(key: String)
+        /// `--env VAR=KEY` or `--file VAR=KEY`.
+        case requested(key: String, option: Request.Option)
         /// A key that `--all-with-prefix` maps to the variable.
         case prefixed(key: String)
 
         var key: String {
             switch self {
-            case .requested(let key), .prefixed(let key): key
+            case .requested(let key, _), .prefixed(let key): key
             }
         }
 
         /// "--env VAR=KEY", or "key 'KEY' (--all-with-prefix)".
         func described(as variable: String) -> String {
             switch self {
-            case .requested(let key): "--env \(variable)=\(VisibleText.escaped(key))"
+            case .requested(let key, let option): "--\(option.rawValue) \(variable)=\(VisibleText.escaped(key))"
             case .prefixed(let key): "key \(ExecVariables.quoted(key)) (--all-with-prefix)"
             }
         }
@@ -111,7 +123,7 @@ enum ExecVariables {
     static func plan(requests: [Request], prefix: String?, keys: [String]) throws(CommandFailure) -> [(
         variable: String, source: Source
     )] {
-        var planned = requests.map { (variable: $0.variable, source: Source.requested(key: $0.key)) }
+        var planned = requests.map { (variable: $0.variable, source: Source.requested(key: $0.key, option: $0.option)) }
         if let prefix {
             let prefixed = keys.sorted().map { (variable: name(forKey: $0, prefix: prefix), source: Source.prefixed(key: $0)) }
             try checkNamespace(prefixed, prefix: prefix)
@@ -123,7 +135,7 @@ enum ExecVariables {
                 throw .usage(
                     """
                     \(first.described(as: variable)) and \(source.described(as: variable)) would both set \(variable): nothing was run; \
-                    rename one of the keys, or name the variables one by one with --env VAR=KEY
+                    rename one of the keys, or name the variables one by one with --env VAR=KEY or --file VAR=KEY
                     """)
             }
             seen[variable] = source
@@ -174,6 +186,18 @@ enum ExecVariables {
             throw .usage("\(holds) a date outside the years 1–9999, which ISO 8601 cannot write: \(nothingRun)")
         default:
             return HumanFormat.bare(value)
+        }
+    }
+
+    /// `value` as the bytes of a `--file` variable's file: data as it is, a string in UTF-8
+    /// (NUL included), any other single value as ``text(of:key:dataAsBase64:)`` gives it.
+    ///
+    /// - Throws: a usage failure naming `key` and its type for arrays and dictionaries.
+    static func fileBytes(of value: PropertyListValue, key: String) throws(CommandFailure) -> [UInt8] {
+        switch value {
+        case .data(let data): Array(data)
+        case .string(let string): Array(string.utf8)
+        default: Array(try text(of: value, key: key, dataAsBase64: false).utf8)
         }
     }
 

@@ -33,11 +33,18 @@ import ProcessSpawning
 /// ```
 struct ProcessReplacement {
     /// The signals ignored at the start.
-    private let ignored: Set<Int32>
+    let ignored: Set<Int32>
     /// The calling thread's signal mask at the start.
     private let mask: sigset_t
     /// The descriptors open at the start: those this process was given.
     private let given: Set<Int32>
+    /// Whether COMMAND gets only ``cleanEnvironmentNames`` of this process's environment
+    /// (`exec --clean-env`), besides the variables added.
+    var keepsOnlyCleanEnvironment = false
+
+    /// What `--clean-env` keeps of this process's environment: what most programs need to
+    /// find programs, files and the language of their messages.
+    static let cleanEnvironmentNames: Set<String> = ["PATH", "HOME", "USER", "LANG", "TERM"]
 
     /// The signals there are on Linux (1…64); SIGKILL and SIGSTOP keep their default.
     private static let signals = (1...64).filter { $0 != SIGKILL && $0 != SIGSTOP }
@@ -61,11 +68,13 @@ struct ProcessReplacement {
     /// variables of the same names). Returns only when it could not: the exit status (127 not
     /// found, 126 cannot be run) and a message naming COMMAND, never a variable's value.
     /// `secrets`: the descriptors this process was given for its own secrets, which COMMAND
-    /// must not get.
+    /// must not get; `passing`: descriptors this process opened for COMMAND (a
+    /// ``SealedValueFile``), which COMMAND inherits.
     func replace(
-        with command: [String], adding variables: [(name: String, value: String)], closing secrets: [Int32] = []
+        with command: [String], adding variables: [(name: String, value: String)], closing secrets: [Int32] = [],
+        passing made: [Int32] = []
     ) -> (status: Int32, message: String) {
-        let kept = Self.inheritedEnvironment(replacing: variables)
+        let kept = inheritedEnvironment(replacing: variables)
         let added = variables.map { strdup("\($0.name)=\($0.value)")! }
         let environment = kept + added
         let arguments = command.map { strdup($0) }
@@ -74,9 +83,14 @@ struct ProcessReplacement {
             for entry in added { explicit_bzero(entry, strlen(entry)) }
         }
         restoreStart()
-        closeOwnDescriptors(secrets)
-        let code = Self.execute(command[0], arguments + [nil], environment + [nil])
-        let what = shellQuoted(command[0])
+        closeOwnDescriptors(secrets, passing: made)
+        return Self.failure(Self.execute(command[0], arguments + [nil], environment + [nil]), starting: command[0])
+    }
+
+    /// The exit status and message of a command that could not start with `errno` `code`:
+    /// 127 not found, 126 cannot be run.
+    static func failure(_ code: Int32, starting program: String) -> (status: Int32, message: String) {
+        let what = shellQuoted(program)
         switch code {
         case ENOENT:
             return (127, "\(what): command not found (nothing was run)")
@@ -91,29 +105,52 @@ struct ProcessReplacement {
         }
     }
 
+    /// Runs `command` as this process's child instead (``MaskedCommand``), with the
+    /// environment and descriptors ``replace(with:adding:closing:passing:)`` would give it,
+    /// its output masked; returns the status this process exits with.
+    func runMasked(
+        _ command: [String], adding variables: [(name: String, value: String)], closing secrets: [Int32],
+        passing made: [Int32], masks: [(key: String, bytes: [UInt8])]
+    ) -> Int32 {
+        var environment: [String: String] = [:]
+        for entry in inheritedEnvironment(replacing: variables) {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+        }
+        for (name, value) in variables { environment[name] = value }
+        closeOwnDescriptors(secrets, passing: made)
+        return MaskedCommand.run(command, environment: environment, ignoring: ignored, masks: masks)
+    }
+
     /// The bytes `execve(2)` needs for `command` with `variables` added, as ``ArgumentSpace``
     /// counts them (the program's path as long as the longest `$PATH` candidate).
     func argumentBytes(for command: [String], adding variables: [(name: String, value: String)]) -> Int {
-        let inherited = Self.inheritedEnvironment(replacing: variables).map { strlen($0) + 1 }
+        let inherited = inheritedEnvironment(replacing: variables).map { strlen($0) + 1 }
         let added = variables.map { ArgumentSpace.entrySize(name: $0.name, value: $0.value) }
         let path = Spawn.candidates(for: command[0]).map(\.utf8.count).max() ?? 0
         return ArgumentSpace.needed(command: command, environment: inherited + added, pathLength: path)
     }
 
-    /// This process's environment entries less those of the names of `variables`.
-    private static func inheritedEnvironment(
+    /// This process's environment entries less those of the names of `variables` (and, with
+    /// ``keepsOnlyCleanEnvironment``, less all but ``cleanEnvironmentNames``).
+    func inheritedEnvironment(
         replacing variables: [(name: String, value: String)]
     ) -> [UnsafeMutablePointer<CChar>] {
-        let names = Set(variables.map { Array($0.name.utf8) })
-        return environment().filter { entry in
-            !names.contains(UnsafeBufferPointer(start: entry, count: strcspn(entry, "=")).map { UInt8(bitPattern: $0) })
+        let replaced = Set(variables.map { Array($0.name.utf8) })
+        let kept = Set(Self.cleanEnvironmentNames.map { Array($0.utf8) })
+        return Self.environment().filter { entry in
+            let name = UnsafeBufferPointer(start: entry, count: strcspn(entry, "=")).map { UInt8(bitPattern: $0) }
+            return !replaced.contains(name) && (!keepsOnlyCleanEnvironment || kept.contains(name))
         }
     }
 
-    /// Marks every descriptor opened since ``capture()`` close-on-exec, and takes `secrets`
-    /// (given ones) from COMMAND: closed, or a standard stream reopened on `/dev/null`.
-    private func closeOwnDescriptors(_ secrets: [Int32]) {
-        for descriptor in Self.openDescriptors() where !given.contains(descriptor) {
+    /// Marks every descriptor opened since ``capture()`` close-on-exec but those `made` for
+    /// COMMAND, and takes `secrets` (given ones) from COMMAND: closed, or a standard stream
+    /// reopened on `/dev/null`.
+    func closeOwnDescriptors(_ secrets: [Int32], passing made: [Int32]) {
+        for descriptor in Self.openDescriptors() where !given.contains(descriptor) && !made.contains(descriptor) {
             let flags = fcntl(descriptor, F_GETFD)
             if flags >= 0 { _ = fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
         }
