@@ -55,8 +55,15 @@ public struct CoreScan: Sendable {
         let dump = try ChildProcess.run(gcore, ["-o", prefix, "\(pid)"], timeout: .seconds(120))
         let file = "\(prefix).\(pid)"
         defer { try? FileManager.default.removeItem(atPath: file) }
+        guard FileManager.default.fileExists(atPath: file) else { throw Failure(description: "gcore made no core: \(dump)") }
+        return try search(core: file, secrets: secrets)
+    }
+
+    /// Searches the core `file` (one that gdb took, such as `gcore` of a process stopped at its
+    /// exit) for every secret, as ``take(of:secrets:in:)`` does; leaves the file.
+    public static func search(core file: String, secrets: [String: [UInt8]]) throws -> CoreScan {
         guard let core = try? Data(contentsOf: URL(fileURLWithPath: file), options: .alwaysMapped) else {
-            throw Failure(description: "gcore made no core: \(dump)")
+            throw Failure(description: "no core at \(file)")
         }
         let layout = try Layout(core: file)
         var scan = CoreScan()
