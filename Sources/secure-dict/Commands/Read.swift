@@ -57,11 +57,15 @@ extension SecureDict {
             let location = dictionary.location(global)
             let opened = try location.openExisting(key: key)
             if keys { return try printKeys(opened.keys.sorted(), of: location) }
-            let entries = opened.snapshot
             if let key {
-                guard let value = entries[key] else { throw location.noSuchKey(key) }
+                // The one value asked for, never a snapshot: a snapshot copies every key and
+                // value into ordinary memory, which stays there, unwiped, until the tool exits.
+                guard let value = opened[key] else { throw location.noSuchKey(key) }
                 try Terminal.write(json ? try TypedJSON.encode(value) : Data((HumanFormat.bare(value) + "\n").utf8))
-            } else if json {
+                return
+            }
+            let entries = opened.snapshot
+            if json {
                 try Terminal.write(try TypedJSON.encode(entries))
             } else if entries.isEmpty {
                 Terminal.noteForHumans("No entries in \(location.description).")
