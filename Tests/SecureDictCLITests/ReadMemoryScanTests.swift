@@ -35,7 +35,8 @@ struct ReadMemoryScan {
                 try CoreScan.tool("gdb"),
                 [
                     "--readnever", "-batch", "-ex", "set startup-with-shell off", "-ex", "catch syscall exit_group", "-ex", "run",
-                    "-ex", "info inferiors", "-ex", "shell read line", "-ex", "kill", "--args", CLIHarness.binary, "read", "--app",
+                    "-ex", "info inferiors", "-ex", "shell read line", "-ex", "kill", "--args", CLIHarness.binary, "read",
+                    "--app",
                     app.id, "--name", name, "filler-000",
                 ])
             // "* 1    process 12345     /path/to/secure-dict"
