@@ -104,6 +104,16 @@ extension SecureDict {
     /// exactly the words it takes below the root, which has no options of its own but help
     /// and `--version`: `CLIUnits.aSubcommandParsedAloneGetsWhatTheRootParseGives`.
     static func parseAlone(_ arguments: [String]) -> (any ParsableCommand)? {
+        let (command, words) = namedSubcommand(in: arguments)
+        guard command != SecureDict.self, command.configuration.subcommands.isEmpty,
+            let parsed = try? command.parseAsRoot(words),
+            type(of: parsed) == command  // not the help that --help asks for: the root's parse says it
+        else { return nil }
+        return parsed
+    }
+
+    /// The subcommand that `arguments` name (the root when none), and the words after its name.
+    static func namedSubcommand(in arguments: [String]) -> (command: any ParsableCommand.Type, words: [String]) {
         var command: any ParsableCommand.Type = SecureDict.self
         var words = arguments[...]
         while let word = words.first,
@@ -112,11 +122,7 @@ extension SecureDict {
             command = child
             words = words.dropFirst()
         }
-        guard command != SecureDict.self, command.configuration.subcommands.isEmpty,
-            let parsed = try? command.parseAsRoot(Array(words)),
-            type(of: parsed) == command  // not the help that --help asks for: the root's parse says it
-        else { return nil }
-        return parsed
+        return (command, Array(words))
     }
 
     /// argument-parser's report of a parse error, with the option meant after an unknown one

@@ -16,7 +16,7 @@ enum UnknownOption {
     /// The first word of `arguments` (before `--`) that is written as an option and that the
     /// subcommand they name does not take, or `nil`.
     static func first(in arguments: [String]) -> String? {
-        let (command, words) = subcommand(in: arguments)
+        let (command, words) = SecureDict.namedSubcommand(in: arguments)
         let names = optionNames(of: command)
         for word in words {
             if word == "--" { return nil }
@@ -36,25 +36,12 @@ enum UnknownOption {
     /// `arguments` takes, or for a short one (`-a`) the only long option that starts with its
     /// letter.
     static func suggestion(for option: String, in arguments: [String]) -> String? {
-        let long = optionNames(of: subcommand(in: arguments).command).filter { $0.hasPrefix("--") }.sorted()
+        let long = optionNames(of: SecureDict.namedSubcommand(in: arguments).command).filter { $0.hasPrefix("--") }.sorted()
         if !option.hasPrefix("--"), option.count == 2 {
             let starting = long.filter { $0.dropFirst(2).first == option.last }
             return starting.count == 1 ? starting[0] : nil
         }
         return Suggestion.closest(to: String(option.prefix { $0 != "=" }), among: long)
-    }
-
-    /// The subcommand that `arguments` name (the root when none), and the words after its name.
-    private static func subcommand(in arguments: [String]) -> (command: any ParsableCommand.Type, words: [String]) {
-        var command: any ParsableCommand.Type = SecureDict.self
-        var words = arguments[...]
-        while let word = words.first,
-            let child = command.configuration.subcommands.first(where: { $0.configuration.commandName == word })
-        {
-            command = child
-            words = words.dropFirst()
-        }
-        return (command, Array(words))
     }
 
     /// Every option name `command` takes, hidden ones included: the names at the start of the

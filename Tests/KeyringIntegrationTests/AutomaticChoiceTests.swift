@@ -15,12 +15,7 @@ extension KeyringIntegration {
         let base: String
 
         init() throws {
-            base = FileManager.default.temporaryDirectory.appendingPathComponent("sd-auto-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: "\(base)/credentials", withIntermediateDirectories: true)
-            chmod(base, 0o700)
-            var key = Data(count: 32)
-            for index in key.indices { key[index] = UInt8.random(in: 0...255) }
-            try key.write(to: URL(fileURLWithPath: "\(base)/credentials/securedictionary"))
+            base = try TemporaryFolder.create("sd-auto", credential: true)
         }
 
         /// `sd-test-writer` with an `AutomaticStore` whose file store keeps its files in

@@ -30,8 +30,7 @@ struct ConfigurationMemoryScan {
     let folder: String
 
     init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("sd-config-scan-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        folder = try TemporaryFolder.create("sd-config-scan")
     }
 
     @Test func readingOneConfigurationValueLeavesNoOtherEntryInACore() throws {

@@ -20,9 +20,7 @@ struct FileStoreProcesses {
     let app = "it.files.\(UUID().uuidString)"
 
     init() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("sd-fsp-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        chmod(base, 0o700)
+        base = try TemporaryFolder.create("sd-fsp")
     }
 
     /// A tool the tests need: in CI its absence is a failure, as everywhere

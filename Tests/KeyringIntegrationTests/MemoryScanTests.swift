@@ -21,8 +21,7 @@ struct MemoryScan {
     let folder: String
 
     init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("sd-scan-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        folder = try TemporaryFolder.create("sd-scan")
     }
 
     @Test func noKeyOrValueOfTheKeyringIsInACoreLoadedOrReleased() throws {

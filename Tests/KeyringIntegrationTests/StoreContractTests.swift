@@ -115,27 +115,10 @@ extension KeyringIntegration {
             let tokens = try store.open("tokens")
             let holder = try store.holdRefresh("tokens")
             defer { holder.finish() }
-            let waiting = DispatchSemaphore(value: 0)
-            let result = Mutex<Result<SecureDictionary.Value?, any Error>?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            Thread {
-                let outcome = Result {
-                    try tokens.value(
-                        forKey: "token", lockWait: .seconds(10),
-                        refreshingIf: { entries in
-                            waiting.signal()  // stale in memory: on its way to the lock
-                            return entries["token"] == nil
-                        }
-                    ) { $0["token"] = "after the kill" }
-                }
-                result.withLock { $0 = outcome }
-                done.signal()
-            }.start()
-            waiting.wait()
+            let waiter = WaitingRefresh(tokens) { $0["token"] = "after the kill" }
             let killed = ContinuousClock.now
             holder.kill()
-            #expect(done.wait(timeout: .now() + 20) == .success)
-            let outcome = result.withLock { $0 }
+            let outcome = waiter.outcome()
             #expect(try outcome?.get() == "after the kill", "\(kind): \(String(describing: outcome))")
             print("store contract, holder killed (\(kind)): the waiter refreshed \(ContinuousClock.now - killed) after the kill")
         }
@@ -150,29 +133,12 @@ extension KeyringIntegration {
             let tokens = try store.open("tokens")
             let holder = try store.holdRefresh("tokens")
             let refreshed = Mutex(false)
-            let waiting = DispatchSemaphore(value: 0)
-            let result = Mutex<Result<SecureDictionary.Value?, any Error>?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            Thread {
-                let outcome = Result {
-                    try tokens.value(
-                        forKey: "token", lockWait: .seconds(10),
-                        refreshingIf: { entries in
-                            waiting.signal()
-                            return entries["token"] == nil
-                        }
-                    ) { entries in
-                        refreshed.withLock { $0 = true }
-                        entries["token"] = "refreshed twice"
-                    }
-                }
-                result.withLock { $0 = outcome }
-                done.signal()
-            }.start()
-            waiting.wait()
+            let waiter = WaitingRefresh(tokens) { entries in
+                refreshed.withLock { $0 = true }
+                entries["token"] = "refreshed twice"
+            }
             holder.finish()
-            #expect(done.wait(timeout: .now() + 20) == .success)
-            let outcome = result.withLock { $0 }
+            let outcome = waiter.outcome()
             #expect(try outcome?.get() == .string("from \(holder.pid)"), "\(kind): \(String(describing: outcome))")
             #expect(!refreshed.withLock { $0 }, "\(kind): refreshed again")
         }
@@ -311,6 +277,37 @@ struct ContractStore {
             return ChildRefresh(child: child)
         }
         return try ThreadRefresh(try open(name))
+    }
+}
+
+/// A refresh of "token" that finds it missing, bounded by a `lockWait` of 10 s, on a thread of
+/// its own: made once it is on its way to the lock (its `isStale` ran on the entries in memory).
+final class WaitingRefresh: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let result = Mutex<Result<SecureDictionary.Value?, any Error>?>(nil)
+
+    init(_ tokens: SecureDictionary, refresh: @escaping @Sendable (inout SecureDictionary.Entries) -> Void) {
+        let waiting = DispatchSemaphore(value: 0)
+        Thread { [self] in
+            let outcome = Result {
+                try tokens.value(
+                    forKey: "token", lockWait: .seconds(10),
+                    refreshingIf: { entries in
+                        waiting.signal()
+                        return entries["token"] == nil
+                    }, refresh: refresh)
+            }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }.start()
+        waiting.wait()
+    }
+
+    /// What the refresh returned or threw, once it ended (waited for up to 20 s: `nil`, and
+    /// an issue recorded, when it did not end).
+    func outcome() -> Result<SecureDictionary.Value?, any Error>? {
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        return result.withLock { $0 }
     }
 }
 

@@ -14,12 +14,7 @@ struct AutomaticChoiceCLI {
     let app = "cli.auto.\(UUID().uuidString)"
 
     init() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("sd-auto-cli-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: "\(base)/credentials", withIntermediateDirectories: true)
-        chmod(base, 0o700)
-        var key = Data(count: 32)
-        for index in key.indices { key[index] = UInt8.random(in: 0...255) }
-        try key.write(to: URL(fileURLWithPath: "\(base)/credentials/securedictionary"))
+        base = try TemporaryFolder.create("sd-auto-cli", credential: true)
     }
 
     /// Twenty `secure-dict write --store auto` started 50 ms apart, the keyring started after

@@ -100,9 +100,12 @@ import Testing
         let maps = "7f3a000-7f3b000 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libKF5Wallet.so.5.103.0\n"
         #expect(ProviderProcess.frameworksVersion(inMaps: maps) == "5.103.0")
         #expect(ProviderProcess.frameworksVersion(inMaps: "/usr/lib/libc.so.6\n") == nil)
-        #expect(ProviderProcess.frameworksBeforeSessionFix("5.103.0"))
-        #expect(ProviderProcess.frameworksBeforeSessionFix("6.24.1"))
-        #expect(!ProviderProcess.frameworksBeforeSessionFix("6.25.0"))
+        #expect(ProviderProcess.version("5.103.0", isBefore: "6.25"))
+        #expect(ProviderProcess.version("6.24.1", isBefore: "6.25"))
+        #expect(!ProviderProcess.version("6.25.0", isBefore: "6.25"))
+        #expect(ProviderTraits.running(executable: "ksecretd")?.tool.sessionFix?.version == "6.25")
+        #expect(ProviderTraits.running(executable: "keepassxc")?.tool.version == .versionOption)
+        #expect(ProviderTraits.running(executable: "bash") == nil)
     }
 }
 

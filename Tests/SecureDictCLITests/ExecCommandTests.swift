@@ -16,8 +16,7 @@ struct ExecCommand {
     let folder: String
 
     init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("sd-exec-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        folder = try TemporaryFolder.create("sd-exec")
         try Data(Self.reporter.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.py"))
     }
 

@@ -16,8 +16,7 @@ struct KeyringRun {
     let home: String
 
     init() throws {
-        home = FileManager.default.temporaryDirectory.appendingPathComponent("sd-run-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        home = try TemporaryFolder.create("sd-run")
     }
 
     /// The folder of the built secure-dict, first in `PATH`.
@@ -222,8 +221,25 @@ struct KeyringRun {
     /// use", no hint). It is told the variable to export, and with it reaches that keyring.
     @Test func aSecondShellIsToldHowToJoinAKeptKeyring() throws {
         let keep = "\(home)/shared"
-        let ready = "\(home)/ready"
-        let done = "\(home)/done"
+        try whileKept(keep) {
+            let second = try clean(["keyring", "run", "--keep", keep, "--", "true"])
+            #expect(second.status == 125, "\(second)")
+            let address = try #require(
+                second.stderr.firstMatch(of: /export DBUS_SESSION_BUS_ADDRESS=(\S+)/).map { String($0.1) }, "\(second)")
+            let joined = try ChildProcess.run(
+                "/usr/bin/env",
+                [
+                    "-i", "PATH=\(Self.binaries):/usr/bin:/bin", "HOME=\(home)", "DBUS_SESSION_BUS_ADDRESS=\(address)",
+                    CLIHarness.binary, "write", "--app", "ci.join", "k", "joined",
+                ])
+            #expect(joined.status == 0, "\(joined)")
+        }
+    }
+
+    /// Runs `body` while `keyring run --keep keep` is up, its command waiting; then lets the
+    /// command end and reaps the run, whether `body` returned or threw.
+    func whileKept(_ keep: String, _ body: () throws -> Void) throws {
+        let (ready, done) = ("\(home)/ready", "\(home)/done")
         let run = try start([
             "keyring", "run", "--keep", keep, "--", "sh", "-c", "touch \(ready); while [ ! -e \(done) ]; do sleep 0.05; done",
         ])
@@ -233,17 +249,7 @@ struct KeyringRun {
             while waitpid(run, &status, 0) < 0 && errno == EINTR {}
         }
         #expect(Self.eventually { FileManager.default.fileExists(atPath: ready) })
-        let second = try clean(["keyring", "run", "--keep", keep, "--", "true"])
-        #expect(second.status == 125, "\(second)")
-        let address = try #require(
-            second.stderr.firstMatch(of: /export DBUS_SESSION_BUS_ADDRESS=(\S+)/).map { String($0.1) }, "\(second)")
-        let joined = try ChildProcess.run(
-            "/usr/bin/env",
-            [
-                "-i", "PATH=\(Self.binaries):/usr/bin:/bin", "HOME=\(home)", "DBUS_SESSION_BUS_ADDRESS=\(address)",
-                CLIHarness.binary, "write", "--app", "ci.join", "k", "joined",
-            ])
-        #expect(joined.status == 0, "\(joined)")
+        try body()
     }
 
     /// Issue 36.12: the keyring's password was shown nowhere without `--keep`; the command

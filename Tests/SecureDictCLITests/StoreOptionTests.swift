@@ -14,12 +14,7 @@ struct StoreOption {
     let app = "cli.files.\(UUID().uuidString)"
 
     init() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("sd-store-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: "\(base)/credentials", withIntermediateDirectories: true)
-        chmod(base, 0o700)
-        var key = Data(count: 32)
-        for index in key.indices { key[index] = UInt8.random(in: 0...255) }
-        try key.write(to: URL(fileURLWithPath: "\(base)/credentials/securedictionary"))
+        base = try TemporaryFolder.create("sd-store", credential: true)
     }
 
     /// secure-dict with the credential handed over as systemd does, and no session bus.

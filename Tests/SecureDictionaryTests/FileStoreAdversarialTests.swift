@@ -17,9 +17,7 @@ import Testing
     typealias Lines = EncryptedFileStoreTests.Lines
 
     init() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("sd-adv-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        chmod(base, 0o700)
+        base = try TemporaryFolder.create("sd-adv")
     }
 
     private func fixed(_ folder: String) -> SecretPortalStore {

@@ -13,9 +13,7 @@ import Testing
     let secret = SecretBytes.copying(Array(repeating: 0x5a, count: 64))
 
     init() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("sd-holes-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        chmod(base, 0o700)
+        base = try TemporaryFolder.create("sd-holes")
     }
 
     private func store(_ folder: String) -> SecretPortalStore {

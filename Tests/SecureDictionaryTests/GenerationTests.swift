@@ -97,6 +97,34 @@ struct GenerationTests {
         #expect(new.changes(since: new).isEmpty)
     }
 
+    @Test("the merge walk of both visits each key of two sorted lists once, in order, and stops at a throw")
+    func sortedMergeVisitsEachKeyOnce() throws {
+        var generator = SplitMix64(seed: 44)
+        for _ in 0..<200 {
+            let (left, right) = (Self.sortedKeys(&generator), Self.sortedKeys(&generator))
+            var merge = SortedMerge(leftCount: left.count, rightCount: right.count)
+            var visited: [Int] = []
+            while let step = merge.next(comparing: { left[$0] - right[$1] }) {
+                switch step {
+                case .left(let position): visited.append(left[position])
+                case .right(let position): visited.append(right[position])
+                case .both(let before, let after):
+                    #expect(left[before] == right[after])
+                    visited.append(left[before])
+                }
+            }
+            #expect(visited == Set(left + right).sorted())
+        }
+        struct Stop: Error {}
+        var merge = SortedMerge(leftCount: 2, rightCount: 2)
+        #expect(throws: Stop.self) { try merge.next(comparing: { (_, _) throws(Stop) in throw Stop() }) }
+    }
+
+    /// Up to 12 distinct numbers below 20, sorted.
+    static func sortedKeys(_ generator: inout SplitMix64) -> [Int] {
+        Set((0..<Int.random(in: 0...12, using: &generator)).map { _ in Int.random(in: 0..<20, using: &generator) }).sorted()
+    }
+
     @Test("a write over the size limit, or of a keyed archive's shape across stored and new keys, is refused")
     func refusedWrites() throws {
         let base = try Self.generation(of: BinaryPropertyList.encode(["$archiver": "x"], limits: Self.limits))

@@ -23,31 +23,20 @@ extension DoctorReport {
                 check: "provider", status: .ok,
                 detail: "\(name)\(version)" + (facts.isEmpty ? "" : " (\(facts.joined(separator: ", ")))"))
         ]
-        switch diagnosis.providerName {
-        case "KWallet":
-            let frameworks = provider?.version?.split(separator: " ").last.map(String.init)
-            if frameworks.map(ProviderProcess.frameworksBeforeSessionFix) ?? true {
+        let tool = ProviderTraits.named(diagnosis.providerName).tool
+        if let sessionFix = tool.sessionFix {
+            let running = provider?.version?.split(separator: " ").last.map(String.init)
+            if running.map({ ProviderProcess.version($0, isBefore: sessionFix.version) }) ?? true {
                 findings.append(
-                    DoctorFinding(
-                        check: "provider", status: .note,
-                        detail: "KWallet before KDE Frameworks 6.25 mishandles about 1 encrypted session in 100; "
-                            + "SecureDictionary opens a new session and reads back the first write of each",
-                        fix: "update KDE Frameworks to 6.25 or later"))
+                    DoctorFinding(check: "provider", status: .note, detail: sessionFix.detail, fix: sessionFix.fix))
             }
-        case "KeePassXC":
-            findings.append(
-                DoctorFinding(
-                    check: "provider", status: .note,
-                    detail: "KeePassXC: the 'default' alias follows the active database tab, and deleted "
-                        + "dictionaries go to the database's Recycle Bin when it has one"))
-        default:
-            break
         }
+        if let note = tool.note { findings.append(DoctorFinding(check: "provider", status: .note, detail: note)) }
         return findings
     }
 
-    /// Duplicates, and on KeePassXC the items it hides from this process until its user allows
-    /// access (reported locked in an unlocked collection).
+    /// Duplicates, and the items a provider hides from this process until its user allows
+    /// access (reported locked in an unlocked collection, where that means so: KeePassXC).
     func itemFindings(_ options: SecureDictionary.Options, providerName: String?) -> [DoctorFinding] {
         let items: [KeyringItemListing]
         do {
@@ -57,15 +46,15 @@ extension DoctorReport {
         }
         var findings = [duplicatesFinding(items)]
         let hidden = items.filter(\.isLocked).count
-        if providerName == "KeePassXC", hidden > 0 {
+        let provider = ProviderTraits.named(providerName)
+        if provider.lockedItemsMeanConfirmation, let name = provider.name, hidden > 0 {
             findings.append(
                 DoctorFinding(
                     check: "access", status: .problem,
-                    detail: "KeePassXC hides \(hidden) SecureDictionary item(s) from this process until you allow access "
+                    detail: "\(name) hides \(hidden) SecureDictionary item(s) from this process until you allow access "
                         + "(\"Confirm when passwords are retrieved by clients\"); SecureDictionary opens no such dialog "
                         + "and reports 'confirmationRequired'",
-                    fix: "in KeePassXC, Settings, Secret Service Integration, turn off 'Confirm when passwords are "
-                        + "retrieved by clients'"))
+                    fix: provider.tool.confirmationFix))
         }
         return findings
     }

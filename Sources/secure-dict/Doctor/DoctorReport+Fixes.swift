@@ -41,23 +41,16 @@ extension DoctorReport {
 
     /// `provider`: the process that owns the Secret Service's name, when `/proc` tells it.
     static func unlockFix(providerName: String?, environment: DoctorEnvironment, provider: ProviderProcess? = nil) -> String {
-        switch providerName {
-        case "KeePassXC":
-            return "unlock the database in KeePassXC's window"
-        case "KWallet":
-            return "open the wallet in KWalletManager; right after a KDE login KWallet reports locked until some "
-                + "application has opened it"
-        default:
-            // A keyring that keeps its files elsewhere than this shell would (a `keyring run`
-            // session joined from another shell) is unlocked with its own folders, never the
-            // home folder's: a bare --replace would start a keyring on other files.
-            let folders = provider?.folders ?? KeyringDaemonFolders(startedFrom: environment.variables)
-            let elsewhere = !folders.differences(from: environment.variables).isEmpty
-            if environment.hasDesktop && !elsewhere {
-                return "unlock the keyring in your keyring manager (GNOME Passwords and Keys), or sign out and in"
-            }
-            let which = folders.sessionPasswordFile == nil ? "gnome-keyring" : "the 'secure-dict keyring run' session's keyring"
-            return "unlock \(which) from this shell: \(folders.unlockCommand(from: environment.variables))"
+        if let fix = ProviderTraits.named(providerName).tool.unlockFix { return fix }
+        // A keyring that keeps its files elsewhere than this shell would (a `keyring run`
+        // session joined from another shell) is unlocked with its own folders, never the
+        // home folder's: a bare --replace would start a keyring on other files.
+        let folders = provider?.folders ?? KeyringDaemonFolders(startedFrom: environment.variables)
+        let elsewhere = !folders.differences(from: environment.variables).isEmpty
+        if environment.hasDesktop && !elsewhere {
+            return "unlock the keyring in your keyring manager (GNOME Passwords and Keys), or sign out and in"
         }
+        let which = folders.sessionPasswordFile == nil ? "gnome-keyring" : "the 'secure-dict keyring run' session's keyring"
+        return "unlock \(which) from this shell: \(folders.unlockCommand(from: environment.variables))"
     }
 }

@@ -101,7 +101,9 @@ struct DoctorReport: Encodable {
         }
         findings.append(DoctorFinding(check: "collection", status: .ok, detail: "\(described), unlocked"))
         findings += itemFindings(options, providerName: diagnosis.providerName)
-        findings.append(roundTrip(options, keep: diagnosis.providerName == "KeePassXC", environment: environment))
+        findings.append(
+            roundTrip(
+                options, keep: ProviderTraits.named(diagnosis.providerName).tool.deletesIntoRecycleBin, environment: environment))
     }
 }
 

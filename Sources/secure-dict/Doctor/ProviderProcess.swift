@@ -1,4 +1,5 @@
 import ProcessSpawning
+import SecureDictionary
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -37,26 +38,28 @@ struct ProviderProcess: Encodable, Equatable {
         let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
         var process = ProviderProcess(pid: pid, command: command, executable: executable)
         process.version = process.findVersion()
-        if process.name == "gnome-keyring-daemon" { process.folders = KeyringDaemonFolders.of(pid: pid) }
+        // A provider without an unlock fix of its own is unlocked with gnome-keyring-daemon's
+        // command, from the folders its process keeps the keyring in.
+        if let traits = process.traits, traits.tool.unlockFix == nil { process.folders = KeyringDaemonFolders.of(pid: pid) }
         return process
     }
 
     /// The executable's name, else `comm` (which stops at 15 characters).
     var name: String? { executable.map { URL(fileURLWithPath: $0).lastPathComponent } ?? command }
 
-    /// gnome-keyring and KeePassXC print it with `--version` (run only for those two, known to
-    /// exit at once); KWallet's is the KDE Frameworks version of the wallet library it has
-    /// loaded, read from `/proc/PID/maps`.
+    /// The provider's row of the one table, when its executable is known.
+    var traits: ProviderTraits? { name.flatMap(ProviderTraits.running(executable:)) }
+
+    /// Read as the provider's row says: `--version` is run only for a provider known to print
+    /// it and exit at once.
     private func findVersion() -> String? {
-        switch name {
-        case "gnome-keyring-daemon":
+        switch traits?.tool.version ?? .unknown {
+        case .versionOption:
             return executable.flatMap { Self.firstVersion(in: Self.output(of: $0, ["--version"])) }
-        case "keepassxc":
-            return executable.flatMap { Self.firstVersion(in: Self.output(of: $0, ["--version"])) }
-        case "kwalletd5", "kwalletd6", "ksecretd":
+        case .kdeFrameworksLibrary:
             guard let maps = Self.procFile(pid, "maps") else { return nil }
             return Self.frameworksVersion(inMaps: maps).map { "KDE Frameworks \($0)" }
-        default:
+        case .unknown:
             return nil
         }
     }
@@ -88,12 +91,14 @@ struct ProviderProcess: Encodable, Equatable {
         return nil
     }
 
-    /// Whether a KDE Frameworks version is before 6.25, whose KWallet mishandles about one
-    /// encrypted session in a hundred.
-    static func frameworksBeforeSessionFix(_ version: String) -> Bool {
-        let numbers = version.split(separator: ".").compactMap { Int($0) }
-        guard numbers.count >= 2 else { return false }
-        return (numbers[0], numbers[1]) < (6, 25)
+    /// Whether `version` (`major.minor…`) is before `fixed` (`major.minor`), e.g. KDE Frameworks
+    /// 5.103.0 before 6.25; `false` when either is no such number.
+    static func version(_ version: String, isBefore fixed: String) -> Bool {
+        let (numbers, fixed) = (
+            version.split(separator: ".").compactMap { Int($0) }, fixed.split(separator: ".").compactMap { Int($0) }
+        )
+        guard numbers.count >= 2, fixed.count >= 2 else { return false }
+        return (numbers[0], numbers[1]) < (fixed[0], fixed[1])
     }
 
     /// Standard output of a short-lived program (its first 4 KiB), or `nil` when it cannot be

@@ -1,4 +1,5 @@
 import ArgumentParser
+import SecureDictionary
 
 extension SecureDict {
     /// `secure-dict keyring …`: a private keyring for CI and headless work.
@@ -79,7 +80,7 @@ extension SecureDict.Keyring {
         }
 
         func run() throws {
-            guard provider == "gnome-keyring" else {
+            guard ProviderTraits.named(provider).tool.startsInKeyringRun else {
                 printError(
                     "keyring run starts gnome-keyring only so far, not '\(provider)': leave out --provider, or use "
                         + "scripts/with-private-keyring --provider \(provider) from the SecureDictionary repository")

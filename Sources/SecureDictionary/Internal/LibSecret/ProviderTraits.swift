@@ -12,15 +12,18 @@ import CSecretShim
 /// | KeePassXC | yes | no | yes | yes | — | no |
 /// | any other | no | yes | no | no | — | yes |
 ///
+/// The command-line tool's differences (``Tool``: which process is the provider, how `doctor`
+/// reads its version and what it advises, what `keyring run` starts) are rows of this table too.
+///
 /// Not in the table because every provider gets them (the provider is not known before the
 /// transport session is open): a session the provider rejects is offered again, up to
 /// ``LibSecretConnection/sessionAttempts`` times, and the first write of a session is read
 /// back before later writes are trusted (``VerifiedWrite``). KWallet before KDE Frameworks
 /// 6.25 rejects about one session in 200 and, more rarely, derives another key than the
 /// client, so that it stores garbage or reads it (``sessionKeysMayDiffer``).
-struct ProviderTraits: Sendable, Equatable {
+package struct ProviderTraits: Sendable, Equatable {
     /// How `secure-dict doctor` names it (`nil`: not told apart).
-    let name: String?
+    package let name: String?
     /// An existing item's secret is replaced with `Item.SetSecret`, not `CreateItem` with
     /// replace: KeePassXC 2.7.4 asks its user before `CreateItem` replaces an item (fixed in
     /// 2.7.6), while `SetSecret` needs no confirmation. The path comes from the check before
@@ -35,7 +38,7 @@ struct ProviderTraits: Sendable, Equatable {
     /// clients"), which is ``SecureDictionaryError/confirmationRequired``, not `locked`; where
     /// the caller opted in to dialogs, `Service.Unlock` of those items shows the provider's
     /// access dialog (``LibSecretClient/confirmAccessInteractively(to:timeout:)``).
-    let lockedItemsMeanConfirmation: Bool
+    package let lockedItemsMeanConfirmation: Bool
     /// A prompt the caller stops waiting for is dismissed (`Prompt.Dismiss`). Not on
     /// gnome-keyring: its daemon (42.1) aborts when a shown unlock prompt is dismissed
     /// (`gkd-secret-unlock.c`, unchanged upstream); nor on a provider not told apart.
@@ -54,6 +57,8 @@ struct ProviderTraits: Sendable, Equatable {
     let sessionKeysMayDiffer: Bool
     /// What the user is told to do about it, in ``SecureDictionaryError``'s messages.
     let advice: Advice
+    /// What `secure-dict` does differently for it.
+    package let tool: Tool
 
     /// A provider's part of the error messages (the rest of each message is the same for all).
     struct Advice: Sendable, Equatable {
@@ -81,7 +86,8 @@ struct ProviderTraits: Sendable, Equatable {
         unlockDialogBusName: "org.gnome.keyring.SystemPrompter", sessionKeysMayDiffer: false,
         advice: Advice(
             lockedThing: nil, unlockOnDesktop: "unlock the login keyring in Passwords and Keys (seahorse)",
-            unlockElsewhere: gnomeKeyringUnlock, sessionUpdate: nil, confirmation: nil))
+            unlockElsewhere: gnomeKeyringUnlock, sessionUpdate: nil, confirmation: nil),
+        tool: Tool(executables: ["gnome-keyring-daemon"], version: .versionOption, startsInKeyringRun: true))
     static let kwallet = ProviderTraits(
         name: "KWallet", replacesSecretInPlace: false, readsSecretWithSearch: true,
         lockedItemsMeanConfirmation: false, dismissesPrompts: true, unlockDialogBusName: nil,
@@ -89,7 +95,16 @@ struct ProviderTraits: Sendable, Equatable {
         advice: Advice(
             lockedThing: "KWallet wallet",
             unlockOnDesktop: kwalletUnlock, unlockElsewhere: kwalletUnlock, sessionUpdate: kwalletUpdate,
-            confirmation: nil))
+            confirmation: nil),
+        tool: Tool(
+            executables: ["kwalletd5", "kwalletd6", "ksecretd"], version: .kdeFrameworksLibrary,
+            unlockFix: "open the wallet in KWalletManager; right after a KDE login KWallet reports locked until some "
+                + "application has opened it",
+            sessionFix: Tool.SessionFix(
+                version: "6.25",
+                detail: "KWallet before KDE Frameworks 6.25 mishandles about 1 encrypted session in 100; "
+                    + "SecureDictionary opens a new session and reads back the first write of each",
+                fix: "update KDE Frameworks to 6.25 or later")))
     static let keepassxc = ProviderTraits(
         name: "KeePassXC", replacesSecretInPlace: true, readsSecretWithSearch: false,
         lockedItemsMeanConfirmation: true, dismissesPrompts: true, unlockDialogBusName: nil,
@@ -98,7 +113,14 @@ struct ProviderTraits: Sendable, Equatable {
             lockedThing: "KeePassXC database", unlockOnDesktop: "unlock it in the KeePassXC window",
             unlockElsewhere: "unlock it in the KeePassXC window", sessionUpdate: nil,
             confirmation: "KeePassXC wants this access confirmed and it was not: it asks only when the program opts in "
-                + "to dialogs; or turn off its 'Confirm when passwords are retrieved by clients'"))
+                + "to dialogs; or turn off its 'Confirm when passwords are retrieved by clients'"),
+        tool: Tool(
+            executables: ["keepassxc"], version: .versionOption, unlockFix: "unlock the database in KeePassXC's window",
+            note: "KeePassXC: the 'default' alias follows the active database tab, and deleted "
+                + "dictionaries go to the database's Recycle Bin when it has one",
+            deletesIntoRecycleBin: true,
+            confirmationFix: "in KeePassXC, Settings, Secret Service Integration, turn off 'Confirm when passwords are "
+                + "retrieved by clients'"))
     /// A provider not told apart: as careful as the most careful row.
     static let other = ProviderTraits(
         name: nil, replacesSecretInPlace: false, readsSecretWithSearch: true,
@@ -106,7 +128,8 @@ struct ProviderTraits: Sendable, Equatable {
         sessionKeysMayDiffer: true,
         advice: Advice(
             lockedThing: nil, unlockOnDesktop: "unlock it in your keyring manager", unlockElsewhere: gnomeKeyringUnlock,
-            sessionUpdate: kwalletUpdate, confirmation: nil))
+            sessionUpdate: kwalletUpdate, confirmation: nil),
+        tool: Tool())
     /// ``InMemoryKeyringStore``, which is no provider on a bus: only its advice is ever read.
     static let inMemory = ProviderTraits(
         name: InMemoryKeyringStore.providerName, replacesSecretInPlace: false, readsSecretWithSearch: true,
@@ -114,16 +137,78 @@ struct ProviderTraits: Sendable, Equatable {
         sessionKeysMayDiffer: false,
         advice: Advice(
             lockedThing: "InMemoryKeyringStore",
-            unlockOnDesktop: inMemoryUnlock, unlockElsewhere: inMemoryUnlock, sessionUpdate: nil, confirmation: nil))
+            unlockOnDesktop: inMemoryUnlock, unlockElsewhere: inMemoryUnlock, sessionUpdate: nil, confirmation: nil),
+        tool: Tool())
 
     private static let kwalletUnlock =
         "open it in KWalletManager (after login it stays locked until an application opens it)"
     private static let inMemoryUnlock = "call setLocked(false) on it (setLocked or an injected failure locked it)"
 
-    /// The row of the provider named `name` (``ErrorContext/provider``); ``other`` when it
-    /// was not told apart.
-    static func named(_ name: String?) -> ProviderTraits {
-        [gnomeKeyring, kwallet, keepassxc, inMemory].first { $0.name == name && name != nil } ?? other
+    private static let rows = [gnomeKeyring, kwallet, keepassxc, inMemory]
+
+    /// The row of the provider named `name` (``ErrorContext/provider``,
+    /// `SecretServiceDiagnosis.providerName`); ``other`` when it was not told apart.
+    package static func named(_ name: String?) -> ProviderTraits {
+        rows.first { $0.name == name && name != nil } ?? other
+    }
+
+    /// The row of the provider whose process runs `executable` (the last component of
+    /// `/proc/PID/exe`); `nil` when none is known to.
+    package static func running(executable: String) -> ProviderTraits? {
+        rows.first { $0.tool.executables.contains(executable) }
+    }
+}
+
+extension ProviderTraits {
+    /// What `secure-dict` does differently per provider: its `doctor` and `keyring run` read
+    /// these fields, never the provider's name.
+    ///
+    /// ```swift
+    /// let tool = ProviderTraits.named(diagnosis.providerName).tool
+    /// let fix = tool.unlockFix ?? daemonFolders.unlockCommand(from: environment)
+    /// ```
+    package struct Tool: Sendable, Equatable {
+        /// How `doctor` learns the running provider's version.
+        package enum VersionSource: Sendable, Equatable {
+            /// It is not told.
+            case unknown
+            /// The executable prints it with `--version` and exits at once.
+            case versionOption
+            /// The KDE Frameworks version of the wallet library the process has loaded
+            /// (`/proc/PID/maps`).
+            case kdeFrameworksLibrary
+        }
+
+        /// A provider release that fixed its encrypted sessions (``sessionKeysMayDiffer``),
+        /// and what `doctor` says of an older one.
+        package struct SessionFix: Sendable, Equatable {
+            /// The first release with the fix, `major.minor`, compared with the last word of the
+            /// version `doctor` read.
+            package let version: String
+            package let detail: String
+            package let fix: String
+        }
+
+        /// The names of the provider's executables, as `/proc/PID/exe` ends.
+        package var executables: [String] = []
+        package var version = VersionSource.unknown
+        /// What `doctor` tells its user to do about a locked collection. `nil`: unlock it from
+        /// the desktop's keyring manager, or from the shell with gnome-keyring-daemon's own
+        /// command and the folders the running daemon keeps its keyring in (read from `/proc`
+        /// when the daemon is this provider's process).
+        package var unlockFix: String?
+        /// What `doctor` always notes about the provider.
+        package var note: String?
+        /// What `doctor` says when the provider's version predates its session fix, or is not told.
+        package var sessionFix: SessionFix?
+        /// A deleted item goes to a recycle bin, which `doctor`'s scratch dictionary, written
+        /// and deleted at each run, would fill: the scratch dictionary is kept instead.
+        package var deletesIntoRecycleBin = false
+        /// How to stop the confirmations behind ``ProviderTraits/lockedItemsMeanConfirmation``,
+        /// as `doctor` advises.
+        package var confirmationFix: String?
+        /// `secure-dict keyring run --provider` can start it.
+        package var startsInKeyringRun = false
     }
 }
 

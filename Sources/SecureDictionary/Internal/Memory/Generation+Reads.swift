@@ -45,29 +45,26 @@ extension Generation {
         guard old !== self else { return [] }
         return Self.trusted { () throws(BinaryPropertyListError) in
             var changes: [SecureDictionary.Change] = []
-            var (before, after) = (0, 0)
-            while before < old.count || after < count {
-                let (oldEntry, newEntry) = (
-                    before < old.count ? old.entry(inOrder: before) : nil, after < count ? entry(inOrder: after) : nil
-                )
-                var order = oldEntry == nil ? 1 : -1
-                if let oldEntry, let newEntry { order = StoredString.compare(try old.key(oldEntry), try key(newEntry)) }
-                if order < 0, let oldEntry {
-                    before += 1
+            var merge = SortedMerge(leftCount: old.count, rightCount: count)
+            while let step = try merge.next(comparing: { (before, after) throws(BinaryPropertyListError) in
+                StoredString.compare(try old.key(old.entry(inOrder: before)), try key(entry(inOrder: after)))
+            }) {
+                switch step {
+                case .left(let before):
+                    let oldEntry = old.entry(inOrder: before)
                     changes.append(
                         .init(
                             key: try old.key(oldEntry).string(), kind: .removed,
                             oldValue: try old.view.value(of: old.valueObject(oldEntry)),
                             newValue: nil))
-                } else if order > 0, let newEntry {
-                    after += 1
+                case .right(let after):
+                    let newEntry = entry(inOrder: after)
                     changes.append(
                         .init(
                             key: try key(newEntry).string(), kind: .inserted, oldValue: nil,
                             newValue: try view.value(of: valueObject(newEntry))))
-                } else if let oldEntry, let newEntry {
-                    before += 1
-                    after += 1
+                case .both(let before, let after):
+                    let (oldEntry, newEntry) = (old.entry(inOrder: before), entry(inOrder: after))
                     guard !(try view.holds(valueObject(newEntry), identicalTo: old.valueObject(oldEntry), of: old.view)) else {
                         continue
                     }

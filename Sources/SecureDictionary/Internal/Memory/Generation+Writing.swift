@@ -90,26 +90,21 @@ extension Generation {
             let stored = base?.count ?? 0
             census = base.map { $0.census - .container(count: stored, references: 2 * stored) } ?? Census()
             sources.reserveCapacity(stored + keys.order.count)
-            var (position, change) = (0, 0)
-            while position < stored || change < keys.order.count {
-                let edit = change < keys.order.count ? keys.order[change].position : nil
-                let entry = position < stored ? base!.entry(inOrder: position) : nil
-                // Which comes first, the next stored key or the next changed one (0: the same key).
-                var order = entry == nil ? 1 : -1
-                if let entry, let edit { order = try base!.key(entry).compare(to: overlay.edits.keys[edit].text) }
-                if order <= 0, let entry {
-                    position += 1
-                    if order < 0 {  // an entry the changes leave alone
-                        try keep(entry, of: base!)
-                        continue
-                    }
+            var merge = SortedMerge(leftCount: stored, rightCount: keys.order.count)
+            while let step = try merge.next(comparing: { (position, change) throws(BinaryPropertyListError) in
+                try base!.key(base!.entry(inOrder: position)).compare(to: overlay.edits.keys[keys.order[change].position].text)
+            }) {
+                switch step {
+                case .left(let position):  // an entry the changes leave alone
+                    try keep(base!.entry(inOrder: position), of: base!)
+                case .right(let change):
+                    try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
+                case .both(let position, let change):
                     // Replaced or removed: its objects go.
+                    let entry = base!.entry(inOrder: position)
                     census = census - (try base!.view.census(of: base!.keyObject(entry)))
                     census = census - (try base!.view.census(of: base!.valueObject(entry)))
-                }
-                if let edit {
-                    change += 1
-                    try add(edit, of: overlay, maximumDepth: maximumDepth)
+                    try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
                 }
             }
             if archiveKeys.archiver && archiveKeys.objects { throw Census.keyedArchive }

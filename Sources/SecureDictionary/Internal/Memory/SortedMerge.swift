@@ -1,0 +1,61 @@
+/// A walk over two lists sorted by one order, in step: each step is a position only the left
+/// list has, one only the right list has, or one of each holding the same key.
+///
+/// ```swift
+/// var merge = SortedMerge(leftCount: old.count, rightCount: new.count)
+/// while let step = try merge.next(comparing: { left, right in compare(old[left], new[right]) }) {
+///     switch step {
+///     case .left(let position): removed(old[position])
+///     case .right(let position): inserted(new[position])
+///     case .both(let before, let after): updated(old[before], new[after])
+///     }
+/// }
+/// ```
+///
+/// The two walks over sorted keys, writing a generation onto a stored one
+/// (``Generation/writing(_:onto:limits:logger:)``) and the changes between two generations
+/// (``Generation/changes(since:)``), are this one.
+struct SortedMerge {
+    enum Step: Equatable {
+        /// A position of the left list whose key the right list does not hold.
+        case left(Int)
+        /// A position of the right list whose key the left list does not hold.
+        case right(Int)
+        /// A position of each list, holding the same key.
+        case both(Int, Int)
+    }
+
+    let leftCount: Int
+    let rightCount: Int
+    private var left = 0
+    private var right = 0
+
+    init(leftCount: Int, rightCount: Int) {
+        self.leftCount = leftCount
+        self.rightCount = rightCount
+    }
+
+    /// The next step, or `nil` when both lists are done. `compare` is asked only when both
+    /// lists have a position left, and answers negative, zero or positive as the left key sorts
+    /// before, with or after the right one.
+    ///
+    /// - Throws: what `compare` throws (the walk does not move on).
+    mutating func next<Failure: Error>(
+        comparing compare: (_ left: Int, _ right: Int) throws(Failure) -> Int
+    ) throws(Failure) -> Step? {
+        let order: Int
+        switch (left < leftCount, right < rightCount) {
+        case (false, false): return nil
+        case (true, false): order = -1
+        case (false, true): order = 1
+        case (true, true): order = try compare(left, right)
+        }
+        defer {
+            if order <= 0 { left += 1 }
+            if order >= 0 { right += 1 }
+        }
+        if order < 0 { return .left(left) }
+        if order > 0 { return .right(right) }
+        return .both(left, right)
+    }
+}
