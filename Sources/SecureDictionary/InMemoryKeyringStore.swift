@@ -12,8 +12,9 @@ import Synchronization
 /// #expect(settings["a"] == nil)                          // the cache followed the store
 /// ```
 ///
-/// It is not a keyring: it is not shared with other processes and keeps bytes in ordinary
-/// memory. Use it for logic, use the real Secret Service for everything about the keyring.
+/// It is not a keyring: it is not shared with other processes. It keeps each item's bytes
+/// as the library keeps secrets (``SecretBytes``: locked pages, out of core dumps, wiped when
+/// replaced or removed). Use it for logic, use the real Secret Service for everything about the keyring.
 /// Of the contract every store keeps (a refresh holds its item, never its neighbours;
 /// `lockWait` and deadlines; one refresh, whoever asks), two clauses cannot apply, since no
 /// other process reaches it: a change by another process reaching
@@ -43,7 +44,7 @@ public final class InMemoryKeyringStore: KeyringStore {
     package enum Call: String, Sendable, Hashable { case load, store, delete, list }
 
     private struct State {
-        var items: [KeyringItem: [UInt8]] = [:]
+        var items: [KeyringItem: SecretBytes] = [:]
         var lockedCollections: Set<KeyringCollection> = []
         var faults: [Int: Fault] = [:]  // keyed by the 1-based number of the call to fail
         var callCount = 0
@@ -112,18 +113,23 @@ public final class InMemoryKeyringStore: KeyringStore {
     package var calls: [Call] { state.withLock { $0.calls } }
 
     /// The stored bytes of `item`, as a keyring reader would see them.
-    package func storedBytes(of item: KeyringItem) -> [UInt8]? { state.withLock { $0.items[item] } }
+    package func storedBytes(of item: KeyringItem) -> [UInt8]? { state.withLock { $0.items[item]?.array } }
 
     /// Plants raw bytes, e.g. a hostile blob, as if another process had written them.
-    package func plant(_ bytes: [UInt8]?, for item: KeyringItem) { state.withLock { $0.items[item] = bytes } }
+    package func plant(_ bytes: [UInt8]?, for item: KeyringItem) {
+        let secret = bytes.map { SecretBytes(copying: $0) }
+        state.withLock { $0.items[item] = secret }
+    }
 
     // MARK: KeyringStore
 
-    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         try call(.load, collection: item.collection) { $0.items[item] }
     }
 
-    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        // A copy of its own: `secret` views the dictionary's pages, which it releases.
+        let secret = secret.withUnsafeBytes { SecretBytes(copying: $0) }
         try call(
             .store, collection: item.collection,
             onFault: { state, fault in

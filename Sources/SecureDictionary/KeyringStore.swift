@@ -8,8 +8,10 @@
 /// let cache = try SecureDictionary(name: "cache", options: .init(store: store))
 /// ```
 ///
-/// A store moves opaque bytes; encoding, size limits, locking and caching are the
-/// dictionary's job. Implementations must be thread-safe, must return within `timeout`, and
+/// A store moves opaque bytes, always as ``SecretBytes`` (locked pages, wiped on release):
+/// it returns them from `load` and reads them in `store` through
+/// ``SecretBytes/withUnsafeBytes(_:)``, keeping no other copy. Encoding, size limits, locking
+/// and caching are the dictionary's job. Implementations must be thread-safe, must return within `timeout`, and
 /// must report failures as ``SecureDictionaryError`` (a failure of their own as
 /// ``SecureDictionaryError/store(_:)``, carrying a ``KeyringStoreError``) — above all,
 /// `load` returns `nil` only when an *unlocked* store positively holds no such item, and
@@ -19,14 +21,15 @@ public protocol KeyringStore: AnyObject, Sendable {
     ///
     /// - Throws: ``SecureDictionaryError/locked``, ``SecureDictionaryError/ambiguous(count:)``,
     ///   ``SecureDictionaryError/timedOut``, ``SecureDictionaryError/serviceUnavailable(reason:)``…
-    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]?
+    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes?
 
-    /// Creates `item`, or replaces its secret, with `secret`.
+    /// Creates `item`, or replaces its secret, with `secret`: a view of the dictionary's own
+    /// pages, which the store reads (or keeps) but never changes.
     ///
     /// - Throws: as `load`. After ``SecureDictionaryError/timedOut``,
     ///   ``SecureDictionaryError/connectionLost`` or ``SecureDictionaryError/cancelled`` the
     ///   write may or may not have happened.
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError)
+    func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError)
 
     /// Removes `item`; returns whether there was one.
     func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool

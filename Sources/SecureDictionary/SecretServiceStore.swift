@@ -17,9 +17,7 @@ package import Logging
 /// - a lookup that finds nothing is "no such item" only if the collection is unlocked;
 /// - writers of one item queue for a lock on the D-Bus session bus, in every process that
 ///   reaches this keyring, and changes are watched through the service's own signals.
-public final class SecretServiceStore: KeyringStore, CoordinatedStore, InteractivelyUnlockingStore, ForeignItemStore,
-    SecretBytesStore
-{
+public final class SecretServiceStore: KeyringStore, CoordinatedStore, InteractivelyUnlockingStore, ForeignItemStore {
     /// The store every ``SecureDictionary`` uses unless its options name another.
     public static let shared = SecretServiceStore()
 
@@ -31,25 +29,12 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
     /// A store over `client` (tests inject faults through it).
     init(client: LibSecretClient) { self.client = client }
 
-    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
-        // The returned array is the only copy outside the wiped SecretBytes, so the caller's
-        // wipe happens in place.
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.load(item, timeout: timeout)?.array }
-    }
-
-    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        // A private copy crosses to the keyring lane, so the caller's array stays unshared
-        // and its wipe happens in place.
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in
-            try client.store(SecretBytes.copying(secret), for: item, timeout: timeout)
-        }
-    }
-
-    package func loadSecret(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
+        // A view of the secret libsecret decrypted into its own locked memory: no copy.
         try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.load(item, timeout: timeout) }
     }
 
-    package func storeSecret(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.store(secret, for: item, timeout: timeout) }
     }
 

@@ -61,7 +61,6 @@ extension SecureDictionary {
         let sourceLocked = try sourceLock?.acquire(until: deadline) ?? false
         defer { if sourceLocked { sourceLock?.release() } }
         guard var bytes = try source.load(item, timeout: deadline.remainingForCall()) else { return false }
-        defer { Wipe.bytes(&bytes) }
         var destinationLock: (any ItemWriterLock)?
         defer { destinationLock?.release() }
         var copied = false
@@ -83,15 +82,13 @@ extension SecureDictionary {
             copied = true
             // Only the bytes copied are removed: a writer that does not take the lock may have
             // changed the source meanwhile, and its change is then copied too.
-            guard var now = try source.load(item, timeout: deadline.remainingForCall()) else {
+            guard let now = try source.load(item, timeout: deadline.remainingForCall()) else {
                 return true  // removed from the source meanwhile: the copy is what it held last
             }
-            defer { Wipe.bytes(&now) }
-            if now == bytes {
+            if now.holdsSameBytes(as: bytes) {
                 _ = try source.delete(item, timeout: deadline.remainingForCall())
                 return true
             }
-            Wipe.bytes(&bytes)
             bytes = now
         }
         throw .sourceChanged(name: item.name)
@@ -109,20 +106,18 @@ extension SecureDictionary {
     /// Writes `bytes` to `destination` and reads them back. Unless `replacingOwnCopy`, the
     /// destination must not hold other content already.
     private static func copy(
-        _ bytes: [UInt8], of item: KeyringItem, to destination: any KeyringStore, replacingOwnCopy: Bool,
+        _ bytes: SecretBytes, of item: KeyringItem, to destination: any KeyringStore, replacingOwnCopy: Bool,
         _ deadline: Deadline
     ) throws(SecureDictionaryError) {
-        if var existing = try destination.load(item, timeout: deadline.remainingForCall()) {
-            defer { Wipe.bytes(&existing) }
-            if existing == bytes { return }
+        if let existing = try destination.load(item, timeout: deadline.remainingForCall()) {
+            if existing.holdsSameBytes(as: bytes) { return }
             if !replacingOwnCopy { throw .alreadyExists(name: item.name) }
         }
         try destination.store(bytes, for: item, timeout: deadline.remainingForCall())
-        guard var stored = try destination.load(item, timeout: deadline.remainingForCall()) else {
+        guard let stored = try destination.load(item, timeout: deadline.remainingForCall()) else {
             throw .writeNotVerified(restored: false)
         }
-        defer { Wipe.bytes(&stored) }
-        guard stored == bytes else { throw .writeNotVerified(restored: false) }
+        guard stored.holdsSameBytes(as: bytes) else { throw .writeNotVerified(restored: false) }
     }
 }
 

@@ -57,7 +57,7 @@ extension SecureDictionary {
                 continue
             }
             let created = try store.createForeign(
-                attributes: attributes, label: items.label(key), secret: SecretBytes.copying(bytes), contentType: contentType,
+                attributes: attributes, label: items.label(key), secret: SecretBytes(copying: bytes), contentType: contentType,
                 in: items.collection, timeout: options.timeout)
             var readBack = try store.foreignSecret(of: created, timeout: options.timeout).array
             defer { Wipe.bytes(&readBack) }

@@ -100,12 +100,12 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
         try decide(until: Deadline(after: timeout)).choice
     }
 
-    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         let deadline = Deadline(after: timeout)
         return try decide(until: deadline).store.load(item, timeout: deadline.remainingForCall())
     }
 
-    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         let deadline = Deadline(after: timeout)
         try decide(until: deadline).store.store(secret, for: item, timeout: deadline.remainingForCall())
     }

@@ -150,10 +150,7 @@ extension EncryptedFileStore {
         defer { lock.release() }
         let folder = engine.folder
         // Every file decrypted with the old passphrase first: a wrong one changes nothing.
-        var files: [(name: String, header: EncryptedItemFile.Header, blob: [UInt8])] = []
-        defer {
-            for index in files.indices { Wipe.bytes(&files[index].blob) }
-        }
+        var files: [(name: String, header: EncryptedItemFile.Header, blob: SecretBytes)] = []
         var oldParameters: Set<ScryptParameters> = []
         _ = try folder.withFolder(create: false) { descriptor throws(SecureDictionaryError) in
             for name in folder.itemFileNames(in: descriptor) {
@@ -185,10 +182,9 @@ extension EncryptedFileStore {
                 guard let back = try folder.read(file.name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else {
                     throw .writeNotVerified(restored: false)
                 }
-                var opened = try EncryptedItemFile.open(
+                let opened = try EncryptedItemFile.open(
                     back, header: EncryptedItemFile.wholeFileHeader(of: back), for: item, secret: secret)
-                defer { Wipe.bytes(&opened) }
-                guard opened == file.blob else { throw .writeNotVerified(restored: false) }
+                guard opened.holdsSameBytes(as: file.blob) else { throw .writeNotVerified(restored: false) }
             }
         }
         for parameters in oldParameters where parameters != block.scrypt {

@@ -47,6 +47,31 @@ struct MemoryScan {
         try expectNoCanaries(scans)
     }
 
+    /// `InMemoryKeyringStore` keeps what it stores as the library keeps secrets: a process
+    /// whose in-memory store holds dictionaries (read from files straight into secret bytes)
+    /// and opened them holds no canary in its core, whether it keeps them unread or released
+    /// them; the control copies every value out.
+    @Test func theInMemoryStoreKeepsNoKeyOrValueInACoreEither() throws {
+        let canaries = CanarySet(generation: 1, count: 4)
+        let files = try canaries.blobs(in: "\(folder)/memory-store")
+        var cores: [String: CoreScan] = [:]
+        for mode in ["control", "loaded", "released"] {
+            let child = try LiveChild(KeyringHarness.writer, ["scan-memory-store", app, mode] + files)
+            let ready = (child.nextLine(timeout: .seconds(120)) ?? "").split(separator: " ")
+            try #require(ready.count == 2 && ready[0] == "ready", "\(ready) \(child.errors)")
+            cores[mode] = try CoreScan.take(of: try #require(Int32(ready[1])), secrets: canaries.secrets, in: folder)
+            try child.send("done")
+            #expect(child.finish(timeout: .seconds(60)).status == 0, "\(mode): \(child.errors)")
+        }
+        let control = try #require(cores["control"])
+        let expected = Set(canaries.secrets.keys)
+        #expect(control.found.isSuperset(of: expected), "the control missed \(expected.subtracting(control.found).sorted())")
+        for mode in ["loaded", "released"] {
+            let core = try #require(cores[mode])
+            #expect(core.found.isEmpty, "\(mode): in the core's memory: \(core.inMemory.filter { $0.value > 0 })")
+        }
+    }
+
     /// Small items too, where a transient copy of the whole blob fits a stack buffer, and in
     /// ten processes, since a stack copy outlives its frame in some runs only: each process
     /// loads the same two small dictionaries (one entry) and two large ones (a hundred), and is

@@ -248,7 +248,7 @@ struct ContractStore {
             var environment = processes.credentialEnvironment("\(processes.base)/credentials")
             let folder = "\(processes.base)/files"
             environment["SD_TEST_WRITER_FOLDER"] = folder
-            store = SecretPortalStore(folderPath: folder) { _ in SecretBytes.copying(key) }
+            store = SecretPortalStore(folderPath: folder) { _ in SecretBytes(copying: key) }
             childEnvironment = environment
         case .inMemory:
             store = InMemoryKeyringStore()

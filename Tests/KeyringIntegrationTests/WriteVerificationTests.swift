@@ -58,7 +58,7 @@ extension KeyringIntegration {
             try test.openFresh().setValue("other", forKey: "k")  // another process creates it
             let digest = try test.sha256()
             #expect(throws: SecureDictionaryError.writeNotVerified(restored: true)) {
-                try store.store(Array("new".utf8), for: item, timeout: .seconds(3))
+                try store.store(SecretBytes(copying: Array("new".utf8)), for: item, timeout: .seconds(3))
             }
             #expect(try test.sha256() == digest)
         }

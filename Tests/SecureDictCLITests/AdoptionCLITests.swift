@@ -25,7 +25,7 @@ extension SecureDictCLI {
             for (user, secret) in secrets {
                 _ = try store.createForeign(
                     attributes: ["service": service, "username": user, "application": "Python keyring library"],
-                    label: user, secret: .copying(Array(secret.utf8)), contentType: "text/plain", in: .default,
+                    label: user, secret: SecretBytes(copying: Array(secret.utf8)), contentType: "text/plain", in: .default,
                     timeout: .seconds(10))
             }
             let arguments = ["adopt", "--app", app.id, "--from", "python-keyring", "--service", service, "--retire", "delete"]
@@ -54,7 +54,7 @@ extension SecureDictCLI {
         for (user, secret) in ["alice": "a", "bob": "b"] {
             _ = try store.createForeign(
                 attributes: ["service": app.id, "username": user, "application": "Python keyring library"], label: user,
-                secret: .copying(Array(secret.utf8)), contentType: "text/plain", in: .default, timeout: .seconds(10))
+                secret: SecretBytes(copying: Array(secret.utf8)), contentType: "text/plain", in: .default, timeout: .seconds(10))
         }
         let listed = try app.cli("list")
         #expect(listed.stderr.contains("2 python-keyring items (adopt them with 'secure-dict adopt --app \(app.id)"), "\(listed)")
@@ -95,7 +95,7 @@ extension SecureDictCLI {
         for (user, secret) in secrets {
             _ = try SecretServiceStore().createForeign(
                 attributes: ["service": service, "username": user, "application": "Python keyring library"], label: user,
-                secret: .copying(Array(secret.utf8)), contentType: "text/plain", in: .default, timeout: .seconds(10))
+                secret: SecretBytes(copying: Array(secret.utf8)), contentType: "text/plain", in: .default, timeout: .seconds(10))
         }
     }
 

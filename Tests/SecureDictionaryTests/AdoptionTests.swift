@@ -268,7 +268,7 @@ final class ForeignItemsInMemory: ForwardingStore, ForeignItemStore, Sendable {
         guard let secret = items.withLock({ $0.first { $0.path == item.path }?.secret }) else {
             throw .sessionRejected(reason: "a secret arrived that the session could not decrypt")
         }
-        return SecretBytes.copying(secret)
+        return SecretBytes(copying: secret)
     }
 
     func deleteForeign(_ item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) {

@@ -9,7 +9,7 @@ final class SlowStore: ForwardingStore {
     let inner = InMemoryKeyringStore()
     let delay: Duration
     init(delay: Duration) { self.delay = delay }
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
         try inner.store(secret, for: item, timeout: timeout)
     }
@@ -23,7 +23,7 @@ final class GatedStore: ForwardingStore {
     let entered = DispatchSemaphore(value: 0)
     let gate = DispatchSemaphore(value: 0)
     let passed = DispatchSemaphore(value: 0)
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         entered.signal()
         gate.wait()
         defer { passed.signal() }

@@ -186,7 +186,7 @@ final class StuckWritesStore: ForwardingStore {
 
     func release() { released.signal() }
 
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         stuckCount.add(1, ordering: .acquiringAndReleasing)
         defer { stuckCount.subtract(1, ordering: .acquiringAndReleasing) }
         entered.signal()

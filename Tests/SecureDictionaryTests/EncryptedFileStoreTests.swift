@@ -54,8 +54,10 @@ import Testing
     /// p = 16); 32 bytes are the first 32 of its 64.
     @Test func scryptGivesTheRFCVector() {
         var key = [UInt8](repeating: 0, count: 32)
-        let done = Array("password".utf8).withUnsafeBytes {
-            ScryptParameters.scrypt($0, salt: Array("NaCl".utf8), log2N: 10, r: 8, p: 16, into: &key)
+        let done = Array("password".utf8).withUnsafeBytes { password in
+            key.withUnsafeMutableBytes {
+                ScryptParameters.scrypt(password, salt: Array("NaCl".utf8), log2N: 10, r: 8, p: 16, into: $0)
+            }
         }
         #expect(done)
         let expected = "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b373162"
@@ -162,7 +164,7 @@ import Testing
     }
 
     @Test func aPassphraseStoreDoesNotOpenACredentialsFile() throws {
-        let secret = SecretBytes.copying(Array(repeating: 7, count: 32))
+        let secret = SecretBytes(copying: Array(repeating: 7, count: 32))
         let other = SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
         try SecureDictionary(name: "settings", applicationID: "org.example.App", options: .init(store: other))
             .setValue("v", forKey: "k")

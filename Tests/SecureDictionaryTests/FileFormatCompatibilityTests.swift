@@ -31,7 +31,7 @@ import Testing
         try Data(header + box.ciphertext + box.tag).write(
             to: URL(fileURLWithPath: ItemFileFolder(path: folder).filePath(of: item)))
 
-        let secret = SecretBytes.copying(master)
+        let secret = SecretBytes(copying: master)
         let store = SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
         let settings = try SecureDictionary(name: "settings", applicationID: "org.example.App", options: .init(store: store))
         #expect(settings["token"] == .string("from version 1"))

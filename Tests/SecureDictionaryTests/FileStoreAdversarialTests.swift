@@ -12,7 +12,7 @@ import Testing
 /// `secure-dict` are in `FileStoreProcesses` and `StoreOption`.
 @Suite struct FileStoreAdversarialTests {
     let base: String
-    let secret = SecretBytes.copying(Array(repeating: 0x3c, count: 32))
+    let secret = SecretBytes(copying: Array(repeating: 0x3c, count: 32))
     static let cheap = EncryptedFileStoreTests.cheap
     typealias Lines = EncryptedFileStoreTests.Lines
 
@@ -198,7 +198,8 @@ import Testing
         #expect(
             outcome {
                 try store.store(
-                    [1], for: KeyringItem(dictionaryName: "x", applicationID: "org.example.App"), timeout: .seconds(1))
+                    SecretBytes(copying: [1]), for: KeyringItem(dictionaryName: "x", applicationID: "org.example.App"),
+                    timeout: .seconds(1))
             }
                 == "portalUnavailable")
         #expect(
@@ -296,7 +297,7 @@ extension FileStoreAdversarialTests {
         let reader = fixed(folder)
         let item = try KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")
         let blob = try BinaryPropertyList.blob(of: ["k": "v"], limits: .default)
-        try writer.store(blob, for: item, timeout: .seconds(3))
+        try writer.store(SecretBytes(copying: blob), for: item, timeout: .seconds(3))
         let writing = Mutex(true)
         let rollbacks = Mutex(0)
         let reads = Mutex(0)
@@ -311,7 +312,7 @@ extension FileStoreAdversarialTests {
             }
         }
         thread.start()
-        for _ in 0..<400 { try writer.store(blob, for: item, timeout: .seconds(3)) }
+        for _ in 0..<400 { try writer.store(SecretBytes(copying: blob), for: item, timeout: .seconds(3)) }
         writing.withLock { $0 = false }
         while !thread.isFinished { usleep(1_000) }
         #expect(reads.withLock { $0 } > 0)

@@ -10,7 +10,7 @@ import Testing
 /// encrypted-file store shares. Each test failed before its fix (see the commit messages).
 @Suite struct FileStoreHoleTests {
     let base: String
-    let secret = SecretBytes.copying(Array(repeating: 0x5a, count: 64))
+    let secret = SecretBytes(copying: Array(repeating: 0x5a, count: 64))
 
     init() throws {
         base = try TemporaryFolder.create("sd-holes")

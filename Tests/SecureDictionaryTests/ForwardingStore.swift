@@ -5,7 +5,7 @@ import SecureDictionary
 /// ```swift
 /// final class SlowStore: ForwardingStore {
 ///     let inner = InMemoryKeyringStore()
-///     func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+///     func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
 ///         Thread.sleep(forTimeInterval: 0.1)
 ///         try inner.store(secret, for: item, timeout: timeout)
 ///     }
@@ -17,11 +17,11 @@ protocol ForwardingStore: KeyringStore {
 }
 
 extension ForwardingStore {
-    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         try inner.load(item, timeout: timeout)
     }
 
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         try inner.store(secret, for: item, timeout: timeout)
     }
 

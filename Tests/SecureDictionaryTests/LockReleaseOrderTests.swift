@@ -58,12 +58,12 @@ final class RecordingCoordinatedStore: ForwardingStore, CoordinatedStore, Sendab
         events.withLock { $0 = [] }
     }
 
-    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         events.withLock { $0.append("load") }
         return try inner.load(item, timeout: timeout)
     }
 
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         events.withLock { $0.append("store") }
         try inner.store(secret, for: item, timeout: timeout)
     }

@@ -10,7 +10,7 @@ import Testing
 /// given by the test (the real portal is in KeyringIntegrationTests' `SecretPortal` suite).
 @Suite struct SecretPortalStoreTests {
     let folder: String
-    let secret = SecretBytes.copying(Array(repeating: 0x5a, count: 64))
+    let secret = SecretBytes(copying: Array(repeating: 0x5a, count: 64))
 
     init() throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("sd-portal-\(UUID().uuidString)").path
@@ -69,7 +69,7 @@ import Testing
 
     @Test func anotherAppsSecretCannotReadTheFile() throws {
         try dictionary(store()).setValue("x", forKey: "k")
-        let other = store(secret: SecretBytes.copying(Array(repeating: 0x5b, count: 64)))
+        let other = store(secret: SecretBytes(copying: Array(repeating: 0x5b, count: 64)))
         // The key check in the header tells another secret from a damaged file (issue 31).
         #expect(throws: SecureDictionaryError.store(FileStoreError.wrongKey(source: "Secret portal"))) { try dictionary(other) }
     }

@@ -101,7 +101,7 @@ enum EncryptedItemFile {
     ///
     /// - Throws: `SecureDictionaryError.keyring(domain:code:message:)` if encryption fails
     ///   (it does not with valid sizes).
-    static func seal(_ blob: [UInt8], for item: KeyringItem, key: KeyBlock, secret: SecretBytes, generation: UInt64)
+    static func seal(_ blob: SecretBytes, for item: KeyringItem, key: KeyBlock, secret: SecretBytes, generation: UInt64)
         throws(SecureDictionaryError) -> [UInt8]
     {
         var generator = SystemRandomNumberGenerator()
@@ -114,10 +114,13 @@ enum EncryptedItemFile {
         header += salt + nonce
         var file = header + [UInt8](repeating: 0, count: blob.count + tagSize)
         let done = secret.withUnsafeBytes { master in
-            file.withUnsafeMutableBufferPointer { file in
-                sd_file_seal(
-                    master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, salt, salt.count, keyLabel,
-                    keyLabel.count, nonce, header, header.count, blob, blob.count, file.baseAddress! + header.count)
+            blob.withUnsafeBytes { blob in
+                file.withUnsafeMutableBufferPointer { file in
+                    sd_file_seal(
+                        master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, salt, salt.count, keyLabel,
+                        keyLabel.count, nonce, header, header.count, blob.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                        blob.count, file.baseAddress! + header.count)
+                }
             }
         }
         guard done == 1 else {
@@ -127,12 +130,12 @@ enum EncryptedItemFile {
     }
 
     /// Decrypts the file `bytes` of `item`, whose key the caller checked against
-    /// `header.key`. The caller owns (and should wipe) the result.
+    /// `header.key`, straight into locked pages (no other copy of the plaintext).
     ///
     /// - Throws: `SecureDictionaryError.corrupt(reason:)` when the file belongs to another
     ///   item or fails authentication (changed or damaged).
     static func open(_ bytes: [UInt8], header: Header, for item: KeyringItem, secret: SecretBytes)
-        throws(SecureDictionaryError) -> [UInt8]
+        throws(SecureDictionaryError) -> SecretBytes
     {
         guard header.identity.elementsEqual(identity(of: item)) else {
             throw .corrupt(reason: "the encrypted file belongs to another item")
@@ -154,37 +157,30 @@ enum EncryptedItemFile {
         let checkStart = header.headerSize - saltSize - nonceSize - 8 - checkSize
         var restored = Array(bytes[..<header.headerSize])
         restored.replaceSubrange(checkStart..<(checkStart + checkSize), with: keyCheck(of: secret))
-        guard var plain = decrypt(bytes, header: header, secret: secret, authenticating: restored) else { return false }
-        Wipe.bytes(&plain)
-        return true
+        return decrypt(bytes, header: header, secret: secret, authenticating: restored) != nil
     }
 
     /// AES-GCM opening of `bytes`'s ciphertext with `header`'s salt and nonce and the
-    /// associated data `aad`: the plaintext (the caller wipes it), or `nil` when it does not
-    /// authenticate.
+    /// associated data `aad`, into locked pages: the plaintext, or `nil` when it does not
+    /// authenticate (what was written is wiped with the pages).
     private static func decrypt(_ bytes: [UInt8], header: Header, secret: SecretBytes, authenticating aad: [UInt8])
-        -> [UInt8]?
+        -> SecretBytes?
     {
         let saltStart = header.headerSize - saltSize - nonceSize
         let nonceStart = header.headerSize - nonceSize
-        let count = bytes.count - header.headerSize - tagSize
-        var plain = [UInt8](repeating: 0, count: max(count, 1))  // a buffer even for nothing
-        let done = secret.withUnsafeBytes { master in
-            bytes.withUnsafeBufferPointer { file in
-                plain.withUnsafeMutableBufferPointer { plain in
+        var done: Int32 = 0
+        let plain = SecretBytes(count: bytes.count - header.headerSize - tagSize) { plain in
+            done = secret.withUnsafeBytes { master in
+                bytes.withUnsafeBufferPointer { file in
                     sd_file_open(
                         master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, file.baseAddress! + saltStart,
                         saltSize, keyLabel, keyLabel.count, file.baseAddress! + nonceStart, aad, aad.count,
-                        file.baseAddress! + header.headerSize, file.count - header.headerSize, plain.baseAddress)
+                        file.baseAddress! + header.headerSize, file.count - header.headerSize,
+                        plain.baseAddress!.assumingMemoryBound(to: UInt8.self))
                 }
             }
         }
-        guard done == 1 else {
-            Wipe.bytes(&plain)
-            return nil
-        }
-        if count == 0 { plain.removeAll() }
-        return plain
+        return done == 1 ? plain : nil
     }
 
     /// The header of the file `bytes` (all of it, or its first bytes, for listing), checked

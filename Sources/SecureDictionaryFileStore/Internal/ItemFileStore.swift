@@ -17,7 +17,7 @@ package struct ItemFileStore: Sendable {
     /// would open empty and a refused write would create the folder).
     var available: @Sendable () throws(SecureDictionaryError) -> Void = {}
 
-    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+    func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         try available()
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
@@ -38,7 +38,7 @@ package struct ItemFileStore: Sendable {
         return blob
     }
 
-    func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         try available()
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
@@ -104,11 +104,11 @@ extension ItemFileBackedStore {
     // warned about it; the warning was reverted, swiftlang/swift#86749). Should a toolchain
     // warn again, each store declares these four calls itself.
 
-    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> [UInt8]? {
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         try engine.load(item, timeout: timeout)
     }
 
-    public func store(_ secret: [UInt8], for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+    public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         try engine.store(secret, for: item, timeout: timeout)
     }
 

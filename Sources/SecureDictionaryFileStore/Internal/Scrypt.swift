@@ -98,28 +98,28 @@ struct ScryptParameters: Sendable, Hashable {
     /// - Throws: `SecureDictionaryError.keyring(domain:code:message:)` when scrypt fails
     ///   (out of memory).
     func derive(_ passphrase: SecretBytes) throws(SecureDictionaryError) -> SecretBytes {
-        var key = [UInt8](repeating: 0, count: 32)
-        defer { Wipe.bytes(&key) }
-        let done = passphrase.withUnsafeBytes { password in
-            Self.scrypt(password, salt: salt, log2N: Int(log2N), r: Int(r), p: Int(p), into: &key)
+        var done = false
+        let key = SecretBytes(count: 32) { key in  // derived straight into locked pages
+            done = passphrase.withUnsafeBytes { password in
+                Self.scrypt(password, salt: salt, log2N: Int(log2N), r: Int(r), p: Int(p), into: key)
+            }
         }
         guard done else {
             throw .keyring(domain: "SecureDictionary.Scrypt", code: 1, message: "scrypt failed (out of memory?)")
         }
-        return SecretBytes.copying(key)
+        return key
     }
 
     /// scrypt of `password` and `salt` into `key` (its whole length); `false` on failure.
     static func scrypt(
-        _ password: UnsafeRawBufferPointer, salt: [UInt8], log2N: Int, r: Int, p: Int, into key: inout [UInt8]
+        _ password: UnsafeRawBufferPointer, salt: [UInt8], log2N: Int, r: Int, p: Int, into key: UnsafeMutableRawBufferPointer
     ) -> Bool {
         let blocks = (1 << log2N) + p + 1
         return salt.withUnsafeBufferPointer { salt in
-            key.withUnsafeMutableBufferPointer { out in
-                sd_scrypt(
-                    password.baseAddress?.assumingMemoryBound(to: UInt8.self), password.count, salt.baseAddress, salt.count,
-                    UInt32(log2N), UInt32(r), UInt32(p), 128 * r * blocks + 4096, out.baseAddress, out.count)
-            }
+            sd_scrypt(
+                password.baseAddress?.assumingMemoryBound(to: UInt8.self), password.count, salt.baseAddress, salt.count,
+                UInt32(log2N), UInt32(r), UInt32(p), 128 * r * blocks + 4096,
+                key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count)
         } == 1
     }
 }

@@ -27,6 +27,8 @@
 //                                              one key each back to back, printing "call <thread> ok|<case> <ms>"
 //                                              per call, until standard input ends
 //   sd-test-writer scan APP COUNT MODE         the process a core-dump scan looks at (MemoryScan.swift)
+//   sd-test-writer scan-memory-store APP MODE FILE...  the same, for an InMemoryKeyringStore of its
+//                                              own holding each FILE (MemoryScan.swift)
 //   sd-test-writer config-read APP NAME KEY    reads one configuration key through SecureDictionaryProvider,
 //                                              prints "ready <reads>" and waits: the process a core scan
 //                                              looks at (ConfigurationRead.swift)
@@ -272,7 +274,8 @@ do {
         // Uses a credential store and a passphrase store (passphrase: the first line of standard
         // input, not cached), writes and reads APP's dictionary in both, then with "forget"
         // forgets their keys and releases everything; prints "ready" and waits for a line. For
-        // the core-dump scan of their secrets; "control" keeps everything.
+        // the core-dump scan of their secrets; "control" keeps everything, and the credential's
+        // bytes in ordinary memory.
         var kept: [AnyObject] = []
         do {
             try exerciseFileStores(app: arguments[1], keeping: &kept)
@@ -283,6 +286,10 @@ do {
         if arguments[2] == "forget" {
             for case let store as EncryptedFileStore in kept { store.forgetKey() }
             kept.removeAll()
+        } else if let directory = environment["CREDENTIALS_DIRECTORY"],
+            let copy = NSData(contentsOfFile: "\(directory)/securedictionary")
+        {
+            kept.append(copy)  // what a caller holding the credential in ordinary memory leaves
         }
         print("ready")
         fflush(nil)
@@ -310,6 +317,8 @@ do {
     case "scan" where arguments.count == 4:
         guard let count = Int(arguments[2]) else { fail("bad count") }
         try MemoryScan.run(app: arguments[1], count: count, mode: arguments[3], options: options(timeout: .seconds(20)))
+    case "scan-memory-store" where arguments.count >= 4:
+        try MemoryScan.runInMemoryStore(app: arguments[1], mode: arguments[2], files: Array(arguments.dropFirst(3)))
     case "config-read" where arguments.count == 4:
         try ConfigurationRead.run(
             app: arguments[1], name: arguments[2], key: arguments[3], options: options(timeout: .seconds(20)))

@@ -101,7 +101,7 @@ final class VerifiedWrite: Sendable {
             var bytes = secret.array
             defer { Wipe.bytes(&bytes) }
             if bytes.isEmpty { bytes = [0] } else { bytes[bytes.count - 1] ^= 0xFF }
-            return SecretBytes.copying(bytes)
+            return SecretBytes(copying: bytes)
         }
 
         /// `secret` with every byte changed, as a key that differs decrypts it (padding intact).
@@ -109,7 +109,7 @@ final class VerifiedWrite: Sendable {
             var bytes = secret.array
             defer { Wipe.bytes(&bytes) }
             for index in bytes.indices { bytes[index] ^= 0xA5 }
-            return SecretBytes.copying(bytes)
+            return SecretBytes(copying: bytes)
         }
     }
 #endif

@@ -269,24 +269,14 @@ final class ItemState: Sendable {
         return Check(generation: generation, digest: digest, started: started, finished: finished)
     }
 
-    /// The stored blob, in bytes that are wiped when released: the store's own (a
-    /// ``SecretBytesStore``), or a copy of its array, which is wiped at once.
+    /// The stored blob, in the store's own bytes (wiped when released).
     private func load(timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
-        if let store = store as? any SecretBytesStore { return try store.loadSecret(item, timeout: timeout) }
-        guard var bytes = try store.load(item, timeout: timeout) else { return nil }
-        defer { Wipe.bytes(&bytes) }
-        return SecretBytes.copying(bytes)
+        try store.load(item, timeout: timeout)
     }
 
-    /// Writes `generation`'s blob: from its region (a ``SecretBytesStore``), or through an
-    /// array that is wiped once the store returns.
+    /// Writes `generation`'s blob, straight from its region.
     private func send(_ generation: Generation, timeout: Duration) throws(SecureDictionaryError) {
-        if let store = store as? any SecretBytesStore {
-            return try store.storeSecret(SecretBytes(viewing: generation.bytes, keptBy: generation), for: item, timeout: timeout)
-        }
-        var bytes = Array(generation.bytes)
-        defer { Wipe.bytes(&bytes) }
-        try store.store(bytes, for: item, timeout: timeout)
+        try store.store(SecretBytes(viewing: generation.bytes, keptBy: generation), for: item, timeout: timeout)
     }
 
     // MARK: Helpers

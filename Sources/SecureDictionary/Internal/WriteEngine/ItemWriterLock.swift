@@ -78,16 +78,6 @@ protocol InteractivelyUnlockingStore: KeyringStore {
     func confirmAccessInteractively(to item: KeyringItem, timeout: Duration) throws(SecureDictionaryError)
 }
 
-/// A store that hands its secrets over in ``SecretBytes``, so that a load is copied once, into a
-/// ``Generation``'s region, and a write is sent from that region, with no array in between
-/// (``SecretServiceStore``; others go through `[UInt8]`, copied and wiped).
-package protocol SecretBytesStore: KeyringStore {
-    /// As ``KeyringStore/load(_:timeout:)``.
-    func loadSecret(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes?
-    /// As ``KeyringStore/store(_:for:timeout:)``.
-    func storeSecret(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError)
-}
-
 /// A store that processes share, whose writers coordinate and whose changes can be watched.
 package protocol CoordinatedStore: KeyringStore {
     /// The cross-process writer lock of `item`. `logger` gets one warning if the lock
