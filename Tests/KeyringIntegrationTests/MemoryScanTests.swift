@@ -59,7 +59,7 @@ struct MemoryScan {
             let child = try LiveChild(KeyringHarness.writer, ["scan-memory-store", app, mode] + files)
             let ready = (child.nextLine(timeout: .seconds(120)) ?? "").split(separator: " ")
             try #require(ready.count == 2 && ready[0] == "ready", "\(ready) \(child.errors)")
-            cores[mode] = try CoreScan.take(of: try #require(Int32(ready[1])), secrets: canaries.secrets, in: folder)
+            cores[mode] = try CoreScan.take(of: try #require(Int32(ready[1])), secrets: canaries.secrets)
             try child.send("done")
             #expect(child.finish(timeout: .seconds(60)).status == 0, "\(mode): \(child.errors)")
         }
