@@ -54,6 +54,8 @@ let package = Package(
             dependencies: [
                 "CLibSecret",
                 "CSecretShim",
+                // Duration's conversions and the one-shot wait, shared with the tool and the tests.
+                "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Imports are internal unless marked `public import`: libsecret and GLib (CLibSecret,
