@@ -105,7 +105,7 @@ let package = Package(
             name: "sd-test-writer",
             dependencies: [
                 "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport", "SecureDictionaryConfiguration",
-                .product(name: "Configuration", package: "swift-configuration"),
+                "ProcessSpawning", .product(name: "Configuration", package: "swift-configuration"),
             ],
             path: "Tests/Support/sd-test-writer"
         ),
@@ -125,6 +125,7 @@ let package = Package(
             name: "SecureDictionaryTests",
             dependencies: [
                 "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryAdoption", "SecureDictionaryTestSupport",
+                "ProcessSpawning",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
