@@ -54,6 +54,8 @@ let package = Package(
             dependencies: [
                 "CLibSecret",
                 "CSecretShim",
+                // Duration's conversions and the one-shot wait, shared with the tool and the tests.
+                "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Imports are internal unless marked `public import`: libsecret and GLib (CLibSecret,
@@ -103,7 +105,7 @@ let package = Package(
             name: "sd-test-writer",
             dependencies: [
                 "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryTestSupport", "SecureDictionaryConfiguration",
-                .product(name: "Configuration", package: "swift-configuration"),
+                "ProcessSpawning", .product(name: "Configuration", package: "swift-configuration"),
             ],
             path: "Tests/Support/sd-test-writer"
         ),
@@ -123,6 +125,7 @@ let package = Package(
             name: "SecureDictionaryTests",
             dependencies: [
                 "SecureDictionary", "SecureDictionaryFileStore", "SecureDictionaryAdoption", "SecureDictionaryTestSupport",
+                "ProcessSpawning",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),

@@ -104,25 +104,22 @@ public enum ChildProcess {
         DispatchQueue.global().async { writeAll(input, to: toChild.write) }
         let out = Collected(fromChild.read)
         let err = Collected(errorsFromChild.read)
-        let exited = DispatchSemaphore(value: 0)
-        let status = Mutex<Int32>(0)
+        let exited = OneShot<Int32>()  // the wait status
         DispatchQueue.global().async {
             var raw: Int32 = 0
             while waitpid(child, &raw, 0) < 0 && errno == EINTR {}
-            status.withLock { $0 = raw }
-            exited.signal()
+            exited.finish(raw)
         }
         var timedOut = false
-        if exited.wait(timeout: .now() + dispatchInterval(timeout)) == .timedOut {
+        if exited.wait(for: timeout) == nil {
             timedOut = true
             kill(child, SIGKILL)
-            exited.wait()
         }
+        let raw = exited.wait()
         let elapsed = ContinuousClock.now - started
-        let raw = status.withLock { $0 }
         let signaled = raw & 0x7F != 0
         // A grandchild may keep the pipes open: do not wait for it forever.
-        let grace = DispatchTime.now() + dispatchInterval(outputGrace)
+        let grace = outputGrace.fromNow
         return Output(
             status: signaled ? raw & 0x7F : (raw >> 8) & 0xFF, signaled: signaled, timedOut: timedOut,
             stdout: out.bytes(waitingUntil: grace), stderrBytes: err.bytes(waitingUntil: grace), elapsed: elapsed)
@@ -142,18 +139,12 @@ public enum ChildProcess {
         close(descriptor)
     }
 
-    /// The whole of `duration`, below a second too (seconds alone made 400 ms a kill at once).
-    private static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return .nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
-    }
-
     /// Everything read from a pipe until its end, by a thread of its own, which then closes it.
     /// What was read so far is kept as it comes, so that a pipe a grandchild holds open still
     /// shows what the child wrote.
     private final class Collected: Sendable {
         private let data = Mutex(Data())
-        private let done = DispatchSemaphore(value: 0)
+        private let done = OneShot<Bool>()
 
         init(_ descriptor: Int32) {
             DispatchQueue.global().async { [self] in
@@ -165,12 +156,12 @@ public enum ChildProcess {
                     data.withLock { $0.append(contentsOf: buffer[0..<count]) }
                 }
                 close(descriptor)
-                done.signal()
+                done.finish(true)
             }
         }
 
         func bytes(waitingUntil deadline: DispatchTime) -> Data {
-            _ = done.wait(timeout: deadline)
+            _ = done.wait(until: deadline)
             return data.withLock { $0 }
         }
     }

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import ProcessSpawning
 
 extension SecureDictionary {
     /// The async forms of every call that touches the keyring.
@@ -176,54 +176,13 @@ enum Offload {
     static func run<T: Sendable>(
         _ work: @escaping @Sendable () throws(SecureDictionaryError) -> T
     ) async throws(SecureDictionaryError) -> T {
-        let waiter = Waiter<T>()
+        let outcome = OneShot<Result<T, SecureDictionaryError>>()
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                waiter.attach(continuation)
-                queue.async {
-                    waiter.finish(Result { () throws(SecureDictionaryError) in try work() })
-                }
-            }
+            queue.async { outcome.finish(Result { () throws(SecureDictionaryError) in try work() }) }
+            return await outcome.arrival()
         } onCancel: {
-            waiter.finish(.failure(.cancelled))
+            outcome.finish(.failure(.cancelled))
         }
         return try result.get()
-    }
-
-    /// Resumes its continuation exactly once, with whichever outcome comes first.
-    private final class Waiter<T: Sendable>: Sendable {
-        private struct State {
-            var continuation: CheckedContinuation<Result<T, SecureDictionaryError>, Never>?
-            var early: Result<T, SecureDictionaryError>?
-            var done = false
-        }
-
-        private let state = Mutex(State())
-
-        func attach(_ continuation: CheckedContinuation<Result<T, SecureDictionaryError>, Never>) {
-            let early: Result<T, SecureDictionaryError>? = state.withLock { state in
-                if let early = state.early {
-                    state.done = true
-                    return early
-                }
-                state.continuation = continuation
-                return nil
-            }
-            if let early { continuation.resume(returning: early) }
-        }
-
-        func finish(_ result: Result<T, SecureDictionaryError>) {
-            let continuation: CheckedContinuation<Result<T, SecureDictionaryError>, Never>? = state.withLock { state in
-                guard !state.done else { return nil }
-                guard let continuation = state.continuation else {
-                    if state.early == nil { state.early = result }  // cancelled before attach
-                    return nil
-                }
-                state.done = true
-                state.continuation = nil
-                return continuation
-            }
-            continuation?.resume(returning: result)
-        }
     }
 }

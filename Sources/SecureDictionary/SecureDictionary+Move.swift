@@ -57,11 +57,11 @@ extension SecureDictionary {
         // the destination's, around the copy: its writers wait too (a file store's own store()
         // takes no lock, so move must). Always in this order.
         let logger = Logger(label: "SecureDictionary.move")
-        let sourceLock = (source as? any CoordinatedStore)?.writerLock(for: item, logger: logger)
-        let sourceLocked = try sourceLock?.acquire(until: deadline) ?? false
-        defer { if sourceLocked { sourceLock?.release() } }
+        let sourceLock = try (source as? any CoordinatedStore)?.writerLock(for: item, logger: logger).acquireQueued(
+            until: deadline)
+        defer { sourceLock?.release() }
         guard var bytes = try source.load(item, timeout: deadline.remainingForCall()) else { return false }
-        var destinationLock: (any ItemWriterLock)?
+        var destinationLock: QueuedLock?
         defer { destinationLock?.release() }
         var copied = false
         for _ in 0..<3 {
@@ -73,10 +73,8 @@ extension SecureDictionary {
             }
             if case .failure(let error) = validated { throw SecureDictionaryError(error) }
             // Taken once the source decodes: a damaged source touches nothing of the destination.
-            if destinationLock == nil, let lock = (destination as? any CoordinatedStore)?.writerLock(for: item, logger: logger),
-                try lock.acquire(until: deadline)
-            {
-                destinationLock = lock
+            if destinationLock == nil, let lock = (destination as? any CoordinatedStore)?.writerLock(for: item, logger: logger) {
+                destinationLock = try lock.acquireQueued(until: deadline)
             }
             try copy(bytes, of: item, to: destination, replacingOwnCopy: copied, deadline)
             copied = true

@@ -56,30 +56,20 @@ extension SecureDictionary {
         refreshingIf isStale: (Entries) throws -> Bool,
         refresh: (inout Entries) throws -> Void
     ) throws -> Value? {
-        let current = Entries(stored: try state.generation(options.context))
+        let (current, queue) = try RefreshSteps.current(self)
         if try !isStale(current) { return current[key] }
-        let deadline = Deadline(after: lockWait)
-        guard state.refreshGate.enterWaiting(until: deadline) else { throw RefreshGate.heldHere }
-        defer { state.refreshGate.leave() }
-        let held = try holdLocks(until: deadline, lockWait: lockWait)
-        defer { held.release() }
+        let steps = RefreshSteps(dictionary: self, lockWait: lockWait)
+        try steps.entered(queue.enter(until: steps.deadline) ? .entered : .timedOut, queue)
+        let held = try steps.hold(queue)
         var entries = held.entries
-        guard try isStale(entries) else { return entries[key] }
-        try refresh(&entries)
-        return try held.commit(entries).value(forKey: key)
-    }
-
-    /// The item's locks, held with the stored item checked; when the keyring is locked or
-    /// asks to confirm the access and ``Options/unlock`` allows its dialog, after the dialog
-    /// (then with a new `lockWait`).
-    fileprivate func holdLocks(until deadline: Deadline, lockWait: Duration) throws(SecureDictionaryError) -> HeldWrite {
-        let context = options.context
         do {
-            return try HeldWrite(state, context, until: deadline)
-        } catch let error where error.asksTheUser && context.unlock != .never {
-            try state.askTheUser(after: error, context)
-            return try HeldWrite(state, context, until: Deadline(after: lockWait))
+            guard try isStale(entries) else { return steps.fresh(entries[key], held) }
+            try refresh(&entries)
+        } catch {
+            held.release()
+            throw error
         }
+        return try steps.commit(entries, key, held)
     }
 }
 
@@ -115,29 +105,18 @@ extension SecureDictionary.Async {
         refresh: (inout SecureDictionary.Entries) async throws -> Void
     ) async throws -> SecureDictionary.Value? {
         let dictionary = dictionary
-        let (state, context) = (dictionary.state, dictionary.options.context)
-        let current = try await Offload.run { () throws(SecureDictionaryError) in
-            SecureDictionary.Entries(stored: try state.generation(context))
+        let (current, queue) = try await Offload.run { () throws(SecureDictionaryError) in
+            try RefreshSteps.current(dictionary)
         }
         if try !isStale(current) { return current[key] }
-        let deadline = Deadline(after: lockWait)
-        switch await state.refreshGate.enter(until: deadline) {
-        case .entered: break
-        case .timedOut: throw RefreshGate.heldHere
-        case .cancelled: throw SecureDictionaryError.cancelled
-        }
-        defer { state.refreshGate.leave() }
-        // Cancelled while the locks are being taken, the wait ends; the locks, once taken,
-        // are given back as the HeldWrite nobody received goes.
-        let held = try await Offload.run { () throws(SecureDictionaryError) in
-            try dictionary.holdLocks(until: deadline, lockWait: lockWait)
-        }
+        let steps = RefreshSteps(dictionary: dictionary, lockWait: lockWait)
+        try steps.entered(await queue.enter(until: steps.deadline), queue)
+        // Cancelled while the locks are being taken, the wait ends; the locks and the queue,
+        // once taken, are given back as the HeldWrite nobody received goes.
+        let held = try await Offload.run { () throws(SecureDictionaryError) in try steps.hold(queue) }
         var entries = held.entries
         do {
-            guard try isStale(entries) else {
-                held.release()
-                return entries[key]
-            }
+            guard try isStale(entries) else { return steps.fresh(entries[key], held) }
             try await refresh(&entries)
         } catch {
             held.release()
@@ -146,9 +125,70 @@ extension SecureDictionary.Async {
         // The write and the release together, on the queue: a cancelled wait for the write
         // never gives the locks back before the write is answered.
         let changed = entries
-        return try await Offload.run { () throws(SecureDictionaryError) in
-            defer { held.release() }
-            return try held.commit(changed).value(forKey: key)
+        return try await Offload.run { () throws(SecureDictionaryError) in try steps.commit(changed, key, held) }
+    }
+}
+
+/// The steps of one token refresh, the same for the sync and the async form, which differ
+/// only in how they wait: the sync form blocks its thread, the async form suspends for the
+/// item's ``LockQueue`` and runs the keyring calls on the private queue of the async calls.
+/// A refresh is the item's queue and a ``HeldWrite``; the held write owns the queue once
+/// made, and is released once, by ``fresh(_:_:)``, ``commit(_:_:_:)`` or the caller's throw.
+private struct RefreshSteps: Sendable {
+    let dictionary: SecureDictionary
+    let lockWait: Duration
+    /// The end of the wait for another caller's refresh, in this process or another.
+    let deadline: Deadline
+
+    init(dictionary: SecureDictionary, lockWait: Duration) {
+        self.dictionary = dictionary
+        self.lockWait = lockWait
+        deadline = Deadline(after: lockWait)
+    }
+
+    /// The entries in memory (loaded first when needed), and the item's queue.
+    static func current(_ dictionary: SecureDictionary) throws(SecureDictionaryError)
+        -> (SecureDictionary.Entries, LockQueue)
+    {
+        let (state, context) = (dictionary.state, dictionary.options.context)
+        let entries = SecureDictionary.Entries(stored: try state.generation(context))
+        return (entries, try state.queue(until: Deadline(after: context.timeout)))
+    }
+
+    /// Returns when the wait for `queue` ended with the queue entered; else throws why it ended.
+    func entered(_ outcome: LockQueue.Outcome, _ queue: LockQueue) throws(SecureDictionaryError) {
+        switch outcome {
+        case .entered: return
+        case .timedOut: throw queue.endedWait
+        case .cancelled: throw .cancelled
         }
+    }
+
+    /// The item's locks behind `queue` (entered), held with the stored item checked; when the
+    /// keyring is locked or asks to confirm the access and ``SecureDictionary/Options/unlock``
+    /// allows its dialog, after the dialog (then queued again, with a new `lockWait`).
+    func hold(_ queue: LockQueue) throws(SecureDictionaryError) -> HeldWrite {
+        let (state, context) = (dictionary.state, dictionary.options.context)
+        do {
+            return try HeldWrite(state, context, holding: queue, until: deadline)
+        } catch let error where error.asksTheUser && context.unlock != .never {
+            try state.askTheUser(after: error, context)
+            let again = Deadline(after: lockWait)
+            return try HeldWrite(state, context, holding: try state.enterQueue(until: again), until: again)
+        }
+    }
+
+    /// `value`, found fresh under the locks: another caller refreshed meanwhile.
+    func fresh(_ value: SecureDictionary.Value?, _ held: HeldWrite) -> SecureDictionary.Value? {
+        held.release()
+        return value
+    }
+
+    /// Writes `entries`' changes and gives the locks back; the value for `key` written.
+    func commit(_ entries: SecureDictionary.Entries, _ key: String, _ held: HeldWrite) throws(SecureDictionaryError)
+        -> SecureDictionary.Value?
+    {
+        defer { held.release() }
+        return try held.commit(entries).value(forKey: key)
     }
 }

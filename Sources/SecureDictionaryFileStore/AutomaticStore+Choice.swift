@@ -1,4 +1,5 @@
 import Logging
+import ProcessSpawning
 import SecureDictionary
 
 /// How ``AutomaticStore`` chooses, once, within the deadline of the call that needs a store.
@@ -75,8 +76,7 @@ extension AutomaticStore {
             if try SessionBusName.awaitOwner(of: name, starting: false, until: Deadline(after: wait)) == .owned {
                 return try secretServiceThatAnswers(until: deadline)
             }
-            let milliseconds = wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000
-            waited = ", and nobody came in \(milliseconds) ms"
+            waited = ", and nobody came in \(wait.milliseconds) ms"
         } else {
             waited = ", and these files were chosen before"
         }

@@ -69,7 +69,7 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
     let secretService: SecretServiceStore
     let portal: SecretPortalStore
     private let decided = Mutex<(store: any KeyringStore, choice: Choice)?>(nil)
-    private let deciding = FairLock()
+    private let deciding = LockQueue()
     let logger = Logger(label: "SecureDictionary")
 
     /// - Parameters:
@@ -148,8 +148,8 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
     /// The chosen store, choosing it first if needed (one thread at a time).
     func decide(until deadline: Deadline) throws(SecureDictionaryError) -> (store: any KeyringStore, choice: Choice) {
         if let decided = decided.withLock({ $0 }) { return decided }
-        guard deciding.lock(until: deadline) else { throw .timedOut }
-        defer { deciding.unlock() }
+        guard deciding.enter(until: deadline) else { throw .timedOut }
+        defer { deciding.leave() }
         if let decided = decided.withLock({ $0 }) { return decided }
         let made = try makeChoice(until: deadline)
         decided.withLock { $0 = made }
@@ -171,12 +171,18 @@ private final class ChosenStoreLock: ItemWriterLock {
     private let logger: Logger
     private let pick: Pick
     private let inner = Mutex<(any ItemWriterLock)??>(nil)
+    /// The queue when the store chosen has no such lock.
+    private let ownQueue = LockQueue()
 
     init(automatic: AutomaticStore, item: KeyringItem, logger: Logger, pick: @escaping Pick) {
         self.automatic = automatic
         self.item = item
         self.logger = logger
         self.pick = pick
+    }
+
+    func queue(until deadline: Deadline) throws(SecureDictionaryError) -> LockQueue {
+        try resolved(until: deadline)?.queue(until: deadline) ?? ownQueue
     }
 
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {

@@ -145,9 +145,8 @@ extension EncryptedFileStore {
     {
         guard let passphrase else { throw .invalidValue(reason: "this store's key is not a passphrase") }
         let deadline = Deadline(after: timeout)
-        let lock = engine.writeLock()  // the folder's: every file is rewritten
-        _ = try lock.acquire(until: deadline)
-        defer { lock.release() }
+        let held = try engine.writeLock().acquireQueued(until: deadline)  // the folder's: every file is rewritten
+        defer { held.release() }
         let folder = engine.folder
         // Every file decrypted with the old passphrase first: a wrong one changes nothing.
         var files: [(name: String, header: EncryptedItemFile.Header, blob: SecretBytes)] = []

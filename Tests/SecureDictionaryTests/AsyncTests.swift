@@ -1,4 +1,5 @@
 import Foundation
+import ProcessSpawning
 import SecureDictionary
 import SecureDictionaryTestSupport
 import Synchronization
@@ -10,7 +11,7 @@ final class SlowStore: ForwardingStore {
     let delay: Duration
     init(delay: Duration) { self.delay = delay }
     func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        Thread.sleep(forTimeInterval: delay.seconds)
         try inner.store(secret, for: item, timeout: timeout)
     }
 }

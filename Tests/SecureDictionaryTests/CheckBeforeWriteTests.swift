@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ProcessSpawning
 import Synchronization
 import Testing
 
@@ -190,8 +191,7 @@ final class StuckWritesStore: ForwardingStore {
         stuckCount.add(1, ordering: .acquiringAndReleasing)
         defer { stuckCount.subtract(1, ordering: .acquiringAndReleasing) }
         entered.signal()
-        let milliseconds = Int(timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        guard released.wait(timeout: .now() + .milliseconds(milliseconds)) == .success else { throw .timedOut }
+        guard released.wait(timeout: timeout.fromNow) == .success else { throw .timedOut }
         try inner.store(secret, for: item, timeout: timeout)
     }
 }

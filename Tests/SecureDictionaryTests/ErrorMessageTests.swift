@@ -40,7 +40,7 @@ import Testing
         .corrupt(reason: "the size 5000000 is above the limit"), .unsupportedFormatVersion("bplist15"),
         .tooLarge(size: 5_000_000, limit: 4_194_304), .invalidValue(reason: "nested deeper than 64 levels"),
         .typeMismatch(expected: "Int", found: "string"), .invalidName(reason: "empty"), .ambiguous(count: 2),
-        .lockHeld(pid: 123_456, command: "sd-reliability"), RefreshGate.heldHere, .confirmationRequired, .confirmationDenied,
+        .lockHeld(pid: 123_456, command: "sd-reliability"), LockQueue.heldHere, .confirmationRequired, .confirmationDenied,
         .unlockDismissed, .sessionRejected(reason: "Client public key size is invalid"),
         .writeNotVerified(restored: true), .writeNotVerified(restored: false),
         .store(FileStoreError.portalUnavailable(reason: "no portal on the bus")),

@@ -49,6 +49,8 @@ import Testing
 /// An in-memory store with a writer lock that records what happens, in order.
 final class RecordingCoordinatedStore: ForwardingStore, CoordinatedStore, Sendable {
     let inner = InMemoryKeyringStore()
+    /// The queue in front of its lock (one lock for every item of the store).
+    let queue = LockQueue()
     let events = Mutex<[String]>([])
     private let releaseHook = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -76,6 +78,8 @@ final class RecordingCoordinatedStore: ForwardingStore, CoordinatedStore, Sendab
 
     struct Lock: ItemWriterLock {
         let store: RecordingCoordinatedStore
+
+        func queue(until deadline: Deadline) -> LockQueue { store.queue }
 
         func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
             store.events.withLock { $0.append("acquire") }

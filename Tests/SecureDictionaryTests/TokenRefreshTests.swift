@@ -282,8 +282,9 @@ extension TokenRefreshTests {
         }
     }
 
-    /// Returns once `count` callers wait at `gate`; throws when they do not within 10 seconds.
-    static func queued(_ count: Int, at gate: RefreshGate) async throws {
+    /// Returns once `count` callers wait in `tokens`' queue; throws when they do not within 10 seconds.
+    static func queued(_ count: Int, at tokens: SecureDictionary) async throws {
+        let gate = try tokens.state.queue(until: Deadline(after: .seconds(1)))
         let deadline = ContinuousClock.now + .seconds(10)
         while gate.waiting < count {
             try #require(ContinuousClock.now < deadline, "\(gate.waiting) of \(count) callers wait for the refresh")
@@ -322,12 +323,12 @@ extension TokenRefreshTests {
         #expect(syncOutcome.map(Self.isLockHeldByThisProcess) == true, "\(String(describing: syncOutcome))")
         holder.finish.fire()
         #expect(try await refreshing.value == "a1")
-        #expect(tokens.state.refreshGate.waiting == 0)
+        #expect((try tokens.state.queue(until: Deadline(after: .seconds(1))).waiting) == 0)
     }
 
     /// A wait for a refresh of this process says so, and names the fix: not "another process".
     @Test func aWaitForThisProcesssOwnRefreshSaysSoAndNamesTheFix() {
-        let text = RefreshGate.heldHere.description
+        let text = LockQueue.heldHere.description
         #expect(text.hasPrefix("This process ("), "\(text)")
         #expect(text.contains("timeout shorter than lockWait"), "\(text)")
     }
@@ -343,10 +344,10 @@ extension TokenRefreshTests {
                 Issue.record("the waiter after the holder refreshed")
             }
         }
-        try await Self.queued(2, at: tokens.state.refreshGate)
+        try await Self.queued(2, at: tokens)
         cancelled.cancel()
         await #expect(throws: SecureDictionaryError.cancelled) { try await cancelled.value }
-        #expect(tokens.state.refreshGate.waiting == 1)
+        #expect((try tokens.state.queue(until: Deadline(after: .seconds(1))).waiting) == 1)
         holder.finish.fire()
         #expect(try await refreshing.value == "a1")
         #expect(try await next.value == "a1")
@@ -362,7 +363,7 @@ extension TokenRefreshTests {
         let waiters = (0..<64).map { _ in
             Task { try await tokens.async.value(forKey: "accessToken", refreshingIf: Self.isStale) { _ in } }
         }
-        try await Self.queued(waiters.count, at: tokens.state.refreshGate)
+        try await Self.queued(waiters.count, at: tokens)
         // Async calls, the library's own included, still run.
         let other = try SecureDictionary(name: "other", applicationID: appID, options: .init(store: InMemoryKeyringStore()))
         try await other.async.setValue("v", forKey: "k")
@@ -378,6 +379,8 @@ extension TokenRefreshTests {
 /// A store whose writer lock, once gated, is taken only when the test opens the gate.
 final class GatedLockStore: ForwardingStore, CoordinatedStore, Sendable {
     let inner = InMemoryKeyringStore()
+    /// The queue in front of its lock (one lock for every item of the store).
+    let queue = LockQueue()
     let gated = Atomic<Bool>(false)
     let acquiring = DispatchSemaphore(value: 0)
     let gate = DispatchSemaphore(value: 0)
@@ -389,6 +392,8 @@ final class GatedLockStore: ForwardingStore, CoordinatedStore, Sendable {
 
     struct Lock: ItemWriterLock {
         let store: GatedLockStore
+
+        func queue(until deadline: Deadline) -> LockQueue { store.queue }
 
         func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
             if store.gated.load(ordering: .relaxed) {

@@ -26,8 +26,8 @@ import Synchronization
 /// airtight: a file has no window between check and write. It also guards what the items
 /// of a folder share: the first write's new key, the rollback records.
 ///
-/// Threads of this process queue on an in-process `FairLock` first (`flock` locks belong
-/// to the open file, not the thread). A waiter that reaches its deadline names the holder
+/// Threads and tasks of this process queue on the folder's `LockQueue` first (`flock` locks
+/// belong to the open file, not the thread). A waiter that reaches its deadline names the holder
 /// as the kernel tells it (`LockHolder`: `/proc/locks`), or says it is unknown
 /// (`SecureDictionaryError.lockHeld(pid:command:)`).
 ///
@@ -50,9 +50,11 @@ final class FileWriterLock: ItemWriterLock {
         held = HeldFlock(name: folder.path)
     }
 
+    func queue(until deadline: Deadline) -> LockQueue { held.queue }
+
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         try available()
-        try held.acquire(until: deadline) { () throws(SecureDictionaryError) in try lockFolder(until: deadline) }
+        try held.acquire { () throws(SecureDictionaryError) in try lockFolder(until: deadline) }
         return true
     }
 
@@ -103,33 +105,25 @@ enum Flock {
     }
 }
 
-/// What both file-store locks share: this process's fair queue for the lock's name first
-/// (threads of one process never meet on `flock`), then the locked descriptor, held until
-/// ``release()``.
+/// What both file-store locks share: this process's queue for the lock's name (threads of
+/// one process never meet on `flock`; the caller holds the queue around the lock), then the
+/// locked descriptor, held until ``release()``.
 final class HeldFlock: Sendable {
-    private let local: FairLock
+    /// The `LockQueue` of the lock's name.
+    let queue: LockQueue
     private let descriptor = Mutex<Int32?>(nil)
 
-    init(name: String) { local = FairLock.shared(for: name) }
+    init(name: String) { queue = LockQueue.shared(for: name) }
 
-    /// Waits for this process's other holders, then holds what `locking` opened and locked.
+    /// Holds what `locking` opened and locked; call holding ``queue``.
     ///
-    /// - Throws: `SecureDictionaryError.timedOut` when a thread of this process holds it until
-    ///   `deadline`; what `locking` throws.
-    func acquire(
-        until deadline: Deadline, locking: () throws(SecureDictionaryError) -> Int32
-    ) throws(SecureDictionaryError) {
-        guard local.lock(until: deadline) else { throw .timedOut }  // a thread of this process holds it
-        do throws(SecureDictionaryError) {
-            let locked = try locking()
-            descriptor.withLock { $0 = locked }
-        } catch {
-            local.unlock()
-            throw error
-        }
+    /// - Throws: what `locking` throws.
+    func acquire(locking: () throws(SecureDictionaryError) -> Int32) throws(SecureDictionaryError) {
+        let locked = try locking()
+        descriptor.withLock { $0 = locked }
     }
 
-    /// Unlocks and closes the descriptor, then lets this process's next waiter in.
+    /// Unlocks and closes the descriptor (the caller then leaves ``queue``).
     func release() {
         if let held = descriptor.withLock({ held in
             defer { held = nil }
@@ -138,6 +132,5 @@ final class HeldFlock: Sendable {
             flock(held, LOCK_UN)
             close(held)
         }
-        local.unlock()
     }
 }

@@ -12,8 +12,8 @@ import SecureDictionary
 ///
 /// ```swift
 /// let lock = ItemFileLock(folder: folder, item: item)
-/// guard try lock.acquire(until: deadline) else { … }   // lockHeld names the holder at the deadline
-/// defer { lock.release() }
+/// let held = try lock.acquireQueued(until: deadline)   // lockHeld names the holder at the deadline
+/// defer { held.release() }
 /// ```
 ///
 /// Invariants, and why:
@@ -51,9 +51,11 @@ final class ItemFileLock: ItemWriterLock {
     /// or listing pattern matches it).
     static func lockFileName(of item: KeyringItem) -> String { ".\(ItemFileFolder.fileName(of: item)).lock" }
 
+    func queue(until deadline: Deadline) -> LockQueue { held.queue }
+
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         try available()
-        try held.acquire(until: deadline) { () throws(SecureDictionaryError) in try lockFile(until: deadline) }
+        try held.acquire { () throws(SecureDictionaryError) in try lockFile(until: deadline) }
         return true
     }
 

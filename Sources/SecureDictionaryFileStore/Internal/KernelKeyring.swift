@@ -1,4 +1,5 @@
 import CFileStoreShim
+import ProcessSpawning
 import SecureDictionary
 
 #if canImport(Glibc)
@@ -47,7 +48,7 @@ enum KernelKeyring {
         let key = sd_keyring_add(description, payload.baseAddress, payload.count, keyring)
         guard key > 0 else { return errno }
         if let timeout {
-            let seconds = max(1, timeout.components.seconds + (timeout.components.attoseconds > 0 ? 1 : 0))
+            let seconds = max(1, (timeout.milliseconds + 999) / 1_000)  // whole seconds, rounded up
             guard sd_keyring_set_timeout(Int32(truncatingIfNeeded: key), UInt32(clamping: seconds)) == 0 else {
                 let failure = errno
                 sd_keyring_revoke(Int32(truncatingIfNeeded: key))

@@ -77,7 +77,7 @@ final class FixedSecretSource: MasterKeySource {
     private let fetch: @Sendable (Duration) throws(SecureDictionaryError) -> SecretBytes
     /// The secret and its key check, once fetched.
     private let kept = Mutex<(secret: SecretBytes, check: [UInt8])?>(nil)
-    private let fetching = FairLock()
+    private let fetching = LockQueue()
 
     init(name: String, fetch: @escaping @Sendable (Duration) throws(SecureDictionaryError) -> SecretBytes) {
         self.name = name
@@ -109,8 +109,8 @@ final class FixedSecretSource: MasterKeySource {
     /// The secret, fetched once (one fetch at a time, within the deadline).
     private func current(until deadline: Deadline) throws(SecureDictionaryError) -> (secret: SecretBytes, check: [UInt8]) {
         if let kept = kept.withLock({ $0 }) { return kept }
-        guard fetching.lock(until: deadline) else { throw .timedOut }
-        defer { fetching.unlock() }
+        guard fetching.enter(until: deadline) else { throw .timedOut }
+        defer { fetching.leave() }
         if let kept = kept.withLock({ $0 }) { return kept }
         let secret = try fetch(deadline.remainingForCall())
         let fetched = (secret: secret, check: EncryptedItemFile.keyCheck(of: secret))

@@ -38,7 +38,7 @@ final class PassphraseKeySource: MasterKeySource {
     /// Derived secrets by parameters, with their key checks; the last used is `current`.
     private let derived = Mutex<(secrets: [ScryptParameters: (SecretBytes, [UInt8])], current: ScryptParameters?)>(([:], nil))
     /// One passphrase asked at a time.
-    private let asking = FairLock()
+    private let asking = LockQueue()
 
     init(
         input: EncryptedFileStore.PassphraseInput, cache: EncryptedFileStore.PassphraseCache,
@@ -108,8 +108,8 @@ final class PassphraseKeySource: MasterKeySource {
     {
         let input = input ?? self.input
         let parameters = try ScryptParameters.random(log2N: cost.log2N, r: cost.blockSize, p: cost.parallelism)
-        guard asking.lock(until: Deadline(after: promptWait)) else { throw .timedOut }
-        defer { asking.unlock() }
+        guard asking.enter(until: Deadline(after: promptWait)) else { throw .timedOut }
+        defer { asking.leave() }
         let passphrase = try PassphraseReader.read(input, prompt: "New " + prompt.prefix(1).lowercased() + prompt.dropFirst())
         if case .terminal = input {
             let again = try PassphraseReader.read(input, prompt: "The same passphrase again: ")
@@ -136,8 +136,8 @@ final class PassphraseKeySource: MasterKeySource {
                     + "store's \(readableWork >> 20) MiB: it was changed, or written with a costlier PassphraseCost")
         }
         let asked = ContinuousClock.now
-        guard asking.lock(until: Deadline(after: promptWait)) else { throw .timedOut }
-        defer { asking.unlock() }
+        guard asking.enter(until: Deadline(after: promptWait)) else { throw .timedOut }
+        defer { asking.leave() }
         if let kept = try remembered(parameters, for: file) { return kept }  // asked by another thread meanwhile
         let passphrase = try PassphraseReader.read(input, prompt: prompt)
         // The person's time is not the call's: the stretch gets what was left when asking began.

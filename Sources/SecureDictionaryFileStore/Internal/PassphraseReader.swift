@@ -1,3 +1,4 @@
+import ProcessSpawning
 import SecureDictionary
 
 #if canImport(Glibc)
@@ -70,8 +71,7 @@ enum PassphraseReader {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { throw .passphraseUnavailable(reason: "nothing was typed in time") }
             var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(
-                clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            let milliseconds = Int32(clamping: left.milliseconds + 1)
             let ready = poll(&poller, 1, milliseconds)
             if ready < 0 {
                 if errno == EINTR { continue }

@@ -1,5 +1,6 @@
 import CFileStoreShim
 import Dispatch
+import ProcessSpawning
 import SecureDictionary
 import Synchronization
 
@@ -62,35 +63,25 @@ struct ScryptParameters: Sendable, Hashable {
     func derive(
         _ passphrase: SecretBytes, until deadline: Deadline, late: @escaping @Sendable (SecretBytes) -> Void
     ) throws(SecureDictionaryError) -> SecretBytes {
-        let stretch = Stretch()
+        // The stretch's result, or the caller's giving up: whichever comes first.
+        let stretch = OneShot<Stretched>()
         let parameters = self
         DispatchQueue.global(qos: .userInitiated).async {
             let result: Result<SecretBytes, SecureDictionaryError>
             do throws(SecureDictionaryError) { result = .success(try parameters.derive(passphrase)) } catch {
                 result = .failure(error)
             }
-            let abandoned = stretch.state.withLock { state in
-                state.result = result
-                return state.abandoned
-            }
-            if abandoned, case .success(let secret) = result { late(secret) }
-            stretch.finished.signal()
+            if !stretch.finish(.done(result)), case .success(let secret) = result { late(secret) }
         }
-        let (seconds, attoseconds) = deadline.remaining.components
-        let waited = stretch.finished.wait(
-            timeout: .now() + .nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)))
-        let result = stretch.state.withLock { state in
-            if waited == .timedOut && state.result == nil { state.abandoned = true }
-            return state.result
-        }
-        guard let result else { throw .timedOut }
+        let ended = stretch.wait(until: deadline.dispatchTime) ?? (stretch.finish(.abandoned) ? .abandoned : stretch.wait())
+        guard case .done(let result) = ended else { throw .timedOut }
         return try result.get()
     }
 
-    /// A stretch on its thread: its result, and whether its caller stopped waiting.
-    private final class Stretch: Sendable {
-        let state = Mutex<(result: Result<SecretBytes, SecureDictionaryError>?, abandoned: Bool)>((nil, false))
-        let finished = DispatchSemaphore(value: 0)
+    /// How a stretch ended for its caller.
+    private enum Stretched: Sendable {
+        case done(Result<SecretBytes, SecureDictionaryError>)
+        case abandoned
     }
 
     /// The 32-byte master secret for `passphrase`.

@@ -1,5 +1,6 @@
 import CLibSecret
 import CSecretPortal
+import ProcessSpawning
 import SecureDictionary
 
 /// The Secret portal (`org.freedesktop.portal.Secret`): it gives a sandboxed app a master
@@ -26,8 +27,7 @@ enum SecretPortal {
     ///   for response 1 (the user cancelled, where a backend reports it so);
     ///   `SecureDictionaryError.timedOut` past `timeout`.
     static func retrieveMasterSecret(timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
-        let (seconds, attoseconds) = timeout.components
-        let milliseconds = Int32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        let milliseconds = Int32(clamping: max(1, timeout.milliseconds))
         var buffer = [UInt8](repeating: 0, count: capacity)
         defer { Wipe.bytes(&buffer) }
         var length: gsize = 0

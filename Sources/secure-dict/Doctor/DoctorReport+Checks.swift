@@ -1,3 +1,4 @@
+import ProcessSpawning
 import SecureDictionary
 
 #if canImport(FoundationEssentials)
@@ -122,7 +123,7 @@ extension DoctorReport {
                 fix: Self.roundTripFix(error, environment: environment))
         }
         let elapsed = ContinuousClock.now - started
-        let milliseconds = Double(elapsed.components.seconds) * 1e3 + Double(elapsed.components.attoseconds) / 1e15
+        let milliseconds = elapsed.seconds * 1e3
         roundTripMilliseconds = (milliseconds * 10).rounded() / 10
         return DoctorFinding(
             check: "round trip", status: .ok,

@@ -237,10 +237,10 @@ final class PrivateKeyringSession {
         environment["SECURE_DICT_KEYRING_PASSWORD_FILE"] = passwordFile
         let signals = [SIGINT, SIGTERM, SIGHUP]
         for number in signals { signal(number, SIG_IGN) }
-        let outcome = Outcome()
+        let outcome = OneShot<RunEnd>()  // the first end of the run: COMMAND's exit or a signal
         let sources = signals.map { number in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { outcome.finish(128 + number, signal: number) }
+            source.setEventHandler { outcome.finish(RunEnd(status: 128 + number, signal: number)) }
             source.resume()
             return source
         }
@@ -259,20 +259,20 @@ final class PrivateKeyringSession {
                     }
                     guard ended == pid else { continue }
                     let signaled = status & 0x7f
-                    outcome.finish(signaled == 0 ? (status >> 8) & 0xff : 128 + signaled, signal: nil)
+                    outcome.finish(RunEnd(status: signaled == 0 ? (status >> 8) & 0xff : 128 + signaled, signal: nil))
                 }
             }
         } catch {
             printError("cannot run \(command[0]): \(error)")
-            outcome.finish(error.code == ENOENT ? 127 : 126, signal: nil)
+            outcome.finish(RunEnd(status: error.code == ENOENT ? 127 : 126, signal: nil))
         }
-        let (status, signal) = outcome.wait()
-        if let signal {
+        let end = outcome.wait()
+        if let signal = end.signal {
             printNote("secure-dict keyring run: got signal \(signal), stopping the session")
         }
         stop()
         for source in sources { source.cancel() }
-        return status
+        return end.status
     }
 
     /// Stops every process of the session, then removes its folder (not a `--keep` folder).
@@ -290,23 +290,9 @@ final class PrivateKeyringSession {
         try? FileManager.default.removeItem(atPath: base)
     }
 
-    /// The first end of the run: COMMAND's exit or a signal.
-    private final class Outcome: Sendable {
-        private let result = Mutex<(status: Int32, signal: Int32?)?>(nil)
-        private let done = DispatchSemaphore(value: 0)
-
-        func finish(_ status: Int32, signal: Int32?) {
-            let first = result.withLock { result in
-                guard result == nil else { return false }
-                result = (status, signal)
-                return true
-            }
-            if first { done.signal() }
-        }
-
-        func wait() -> (status: Int32, signal: Int32?) {
-            done.wait()
-            return result.withLock { $0! }
-        }
+    /// How the run ended: COMMAND's exit status, or the signal that ended it.
+    private struct RunEnd: Sendable {
+        let status: Int32
+        let signal: Int32?
     }
 }

@@ -54,6 +54,7 @@
 // (`unlock: .prompt(timeout:)`, waiting that long for the user). SD_TEST_WRITER_HARDEN=1:
 // SecureDictionary.hardenProcess() first, its result on standard error.
 import Foundation
+import ProcessSpawning
 import SecureDictionary
 import SecureDictionaryFileStore
 import SecureDictionaryTestSupport
@@ -101,8 +102,7 @@ let store: any KeyringStore =
 
 /// Milliseconds since `start`.
 func milliseconds(since start: ContinuousClock.Instant) -> Int64 {
-    let elapsed = ContinuousClock.now - start
-    return elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+    (ContinuousClock.now - start).milliseconds
 }
 
 /// The options of every command; SD_TEST_WRITER_TIMEOUT_MS replaces the default timeout,
@@ -214,9 +214,7 @@ do {
                 name: arguments[2], applicationID: arguments[1], options: options(timeout: timeout))
             print("ok \(dictionary.count)")
         } catch {
-            let elapsed = ContinuousClock.now - start
-            let milliseconds = elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000
-            print("error \(caseName(error)) \(milliseconds)")
+            print("error \(caseName(error)) \(milliseconds(since: start))")
         }
     case "get" where arguments.count == 4:
         do {

@@ -1,6 +1,7 @@
 import CLibSecret
 import CSecretShim
 import Logging
+import ProcessSpawning
 import Synchronization
 
 #if canImport(Glibc)
@@ -25,8 +26,8 @@ import Synchronization
 ///   that named it differently took two locks and lost 187 of 400 writes. Items of the same
 ///   name in two collections share one lock, which costs only some waiting. The name is part
 ///   of the stored-item contract (README, "The stored item"): other tools may take it.
-/// - **Threads first.** Threads of this process queue on an in-process ``FairLock`` per name
-///   first: the bus grants a name per connection, and every store in the process shares one.
+/// - **Threads first.** Threads and tasks of this process queue on the ``LockQueue`` of the
+///   name first: the bus grants a name per connection, and every store in the process shares one.
 /// - **Unusable is not fatal.** A bus that refuses the name (a sandbox's proxy, a bus policy)
 ///   or is missing makes the lock unusable, never the write: one warning is logged and writes
 ///   go on without it (still checked against the keyring). A bus that does not answer (its
@@ -47,7 +48,7 @@ import Synchronization
 ///   `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
-    private let local: FairLock
+    private let local: LockQueue
     private let logger: Logger
     private let warned = Atomic<Bool>(false)
     /// The connection that owns the name while it is held: the name lasts only as long as
@@ -62,9 +63,11 @@ final class BusNameWriterLock: ItemWriterLock {
 
     init(item: KeyringItem, logger: Logger) {
         busName = Self.busName(for: item)
-        local = FairLock.shared(for: busName)
+        local = LockQueue.shared(for: busName)
         self.logger = logger
     }
+
+    func queue(until deadline: Deadline) -> LockQueue { local }
 
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
         try acquire(waitingUntil: deadline, answeringBy: deadline)
@@ -75,10 +78,8 @@ final class BusNameWriterLock: ItemWriterLock {
     {
         // The bus answers within the later of the two: a wait that ends at once still asks.
         let deadline = answerDeadline.instant > waitDeadline.instant ? answerDeadline : waitDeadline
-        guard local.lock(until: waitDeadline) else { throw .timedOut }  // a thread of this process holds it
         var error: UnsafeMutablePointer<GError>?
         guard let request = sd_bus_name_request(busName, MonotonicDeadline(deadline).microseconds, &error) else {
-            local.unlock()
             if let failure = error, failure.pointee.domain == sd_io_error_quark(),
                 failure.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue)
             {
@@ -96,10 +97,8 @@ final class BusNameWriterLock: ItemWriterLock {
             held.withLock { $0 = connection.map { BusConnection($0) } }
             return true
         case 0:
-            local.unlock()
             throw heldError(until: deadline)
         default:
-            local.unlock()
             warnUnusable(error)
             return false
         }
@@ -124,7 +123,6 @@ final class BusNameWriterLock: ItemWriterLock {
         }) {
             sd_bus_name_unlock(connection.pointer, busName)
         }
-        local.unlock()
     }
 
     /// Who holds the name now, as the error to throw at the deadline.
@@ -178,8 +176,6 @@ final class BusNameWriterLock: ItemWriterLock {
     /// its holder (two calls to dbus-daemon, well under a millisecond unless it hangs): 50 ms,
     /// or a tenth of what is left when that is less.
     private static func namingReserve(_ deadline: Deadline) -> gint64 {
-        let (seconds, attoseconds) = deadline.remaining.components
-        let left = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
-        return gint64(min(50_000, left / 10))
+        gint64(min(50_000, deadline.remaining.microseconds / 10))
     }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import ProcessSpawning
 import Synchronization
 
 /// Runs blocking calls one at a time on a private serial queue and stops waiting for them
@@ -41,11 +42,11 @@ final class DeadlineLane<Context: AnyObject & Sendable>: Sendable {
         _ body: @escaping @Sendable (Context) -> T
     ) -> T? {
         let generation = current.withLock { $0 }
-        let outcome = Outcome<T>()
+        let outcome = OneShot<Result<T, Never>>()  // a result, since T may be optional
         generation.queue.async {
-            outcome.finish(body(generation.context))
+            outcome.finish(.success(body(generation.context)))
         }
-        if outcome.wait(for: timeout) { return outcome.value }
+        if case .success(let value) = outcome.wait(for: timeout) { return value }
         interrupt()
         _ = outcome.wait(for: grace)
         renew(ifStill: generation)
@@ -60,30 +61,5 @@ final class DeadlineLane<Context: AnyObject & Sendable>: Sendable {
                 now = Generation(queue: DispatchQueue(label: label), context: makeContext())
             }
         }
-    }
-}
-
-/// A one-shot result with a timed wait.
-private final class Outcome<T: Sendable>: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private let storage = Mutex<T?>(nil)
-
-    var value: T? { storage.withLock { $0 } }
-
-    func finish(_ value: T) {
-        storage.withLock { $0 = value }
-        semaphore.signal()
-    }
-
-    /// Whether the result arrived within `duration`.
-    func wait(for duration: Duration) -> Bool {
-        let (seconds, attoseconds) = duration.components
-        let nanoseconds = max(0, seconds) * 1_000_000_000 + attoseconds / 1_000_000_000
-        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
-        if semaphore.wait(timeout: deadline) == .success {
-            semaphore.signal()  // keep later waits (the grace wait) from blocking
-            return true
-        }
-        return false
     }
 }

@@ -1,5 +1,6 @@
 import CLibSecret
 import CSecretShim
+import ProcessSpawning
 
 // A connection to the Secret Service and what one call works with. Touched only on the
 // queue of the client's `DeadlineLane`.
@@ -145,8 +146,7 @@ struct MonotonicDeadline: Sendable {
     let microseconds: gint64
 
     init(after timeout: Duration) {
-        let (seconds, attoseconds) = timeout.components
-        microseconds = g_get_monotonic_time() + gint64(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+        microseconds = g_get_monotonic_time() + gint64(timeout.microseconds)
     }
 
     init(_ deadline: Deadline) { self.init(after: deadline.remaining) }

@@ -1,9 +1,12 @@
+package import Dispatch
+import ProcessSpawning
+
 /// The moment by which one public call must return, whatever it waits for: other threads
 /// of this process, other processes, and each keyring call.
 ///
 /// ```swift
 /// let deadline = Deadline(after: options.timeout)
-/// guard serial.lock(until: deadline) else { throw .timedOut }
+/// guard queue.enter(until: deadline) else { throw queue.endedWait }
 /// let bytes = try store.load(item, timeout: try deadline.remainingForCall())
 /// ```
 package struct Deadline: Sendable {
@@ -19,6 +22,9 @@ package struct Deadline: Sendable {
         return left > .zero ? left : .zero
     }
 
+    /// The same moment on the dispatch clock.
+    package var dispatchTime: DispatchTime { remaining.fromNow }
+
     /// The time left for one more keyring call.
     ///
     /// - Throws: ``SecureDictionaryError/timedOut`` when none is left: the call is not made,
@@ -27,12 +33,5 @@ package struct Deadline: Sendable {
         let left = remaining
         if left <= .zero { throw .timedOut }
         return left
-    }
-}
-
-extension Duration {
-    /// Whole microseconds, for trace metadata.
-    var microseconds: Int64 {
-        components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
     }
 }

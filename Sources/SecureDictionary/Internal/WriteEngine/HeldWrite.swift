@@ -1,11 +1,13 @@
 import Synchronization
 
-/// A mutation whose two halves are apart: the item's locks taken and the stored item checked
-/// (``init(_:_:until:)``), the caller's work (a token refresh that awaits its server), then
-/// the write (``commit(_:)``), the locks held all along.
+/// A mutation whose two halves are apart: the item's queue and locks taken and the stored
+/// item checked (``init(_:_:holding:until:)``), the caller's work (a token refresh that
+/// awaits its server), then the write (``commit(_:)``), all held all along. A token refresh
+/// is this and the item's ``LockQueue``, nothing else.
 ///
 /// ```swift
-/// let held = try HeldWrite(state, context, until: Deadline(after: .seconds(30)))
+/// let deadline = Deadline(after: .seconds(30))
+/// let held = try HeldWrite(state, context, holding: try state.enterQueue(until: deadline), until: deadline)
 /// defer { held.release() }
 /// var entries = held.entries
 /// entries["accessToken"] = .string(try fetchNewToken(entries["refreshToken"]))
@@ -18,8 +20,8 @@ import Synchronization
 ///   the locks keep this library's writers out, but not a tool that does not take the writer
 ///   lock, whose change made during the caller's work is kept. Test:
 ///   `anOutsideWriteDuringTheRefreshIsKept`.
-/// - **Released exactly once, whatever happens.** ``release()`` may be called any number of
-///   times from any thread; the last reference going releases too, so that an async caller
+/// - **Released exactly once, whatever happens.** ``release()`` (the locks, then the queue)
+///   may be called any number of times from any thread; the last reference going releases too, so that an async caller
 ///   cancelled while the locks were being taken for it (its result dropped on the private
 ///   queue) frees them. Test: `aCallerCancelledWhileTakingTheLocksLeavesThemFree`.
 /// - **Separate bounds.** Waiting for the locks ends at a deadline of its own (another
@@ -34,22 +36,26 @@ final class HeldWrite: Sendable {
     private let waited: Duration
     private let held = Atomic<Bool>(true)
 
-    /// Takes `state`'s locks, waiting for them until `lockDeadline`, and checks the stored item.
+    /// Takes `state`'s locks behind its `queue`, which the caller entered, waiting for them
+    /// until `lockDeadline`, and checks the stored item. From here on the queue is this
+    /// write's: ``release()`` leaves it, and a wait for it that ends names this process.
     ///
     /// - Throws: ``SecureDictionaryError/lockHeld(pid:command:)`` when another process held
-    ///   the writer lock all along; ``SecureDictionaryError/timedOut`` when a thread of this
-    ///   process did, or the keyring did not answer; the check's errors. Nothing is held then.
-    init(_ state: ItemState, _ context: OperationContext, until lockDeadline: Deadline) throws(SecureDictionaryError) {
+    ///   the writer lock all along; ``SecureDictionaryError/timedOut`` when the keyring did
+    ///   not answer; the check's errors. Nothing is held then, the queue neither.
+    init(_ state: ItemState, _ context: OperationContext, holding queue: LockQueue, until lockDeadline: Deadline)
+        throws(SecureDictionaryError)
+    {
         let started = ContinuousClock.now
         // Asking the bus is a keyring call: it gets the options' timeout even when the wait
         // for a holder ends sooner (`lockWait: .zero` asks once and does not wait).
         let (locked, check) = try state.lock(
-            context, until: lockDeadline, answeringBy: Deadline(after: context.timeout),
+            holding: queue, context, until: lockDeadline, answeringBy: Deadline(after: context.timeout),
             checkingBy: Deadline(after: context.timeout), forTheWrite: false)
         self.state = state
         self.context = context
         locks = locked
-        state.refreshHolds.store(true, ordering: .relaxed)
+        queue.holdForRefresh(true)
         waited = check.started - started
         entries = SecureDictionary.Entries(stored: check.generation)
     }
@@ -67,15 +73,14 @@ final class HeldWrite: Sendable {
         // The store's write lock (the file stores' folder) only now, from the check to the
         // write: held across the caller's await, it would stop every other item's writers.
         let writing = try state.takeWriteLock(until: deadline)
-        defer { state.releaseWriteLock(writing) }
+        defer { writing?.release() }
         let check = try state.check(context, deadline)
         return try state.write(changed.overlay, onto: check, context, deadline, waited: waited)
     }
 
-    /// Gives the locks back (the first call does).
+    /// Gives the locks and the queue back (the first call does).
     func release() {
         guard held.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        state.refreshHolds.store(false, ordering: .relaxed)
         state.unlock(locks)
     }
 }

@@ -1,29 +1,51 @@
-import Synchronization
-
 /// The locks of a mutation (see ``ItemState``'s invariants "the writer lock makes the check
-/// safe" and "one deadline per call"): `serial`, the item's writer lock, and the store's
-/// write lock from the check to the write.
+/// safe" and "one deadline per call"): the item's ``LockQueue``, the item's writer lock, and
+/// the store's write lock from the check to the write.
 extension ItemState {
-    /// Which of the item's locks are held, besides `serial`.
+    /// What is held: the item's queue always, the locks behind it when taken.
     struct HeldLocks {
+        let queue: LockQueue
         var writer = false
-        var write = false
+        var write: QueuedLock?
     }
 
-    /// Takes `serial`, then the writer lock when the store has one, waiting for them until
-    /// `lockDeadline` (the bus may answer until `answerDeadline`), then, `forTheWrite`, the
-    /// store's write lock, and checks the stored item under them by `checkDeadline` (made
-    /// once they are held): the first half of a mutation (``HeldWrite`` holds the item's
-    /// locks across a caller's await, and takes the write lock in its commit). Pair with
-    /// ``unlock(_:)``; on a throw nothing is held.
+    /// This process's queue for the item: its writer lock's (one per lock name, whichever
+    /// instance or store takes it), or the item's own when the store has no writer lock.
+    func queue(until deadline: Deadline) throws(SecureDictionaryError) -> LockQueue {
+        try writerLock?.queue(until: deadline) ?? ownQueue
+    }
+
+    /// Enters the item's queue, blocking this thread until `deadline` at most.
+    ///
+    /// - Throws: ``LockQueue/endedWait`` at the deadline.
+    func enterQueue(until deadline: Deadline) throws(SecureDictionaryError) -> LockQueue {
+        let queue = try queue(until: deadline)
+        guard queue.enter(until: deadline) else { throw queue.endedWait }
+        return queue
+    }
+
+    /// Enters the item's queue, then takes the writer lock when the store has one, waiting
+    /// for them until `lockDeadline` (the bus may answer until `answerDeadline`), then,
+    /// `forTheWrite`, the store's write lock, and checks the stored item under them by
+    /// `checkDeadline` (made once they are held): the first half of a mutation
+    /// (``HeldWrite`` holds the item's locks across a caller's await, and takes the write
+    /// lock in its commit). Pair with ``unlock(_:)``; on a throw nothing is held.
     func lock(
         _ context: OperationContext, until lockDeadline: Deadline, answeringBy answerDeadline: Deadline,
         checkingBy checkDeadline: @autoclosure () -> Deadline, forTheWrite: Bool
     ) throws(SecureDictionaryError) -> (held: HeldLocks, check: Check) {
-        guard serial.lock(until: lockDeadline) else {
-            throw refreshHolds.load(ordering: .relaxed) ? RefreshGate.heldHere : .timedOut
-        }
-        var held = HeldLocks()
+        try lock(
+            holding: try enterQueue(until: lockDeadline), context, until: lockDeadline, answeringBy: answerDeadline,
+            checkingBy: checkDeadline(), forTheWrite: forTheWrite)
+    }
+
+    /// As ``lock(_:until:answeringBy:checkingBy:forTheWrite:)`` for a caller that holds the
+    /// item's `queue` already (an async refresh suspends for it); on a throw it leaves it.
+    func lock(
+        holding queue: LockQueue, _ context: OperationContext, until lockDeadline: Deadline,
+        answeringBy answerDeadline: Deadline, checkingBy checkDeadline: @autoclosure () -> Deadline, forTheWrite: Bool
+    ) throws(SecureDictionaryError) -> (held: HeldLocks, check: Check) {
+        var held = HeldLocks(queue: queue)
         do throws(SecureDictionaryError) {
             held.writer = try writerLock?.acquire(waitingUntil: lockDeadline, answeringBy: answerDeadline) ?? false
             let checkDeadline = checkDeadline()
@@ -35,21 +57,16 @@ extension ItemState {
         }
     }
 
-    /// Takes the store's write lock (a ``HeldWrite``'s commit), when it has one.
-    func takeWriteLock(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
-        try writeLock?.acquire(until: deadline) ?? false
-    }
-
-    /// Gives back the write lock a ``takeWriteLock(until:)`` took.
-    func releaseWriteLock(_ held: Bool) {
-        if held { writeLock?.release() }
+    /// Takes the store's write lock and its queue (a ``HeldWrite``'s commit), when it has one.
+    func takeWriteLock(until deadline: Deadline) throws(SecureDictionaryError) -> QueuedLock? {
+        try writeLock?.acquireQueued(until: deadline)
     }
 
     /// Gives back what ``lock(_:until:answeringBy:checkingBy:forTheWrite:)`` took: the write
-    /// lock, the writer lock, then `serial`.
+    /// lock, the writer lock, then the queue.
     func unlock(_ held: HeldLocks) {
-        releaseWriteLock(held.write)
+        held.write?.release()
         if held.writer { writerLock?.release() }
-        serial.unlock()
+        held.queue.leave()
     }
 }

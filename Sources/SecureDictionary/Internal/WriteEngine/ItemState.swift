@@ -1,4 +1,5 @@
 import Logging
+import ProcessSpawning
 import Synchronization
 
 /// One keyring item as this process knows it, shared by every ``SecureDictionary`` instance
@@ -18,15 +19,15 @@ import Synchronization
 ///   is unknown keeps the last known entries for non-throwing reads but marks them
 ///   ``StoredDigest/unknown``, so the next throwing read or write reloads instead of trusting
 ///   either version. Test: `FaultPositionTests` (a fault at every store call).
-/// - **One deadline per call.** Waiting for `serial`, for the writer lock and each keyring
+/// - **One deadline per call.** Waiting for the item's ``LockQueue``, for the writer lock and each keyring
 ///   call get what is left of it (a token refresh waits for the locks until a bound of its
 ///   own, see ``HeldWrite``). Test: `threadsQueuedBehindAStuckWriteFailAtTheirOwnDeadline`.
 /// - **The writer lock makes the check safe among this library's writers.** A check and its
 ///   write are two keyring calls, so two writers whose checks both come before either write
 ///   build on one stored version, and the later write drops the other's change (two writers
 ///   under two locks lost 187 of 400 writes). Holding the item's ``ItemWriterLock`` from
-///   the check to the write's answer (and `serial`, one load or mutation at a time in this
-///   process) makes every writer that takes it check after the previous write landed: none
+///   the check to the write's answer (and its ``LockQueue``, one load, mutation or refresh
+///   at a time in this process) makes every writer that takes it check after the previous write landed: none
 ///   loses another's change. A ``HeldWrite`` (a token refresh) holds both across the
 ///   caller's await, and checks again before its write. A writer that does not take it
 ///   (another tool, a process whose bus refuses the name) can only slip in between a check
@@ -70,15 +71,11 @@ final class ItemState: Sendable {
     let writerLock: (any ItemWriterLock)?
     /// The store's lock from a check to its write, beside the item's (``CoordinatedStore/writeLock(for:logger:)``).
     let writeLock: (any ItemWriterLock)?
-    let serial = FairLock()
+    /// The queue of an item whose store has no writer lock (see ``queue(until:)``).
+    let ownQueue = LockQueue()
     private let cache = Mutex(Cache.unloaded)
     /// Observation state (see ItemState+Observation.swift).
     let observers = Mutex(Observers())
-    /// One refresh at a time in this process (see SecureDictionary+Refresh.swift).
-    let refreshGate = RefreshGate()
-    /// Whether a ``HeldWrite`` (a refresh of this process) holds the locks now: a wait for
-    /// them that ends at its deadline then names this process, as on every store.
-    let refreshHolds = Atomic<Bool>(false)
 
     init(item: KeyringItem, store: any KeyringStore, logger: Logger) {
         self.item = item
@@ -221,7 +218,7 @@ final class ItemState: Sendable {
                 let locked = try writerLock?.acquire(until: deadline) ?? false
                 defer { if locked { writerLock?.release() } }
                 let writing = try takeWriteLock(until: deadline)
-                defer { releaseWriteLock(writing) }
+                defer { writing?.release() }
                 let existed: Bool
                 do throws(SecureDictionaryError) {
                     existed = try store.delete(item, timeout: try deadline.remainingForCall())
@@ -248,7 +245,7 @@ final class ItemState: Sendable {
 
     /// Reads the stored item. Its generation is the cached one when its digest is the
     /// cache's, else a new one holding the stored blob (validated), which then becomes the
-    /// cache. Call it holding `serial`.
+    /// cache. Call it holding the item's queue.
     func check(_ context: OperationContext, _ deadline: Deadline) throws(SecureDictionaryError) -> Check {
         let started = ContinuousClock.now
         guard let stored = try load(timeout: try deadline.remainingForCall()) else {
@@ -281,15 +278,13 @@ final class ItemState: Sendable {
 
     // MARK: Helpers
 
-    /// Runs `body` holding `serial`, with the call's deadline.
+    /// Runs `body` holding the item's queue, with the call's deadline.
     private func exclusively<T>(
         _ context: OperationContext, _ body: (Deadline) throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
         let deadline = Deadline(after: context.timeout)
-        guard serial.lock(until: deadline) else {
-            throw refreshHolds.load(ordering: .relaxed) ? RefreshGate.heldHere : .timedOut
-        }
-        defer { serial.unlock() }
+        let queue = try enterQueue(until: deadline)
+        defer { queue.leave() }
         return try body(deadline)
     }
 

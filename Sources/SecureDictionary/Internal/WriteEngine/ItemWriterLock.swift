@@ -16,7 +16,13 @@ package import Logging
 /// library's writers, and a lock that cannot be used at all makes writes go on without it
 /// (still checked), not fail.
 package protocol ItemWriterLock: Sendable {
-    /// Waits for the lock until `deadline`.
+    /// This process's queue in front of the lock (``LockQueue/shared(for:)`` the lock's
+    /// name): hold it from before ``acquire(until:)`` until after ``release()``, since the
+    /// lock itself is granted per process, not per thread. Throws only when which lock this
+    /// is must be decided first (an ``AutomaticStore`` not used yet) and that fails.
+    func queue(until deadline: Deadline) throws(SecureDictionaryError) -> LockQueue
+
+    /// Waits for the lock until `deadline`, holding ``queue(until:)``.
     ///
     /// - Returns: `true` when the lock is held (pair with ``release()``), `false` when it
     ///   cannot be used at all; the caller then writes without it.
@@ -34,7 +40,7 @@ package protocol ItemWriterLock: Sendable {
     func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline) throws(SecureDictionaryError)
         -> Bool
 
-    /// Gives the lock back (after an `acquire` that returned `true`).
+    /// Gives the lock back (after an `acquire` that returned `true`), keeping the queue.
     func release()
 }
 
@@ -43,6 +49,40 @@ extension ItemWriterLock {
         throws(SecureDictionaryError) -> Bool
     {
         try acquire(until: waitDeadline)
+    }
+
+    /// Enters the lock's queue, then takes the lock, both until `deadline`: for a caller that
+    /// holds neither (a move, a file store's folder lock around one write).
+    ///
+    /// ```swift
+    /// let held = try lock.acquireQueued(until: deadline)
+    /// defer { held.release() }
+    /// ```
+    ///
+    /// - Throws: as ``acquire(until:)``; ``LockQueue/endedWait`` when a caller of this process
+    ///   held the queue until `deadline`. Nothing is held then.
+    package func acquireQueued(until deadline: Deadline) throws(SecureDictionaryError) -> QueuedLock {
+        let queue = try queue(until: deadline)
+        guard queue.enter(until: deadline) else { throw queue.endedWait }
+        do throws(SecureDictionaryError) {
+            return QueuedLock(queue: queue, lock: try acquire(until: deadline) ? self : nil)
+        } catch {
+            queue.leave()
+            throw error
+        }
+    }
+}
+
+/// A lock and its queue, held (``ItemWriterLock/acquireQueued(until:)``).
+package struct QueuedLock: Sendable {
+    let queue: LockQueue
+    /// `nil` when the lock turned out unusable (only the queue is held).
+    let lock: (any ItemWriterLock)?
+
+    /// Gives back the lock, then the queue.
+    package func release() {
+        lock?.release()
+        queue.leave()
     }
 }
 
