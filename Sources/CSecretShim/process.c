@@ -6,8 +6,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 int sd_process_set_dumpable(int dumpable) {
@@ -39,6 +42,38 @@ int sd_process_sealed_memory_file(const char *name, const void *bytes, size_t co
 failed: {
     int saved = errno ? errno : EIO;
     close(descriptor);
+    errno = saved;
+    return -1;
+}
+}
+
+int sd_process_copy_window_size(int from, int to) {
+    struct winsize size;
+    if (ioctl(from, TIOCGWINSZ, &size) != 0) return -1;
+    return ioctl(to, TIOCSWINSZ, &size);
+}
+
+int sd_process_open_output_terminal(int like, int *replica) {
+    int reader = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (reader < 0) return -1;
+    char name[128];
+    int side = -1;
+    if (grantpt(reader) != 0 || unlockpt(reader) != 0 || ptsname_r(reader, name, sizeof name) != 0) goto failed;
+    side = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (side < 0) goto failed;
+    /* Output as written: the terminal the tool writes to does its own newline translation. */
+    struct termios settings;
+    if (tcgetattr(side, &settings) == 0) {
+        settings.c_oflag &= ~(tcflag_t)OPOST;
+        tcsetattr(side, TCSANOW, &settings);
+    }
+    sd_process_copy_window_size(like, reader);
+    *replica = side;
+    return reader;
+failed: {
+    int saved = errno ? errno : EIO;
+    if (side >= 0) close(side);
+    close(reader);
     errno = saved;
     return -1;
 }

@@ -96,6 +96,22 @@ extension ExecCommand {
         #expect(result.status == 128 + SIGTERM, "\(result.how)")
     }
 
+    /// Run under `script` (a terminal for the tool's output), COMMAND's output is a terminal
+    /// too, and still masked.
+    @Test(.enabled(if: PrivateKeyring.provider == "gnome-keyring", "needs no provider: runs once, with gnome-keyring"))
+    func maskKeepsATerminalATerminal() throws {
+        let token = "tok-\(UUID().uuidString)"
+        try write("apiToken", token)
+        let inner =
+            "\(CLIHarness.binary) exec --app \(app.id) --mask --env T=apiToken -- "
+            + "/bin/sh -c 'test -t 1 && test -t 2 && echo \"terminal $T\" && echo \"and $T\" >&2'"
+        let output = try CLIHarness.run("/usr/bin/script", ["-qec", inner, "/dev/null"])
+        #expect(output.status == 0, "\(output.how) \(output.text.suffix(300))")
+        #expect(output.text.contains("terminal <secure-dict:apiToken>"), "\(output.text.suffix(300))")
+        #expect(output.text.contains("and <secure-dict:apiToken>"), "\(output.text.suffix(300))")
+        #expect(!output.text.contains(token), "the value in the terminal's output")
+    }
+
     @Test(.enabled(if: PrivateKeyring.provider == "gnome-keyring", "needs no provider: runs once, with gnome-keyring"))
     func maskRefusesAShortValueUnlessAsked() throws {
         try write("pin", "1234")

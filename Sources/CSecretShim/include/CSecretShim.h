@@ -200,4 +200,13 @@ int sd_process_become_child_subreaper(void);
    -1 with errno set (nothing is left open). */
 int sd_process_sealed_memory_file(const char *name, const void *bytes, size_t count);
 
+/* A new pseudo-terminal for a command's output, in place of the terminal `like`: its window
+   size copied from `like`, output passed as written (no OPOST). Returns the side this process
+   reads, and sets *replica to the side the command writes to (both close-on-exec); -1 with
+   errno set when none can be made. */
+int sd_process_open_output_terminal(int like, int *replica);
+
+/* Copies the window size of the terminal `from` to the terminal `to`. Returns 0, or -1. */
+int sd_process_copy_window_size(int from, int to);
+
 #endif

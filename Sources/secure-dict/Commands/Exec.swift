@@ -59,9 +59,9 @@ extension SecureDict {
                 JSON-escaped, becomes <secure-dict:KEY>, even when two writes split it; bytes \
                 that could begin a value wait for the next write. Every signal sent to this \
                 tool goes on to COMMAND (a terminal's Ctrl-C reaches both once), and COMMAND's \
-                exit code, or 128+N when signal N ended it, is this tool's. COMMAND's output \
-                is then a pipe, not the terminal: a program that colours or line-buffers only \
-                on a terminal stops doing so. A value under 8 bytes is refused (its marker \
+                exit code, or 128+N when signal N ended it, is this tool's. An output that is \
+                a terminal stays one for COMMAND (a pseudo-terminal of this tool's, of the same \
+                size); any other is a pipe. A value under 8 bytes is refused (its marker \
                 would replace common text) unless --mask-short-values. Masking is for logs, CI \
                 transcripts and a coding assistant's context, not a sandbox: COMMAND can still \
                 send a value elsewhere, or print it in a form not listed here.

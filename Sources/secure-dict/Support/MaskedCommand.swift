@@ -1,3 +1,4 @@
+import CSecretShim
 import ProcessSpawning
 
 #if canImport(Glibc)
@@ -16,10 +17,11 @@ import ProcessSpawning
 /// throw ExitCode(status)
 /// ```
 ///
-/// COMMAND's standard output and error are pipes to this process, not the terminal they may
-/// be: a program that colours or line-buffers its output only on a terminal stops doing so
-/// (most have an option to force it: `--color=always`, `stdbuf -oL`, `PYTHONUNBUFFERED=1`).
-/// Its standard input, descriptors and process group are this process's. A signal the kernel
+/// COMMAND's standard output or error that is a terminal here becomes a pseudo-terminal of
+/// this process's (the same window size, kept on SIGWINCH), so a program still colours and
+/// line-buffers; one that is not stays what it would be, a pipe. COMMAND's standard input,
+/// descriptors and process group are this process's; the pseudo-terminals are not its
+/// controlling terminal (Ctrl-C and job control stay the real terminal's). A signal the kernel
 /// sends to the whole process group (a terminal's Ctrl-C) reaches COMMAND directly and is not
 /// sent again; one sent to this process alone (`kill PID`) is forwarded. Job-control signals
 /// (Ctrl-Z) stop both as a group.
@@ -34,7 +36,7 @@ enum MaskedCommand {
         masks values: [(key: String, bytes: [UInt8])]
     ) -> Int32 {
         let signals = forwardSignals(except: ignored)
-        guard let output = try? Spawn.pipe(), let errors = try? Spawn.pipe() else {
+        guard let output = outputChannel(like: STDOUT_FILENO), let errors = outputChannel(like: STDERR_FILENO) else {
             printError("the pipes for COMMAND's output could not be made: nothing was run")
             return 126
         }
@@ -63,7 +65,7 @@ enum MaskedCommand {
             let ready = poll(&polled, nfds_t(polled.count), streams.contains(where: \.isOpen) ? -1 : 100)
             if ready < 0 && errno != EINTR { break }
             for index in streams.indices where polled[index].revents != 0 { streams[index].relay() }
-            if polled.last!.revents != 0 { forward(from: signals, to: child) }
+            if polled.last!.revents != 0 { forward(from: signals, to: child, resizing: streams.map(\.source)) }
             if status == nil { status = reaped(child, waiting: false) }
         }
         return status ?? reaped(child, waiting: true) ?? 1
@@ -122,11 +124,30 @@ enum MaskedCommand {
         }
     }
 
-    /// Forwards to `child` each signal number the handler wrote to `signals`.
-    private static func forward(from signals: Int32, to child: pid_t) {
+    /// Where COMMAND writes what `target` receives: a pseudo-terminal when `target` is a
+    /// terminal, else a pipe (both close-on-exec here).
+    private static func outputChannel(like target: Int32) -> (read: Int32, write: Int32)? {
+        if isatty(target) == 1 {
+            var replica: Int32 = -1
+            let reader = sd_process_open_output_terminal(target, &replica)
+            if reader >= 0 { return (reader, replica) }
+        }
+        return try? Spawn.pipe()
+    }
+
+    /// Forwards to `child` each signal number the handler wrote to `signals`; on SIGWINCH the
+    /// pseudo-terminals among `outputs` take the real terminal's size first.
+    private static func forward(from signals: Int32, to child: pid_t, resizing outputs: [Int32]) {
         var numbers = [UInt8](repeating: 0, count: 64)
         let count = numbers.withUnsafeMutableBytes { read(signals, $0.baseAddress!, $0.count) }
-        for number in numbers.prefix(max(0, count)) { kill(child, Int32(number)) }
+        for number in numbers.prefix(max(0, count)) {
+            if Int32(number) == SIGWINCH {
+                for (output, target) in zip(outputs, [STDOUT_FILENO, STDERR_FILENO]) {
+                    _ = sd_process_copy_window_size(target, output)
+                }
+            }
+            kill(child, Int32(number))
+        }
     }
 
     /// Catches every signal worth forwarding but those ignored at the start (`nohup`), the
@@ -160,9 +181,10 @@ enum MaskedCommand {
 nonisolated(unsafe) private var signalPipe: Int32 = -1
 
 /// Writes the signal's number to `signalPipe` unless the kernel sent it to the whole process
-/// group (`si_code` > 0: a terminal's Ctrl-C, which COMMAND got too). Async-signal-safe.
+/// group (`si_code` > 0: a terminal's Ctrl-C, which COMMAND got too), but for SIGWINCH, whose
+/// new size the pseudo-terminals must take before COMMAND reads it. Async-signal-safe.
 private func handleSignal(_ number: Int32, _ info: UnsafeMutablePointer<siginfo_t>?, _: UnsafeMutableRawPointer?) {
-    guard let info, info.pointee.si_code <= 0 else { return }
+    guard let info, info.pointee.si_code <= 0 || number == SIGWINCH else { return }
     var byte = UInt8(truncatingIfNeeded: number)
     _ = write(signalPipe, &byte, 1)
 }
