@@ -58,10 +58,23 @@ struct ExecMask {
         longest = patterns.map(\.range.count).max() ?? 0
     }
 
-    /// The output for `chunk`: what can go out now, every complete form replaced.
-    mutating func pass(_ chunk: [UInt8]) -> [UInt8] {
-        held += chunk
+    /// The output for `chunk`: what can go out now, every complete form replaced. `chunk` is
+    /// read in place; the bytes kept of it are wiped once they go out.
+    mutating func pass(_ chunk: UnsafeRawBufferPointer) -> [UInt8] {
+        // A new buffer of the right size, the old one wiped: growing `held` in place would
+        // free its old storage, which may hold part of a value, unwiped.
+        var joined: [UInt8] = []
+        joined.reserveCapacity(held.count + chunk.count)
+        joined += held
+        joined += chunk
+        Self.wipe(&held)
+        held = joined
         return scan(final: false)
+    }
+
+    /// ``pass(_:)-(UnsafeRawBufferPointer)`` of an array's bytes.
+    mutating func pass(_ chunk: [UInt8]) -> [UInt8] {
+        chunk.withUnsafeBytes { pass($0) }
     }
 
     /// What was held at the end of the stream, every complete form replaced.

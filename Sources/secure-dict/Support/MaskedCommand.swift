@@ -92,7 +92,8 @@ enum MaskedCommand {
             defer { buffer.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress!, $0.count) }
             if count < 0 && (errno == EINTR || errno == EAGAIN) { return }
-            let shown = count > 0 ? mask.pass(Array(buffer[0..<count])) : mask.finish()
+            let shown =
+                count > 0 ? buffer.withUnsafeBytes { mask.pass(UnsafeRawBufferPointer(rebasing: $0[0..<count])) } : mask.finish()
             if !write(shown) || count <= 0 {
                 close(source)
                 isOpen = false
