@@ -68,7 +68,7 @@ extension SecureDictionary {
     /// - Precondition: the dictionary is loaded (the read rule).
     public subscript<Value>(key: Key<Value>) -> Value {
         get {
-            guard let stored = loadedValue(forKey: key.name) else { return key.defaultValue }
+            guard let stored = state.loadedGeneration.value(forKey: key.name) else { return key.defaultValue }
             do throws(SecureDictionaryError) {
                 return try Value(propertyListValue: stored)
             } catch {

@@ -44,7 +44,7 @@ extension SecureDictionary {
     /// handle the error.
     public subscript<V: PropertyListConvertible>(key: String) -> V? {
         get {
-            guard let stored = loadedValue(forKey: key) else { return nil }
+            guard let stored = state.loadedGeneration.value(forKey: key) else { return nil }
             do throws(SecureDictionaryError) {
                 return try V(propertyListValue: stored)
             } catch {

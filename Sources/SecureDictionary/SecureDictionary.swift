@@ -95,7 +95,7 @@ public final class SecureDictionary: Sendable {
     /// (without key or value) and ``Options/failureHandler`` is called. Prefer
     /// ``setValue(_:forKey:)-(SecureDictionary.Value?,_)`` wherever you can handle the error.
     public subscript(key: String) -> Value? {
-        get { loadedValue(forKey: key) }
+        get { state.loadedGeneration.value(forKey: key) }
         set {
             do throws(SecureDictionaryError) {
                 try setValue(newValue, forKey: key)
@@ -281,10 +281,6 @@ public final class SecureDictionary: Sendable {
             }
         }
     }
-
-    /// The caller's copy of the value of `key` for a non-throwing read: memory, never a load
-    /// (the read rule).
-    func loadedValue(forKey key: String) -> Value? { state.loadedGeneration.value(forKey: key) }
 
     func report(_ error: SecureDictionaryError, during operation: String) {
         options.logger.error("\(operation) failed", metadata: ["item": "\(item.name)", "error": "\(error)"])

@@ -103,10 +103,12 @@ final class ItemState: Sendable {
     /// The generation of a state an instance uses: loaded by the init that made the
     /// instance, never unloaded afterwards (the invariant "loaded before use" above).
     var loadedGeneration: Generation {
-        guard let generation = cachedGeneration else {
-            preconditionFailure("\(item.name): an ItemState was read before the init that loads it")
+        cache.withLock { cache in
+            guard case .loaded(let generation, _) = cache else {
+                preconditionFailure("\(item.name): an ItemState was read before the init that loads it")
+            }
+            return generation
         }
-        return generation
     }
 
     /// The cached generation when it is known to be what this process last loaded or wrote.
