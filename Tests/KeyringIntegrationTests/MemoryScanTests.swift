@@ -4,8 +4,8 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Issue 37: no key or value the library keeps outlives its dictionary, and none reaches a
-/// core dump while it lives. Dictionaries holding canaries (keys, strings, `Data`, nested
+/// No key or value the library keeps outlives its dictionary, and none reaches a
+/// core dump while it lives (the store contract runs its per-store scans). Dictionaries holding canaries (keys, strings, `Data`, nested
 /// arrays and dictionaries, a `Codable`-shaped value) are planted by another process, so the
 /// process scanned (`sd-test-writer scan`) holds a canary only through the library: it opens
 /// them, the items are replaced (a new generation), it reloads, writes one key and then
@@ -24,14 +24,17 @@ struct MemoryScan {
         folder = try TemporaryFolder.create("sd-scan")
     }
 
-    @Test func noKeyOrValueOfTheKeyringIsInACoreLoadedOrReleased() throws {
+    // The three stores' scans, loaded and released beside a control: the store contract's
+    // memory clause (`StoreContract.noKeyOrValueIsInACoreLoadedOrReleased`) runs them.
+
+    func scanTheKeyring() throws {
         let scans = try ["control", "loaded", "released"].map { mode in
             try (mode, scan(mode: mode, plant: plantInKeyring))
         }
         try expectNoCanaries(scans)
     }
 
-    @Test func theEncryptedFileStoreKeepsNoKeyOrValueInACoreEither() throws {
+    func scanTheEncryptedFileStore() throws {
         let processes = try FileStoreProcesses()
         try processes.makeCredential(in: "\(processes.base)/credentials")
         let environment = processes.credentialEnvironment("\(processes.base)/credentials").merging([
@@ -51,7 +54,7 @@ struct MemoryScan {
     /// whose in-memory store holds dictionaries (read from files straight into secret bytes)
     /// and opened them holds no canary in its core, whether it keeps them unread or released
     /// them; the control copies every value out.
-    @Test func theInMemoryStoreKeepsNoKeyOrValueInACoreEither() throws {
+    func scanTheInMemoryStore() throws {
         let canaries = CanarySet(generation: 1, count: 4)
         let files = try canaries.blobs(in: "\(folder)/memory-store")
         var cores: [String: CoreScan] = [:]

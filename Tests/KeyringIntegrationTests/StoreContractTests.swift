@@ -165,6 +165,27 @@ extension KeyringIntegration {
 
         /// A write by another process reaches `changes()`, without polling. Before, the
         /// encrypted-file stores delivered nothing (60 writes by `secure-dict`, no element).
+        // MARK: Memory: no key or value in a core
+
+        /// A process that opened the store's dictionaries (planted by another process, then
+        /// replaced by a newer version) holds none of their keys or values in what a core of
+        /// it would hold, whether it keeps them unread or released them; a control that copies
+        /// every value out finds them all, or the scan proves nothing (``MemoryScan``). The
+        /// library's memory does not depend on the provider: this clause runs with
+        /// gnome-keyring only.
+        @Test(
+            .timeLimit(.minutes(5)),
+            .enabled(if: PrivateKeyring.provider == "gnome-keyring", "the library's memory is the same on every provider"),
+            arguments: stores)
+        func noKeyOrValueIsInACoreLoadedOrReleased(_ kind: ContractStore.Kind) throws {
+            let scan = try MemoryScan()
+            switch kind {
+            case .secretService: try scan.scanTheKeyring()
+            case .credentialFiles: try scan.scanTheEncryptedFileStore()
+            case .inMemory: try scan.scanTheInMemoryStore()
+            }
+        }
+
         @Test(.timeLimit(.minutes(1)), arguments: stores)
         func aChangeByAnotherProcessReachesChanges(_ kind: ContractStore.Kind) async throws {
             if let reason = kind.exclusion(.changeByAnotherProcess) { return print("store contract (\(kind)): \(reason)") }
