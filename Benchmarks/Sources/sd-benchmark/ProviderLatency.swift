@@ -357,7 +357,7 @@ final class ProviderLatency {
                 do {
                     _ = try ProcessRun.run(arguments, input: input)
                     return
-                } catch where attempt < 3 {
+                } catch  where attempt < 3 {
                     failedRuns += 1
                 }
             }

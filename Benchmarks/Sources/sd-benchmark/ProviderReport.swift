@@ -124,7 +124,7 @@ enum ProviderReport {
             beginMarker,
             "",
             "Median / p99 (nearest rank) per call, \(first.mode) run of `\(command)`, "
-                + "\(String(first.machine.date.prefix(10))) (\(first.machine.date)): \(first.machine.cpuModel), "
+                + "\(first.machine.date) (start of the first row): \(first.machine.cpuModel), "
                 + "\(first.machine.cpus) CPUs, \(first.machine.kernel); client libsecret \(first.machine.libsecret) "
                 + "(this machine's, for every row); release build; "
                 + "\(Format.fixed(runs.map(\.durationSeconds).reduce(0, +), 0)) s of measuring in all.",
@@ -188,7 +188,8 @@ enum ProviderReport {
         var judged = 0
         for run in runs {
             for cell in run.cells {
-                let sides = [("SecureDictionary", cell.id, cell.library.median)]
+                let sides =
+                    [("SecureDictionary", cell.id, cell.library.median)]
                     + (cell.raw.map { [("raw libsecret", cell.id + " raw", $0.median)] } ?? [])
                 for (side, id, median) in sides {
                     guard let before = baseline.medians[run.key]?[id] else {
