@@ -175,7 +175,7 @@ enum ProviderReport {
         let machine = runs[0].machine
         return Baseline(
             about: "The provider guard's baseline, read by scripts/benchmark --providers --quick: "
-                + "see Benchmarks/README.md. Remake it with scripts/benchmark --providers --quick --write-baseline "
+                + "see Benchmarks/README.md. Remake it with scripts/benchmark --providers --quick --write-provider-baseline "
                 + "on the machine CI runs on.",
             bound: 10, date: machine.date, machine: "\(machine.cpuModel), \(machine.cpus) CPUs, \(machine.kernel)",
             loadAverages: runs.map(\.machine.loadAverageAtStart), command: command, medians: medians)
