@@ -14,6 +14,15 @@ enum MeasuredStore: String, CaseIterable, Codable {
     /// The Secret portal's file store; only inside a sandbox (scripts/sandbox-run).
     case portal
 
+    /// The store's type as the table names it.
+    var typeName: String {
+        switch self {
+        case .keyring: "SecretServiceStore"
+        case .credential, .passphrase: "EncryptedFileStore"
+        case .portal: "SecretPortalStore"
+        }
+    }
+
     /// Whether raw libsecret on the same provider is the baseline (a file store has none).
     var hasRawBaseline: Bool { self == .keyring }
 

@@ -90,9 +90,9 @@ enum ProviderReport {
     static func label(_ run: LatencyRun) -> String {
         switch run.store {
         case .keyring: "\(run.release), \(run.provider) \(run.version)"
-        case .portal: "\(run.release), Secret portal (`SecretPortalStore`; \(run.version))"
-        case .credential: "\(run.release), `EncryptedFileStore`, systemd credential"
-        case .passphrase: "\(run.release), `EncryptedFileStore`, passphrase (key in the kernel keyring)"
+        case .portal: "\(run.release), Secret portal (`\(run.store.typeName)`; \(run.version))"
+        case .credential: "\(run.release), `\(run.store.typeName)`, systemd credential"
+        case .passphrase: "\(run.release), `\(run.store.typeName)`, passphrase (key in the kernel keyring)"
         }
     }
 
