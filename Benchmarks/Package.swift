@@ -23,6 +23,8 @@ let package = Package(
             dependencies: [
                 "CRawLibSecret",
                 .product(name: "SecureDictionary", package: "SecureDictionary"),
+                // The encrypted-file stores, for the per-provider latency table.
+                .product(name: "SecureDictionaryFileStore", package: "SecureDictionary"),
                 .product(name: "SecureDictionaryTestSupport", package: "SecureDictionary"),
             ]
         ),

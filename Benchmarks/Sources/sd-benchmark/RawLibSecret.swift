@@ -191,6 +191,31 @@ final class RoundTrips {
         try withSecret(path: path) { pointer, length in Array(UnsafeRawBufferPointer(start: pointer, count: length)) }
     }
 
+    /// `org.freedesktop.Secret.Item.SetSecret` on one item path: replaces an existing
+    /// item's secret with no prompt on every provider (KeePassXC 2.7.4 asks its user before
+    /// `CreateItem` with replace from another process replaces an item).
+    func setSecret(path: String, _ bytes: [UInt8]) throws {
+        let value = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) {
+                secret_value_new($0.baseAddress, gssize($0.count), "application/octet-stream")
+            }
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        guard let secret = secret_service_encode_dbus_secret(service, value) else {
+            throw BenchmarkError("the secret could not be encoded for the session")
+        }
+        let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+        var error: UnsafeMutablePointer<GError>?
+        guard
+            let reply = g_dbus_connection_call_sync(
+                g_dbus_proxy_get_connection(proxy), g_dbus_proxy_get_name(proxy), path, "org.freedesktop.Secret.Item",
+                "SetSecret", g_variant_new_tuple([secret], 1), nil, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, nil, &error)
+        else {
+            throw RawLibSecretError("g_dbus_connection_call_sync(SetSecret)", error)
+        }
+        g_variant_unref(reply)
+    }
+
     private func withSecret<T>(path: String, _ body: (UnsafeRawPointer?, Int) -> T) throws -> T {
         var error: UnsafeMutablePointer<GError>?
         guard let value = secret_service_get_secret_for_dbus_path_sync(service, path, nil, &error) else {

@@ -6,6 +6,8 @@ import Foundation
 let usage = """
     usage: sd-benchmark [--quick [--guard FILE]] [--strict] [--json FILE] [--csv FILE] [--chart FILE] [--only IDS]
            sd-benchmark calibrate-guard --out FILE [OPTIONS] RUN.json...
+           sd-benchmark provider-latency --store STORE [OPTIONS] --json FILE
+           sd-benchmark provider-report [OPTIONS] RUN.json...
 
     Times SecureDictionary and its baselines (raw libsecret store/lookup of the same bytes,
     one item per key, a Mutex-guarded dictionary) in one process against the Secret Service
@@ -32,7 +34,9 @@ let usage = """
                      deletes items in the default collection)
 
     `calibrate-guard` writes a guard file from the JSON of several --quick runs
-    (`sd-benchmark calibrate-guard --help`).
+    (`sd-benchmark calibrate-guard --help`). `provider-latency` times the calls of the
+    per-provider latency table on one store, `provider-report` makes the table and judges
+    quick runs against their baseline (scripts/benchmark --providers runs both; see their --help).
 
     Exit status: 0 the run completed (in --quick mode targets never fail it), 1 an error,
     2 bad usage, 3 a target failed in a full run with --strict, 4 a --quick run with
@@ -269,6 +273,8 @@ do {
         try GuardCalibration.run(Array(arguments.dropFirst()))
         exit(0)
     }
+    if arguments.first == "provider-latency" { exit(try ProviderLatency.run(Array(arguments.dropFirst()))) }
+    if arguments.first == "provider-report" { exit(try ProviderReport.run(Array(arguments.dropFirst()))) }
     exit(try runBenchmark(parse(arguments)))
 } catch let error as UsageError {
     standardError("sd-benchmark: \(error)")
