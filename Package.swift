@@ -12,8 +12,9 @@ let package = Package(
     name: "SecureDictionary",
     products: [
         .library(name: "SecureDictionary", targets: ["SecureDictionary"]),
-        // Dictionaries kept in encrypted files instead of the keyring: SecretPortalStore for
-        // sandboxed apps. A product of its own, so that the core builds no swift-crypto.
+        // Dictionaries kept in encrypted files instead of the keyring: EncryptedFileStore, under
+        // a credential, a passphrase or the Secret portal's key (sandboxed apps). A product of
+        // its own, so that the core builds no swift-crypto.
         .library(name: "SecureDictionaryFileStore", targets: ["SecureDictionaryFileStore"]),
         // Adoption of the per-key items other libraries keep in the keyring (python keyring,
         // keytar, go-keyring, QtKeychain), and the way back: a product of its own, so that a
@@ -66,7 +67,7 @@ let package = Package(
         ),
         // The kernel keyring's system calls and scrypt into a wiped buffer, for the file stores.
         .target(name: "CFileStoreShim", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
-        // The Secret portal call of SecretPortalStore (GIO, on the core's session bus connection).
+        // The Secret portal call of the file store's portal key (GIO, on the core's session bus connection).
         .target(name: "CSecretPortal", dependencies: ["CLibSecret", "CSecretShim"]),
         .target(
             name: "SecureDictionaryFileStore",

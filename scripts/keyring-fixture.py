@@ -21,6 +21,7 @@ Run it inside scripts/with-private-keyring. Examples:
   keyring-fixture.py create-collection --label scratch   # password-less (gnome-keyring)
   keyring-fixture.py set-alias default /org/freedesktop/secrets/collection/scratch
   keyring-fixture.py hold-lock --app app --name tokens   # the writer lock, until stdin closes
+  sandbox-run --app-id APP -- keyring-fixture.py portal-secret  # that app's portal secret (hex)
 
 Attribute matching is exact (Service.SearchItems): every given attribute
 must be equal, other attributes of the item may be anything. Note that
@@ -405,6 +406,36 @@ def cmd_hold_lock(_, args):
     bus.release_name(name)
 
 
+def cmd_portal_secret(_, args):
+    # The master secret the Secret portal gives the app this process runs as (inside
+    # scripts/sandbox-run), in hex: for a test that opens that app's encrypted files from
+    # outside the sandbox, where the portal serves nobody.
+    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+    bus = dbus.SessionBus()
+    portal = bus.get_object("org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop")
+    loop = GLib.MainLoop()
+    answer = []
+
+    def on_response(code, _results):
+        answer.append(int(code))
+        loop.quit()
+
+    bus.add_signal_receiver(on_response, "Response", "org.freedesktop.portal.Request")
+    read_end, write_end = os.pipe()
+    dbus.Interface(portal, "org.freedesktop.portal.Secret").RetrieveSecret(
+        dbus.types.UnixFd(write_end), {"handle_token": f"fixture{os.getpid()}"}, timeout=args.timeout
+    )
+    os.close(write_end)
+    GLib.timeout_add(int(args.timeout * 1000), loop.quit)
+    loop.run()
+    if answer != [0]:
+        raise Failure(EXIT_ERROR, f"the Secret portal answered {answer or 'nothing'}")
+    secret = b""
+    while chunk := os.read(read_end, 4096):
+        secret += chunk
+    print(secret.hex())
+
+
 def main(argv):
     parser = argparse.ArgumentParser(
         prog="keyring-fixture.py",
@@ -463,9 +494,13 @@ def main(argv):
     p.add_argument("--seconds", type=float, help="hold this long instead of until stdin closes")
     p.set_defaults(func=cmd_hold_lock)
 
+    sub.add_parser(
+        "portal-secret", help="print (hex) the Secret portal's master secret of the app this runs as (inside scripts/sandbox-run)"
+    ).set_defaults(func=cmd_portal_secret)
+
     args = parser.parse_args(argv)
     try:
-        args.func(None if args.command == "hold-lock" else SecretService(args.timeout), args)
+        args.func(None if args.command in ("hold-lock", "portal-secret") else SecretService(args.timeout), args)
     except Failure as failure:
         sys.stderr.write(f"keyring-fixture: {failure}\n")
         return failure.code

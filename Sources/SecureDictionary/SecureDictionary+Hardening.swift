@@ -34,9 +34,9 @@ extension SecureDictionary {
     ///
     /// Inside a snap the process stays dumpable (``HardeningResult/note`` says so): there
     /// xdg-desktop-portal identifies its caller by reading the caller's `/proc/PID/…`, so the
-    /// Secret portal, which `SecretPortalStore` needs, would refuse it. In a Flatpak the
-    /// portal reads the bus proxy's entries instead, and the portal store keeps working
-    /// (`scripts/test --filter SecretPortal` checks it).
+    /// Secret portal, which `EncryptedFileStore(keySource: .secretPortal)` needs, would refuse
+    /// it. In a Flatpak the portal reads the bus proxy's entries instead, and the portal's
+    /// files keep working (`scripts/test --filter SecretPortal` checks it).
     @discardableResult
     public static func hardenProcess() -> HardeningResult {
         ProcessHardening.apply(sandbox: Sandbox.current)

@@ -8,7 +8,7 @@ extension SecureDictionary {
     /// // A Flatpak app moving to the Secret portal while it may still reach the keyring:
     /// let moved = try SecureDictionary.move(
     ///     name: "settings", applicationID: "org.example.App",
-    ///     from: SecretServiceStore.shared, to: SecretPortalStore.shared)
+    ///     from: SecretServiceStore.shared, to: EncryptedFileStore.secretPortal)  // SecureDictionaryFileStore
     /// ```
     ///
     /// Returns `false`, changing nothing, when the source has no such dictionary. The

@@ -38,7 +38,7 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
     public enum Chosen: Sendable, Equatable {
         /// The keyring (`SecretServiceStore`): one answered.
         case secretService
-        /// ``SecretPortalStore``: a sandbox without the keyring.
+        /// ``EncryptedFileStore/secretPortal``: a sandbox without the keyring.
         case secretPortal
         /// The ``EncryptedFileStore`` the application gave: no keyring, no sandbox.
         case encryptedFiles
@@ -67,7 +67,7 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
     /// The file store used where no Secret Service answers outside a sandbox.
     public let fileStore: EncryptedFileStore?
     let secretService: SecretServiceStore
-    let portal: SecretPortalStore
+    let portal: EncryptedFileStore
     private let decided = Mutex<(store: any KeyringStore, choice: Choice)?>(nil)
     private let deciding = LockQueue()
     let logger = Logger(label: "SecureDictionary")
@@ -76,10 +76,10 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
     ///   - fileStore: the store to use where no keyring answers, outside a sandbox; `nil`:
     ///     none (then such a machine gets ``FileStoreError/noStoreAvailable(reason:)``).
     ///   - secretService: the keyring's store. Default: `SecretServiceStore.shared`.
-    ///   - portal: the store inside a sandbox. Default: ``SecretPortalStore/shared``.
+    ///   - portal: the store inside a sandbox. Default: ``EncryptedFileStore/secretPortal``.
     public init(
         fileStore: EncryptedFileStore? = nil, secretService: SecretServiceStore = .shared,
-        portal: SecretPortalStore = .shared
+        portal: EncryptedFileStore = .secretPortal
     ) {
         self.fileStore = fileStore
         self.secretService = secretService

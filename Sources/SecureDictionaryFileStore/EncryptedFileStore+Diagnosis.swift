@@ -8,8 +8,9 @@ package struct FileStoreDiagnosis: Sendable {
     package var folderExists: Bool
     /// The dictionaries' files in the folder.
     package var fileCount: Int
-    /// Why the key cannot be had without a person: a missing credential. `nil` for a
-    /// passphrase (it can always be asked) and for a credential that is there.
+    /// Why the key cannot be had without a person: a missing credential, or no sandbox for
+    /// the Secret portal. `nil` for a passphrase (it can always be asked), for a credential
+    /// that is there, and for the portal inside a sandbox (not asked: it may show a dialog).
     package var keyProblem: SecureDictionaryError?
     /// For a passphrase: whether the session's kernel keyring keeps it now (the next call
     /// asks for it when not). `nil` for other sources, or when the folder has no file yet.
@@ -42,6 +43,12 @@ extension EncryptedFileStore {
         case .systemdCredential(let name):
             do {
                 _ = try SystemdCredential.read(named: name)
+            } catch {
+                diagnosis.keyProblem = error
+            }
+        case .secretPortal:
+            do {
+                try SecretPortal.requireSandbox()
             } catch {
                 diagnosis.keyProblem = error
             }

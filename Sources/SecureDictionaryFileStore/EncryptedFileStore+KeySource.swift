@@ -6,11 +6,13 @@ extension EncryptedFileStore {
     /// let service = EncryptedFileStore(keySource: .systemdCredential())              // a systemd service
     /// let person = EncryptedFileStore(keySource: .passphrase(.terminal()))           // over SSH
     /// let script = EncryptedFileStore(keySource: .passphrase(.fileDescriptor(3)))    // 3< passphrase-file
+    /// let app = EncryptedFileStore(keySource: .secretPortal)                        // a Flatpak
     /// ```
     public struct KeySource: Sendable, Equatable, CustomStringConvertible {
         enum Kind: Sendable, Equatable {
             case systemdCredential(name: String)
             case passphrase(input: PassphraseInput, cache: PassphraseCache, cost: PassphraseCost)
+            case secretPortal
         }
 
         let kind: Kind
@@ -32,10 +34,21 @@ extension EncryptedFileStore {
             KeySource(kind: .passphrase(input: input, cache: cache, cost: cost))
         }
 
+        /// The master secret that the desktop's Secret portal (`org.freedesktop.portal.Secret`,
+        /// served by xdg-desktop-portal with the host keyring's backend, e.g. gnome-keyring)
+        /// gives this sandboxed app (Flatpak, snap), and the host keyring keeps for it: for
+        /// apps that may not talk to the Secret Service. Fetched on the first call that needs
+        /// it and kept until ``EncryptedFileStore/forgetKey()``. Outside a sandbox, where the
+        /// portal never serves, every call that reads or writes throws
+        /// ``FileStoreError/portalUnavailable(reason:)`` before it reads or creates anything.
+        public static let secretPortal = KeySource(kind: .secretPortal)
+
         /// E.g. `systemd credential 'securedictionary'`, `passphrase from the terminal,
-        /// kept 900 s in the kernel keyring`.
+        /// kept 900 s in the kernel keyring`, `the Secret portal`.
         public var description: String {
             switch kind {
+            case .secretPortal:
+                return "the Secret portal"
             case .systemdCredential(let name):
                 return "systemd credential '\(name)'"
             case .passphrase(let input, let cache, _):

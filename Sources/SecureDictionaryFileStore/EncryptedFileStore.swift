@@ -1,4 +1,4 @@
-import Logging
+package import Logging
 public import SecureDictionary
 import Synchronization
 
@@ -9,8 +9,9 @@ import Synchronization
 #endif
 
 /// A `KeyringStore` for machines without a keyring (SSH, containers, CI, systemd
-/// services): each dictionary is one encrypted file in a folder, under a master secret from
-/// a ``KeySource``: a systemd credential or a passphrase.
+/// services) and for sandboxed apps that may not talk to it (Flatpak, snap): each dictionary
+/// is one encrypted file in a folder, under a master secret from a ``KeySource``: a systemd
+/// credential, a passphrase, or the desktop's Secret portal.
 ///
 /// ```swift
 /// // A systemd service with LoadCredentialEncrypted=securedictionary:… and StateDirectory=…
@@ -20,11 +21,17 @@ import Synchronization
 /// // A person over SSH: asked once, then kept for the login session in the kernel keyring.
 /// let mine = EncryptedFileStore(keySource: .passphrase(.terminal()))
 /// try mine.unlock()                       // ask now, rather than inside the first call
+///
+/// // In a Flatpak without --talk-name=org.freedesktop.secrets: the portal's key.
+/// let settings = try SecureDictionary(
+///     name: "settings", applicationID: "org.example.App", options: .init(store: EncryptedFileStore.secretPortal))
 /// ```
 ///
-/// The files are those of ``SecretPortalStore`` (AES-256-GCM under HKDF-SHA256 keys, an
-/// authenticated header naming the item, atomic replacement, the check before every write,
-/// hostile-input decoding), plus:
+/// Each file is encrypted and authenticated with AES-256-GCM under a key derived from the
+/// master secret with HKDF-SHA256 (a new salt and nonce on every write), and its header names
+/// the item, authenticated too, so a file cannot be swapped for another item's. Files are
+/// replaced atomically (write, `fsync`, rename), each write checks the stored file first, and
+/// what is read is decoded as hostile input, as from the keyring. Moreover:
 /// - the folder is checked as OpenSSH checks `~/.ssh`: no symbolic link, this user's, and
 ///   writable by nobody else, nor any folder above it (``FileStoreError/unsafePath(path:reason:)``);
 /// - a writer locks its item (an empty `.NAME.lock` file beside the item's file), and
@@ -46,10 +53,15 @@ import Synchronization
 /// until `forgetKey()` or the store's release.
 ///
 /// - Important: the files are as safe as the key source: whoever reads both the folder and
-///   the credential (root, the service itself) or knows the passphrase reads the files.
-///   Moving a dictionary to the keyring once one runs:
+///   the credential (root, the service itself) or the host keyring (for the portal: any
+///   unsandboxed process of the user while it is unlocked), or knows the passphrase, reads
+///   the files. Moving a dictionary to or from the keyring:
 ///   `SecureDictionary.move(name:applicationID:collection:from:to:timeout:)`.
-public final class EncryptedFileStore: KeyringStore, ItemFileBackedStore {
+public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
+    /// The Secret portal's store in the default folder (``KeySource/secretPortal``), shared
+    /// by every dictionary that names it.
+    public static let secretPortal = EncryptedFileStore(keySource: .secretPortal)
+
     /// The folder of the encrypted files.
     public let folderPath: String
     /// Where the master secret comes from.
@@ -63,7 +75,8 @@ public final class EncryptedFileStore: KeyringStore, ItemFileBackedStore {
 
     /// A store in `folderPath`, by default `$STATE_DIRECTORY/securedictionary` for a systemd
     /// credential when systemd set `STATE_DIRECTORY` (`StateDirectory=` in the unit), else
-    /// `$XDG_DATA_HOME/securedictionary` (or `~/.local/share/securedictionary`).
+    /// `$XDG_DATA_HOME/securedictionary` (or `~/.local/share/securedictionary`; inside a
+    /// Flatpak, the app's own `~/.var/app/APP-ID/data/securedictionary`).
     ///
     /// Creates nothing until the first write, and asks nothing until the first call that
     /// needs the key (or `unlock(timeout:)`).
@@ -76,33 +89,55 @@ public final class EncryptedFileStore: KeyringStore, ItemFileBackedStore {
         }
         self.keySource = keySource
         let keys: any MasterKeySource
+        var available: @Sendable () throws(SecureDictionaryError) -> Void = {}
         switch keySource.kind {
         case .systemdCredential(let name):
             keys = FixedSecretSource(name: keySource.description) { _ throws(SecureDictionaryError) in
                 try SystemdCredential.read(named: name)
             }
-            passphrase = nil
         case .passphrase(let input, let cache, let cost):
-            let source = PassphraseKeySource(
+            keys = PassphraseKeySource(
                 input: input, cache: cache, cost: cost, prompt: "Passphrase for the SecureDictionary files in \(folderPath): ")
-            keys = source
-            passphrase = source
+        case .secretPortal:
+            keys = FixedSecretSource(name: keySource.description) { timeout throws(SecureDictionaryError) in
+                try SecretPortal.requireSandbox()
+                return try SecretPortal.retrieveMasterSecret(timeout: timeout)
+            }
+            available = SecretPortal.requireSandbox
         }
-        engine = ItemFileStore(folder: ItemFileFolder(path: folderPath), keys: keys)
+        passphrase = keys as? PassphraseKeySource
+        engine = ItemFileStore(folder: ItemFileFolder(path: folderPath), keys: keys, available: available)
     }
 
-    /// Gets the key now, so that later calls need no prompt: reads the credential, or takes
-    /// the passphrase from the session's kernel keyring or asks it (a new one, twice on a
-    /// terminal, when the folder has no file yet).
+    /// A store in `folderPath` whose master secret comes from `fetchMasterSecret` (tests),
+    /// named as `keySource`, usable anywhere.
+    init(
+        folderPath: String, keySource: KeySource = .secretPortal,
+        fetchMasterSecret: @escaping @Sendable (Duration) throws(SecureDictionaryError) -> SecretBytes
+    ) {
+        self.folderPath = folderPath
+        self.keySource = keySource
+        folderOrigin = FolderOrigin(description: "the folder given to the store")
+        passphrase = nil
+        engine = ItemFileStore(
+            folder: ItemFileFolder(path: folderPath),
+            keys: FixedSecretSource(name: keySource.description, fetch: fetchMasterSecret))
+    }
+
+    /// Gets the key now, so that later calls need no prompt: reads the credential, fetches the
+    /// Secret portal's secret, or takes the passphrase from the session's kernel keyring or
+    /// asks it (a new one, twice on a terminal, when the folder has no file yet).
     ///
     /// - Throws: ``FileStoreError/wrongPassphrase``, ``FileStoreError/passphraseUnavailable(reason:)``,
-    ///   ``FileStoreError/credentialUnavailable(name:reason:)``, ``FileStoreError/unsafePath(path:reason:)``…
+    ///   ``FileStoreError/credentialUnavailable(name:reason:)``, ``FileStoreError/portalUnavailable(reason:)``,
+    ///   ``FileStoreError/unsafePath(path:reason:)``…
     public func unlock(timeout: Duration = .seconds(10)) throws(SecureDictionaryError) {
         _ = try engine.keys.keyForWriting(replacing: nil, in: engine.folder, until: Deadline(after: timeout))
     }
 
     /// Drops the master secret from memory (wiped) and, for a passphrase kept in the kernel
-    /// keyring, revokes it there: the next call (of any process) reads or asks it again.
+    /// keyring, revokes it there: the next call (of any process) reads, asks or fetches it
+    /// again.
     public func forgetKey() {
         engine.keys.forget(in: engine.folder)
     }
@@ -116,8 +151,43 @@ public final class EncryptedFileStore: KeyringStore, ItemFileBackedStore {
         {
             return "\(state)/securedictionary"
         }
-        return SecretPortalStore.defaultFolderPath(environment: environment)
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
+        return "\(home)/.local/share/securedictionary"
     }
+}
+
+// The `KeyringStore` calls, made by the folder's engine: its writers lock their item
+// (`ItemFileLock`) and, from the check to the write, the folder (`FileWriterLock`); its
+// changes are watched in the folder (`FolderWatcher`).
+extension EncryptedFileStore {
+    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
+        try engine.load(item, timeout: timeout)
+    }
+
+    public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
+        try engine.store(secret, for: item, timeout: timeout)
+    }
+
+    public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
+        try engine.delete(item)
+    }
+
+    public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
+        throws(SecureDictionaryError) -> [KeyringItemListing]
+    {
+        try engine.listItems(applicationID: applicationID, collection: collection)
+    }
+
+    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { engine.writerLock(for: item) }
+
+    package func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)? { engine.writeLock() }
+
+    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
+        FolderWatcher(folder: engine.folder.path) { onChange(.items) }
+    }
+
+    package var place: String? { ItemFileFolder.place(of: folderPath) }
 }
 
 extension EncryptedFileStore {

@@ -1,7 +1,7 @@
 public import SecureDictionary
 
-/// The failures of the encrypted-file stores (``EncryptedFileStore``, ``SecretPortalStore``,
-/// ``AutomaticStore``), thrown as `SecureDictionaryError.store(_:)`: every call still throws
+/// The failures of the encrypted-file stores (``EncryptedFileStore``, ``AutomaticStore``),
+/// thrown as `SecureDictionaryError.store(_:)`: every call still throws
 /// `SecureDictionaryError`, and what the keyring's stores throw too (`timedOut`, `corrupt`…)
 /// keeps its own case there.
 ///
@@ -27,9 +27,9 @@ public import SecureDictionary
 /// No case carries a key, a value or secret bytes: paths, credential names and reasons only.
 /// Its `description` says what happened, then the one fix.
 public enum FileStoreError: KeyringStoreError {
-    /// The Secret portal cannot give this app its master secret (``SecretPortalStore``): it
-    /// is missing, has no Secret backend, or this process is not a sandboxed app. Nothing
-    /// was read or written.
+    /// The Secret portal cannot give this app its master secret
+    /// (``EncryptedFileStore/KeySource/secretPortal``): it is missing, has no Secret backend,
+    /// or this process is not a sandboxed app. Nothing was read or written.
     case portalUnavailable(reason: String)
     /// A file cannot be read or written (a full disk, a read-only or missing folder). A
     /// write that fails with it left the previous file in place.

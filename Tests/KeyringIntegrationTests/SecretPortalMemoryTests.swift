@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration.SecretPortal {
-    /// Issue 37.3: `SecureDictionary.hardenProcess()` (no core dumps, not dumpable) keeps the
+    /// `SecureDictionary.hardenProcess()` (no core dumps, not dumpable) keeps the
     /// Secret portal working. A hardened KeePassXC snap broke xdg-desktop-portal, which reads
     /// its caller's `/proc/PID/…`; a Flatpak app talks to the portal through its bus proxy
     /// (here `scripts/sandbox-run`'s), whose entries the portal reads, in a user namespace the
@@ -25,25 +25,28 @@ extension KeyringIntegration.SecretPortal {
         let get = try app(["get", test.appID, test.name, "token"])
         #expect(get.trimmedText == "ok v1", "\(get)")
     }
+}
 
-    /// Issue 37: the portal store under the core scan of `MemoryScan` (loaded, released, and
-    /// the control), in a sandboxed app whose dictionaries another process of the app planted.
-    @Test func thePortalStoreKeepsNoKeyOrValueInACore() throws {
-        let scanner = try MemoryScan()
+extension MemoryScan {
+    /// The Secret portal's files under the core scan (loaded, released, and the control), in
+    /// a sandboxed app whose dictionaries another process of the app planted: the store
+    /// contract's memory clause for `.portalFiles`.
+    func scanThePortalStore() throws {
+        let appID = KeyringIntegration.SecretPortal.appA
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("sd-app-\(UUID().uuidString)").path
         // --network shares the host's pid namespace: the pid the scanned process prints is the scan's.
         let sandbox = [
-            PrivateKeyring.packageRoot.appendingPathComponent("scripts/sandbox-run").path, "--app-id", Self.appA, "--data", data,
+            PrivateKeyring.packageRoot.appendingPathComponent("scripts/sandbox-run").path, "--app-id", appID, "--data", data,
             "--network", "--", "/usr/bin/env", "SD_TEST_WRITER_STORE=portal",
         ]
         let plant = { (files: [String]) throws in
             let output = try ChildProcess.run(
-                sandbox[0], Array(sandbox.dropFirst()) + [KeyringHarness.writer, "plant", scanner.app] + files)
+                sandbox[0], Array(sandbox.dropFirst()) + [KeyringHarness.writer, "plant", app] + files)
             try #require(output.trimmedText == "ok \(files.count)", "plant: \(output)")
         }
         let scans = try ["control", "loaded", "released"].map { mode in
-            try (mode, scanner.scan(mode: mode, wrapper: sandbox, plant: plant))
+            try (mode, scan(mode: mode, wrapper: sandbox, plant: plant))
         }
-        try scanner.expectNoCanaries(scans)
+        try expectNoCanaries(scans)
     }
 }

@@ -19,10 +19,21 @@ extension KeyringIntegration {
     ///
     /// The Secret Service store runs on every provider of `scripts/test`; the encrypted-file
     /// store (under a real `systemd-creds` credential) and the in-memory store do not depend
-    /// on the provider, so they run once, with gnome-keyring.
+    /// on the provider, so they run once, with gnome-keyring. The encrypted-file store under
+    /// the Secret portal's key runs where the lab has the portal (gnome-keyring with
+    /// `--portal`, required in CI), in the clauses with another process, which is then a
+    /// sandboxed app: it keeps each of them (lock scope, `lockWait`, a holder killed, refresh
+    /// once, deadlines, changes), its holder named by its pid outside the sandbox's pid
+    /// namespace. `lockWaitZeroTakesAFreeLock` has no other process: this process's side of
+    /// the portal's files is the credential files' engine under another secret.
     @Suite struct StoreContract {
         static let stores: [ContractStore.Kind] =
             PrivateKeyring.provider == "gnome-keyring" ? [.secretService, .credentialFiles, .inMemory] : [.secretService]
+        /// With the portal's files where the lab offers the portal.
+        static let storesWithAnotherProcess =
+            stores
+            + (PrivateKeyring.provider == "gnome-keyring" && (PrivateKeyring.hasPortal || PrivateKeyring.required)
+                ? [.portalFiles] : [])
 
         /// The error `body` throws, or `nil`.
         static func error(_ body: () throws -> Void) -> (any Error)? {
@@ -43,7 +54,7 @@ extension KeyringIntegration {
         /// dictionaries (another application's included) go ahead. Before, on the file store,
         /// the refresh held the whole folder's lock, and the neighbours failed after their 2 s
         /// with "held this dictionary's writer lock".
-        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        @Test(.timeLimit(.minutes(1)), arguments: storesWithAnotherProcess)
         func aRefreshHoldsItsItemAndNeverItsNeighbours(_ kind: ContractStore.Kind) throws {
             let store = try ContractStore(kind)
             try store.open("held").setValue("before", forKey: "k")
@@ -66,7 +77,7 @@ extension KeyringIntegration {
             let during = Self.error { try held.setValue("during", forKey: "k") }
             #expect(Self.isLockHeld(during, by: holder.pid), "\(kind): \(String(describing: during))")
             holder.finish()
-            #expect(holder.outcome == "ok from \(holder.pid)", "\(kind)")
+            #expect(holder.outcome == "ok \(holder.token)", "\(kind)")
             print("store contract, lock scope (\(kind)): neighbours written during a held refresh in \(latencies)")
         }
 
@@ -87,7 +98,7 @@ extension KeyringIntegration {
         /// `lockWait: .zero` and a short one, while another caller refreshes: `lockHeld`
         /// naming the holder, never `timedOut`, and nothing refreshed. Before, on the keyring,
         /// both were `timedOut` (nobody named).
-        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        @Test(.timeLimit(.minutes(1)), arguments: storesWithAnotherProcess)
         func aShortOrZeroLockWaitNamesTheHolder(_ kind: ContractStore.Kind) throws {
             let store = try ContractStore(kind)
             let tokens = try store.open("tokens")
@@ -108,7 +119,7 @@ extension KeyringIntegration {
 
         /// A holder killed (SIGKILL) in its refresh frees the lock at once: a waiter bounded by
         /// 10 s refreshes itself, long before its bound.
-        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        @Test(.timeLimit(.minutes(1)), arguments: storesWithAnotherProcess)
         func aHolderKilledInItsRefreshFreesTheLock(_ kind: ContractStore.Kind) throws {
             if let reason = kind.exclusion(.holderKilled) { return print("store contract (\(kind)): \(reason)") }
             let store = try ContractStore(kind)
@@ -127,7 +138,7 @@ extension KeyringIntegration {
 
         /// Another process refreshes while this one waits for the lock: this one returns the
         /// other's token and does not refresh.
-        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        @Test(.timeLimit(.minutes(1)), arguments: storesWithAnotherProcess)
         func aWaiterTakesTheRefreshAnotherCallerMade(_ kind: ContractStore.Kind) throws {
             let store = try ContractStore(kind)
             let tokens = try store.open("tokens")
@@ -139,7 +150,7 @@ extension KeyringIntegration {
             }
             holder.finish()
             let outcome = waiter.outcome()
-            #expect(try outcome?.get() == .string("from \(holder.pid)"), "\(kind): \(String(describing: outcome))")
+            #expect(try outcome?.get() == .string(holder.token), "\(kind): \(String(describing: outcome))")
             #expect(!refreshed.withLock { $0 }, "\(kind): refreshed again")
         }
 
@@ -147,7 +158,7 @@ extension KeyringIntegration {
 
         /// Every call ends by its deadline, waits for other processes included: an `update { }`
         /// of an item whose refresh another caller holds throws `lockHeld` at its timeout.
-        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        @Test(.timeLimit(.minutes(1)), arguments: storesWithAnotherProcess)
         func aWriteBehindAHeldRefreshEndsAtItsDeadline(_ kind: ContractStore.Kind) throws {
             let store = try ContractStore(kind)
             let writer = try store.open("tokens", timeout: .milliseconds(500))
@@ -163,8 +174,6 @@ extension KeyringIntegration {
 
         // MARK: Changes, whoever made them
 
-        /// A write by another process reaches `changes()`, without polling. Before, the
-        /// encrypted-file stores delivered nothing (60 writes by `secure-dict`, no element).
         // MARK: Memory: no key or value in a core
 
         /// A process that opened the store's dictionaries (planted by another process, then
@@ -176,17 +185,20 @@ extension KeyringIntegration {
         @Test(
             .timeLimit(.minutes(5)),
             .enabled(if: PrivateKeyring.provider == "gnome-keyring", "the library's memory is the same on every provider"),
-            arguments: stores)
+            arguments: storesWithAnotherProcess)
         func noKeyOrValueIsInACoreLoadedOrReleased(_ kind: ContractStore.Kind) throws {
             let scan = try MemoryScan()
             switch kind {
             case .secretService: try scan.scanTheKeyring()
             case .credentialFiles: try scan.scanTheEncryptedFileStore()
             case .inMemory: try scan.scanTheInMemoryStore()
+            case .portalFiles: try scan.scanThePortalStore()
             }
         }
 
-        @Test(.timeLimit(.minutes(1)), arguments: stores)
+        /// A write by another process reaches `changes()`, without polling. Before, the
+        /// encrypted-file stores delivered nothing (60 writes by `secure-dict`, no element).
+        @Test(.timeLimit(.minutes(1)), arguments: storesWithAnotherProcess)
         func aChangeByAnotherProcessReachesChanges(_ kind: ContractStore.Kind) async throws {
             if let reason = kind.exclusion(.changeByAnotherProcess) { return print("store contract (\(kind)): \(reason)") }
             let store = try ContractStore(kind)
@@ -229,6 +241,9 @@ struct ContractStore {
         case secretService
         /// `EncryptedFileStore` under a `systemd-creds` credential.
         case credentialFiles
+        /// `EncryptedFileStore(keySource: .secretPortal)`, the other process a sandboxed app
+        /// that gets its key from xdg-desktop-portal (`scripts/with-private-keyring --portal`).
+        case portalFiles
         /// `InMemoryKeyringStore`.
         case inMemory
 
@@ -251,6 +266,8 @@ struct ContractStore {
     let store: any KeyringStore
     /// What `sd-test-writer` needs to open the same store; `nil` for the in-memory store.
     let childEnvironment: [String: String]?
+    /// The sandboxed app's data folder (`XDG_DATA_HOME`), for the portal's files.
+    private var sandboxData: String?
     let app = "it.contract.\(UUID().uuidString)"
 
     init(_ kind: Kind) throws {
@@ -269,8 +286,17 @@ struct ContractStore {
             var environment = processes.credentialEnvironment("\(processes.base)/credentials")
             let folder = "\(processes.base)/files"
             environment["SD_TEST_WRITER_FOLDER"] = folder
-            store = SecretPortalStore(folderPath: folder) { _ in SecretBytes(copying: key) }
+            store = EncryptedFileStore(folderPath: folder, keySource: .systemdCredential()) { _ in SecretBytes(copying: key) }
             childEnvironment = environment
+        case .portalFiles:
+            // The portal serves sandboxed apps only: this process opens the app's folder with
+            // the secret the portal gave the app (the same files, the same engine); the other
+            // process is the app, in its sandbox, a real EncryptedFileStore(keySource: .secretPortal).
+            let data = try TemporaryFolder.create("sd-contract-portal")
+            let key = try PortalApp.secret.get()
+            store = EncryptedFileStore(folderPath: "\(data)/securedictionary") { _ in SecretBytes(copying: key) }
+            childEnvironment = ["SD_TEST_WRITER_STORE": "portal"]
+            sandboxData = data
         case .inMemory:
             store = InMemoryKeyringStore()
             childEnvironment = nil
@@ -283,17 +309,30 @@ struct ContractStore {
 
     /// `sd-test-writer set` in another process; its output ("ok <unix time>").
     func childWrite(_ name: String, key: String, value: String) throws -> String {
-        let output = try KeyringHarness.run(
-            KeyringHarness.writer, ["set", app, name, key, value], environment: childEnvironment ?? [:])
+        let (program, arguments, environment) = writer(["set", app, name, key, value])
+        let output = try KeyringHarness.run(program, arguments, environment: environment)
         #expect(output.succeeded, "\(output)")
         return output.trimmedText
+    }
+
+    /// How `sd-test-writer ARGUMENTS` runs as the other process: for the portal's files, as
+    /// the sandboxed app (`scripts/sandbox-run`).
+    private func writer(_ arguments: [String]) -> (program: String, arguments: [String], environment: [String: String]) {
+        guard let sandboxData else { return (KeyringHarness.writer, arguments, childEnvironment ?? [:]) }
+        let setting = (childEnvironment ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        return (
+            PrivateKeyring.packageRoot.appendingPathComponent("scripts/sandbox-run").path,
+            ["--app-id", PortalApp.id, "--data", sandboxData, "--", "/usr/bin/env"] + setting + [KeyringHarness.writer]
+                + arguments, [:]
+        )
     }
 
     /// A refresh of `name`'s "token" that holds the item's locks until ``RefreshHolder/finish()``:
     /// in another process, or (in-memory) on a thread of this one.
     func holdRefresh(_ name: String) throws -> any RefreshHolder {
-        if let childEnvironment {
-            let child = try LiveChild(KeyringHarness.writer, ["hold-refresh", app, name], environment: childEnvironment)
+        if childEnvironment != nil {
+            let (program, arguments, environment) = writer(["hold-refresh", app, name])
+            let child = try LiveChild(program, arguments, environment: environment)
             try #require(child.waitUntil(timeout: .seconds(30)) { $0.first?.hasPrefix("holding ") == true }, "\(child.lines)")
             return ChildRefresh(child: child)
         }
@@ -334,8 +373,11 @@ final class WaitingRefresh: Sendable {
 
 /// A refresh holding an item's locks.
 protocol RefreshHolder {
-    /// The process that holds them.
+    /// The process that holds them, as this process sees it.
     var pid: Int { get }
+    /// The token the refresh writes: "from PID", the pid as the holder sees itself (in a
+    /// sandbox, its pid namespace's).
+    var token: String { get }
     /// Lets the refresh write and return; waits for it.
     func finish()
     /// Kills the holding process (SIGKILL).
@@ -344,15 +386,19 @@ protocol RefreshHolder {
     var outcome: String { get }
 }
 
-/// `sd-test-writer hold-refresh`.
+/// `sd-test-writer hold-refresh`, holding (it printed "holding PID").
 final class ChildRefresh: RefreshHolder, Sendable {
     let child: LiveChild
+    let pid: Int
+    let token: String
     /// `LiveChild.finish()` waits for the exit once: a second call would wait forever.
     private let ended = Atomic<Bool>(false)
 
-    init(child: LiveChild) { self.child = child }
-
-    var pid: Int { Int(child.pid) }
+    init(child: LiveChild) {
+        self.child = child
+        pid = PortalApp.process(named: "sd-test-writer", from: child.pid)
+        token = "from " + (child.lines.first?.dropFirst("holding ".count) ?? "")
+    }
 
     func finish() {
         guard !ended.exchange(true, ordering: .relaxed) else { return }
@@ -363,7 +409,7 @@ final class ChildRefresh: RefreshHolder, Sendable {
 
     func kill() {
         guard !ended.exchange(true, ordering: .relaxed) else { return }
-        _ = Glibc.kill(child.pid, SIGKILL)
+        _ = Glibc.kill(Int32(pid), SIGKILL)
         child.finish()
     }
 
@@ -398,6 +444,7 @@ final class ThreadRefresh: RefreshHolder, Sendable {
     }
 
     var pid: Int { Int(getpid()) }
+    var token: String { "from \(getpid())" }
 
     func finish() {
         guard

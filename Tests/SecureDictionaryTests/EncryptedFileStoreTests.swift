@@ -165,7 +165,7 @@ import Testing
 
     @Test func aPassphraseStoreDoesNotOpenACredentialsFile() throws {
         let secret = SecretBytes(copying: Array(repeating: 7, count: 32))
-        let other = SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
+        let other = EncryptedFileStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
         try SecureDictionary(name: "settings", applicationID: "org.example.App", options: .init(store: other))
             .setValue("v", forKey: "k")
         #expect(outcome { try dictionary(store(Lines(["x"]))) } == "wrongKey")

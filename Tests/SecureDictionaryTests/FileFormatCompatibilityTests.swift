@@ -16,7 +16,7 @@ import Testing
         let master = Array(repeating: UInt8(0x5a), count: 64)
         let item = try KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")
         let blob = try BinaryPropertyList.blob(of: ["token": "from version 1"], limits: PropertyListLimits(maximumSize: 1 << 20))
-        // Version 1, as SecretPortalStore wrote it before issue 31.
+        // Version 1, as the Secret portal's store wrote it before issue 31.
         let identity = EncryptedItemFile.identity(of: item)
         let salt = (0..<32).map { _ in UInt8.random(in: 0...255) }
         let nonce = AES.GCM.Nonce()
@@ -32,7 +32,7 @@ import Testing
             to: URL(fileURLWithPath: ItemFileFolder(path: folder).filePath(of: item)))
 
         let secret = SecretBytes(copying: master)
-        let store = SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
+        let store = EncryptedFileStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
         let settings = try SecureDictionary(name: "settings", applicationID: "org.example.App", options: .init(store: store))
         #expect(settings["token"] == .string("from version 1"))
         try settings.setValue("now version 2", forKey: "other")

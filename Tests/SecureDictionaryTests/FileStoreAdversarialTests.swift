@@ -20,9 +20,9 @@ import Testing
         base = try TemporaryFolder.create("sd-adv")
     }
 
-    private func fixed(_ folder: String) -> SecretPortalStore {
+    private func fixed(_ folder: String) -> EncryptedFileStore {
         let secret = self.secret
-        return SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
+        return EncryptedFileStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
     }
 
     private func passphrase(
@@ -192,7 +192,7 @@ import Testing
     @Test func outsideASandboxThePortalStoreIsUnavailableForEveryCall() throws {
         try #require(Sandbox.current == nil, "the tests run outside a sandbox")
         let folder = "\(base)/portal"
-        let store = SecretPortalStore(folderPath: folder)
+        let store = EncryptedFileStore(folderPath: folder, keySource: .secretPortal)
         #expect(outcome { try dictionary(store) } == "portalUnavailable")
         #expect(outcome { try dictionary(store).setValue("v", forKey: "k") } == "portalUnavailable")
         #expect(

@@ -16,12 +16,12 @@ import Testing
         base = try TemporaryFolder.create("sd-holes")
     }
 
-    private func store(_ folder: String) -> SecretPortalStore {
+    private func store(_ folder: String) -> EncryptedFileStore {
         let secret = self.secret
-        return SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
+        return EncryptedFileStore(folderPath: folder) { _ throws(SecureDictionaryError) in secret }
     }
 
-    private func dictionary(_ store: SecretPortalStore, timeout: Duration = .seconds(3)) throws -> SecureDictionary {
+    private func dictionary(_ store: EncryptedFileStore, timeout: Duration = .seconds(3)) throws -> SecureDictionary {
         try SecureDictionary(name: "settings", applicationID: "org.example.App", options: .init(timeout: timeout, store: store))
     }
 

@@ -26,7 +26,7 @@ import Testing
     /// item state for the same item file and the same lock.
     private func tokens(_ timeout: Duration = .seconds(3)) throws -> SecureDictionary {
         let secret = SecretBytes(copying: Array(repeating: UInt8(0x5a), count: 32))
-        let store = SecretPortalStore(folderPath: "\(base)/store") { _ throws(SecureDictionaryError) in secret }
+        let store = EncryptedFileStore(folderPath: "\(base)/store") { _ throws(SecureDictionaryError) in secret }
         return try SecureDictionary(
             name: "oauth", applicationID: "org.example.App", options: .init(timeout: timeout, store: store))
     }

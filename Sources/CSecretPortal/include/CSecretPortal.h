@@ -1,7 +1,7 @@
 #ifndef CSECRETPORTAL_H
 #define CSECRETPORTAL_H
-/* The C of SecureDictionaryFileStore's SecretPortalStore: the Secret portal call, which waits
-   for the portal's Response signal in a GLib main context of its own. GIO only, no
+/* The C of the encrypted-file store's Secret portal key source: the Secret portal call,
+   which waits for the portal's Response signal in a GLib main context of its own. GIO only, no
    libsecret; the session bus connection is the core's (CSecretShim's sd_session_bus_until),
    so that the portal call too waits for the bus no longer than its deadline. */
 #include <gio/gio.h>

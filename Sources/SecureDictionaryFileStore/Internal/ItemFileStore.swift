@@ -1,4 +1,3 @@
-package import Logging
 package import SecureDictionary
 
 /// What every encrypted-file store does with its folder, whatever its key: the
@@ -84,51 +83,4 @@ package struct ItemFileStore: Sendable {
     func writeLock() -> any ItemWriterLock {
         FileWriterLock(folder: folder, available: available)
     }
-}
-
-/// A store whose items are the encrypted files of one folder (``EncryptedFileStore``,
-/// ``SecretPortalStore``): its writers lock their item (`ItemFileLock`) and, from the check
-/// to the write, the folder (`FileWriterLock`); its changes are watched in the folder
-/// (`FolderWatcher`).
-package protocol ItemFileBackedStore: CoordinatedStore {
-    /// The folder's engine.
-    var engine: ItemFileStore { get }
-    /// The folder of the encrypted files.
-    var folderPath: String { get }
-}
-
-extension ItemFileBackedStore {
-    // The public `KeyringStore` calls of both folder stores, made by the folder's engine.
-    // Public members of an extension of this package protocol witness the public protocol's
-    // requirements: an allowance Swift keeps for source compatibility (a 6.3 pre-release
-    // warned about it; the warning was reverted, swiftlang/swift#86749). Should a toolchain
-    // warn again, each store declares these four calls itself.
-
-    public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
-        try engine.load(item, timeout: timeout)
-    }
-
-    public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try engine.store(secret, for: item, timeout: timeout)
-    }
-
-    public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try engine.delete(item)
-    }
-
-    public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
-        throws(SecureDictionaryError) -> [KeyringItemListing]
-    {
-        try engine.listItems(applicationID: applicationID, collection: collection)
-    }
-
-    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { engine.writerLock(for: item) }
-
-    package func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)? { engine.writeLock() }
-
-    package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
-        FolderWatcher(folder: engine.folder.path) { onChange(.items) }
-    }
-
-    package var place: String? { ItemFileFolder.place(of: folderPath) }
 }

@@ -71,7 +71,7 @@ struct KeyedFile {
         reason: "the encrypted file was changed or damaged: its key check is not that of the right key")
 }
 
-/// A master secret that is fetched whole and kept: the Secret portal's, a systemd credential.
+/// A master secret that is fetched whole and kept: the Secret portal's, a systemd credential's.
 final class FixedSecretSource: MasterKeySource {
     let name: String
     private let fetch: @Sendable (Duration) throws(SecureDictionaryError) -> SecretBytes

@@ -14,6 +14,15 @@ enum SecretPortal {
     /// The most bytes accepted (gnome-keyring's backend gives 64).
     static let capacity = 1024
 
+    /// Throws `portalUnavailable` outside a sandbox, where the portal never serves: checked
+    /// before any call of `EncryptedFileStore(keySource: .secretPortal)` reads or creates
+    /// anything, so that no dictionary opens empty there.
+    @Sendable static func requireSandbox() throws(SecureDictionaryError) {
+        guard Sandbox.current == nil else { return }
+        throw .portalUnavailable(
+            reason: "the Secret portal serves sandboxed apps (Flatpak, snap) only; outside a sandbox use SecretServiceStore")
+    }
+
     /// Asks the portal for this app's master secret.
     ///
     /// When the host keyring is locked, gnome-keyring's backend shows its unlock dialog (if

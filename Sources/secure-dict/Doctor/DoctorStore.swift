@@ -46,7 +46,7 @@ extension DoctorReport {
             self.store = StoreState(option: option, chosen: "secretService", reason: reason)
             findings.append(DoctorFinding(check: "store", status: .ok, detail: "the Secret Service (\(reason))"))
             return true
-        case let files as EncryptedFileStore:
+        case let files as EncryptedFileStore where files.keySource != .secretPortal:
             self.store = StoreState(
                 option: option, chosen: "encryptedFiles", reason: reason, folder: files.folderPath,
                 key: files.keySource.description)
@@ -67,7 +67,7 @@ extension DoctorReport {
     private static func chosenStore(_ automatic: AutomaticStore, _ choice: AutomaticStore.Choice) -> any KeyringStore {
         switch choice.chosen {
         case .secretService: SecretServiceStore.shared
-        case .secretPortal: SecretPortalStore.shared
+        case .secretPortal: EncryptedFileStore.secretPortal
         case .encryptedFiles: automatic.fileStore!
         }
     }

@@ -70,7 +70,7 @@ extension StoreOptions.Kind {
         switch store {
         case is SecretServiceStore: "keyring"
         case is AutomaticStore: "auto"
-        case is SecretPortalStore: "portal"
+        case let files as EncryptedFileStore where files.keySource == .secretPortal: "portal"
         case let files as EncryptedFileStore: files.keySource.description.hasPrefix("passphrase") ? "passphrase" : "credential"
         default: "\(type(of: store))"
         }

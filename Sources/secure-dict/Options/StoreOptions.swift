@@ -78,7 +78,7 @@ struct StoreOptions: ParsableArguments {
             let store: any KeyringStore =
                 switch kind {
                 case .keyring: SecretServiceStore.shared
-                case .portal: SecretPortalStore.shared
+                case .portal: EncryptedFileStore.secretPortal
                 case .credential: fileStore(.credential)
                 case .passphrase: fileStore(.passphrase)
                 case .auto: AutomaticStore(fileStore: fileKey.map(fileStore))

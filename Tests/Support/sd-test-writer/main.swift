@@ -42,7 +42,7 @@
 //                                              (TokenRefresh.swift): the processes TokenRefresh runs
 //
 // SD_TEST_WRITER_STORE picks the store: the Secret Service by default; "portal":
-// SecretPortalStore.shared (the Secret portal's encrypted files); "credential": an
+// EncryptedFileStore.secretPortal (the Secret portal's encrypted files); "credential": an
 // EncryptedFileStore under the systemd credential SD_TEST_WRITER_CREDENTIAL (default
 // "securedictionary") in SD_TEST_WRITER_FOLDER (default: the store's own); "passphrase": one
 // under a passphrase read from descriptor SD_TEST_WRITER_PASSPHRASE_FD (else asked on the
@@ -94,7 +94,7 @@ func fileStore(_ kind: String?, folder: String? = environment["SD_TEST_WRITER_FO
 /// The store named by SD_TEST_WRITER_STORE.
 let store: any KeyringStore =
     switch environment["SD_TEST_WRITER_STORE"] {
-    case "portal": SecretPortalStore.shared
+    case "portal": EncryptedFileStore.secretPortal
     case "credential", "passphrase": fileStore(environment["SD_TEST_WRITER_STORE"])!
     case "automatic": AutomaticStore(fileStore: fileStore(environment["SD_TEST_WRITER_FILE_STORE"]))
     default: SecretServiceStore.shared
@@ -227,7 +227,7 @@ do {
         do {
             let moved = try SecureDictionary.move(
                 name: arguments[2], applicationID: arguments[1], from: SecretServiceStore.shared,
-                to: SecretPortalStore.shared, timeout: options().timeout)
+                to: EncryptedFileStore.secretPortal, timeout: options().timeout)
             print(moved ? "ok moved" : "ok absent")
         } catch {
             print("error \(caseName(error))")

@@ -41,8 +41,8 @@ package enum ProcessHardening {
     ///
     /// Why not in a snap: there xdg-desktop-portal identifies its caller by reading
     /// `/proc/PID/…` of the caller itself, which a process that is not dumpable forbids (a
-    /// hardened KeePassXC snap broke the portal so), and the Secret portal is what
-    /// ``SecretPortalStore`` needs. A Flatpak app reaches the portal through its bus proxy,
+    /// hardened KeePassXC snap broke the portal so), and the Secret portal is what the
+    /// encrypted-file store's portal key source needs. A Flatpak app reaches the portal through its bus proxy,
     /// whose `/proc` entries are what the portal reads: hardening does not touch those.
     static func apply(sandbox: Sandbox?) -> SecureDictionary.HardeningResult {
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)

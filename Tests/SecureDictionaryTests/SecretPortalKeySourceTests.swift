@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 12, part 4: the encrypted files of the Secret portal path, with a master secret
 /// given by the test (the real portal is in KeyringIntegrationTests' `SecretPortal` suite).
-@Suite struct SecretPortalStoreTests {
+@Suite struct SecretPortalKeySourceTests {
     let folder: String
     let secret = SecretBytes(copying: Array(repeating: 0x5a, count: 64))
 
@@ -20,15 +20,15 @@ import Testing
         let count = Mutex(0)
     }
 
-    private func store(secret: SecretBytes? = nil, fetches: FetchCount? = nil) -> SecretPortalStore {
+    private func store(secret: SecretBytes? = nil, fetches: FetchCount? = nil) -> EncryptedFileStore {
         let secret = secret ?? self.secret
-        return SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in
+        return EncryptedFileStore(folderPath: folder) { _ throws(SecureDictionaryError) in
             fetches?.count.withLock { $0 += 1 }
             return secret
         }
     }
 
-    private func dictionary(_ store: SecretPortalStore, name: String = "settings") throws -> SecureDictionary {
+    private func dictionary(_ store: EncryptedFileStore, name: String = "settings") throws -> SecureDictionary {
         try SecureDictionary(name: name, applicationID: "org.example.App", options: .init(store: store))
     }
 
@@ -71,7 +71,9 @@ import Testing
         try dictionary(store()).setValue("x", forKey: "k")
         let other = store(secret: SecretBytes(copying: Array(repeating: 0x5b, count: 64)))
         // The key check in the header tells another secret from a damaged file (issue 31).
-        #expect(throws: SecureDictionaryError.store(FileStoreError.wrongKey(source: "Secret portal"))) { try dictionary(other) }
+        #expect(throws: SecureDictionaryError.store(FileStoreError.wrongKey(source: "the Secret portal"))) {
+            try dictionary(other)
+        }
     }
 
     @Test func aFileMovedToAnotherItemIsRejected() throws {
@@ -137,13 +139,13 @@ import Testing
         try settings.setValue(1, forKey: "a")
         try settings.setValue(2, forKey: "b")
         #expect(fetches.count.withLock { $0 } == 1)
-        store.forgetMasterSecret()
+        store.forgetKey()
         try settings.setValue(3, forKey: "c")
         #expect(fetches.count.withLock { $0 } == 2)
     }
 
     @Test func aFailedFetchWritesNothing() throws {
-        let store = SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in
+        let store = EncryptedFileStore(folderPath: folder) { _ throws(SecureDictionaryError) in
             throw .store(FileStoreError.portalUnavailable(reason: "test"))
         }
         #expect(outcome { try dictionary(store).setValue(1, forKey: "a") } == "portalUnavailable")
@@ -155,7 +157,7 @@ import Testing
         guard getuid() != 0 else {
             // root ignores permissions; use a folder whose parent is a file instead (refused as
             // no folder before any write, since issue 31).
-            let blocked = SecretPortalStore(folderPath: "/proc/self/status/sd") { _ throws(SecureDictionaryError) in secret }
+            let blocked = EncryptedFileStore(folderPath: "/proc/self/status/sd") { _ throws(SecureDictionaryError) in secret }
             #expect(outcome { try dictionary(blocked).setValue(1, forKey: "a") } == "unsafePath")
             return
         }
@@ -172,7 +174,7 @@ import Testing
         try dictionary(store(), name: "a").setValue(1, forKey: "k")
         try SecureDictionary(name: nil, applicationID: "org.example.Other", options: .init(store: store()))
             .setValue(1, forKey: "k")
-        let locked = SecretPortalStore(folderPath: folder) { _ throws(SecureDictionaryError) in throw .locked }
+        let locked = EncryptedFileStore(folderPath: folder) { _ throws(SecureDictionaryError) in throw .locked }
         let names = try locked.listItems(applicationID: "org.example.App", collection: .default, timeout: .seconds(1))
             .map(\.item.name)
         #expect(names == ["org.example.App.__SecureDictionary__.a", "org.example.App.__SecureDictionary__.b"])
@@ -200,14 +202,32 @@ import Testing
 
     @Test func outsideASandboxThePortalIsNotAsked() throws {
         guard Sandbox.current == nil else { return }
-        let store = SecretPortalStore(folderPath: folder)
+        let store = EncryptedFileStore(folderPath: folder, keySource: .secretPortal)
         #expect(outcome { try dictionary(store).setValue(1, forKey: "a") } == "portalUnavailable")
     }
 
+    /// The portal is one key source of `EncryptedFileStore`: its description, its shared
+    /// store in the default folder, and, outside a sandbox, what `doctor` and `unlock()` say.
+    @Test func thePortalKeySourceSaysWhereItsKeyComesFrom() throws {
+        let store = EncryptedFileStore(folderPath: folder, keySource: .secretPortal)
+        #expect(store.keySource.description == "the Secret portal")
+        #expect(EncryptedFileStore.secretPortal.keySource == .secretPortal)
+        #expect(EncryptedFileStore.secretPortal.folderPath == EncryptedFileStore.defaultFolderPath(for: .secretPortal))
+        let origin = EncryptedFileStore.folderOrigin(
+            given: nil, for: .secretPortal, environment: ["XDG_DATA_HOME": "/d", "CREDENTIALS_DIRECTORY": "/c"])
+        #expect(origin == FolderOrigin(description: "$XDG_DATA_HOME/securedictionary"))
+        try #require(Sandbox.current == nil, "the tests run outside a sandbox")
+        #expect(store.diagnose().keyProblem.map { caseName($0) } == "portalUnavailable")
+        #expect(outcome { try store.unlock() } == "portalUnavailable")
+        #expect(!FileManager.default.fileExists(atPath: folder))
+    }
+
     @Test func theDefaultFolderFollowsXDGDataHome() {
-        #expect(SecretPortalStore.defaultFolderPath(environment: ["XDG_DATA_HOME": "/d", "HOME": "/h"]) == "/d/securedictionary")
         #expect(
-            SecretPortalStore.defaultFolderPath(environment: ["XDG_DATA_HOME": "rel", "HOME": "/h"])
+            EncryptedFileStore.defaultFolderPath(for: .secretPortal, environment: ["XDG_DATA_HOME": "/d", "HOME": "/h"])
+                == "/d/securedictionary")
+        #expect(
+            EncryptedFileStore.defaultFolderPath(for: .secretPortal, environment: ["XDG_DATA_HOME": "rel", "HOME": "/h"])
                 == "/h/.local/share/securedictionary")
     }
 
@@ -256,7 +276,7 @@ import Testing
         #expect(throws: refused) {
             try SecureDictionary.move(
                 name: "settings", applicationID: "org.example.App", from: store(),
-                to: SecretPortalStore(folderPath: folder + "/"), timeout: .seconds(5))
+                to: EncryptedFileStore(folderPath: folder + "/", keySource: .secretPortal), timeout: .seconds(5))
         }
         #expect(try dictionary(store())["k"] == .string("v"))
     }
