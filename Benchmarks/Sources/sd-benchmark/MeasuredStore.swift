@@ -19,7 +19,7 @@ enum MeasuredStore: String, CaseIterable, Codable {
         switch self {
         case .keyring: "SecretServiceStore"
         case .credential, .passphrase: "EncryptedFileStore"
-        case .portal: "SecretPortalStore"
+        case .portal: "EncryptedFileStore.secretPortal"
         }
     }
 
@@ -55,7 +55,7 @@ enum MeasuredStore: String, CaseIterable, Codable {
             // from standard input only if the key is not there.
             return (store, ["--store", "passphrase", "--folder", folder, "--passphrase-fd", "0"], Self.passphraseText + "\n")
         case .portal:
-            return (SecretPortalStore.shared, ["--store", "portal"], "")
+            return (EncryptedFileStore.secretPortal, ["--store", "portal"], "")
         }
     }
 
