@@ -54,7 +54,8 @@ struct SecureDict: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            List.self, Read.self, Write.self, Delete.self, Exec.self, Export.self, Import.self, Adopt.self, ExportItems.self,
+            List.self, Read.self, Write.self, Delete.self, Move.self, Exec.self, Export.self, Import.self, Adopt.self,
+            ExportItems.self,
             Doctor.self, Keyring.self,
         ]
     )
