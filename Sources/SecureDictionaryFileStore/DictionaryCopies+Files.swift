@@ -115,7 +115,7 @@ struct FileCopies {
         return DictionaryCopies.Copy(
             applicationID: item.applicationID, dictionaryName: item.dictionaryName, place: .file(path: path),
             modified: attributes?[.modificationDate] as? Date, generation: header.generation,
-            size: (attributes?[.size] as? Int) ?? (attributes?[.size] as? UInt64).map { Int($0) }, keyCount: keyCount,
+            size: (attributes?[.size] as? any BinaryInteger).map { Int($0) }, keyCount: keyCount,
             problem: problem)
     }
 }

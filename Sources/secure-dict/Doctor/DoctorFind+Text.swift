@@ -13,11 +13,17 @@ extension DoctorFind {
             lines.append("Secret Service: \(name)\(owner.executable ?? owner.command ?? "?") (pid \(owner.pid)) owns org.freedesktop.secrets")
         } else {
             lines.append("Secret Service: nobody owns org.freedesktop.secrets now")
+            if let activatable {
+                lines.append(
+                    activatable
+                        ? "  this session bus can start a provider for it (D-Bus activation): the next keyring call does"
+                        : "  this session bus cannot start one (org.freedesktop.secrets is not among its activatable names)")
+            }
         }
         if let keyringProblem { lines.append("  not searched: \(keyringProblem)") }
         for provider in installed where provider.executable != owner?.executable || owner == nil {
             var facts = [provider.executable ?? "no executable on PATH"]
-            facts.append(provider.activationFile.map { "bus-activatable (\($0))" } ?? "not bus-activatable")
+            facts.append(provider.activationFile.map { "D-Bus service file \($0)" } ?? "no D-Bus service file")
             if let folder = provider.dataFolder {
                 facts.append("its items in \(folder)" + (provider.dataModified.map { ", changed \(Self.time($0))" } ?? ""))
             }
@@ -31,6 +37,9 @@ extension DoctorFind {
             if collection.unreadableItems > 0 {
                 line += ": \(collection.unreadableItems) item(s) of \(application) not read"
                 line += collection.locked ? " (doctor --find --unlock unlocks it)" : " (the provider asks its user first)"
+            } else if collection.locked {
+                // gnome-keyring finds nothing in a locked collection that has a password.
+                line += ": its items are not listed while it is locked (doctor --find --unlock unlocks it)"
             }
             lines.append(line)
         }
@@ -80,6 +89,9 @@ extension DoctorFind {
                     continue
                 }
                 lines.append("    \(base)\(where_) --force")
+            }
+            if keep.kind == "keyring", keep.collectionAlias != "default" {
+                lines.append("    then make its collection the default in your keyring manager: the application reads 'default'")
             }
             // A file copy kept where the application reads the keyring: moved there after the others went.
             if keep.kind == "file", let folder = keep.folder, copies.contains(where: { $0.kind == "keyring" }) {

@@ -20,6 +20,9 @@ struct DoctorFind: Encodable {
     var application: String
     /// Who owns `org.freedesktop.secrets` now; `nil` when nobody does.
     var owner: ProviderProcess?
+    /// Whether this session bus lists `org.freedesktop.secrets` among its activatable names
+    /// (`ListActivatableNames`): a service file on disk is not enough, a private bus may have none.
+    var activatable: Bool?
     var providerName: String?
     /// Why the keyring was not searched.
     var keyringProblem: String?
@@ -66,8 +69,10 @@ struct DoctorFind: Encodable {
             environment: environment)
         let pid = SessionBusName.ownerPID(of: SessionBusName.secretService, until: Deadline(after: options.timeout))
         let owner = pid.map(ProviderProcess.inspect(pid:))
+        let presence = try? SessionBusName.presence(of: SessionBusName.secretService, until: Deadline(after: options.timeout))
         return DoctorFind(
-            application: applicationID, owner: owner, providerName: found.providerName,
+            application: applicationID, owner: owner,
+            activatable: presence.flatMap { $0 == .owned ? nil : $0 == .activatable }, providerName: found.providerName,
             keyringProblem: found.keyringProblem.map { message(for: $0, hint: nil) },
             installed: ProviderInventory.installed(environment: environment),
             collections: found.collections.map {
