@@ -34,7 +34,7 @@ package struct KeyringSurvey: Sendable {
         package var itemPath: String
         /// Empty for the default dictionary.
         package var dictionaryName: String
-        /// The item's `Modified` property, seconds since 1970, when the provider tells it.
+        /// The item's Modified property (D-Bus), seconds since 1970, when the provider tells it.
         package var modified: Int64?
         /// The stored blob's size in bytes, when it was read.
         package var size: Int?

@@ -27,8 +27,10 @@ struct FileCopies {
         }
         for source in [EncryptedFileStore.KeySource.systemdCredential(), .passphrase()] {
             let origin = EncryptedFileStore.folderOrigin(given: nil, for: source, environment: environment)
-            add(EncryptedFileStore.defaultFolderPath(for: source, environment: environment), "\(origin.description), "
-                + "EncryptedFileStore's default under a \(source.kindName)")
+            add(
+                EncryptedFileStore.defaultFolderPath(for: source, environment: environment),
+                "\(origin.description), "
+                    + "EncryptedFileStore's default under a \(source.kindName)")
         }
         // The Secret portal's store keeps its files in $XDG_DATA_HOME/securedictionary: inside a
         // Flatpak that is the app's own data folder, seen from the host under ~/.var/app.
@@ -85,7 +87,9 @@ struct FileCopies {
         return result
     }
 
-    private static func copy(of item: KeyringItem, header: EncryptedItemFile.Header, in folder: ItemFileFolder, credential: String?)
+    private static func copy(
+        of item: KeyringItem, header: EncryptedItemFile.Header, in folder: ItemFileFolder, credential: String?
+    )
         -> DictionaryCopies.Copy
     {
         let path = folder.filePath(of: item)

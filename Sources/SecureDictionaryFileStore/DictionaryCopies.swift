@@ -47,7 +47,7 @@ public struct DictionaryCopies: Sendable {
         /// The dictionary's name; empty for the default dictionary.
         public let dictionaryName: String
         public let place: Place
-        /// When it was last written: the item's `Modified` time, or the file's modification time.
+        /// When it was last written: the item's Modified time (D-Bus), or the file's modification time.
         public let modified: Date?
         /// A file's generation (it grows by one at each write); `nil` for the keyring.
         public let generation: UInt64?
@@ -125,6 +125,7 @@ public struct DictionaryCopies: Sendable {
     /// ```
     ///
     /// - Parameters:
+    ///   - applicationID: the application whose dictionaries are searched.
     ///   - dictionaryName: one dictionary (`""` for the default one); `nil` for all of the application's.
     ///   - folders: more folders to search, beside those of this user's configuration
     ///     (`EncryptedFileStore`'s default, `$STATE_DIRECTORY/securedictionary`, the Secret
@@ -133,6 +134,8 @@ public struct DictionaryCopies: Sendable {
     ///   - credential: the systemd credential whose key decodes files of a master secret.
     ///   - unlock: unlock locked collections first, with the provider's dialog where one is needed.
     ///   - timeout: for the Secret Service's part (a dialog included).
+    ///   - environment: where the folders' variables are read (`XDG_DATA_HOME`, `STATE_DIRECTORY`,
+    ///     `CREDENTIALS_DIRECTORY`, `HOME`).
     ///
     /// Throws nothing: what could not be searched is in ``keyringProblem`` and ``Folder/problem``.
     public static func find(

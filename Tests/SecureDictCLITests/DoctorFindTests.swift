@@ -47,7 +47,9 @@ extension SecureDictCLI {
         for key in ["a", "b", "c"] { try write(key, ["--store", "credential", "--folder", files]) }
 
         let (copies, report) = try Self.find(app, "tokens", ["--folder", files], environment: environment)
-        let summary = copies.map { "\($0["kind"] as? String ?? "?") \($0["collectionAlias"] as? String ?? "-") \($0["keys"] as? Int ?? -1)" }
+        let summary = copies.map {
+            "\($0["kind"] as? String ?? "?") \($0["collectionAlias"] as? String ?? "-") \($0["keys"] as? Int ?? -1)"
+        }
         #expect(summary.sorted() == ["file - 3", "keyring - 2", "keyring default 1"], "\(report)")
         #expect((report["owner"] as? [String: Any])?["executable"] as? String == "/usr/bin/gnome-keyring-daemon", "\(report)")
 
@@ -70,7 +72,10 @@ extension SecureDictCLI {
         // the restart, is named and not unlocked (gnome-keyring's search finds nothing in a
         // locked collection with a password: its copy is not counted).
         let control = try #require(ProcessInfo.processInfo.environment["SD_TEST_KEYRING_CONTROL"])
-        let pid = try #require(Int32(String(contentsOfFile: "\(control)/provider.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let pid = try #require(
+            Int32(
+                String(contentsOfFile: "\(control)/provider.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            ))
         kill(pid, SIGTERM)
         // Its bus name goes when it exits; `start` refuses a name still owned.
         let patience = ContinuousClock.now + .seconds(20)
@@ -81,11 +86,38 @@ extension SecureDictCLI {
         while running() && ContinuousClock.now < patience { usleep(20_000) }
         try CLIHarness.daemon("start")
         let (back, restarted) = try Self.find(app, "tokens", ["--folder", files], environment: environment)
-        let again = back.map { "\($0["kind"] as? String ?? "?") \($0["collectionAlias"] as? String ?? "-") \($0["keys"] as? Int ?? -1)" }
+        let again = back.map {
+            "\($0["kind"] as? String ?? "?") \($0["collectionAlias"] as? String ?? "-") \($0["keys"] as? Int ?? -1)"
+        }
         #expect(again.sorted() == ["file - 3", "keyring default 1"], "\(restarted)")
         let collections = try #require(restarted["collections"] as? [[String: Any]], "\(restarted)")
         let locked = collections.first { $0["path"] as? String == other }
         #expect(locked?["locked"] as? Bool == true && locked?["label"] as? String == "Find", "\(collections)")
         _ = try CLIHarness.cli(["delete", "--app", app, "--name", "tokens", "--force"])
+    }
+}
+
+extension SecureDictCLI {
+    @Test func moveTakesADictionaryFromTheFilesToTheKeyringAndRefusesAMissingOne() throws {
+        let app = TestApp()
+        let base = try TemporaryFolder.create("sd-move", credential: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let environment = ["CREDENTIALS_DIRECTORY": "\(base)/credentials"]
+        let files = ["--store", "credential", "--folder", "\(base)/files"]
+        let wrote = try CLIHarness.cli(["write", "--app", app.id, "--name", "moved", "k", "v"] + files, environment: environment)
+        #expect(wrote.status == 0, "\(wrote)")
+        let move = [
+            "move", "--app", app.id, "--name", "moved", "--from", "credential", "--from-folder", "\(base)/files", "--to",
+            "keyring",
+        ]
+        let moved = try CLIHarness.cli(move, environment: environment)
+        #expect(moved.status == 0 && moved.stdout.isEmpty, "\(moved)")
+        let read = try CLIHarness.cli(["read", "--app", app.id, "--name", "moved", "k"])
+        #expect(read.trimmedText == "v", "\(read)")
+        let left = try CLIHarness.cli(["read", "--app", app.id, "--name", "moved", "k"] + files, environment: environment)
+        #expect(left.status != 0, "\(left)")
+        let again = try CLIHarness.cli(move, environment: environment)
+        #expect(again.status == 1 && again.stderr.contains("nothing was moved"), "\(again)")
+        _ = try CLIHarness.cli(["delete", "--app", app.id, "--name", "moved", "--force"])
     }
 }

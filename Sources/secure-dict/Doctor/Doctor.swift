@@ -65,7 +65,9 @@ extension SecureDict {
         @Option(name: .customLong("app"), help: ArgumentHelp("With --find: the application ID.", valueName: "ID"))
         var app: String?
 
-        @Option(name: .customLong("name"), help: ArgumentHelp("With --find: one dictionary ('' for the default one).", valueName: "NAME"))
+        @Option(
+            name: .customLong("name"),
+            help: ArgumentHelp("With --find: one dictionary ('' for the default one).", valueName: "NAME"))
         var name: String?
 
         /// Without --find, refused with a reason rather than argument-parser's "unknown option":
@@ -80,8 +82,12 @@ extension SecureDict {
 
         func validate() throws {
             if find {
-                guard let applicationID else { throw ValidationError("--find needs '--app <ID>' (or \(applicationEnvironmentVariable))") }
-                do { _ = try KeyringItem(dictionaryName: name.flatMap { $0.isEmpty ? nil : $0 }, applicationID: applicationID) } catch {
+                guard let applicationID else {
+                    throw ValidationError("--find needs '--app <ID>' (or \(applicationEnvironmentVariable))")
+                }
+                do {
+                    _ = try KeyringItem(dictionaryName: name.flatMap { $0.isEmpty ? nil : $0 }, applicationID: applicationID)
+                } catch {
                     throw ValidationError("\(error)")
                 }
                 return

@@ -10,7 +10,9 @@ extension DoctorFind {
         var lines: [String] = []
         if let owner {
             let name = providerName.map { "\($0): " } ?? ""
-            lines.append("Secret Service: \(name)\(owner.executable ?? owner.command ?? "?") (pid \(owner.pid)) owns org.freedesktop.secrets")
+            lines.append(
+                "Secret Service: \(name)\(owner.executable ?? owner.command ?? "?") (pid \(owner.pid)) owns org.freedesktop.secrets"
+            )
         } else {
             lines.append("Secret Service: nobody owns org.freedesktop.secrets now")
             if let activatable {
@@ -76,19 +78,22 @@ extension DoctorFind {
     /// Which copy is newer, and for each copy the commands that keep it alone (printed, never run).
     private func keepOne(_ name: String, _ copies: [Copy]) -> [String] {
         var lines = ["  In \(copies.count) places. Nothing was changed."]
-        if let newest = copies.first, newest.modified != nil, copies.dropFirst().allSatisfy({ ($0.modified ?? .distantPast) < newest.modified! }) {
+        if let newest = copies.first, newest.modified != nil,
+            copies.dropFirst().allSatisfy({ ($0.modified ?? .distantPast) < newest.modified! })
+        {
             lines.append("  The newest is 1.")
         }
         let base = "secure-dict delete --app \(shellQuoted(application))" + (name.isEmpty ? "" : " --name \(shellQuoted(name))")
         for (index, keep) in copies.enumerated() {
             lines.append("  To keep \(index + 1) only:")
             for (other, drop) in copies.enumerated() where other != index {
-                guard let where_ = address(drop) else {
-                    lines.append("    (\(other + 1) is in a collection without an alias: the tool cannot name it; "
-                        + "make it the default collection in your keyring manager first)")
+                guard let options = address(drop) else {
+                    lines.append(
+                        "    (\(other + 1) is in a collection without an alias: the tool cannot name it; "
+                            + "make it the default collection in your keyring manager first)")
                     continue
                 }
-                lines.append("    \(base)\(where_) --force")
+                lines.append("    \(base)\(options) --force")
             }
             if keep.kind == "keyring", keep.collectionAlias != "default" {
                 lines.append("    then make its collection the default in your keyring manager: the application reads 'default'")

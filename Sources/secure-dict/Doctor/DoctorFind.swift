@@ -76,7 +76,8 @@ struct DoctorFind: Encodable {
             keyringProblem: found.keyringProblem.map { message(for: $0, hint: nil) },
             installed: ProviderInventory.installed(environment: environment),
             collections: found.collections.map {
-                Collection(path: $0.path, label: $0.label, aliases: $0.aliases, locked: $0.isLocked, unreadableItems: $0.unreadableItems)
+                Collection(
+                    path: $0.path, label: $0.label, aliases: $0.aliases, locked: $0.isLocked, unreadableItems: $0.unreadableItems)
             },
             folders: found.folders.map {
                 Folder(

@@ -181,7 +181,7 @@ enum SecretServiceCalls {
         return String(cString: label)
     }
 
-    /// The service's `Collections` property (`sd_service_collections`): every collection's path.
+    /// The service's Collections property (`sd_service_collections`): every collection's path.
     static func collections(_ call: Call) throws(SecureDictionaryError) -> [String] {
         var error: UnsafeMutablePointer<GError>?
         guard let list = sd_service_collections(call.service, call.cancellable.pointer, &error) else {
@@ -191,7 +191,7 @@ enum SecretServiceCalls {
         return strings(list)
     }
 
-    /// The item's `Modified` property (`sd_item_modified`): seconds since 1970, `nil` when the
+    /// The item's Modified property (`sd_item_modified`): seconds since 1970, `nil` when the
     /// provider tells none.
     static func modified(_ call: Call, path: String) throws(SecureDictionaryError) -> Int64? {
         var error: UnsafeMutablePointer<GError>?
