@@ -54,9 +54,8 @@ struct SecureDict: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            List.self, Read.self, Write.self, Delete.self, Move.self, Exec.self, Export.self, Import.self, Adopt.self,
-            ExportItems.self,
-            Doctor.self, Keyring.self,
+            List.self, Read.self, Write.self, Delete.self, Exec.self, Export.self, Import.self, Adopt.self, ExportItems.self,
+            Doctor.self, Move.self, Keyring.self,
         ]
     )
 }

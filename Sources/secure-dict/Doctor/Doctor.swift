@@ -59,7 +59,7 @@ extension SecureDict {
 
         @OptionGroup var keyring: KeyringOptions
 
-        @Flag(help: "Find every copy of the dictionaries of --app (only --name's when given), instead of the checks.")
+        @Flag(help: "List every copy of a dictionary instead of the checks.")
         var find = false
 
         @Option(name: .customLong("app"), help: ArgumentHelp("With --find: the application ID.", valueName: "ID"))
@@ -70,10 +70,11 @@ extension SecureDict {
             help: ArgumentHelp("With --find: one dictionary ('' for the default one).", valueName: "NAME"))
         var name: String?
 
-        /// Without --find, refused with a reason rather than argument-parser's "unknown option":
-        /// the other subcommands take it.
-        @Flag(help: "With --find: unlock locked collections first (the provider's dialog).")
-        var unlock = false
+        /// With --find: unlock locked collections first (the provider's dialog). Hidden from the
+        /// help (the discussion names it): the checks show no dialog, and without --find it is
+        /// refused with a reason rather than argument-parser's "unknown option", since the other
+        /// subcommands take it.
+        @Flag(help: .hidden) var unlock = false
 
         /// `--app`, or else `$SECURE_DICT_APP`.
         private var applicationID: String? {
@@ -98,7 +99,7 @@ extension SecureDict {
                     """
                     doctor takes no --unlock: it shows no dialog and changes nothing but its scratch dictionary; \
                     it reports whether the collection is locked and how to unlock it (read, write, delete, export \
-                    and import take --unlock)
+                    and import take --unlock, and so does doctor --find)
                     """)
             }
         }
