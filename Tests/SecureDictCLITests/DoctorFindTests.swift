@@ -121,3 +121,30 @@ extension SecureDictCLI {
         _ = try CLIHarness.cli(["delete", "--app", app.id, "--name", "moved", "--force"])
     }
 }
+
+extension SecureDictCLI {
+    /// `doctor --find` names a locked collection without unlocking it; `--unlock` shows the
+    /// provider's dialog (answered here as a user would) and then counts what it holds.
+    @Test(
+        .enabled(
+            if: PrivateKeyring.provider == "gnome-keyring" && (PrivateKeyring.hasPrompter || PrivateKeyring.required),
+            "needs gnome-keyring with the GNOME prompter: scripts/with-private-keyring --prompter"))
+    func doctorFindNamesALockedCollectionAndUnlocksItOnlyWhenAsked() async throws {
+        let app = TestApp()
+        #expect(try app.cli("write", "--name", "tokens", "k", "v").status == 0)
+        try CLIHarness.daemon("lock")
+        defer { try? CLIHarness.daemon("unlock") }
+        let id = app.id
+        let locked = try CLIHarness.cli(["doctor", "--find", "--app", id])
+        #expect(locked.status == 0 && locked.text.contains("locked: 1 item(s) of \(id) not read"), "\(locked)")
+        #expect(!locked.text.contains("Dictionary 'tokens'"), "\(locked)")
+        let finding = Task.detached { try CLIHarness.cli(["doctor", "--find", "--app", id, "--unlock"]) }
+        for command in ["wait-shown", "type-password", "wait-gone"] {
+            let output = try PrivateKeyring.prompter(command)
+            #expect(output.succeeded, "prompter \(command): \(output)")
+        }
+        let found = try await finding.value
+        #expect(found.status == 0 && found.text.contains("1 key, decodes"), "\(found)")
+        _ = try app.cli("delete", "--name", "tokens", "--force")
+    }
+}
