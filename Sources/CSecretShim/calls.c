@@ -108,6 +108,33 @@ sd_item_attributes (SecretService *service, const char *path,
     return attributes;
 }
 
+char **
+sd_service_collections (SecretService *service, GCancellable *cancellable, GError **error)
+{
+    GVariant *value;
+    if (!get_property (service, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Collections",
+                       G_VARIANT_TYPE ("ao"), &value, cancellable, error))
+        return NULL;
+    if (value == NULL)
+        return g_new0 (char *, 1);
+    char **paths = g_variant_dup_objv (value, NULL);
+    g_variant_unref (value);
+    return paths;
+}
+
+gint64
+sd_item_modified (SecretService *service, const char *path, GCancellable *cancellable, GError **error)
+{
+    GVariant *value;
+    if (!get_property (service, path, "org.freedesktop.Secret.Item", "Modified", G_VARIANT_TYPE_UINT64, &value,
+                       cancellable, error))
+        return -1;
+    /* A provider that answers with another type has no time to tell: 0, "unknown". */
+    gint64 modified = value != NULL ? (gint64) MIN (g_variant_get_uint64 (value), (guint64) G_MAXINT64) : 0;
+    g_clear_pointer (&value, g_variant_unref);
+    return modified;
+}
+
 gboolean
 sd_item_set_secret (SecretService *service, const char *path, SecretValue *value,
                     GCancellable *cancellable, GError **error)

@@ -21,7 +21,7 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
     /// The store every ``SecureDictionary`` uses unless its options name another.
     public static let shared = SecretServiceStore()
 
-    private let client: LibSecretClient
+    let client: LibSecretClient
 
     /// A store with its own connection and call lane. Most programs use ``shared``.
     public init() { client = LibSecretClient() }

@@ -55,7 +55,7 @@ struct SecureDict: ParsableCommand {
         version: version,
         subcommands: [
             List.self, Read.self, Write.self, Delete.self, Exec.self, Export.self, Import.self, Adopt.self, ExportItems.self,
-            Doctor.self, Keyring.self,
+            Doctor.self, Move.self, Keyring.self,
         ]
     )
 }

@@ -4,7 +4,9 @@ import Testing
 
 /// Help and usage errors: argument parsing only, no keyring call, so no keyring needed.
 @Suite struct SecureDictUsage {
-    static let subcommands = ["list", "read", "write", "delete", "exec", "export", "import", "adopt", "export-items", "doctor"]
+    static let subcommands = [
+        "list", "read", "write", "delete", "exec", "export", "import", "adopt", "export-items", "doctor", "move",
+    ]
 
     @Test func rootHelpExplainsTheToolTheJSONFormAndTheExitCodes() throws {
         let help = try CLIHarness.cli(["--help"])

@@ -95,6 +95,14 @@ char *sd_collection_label(SecretService *service, const char *path,
 GHashTable *sd_item_attributes(SecretService *service, const char *path,
                                GCancellable *cancellable, GError **error);
 
+/* Service.Collections: the paths of every collection, a new NULL-terminated list (g_strfreev
+   it), or NULL with error set. */
+char **sd_service_collections(SecretService *service, GCancellable *cancellable, GError **error);
+
+/* Item.Modified of the item at `path`: seconds since 1970 (0 when the provider answers with
+   something else), or -1 with error set. */
+gint64 sd_item_modified(SecretService *service, const char *path, GCancellable *cancellable, GError **error);
+
 /* The bytes inside a SecretValue, valid while the value lives (NULL when the value is NULL). */
 const unsigned char *sd_value_bytes(SecretValue *value, size_t *length);
 

@@ -44,4 +44,33 @@ package enum PropertyListBlob {
         }
         return try result.get()
     }
+
+    /// How many keys the stored blob `secret` holds, validated in place as hostile input (the
+    /// same rules as a load) and nothing decoded: no key or value is copied, so none is left to
+    /// wipe. For `secure-dict doctor --find`, which counts a copy's keys and never shows them.
+    ///
+    /// ```swift
+    /// let keys = try PropertyListBlob.entryCount(of: secret)   // 3
+    /// ```
+    ///
+    /// - Throws: ``SecureDictionaryError/corrupt(reason:)``,
+    ///   ``SecureDictionaryError/unsupportedFormatVersion(_:)``,
+    ///   ``SecureDictionaryError/tooLarge(size:limit:)``.
+    package static func entryCount(
+        of secret: SecretBytes, maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
+    ) throws(SecureDictionaryError) -> Int {
+        let limits = PropertyListLimits(maximumSize: maximumSize)
+        let result: Result<Int, SecureDictionaryError> = secret.withUnsafeBytes { bytes in
+            Result { () throws(SecureDictionaryError) in
+                do throws(BinaryPropertyListError) {
+                    guard bytes.count <= limits.maximumSize else { throw .tooLarge(size: bytes.count, limit: limits.maximumSize) }
+                    var reader = BinaryPropertyListReader(try BlobView(bytes), maximumDepth: limits.maximumDepth)
+                    return try reader.validateRoot().count
+                } catch {
+                    throw SecureDictionaryError(error)
+                }
+            }
+        }
+        return try result.get()
+    }
 }

@@ -87,7 +87,9 @@ package struct ProviderTraits: Sendable, Equatable {
         advice: Advice(
             lockedThing: nil, unlockOnDesktop: "unlock the login keyring in Passwords and Keys (seahorse)",
             unlockElsewhere: gnomeKeyringUnlock, sessionUpdate: nil, confirmation: nil),
-        tool: Tool(executables: ["gnome-keyring-daemon"], version: .versionOption, startsInKeyringRun: true))
+        tool: Tool(
+            executables: ["gnome-keyring-daemon"], version: .versionOption, startsInKeyringRun: true,
+            dataFolder: "keyrings"))
     static let kwallet = ProviderTraits(
         name: "KWallet", replacesSecretInPlace: false, readsSecretWithSearch: true,
         lockedItemsMeanConfirmation: false, dismissesPrompts: true, unlockDialogBusName: nil,
@@ -104,7 +106,8 @@ package struct ProviderTraits: Sendable, Equatable {
                 version: "6.25",
                 detail: "KWallet before KDE Frameworks 6.25 mishandles about 1 encrypted session in 100; "
                     + "SecureDictionary opens a new session and reads back the first write of each",
-                fix: "update KDE Frameworks to 6.25 or later")))
+                fix: "update KDE Frameworks to 6.25 or later"),
+            dataFolder: "kwalletd"))
     static let keepassxc = ProviderTraits(
         name: "KeePassXC", replacesSecretInPlace: true, readsSecretWithSearch: false,
         lockedItemsMeanConfirmation: true, dismissesPrompts: true, unlockDialogBusName: nil,
@@ -145,6 +148,10 @@ package struct ProviderTraits: Sendable, Equatable {
     private static let inMemoryUnlock = "call setLocked(false) on it (setLocked or an injected failure locked it)"
 
     private static let rows = [gnomeKeyring, kwallet, keepassxc, inMemory]
+
+    /// The rows of the real providers (not the in-memory store's), for `doctor --find`'s list
+    /// of what is installed.
+    package static var providers: [ProviderTraits] { [gnomeKeyring, kwallet, keepassxc] }
 
     /// The row of the provider named `name` (``ErrorContext/provider``,
     /// `SecretServiceDiagnosis.providerName`); ``other`` when it was not told apart.
@@ -209,6 +216,10 @@ extension ProviderTraits {
         package var confirmationFix: String?
         /// `secure-dict keyring run --provider` can start it.
         package var startsInKeyringRun = false
+        /// Where it keeps its stored items, under `$XDG_DATA_HOME` (`nil`: wherever its user
+        /// chose, as KeePassXC's databases): `doctor --find` names the folder of a provider that
+        /// does not run, whose copies cannot be asked for.
+        package var dataFolder: String?
     }
 }
 

@@ -181,6 +181,25 @@ enum SecretServiceCalls {
         return String(cString: label)
     }
 
+    /// The service's Collections property (`sd_service_collections`): every collection's path.
+    static func collections(_ call: Call) throws(SecureDictionaryError) -> [String] {
+        var error: UnsafeMutablePointer<GError>?
+        guard let list = sd_service_collections(call.service, call.cancellable.pointer, &error) else {
+            throw KeyringErrorMapping.map(error)
+        }
+        defer { g_strfreev(list) }
+        return strings(list)
+    }
+
+    /// The item's Modified property (`sd_item_modified`): seconds since 1970, `nil` when the
+    /// provider tells none.
+    static func modified(_ call: Call, path: String) throws(SecureDictionaryError) -> Int64? {
+        var error: UnsafeMutablePointer<GError>?
+        let seconds = sd_item_modified(call.service, path, call.cancellable.pointer, &error)
+        if seconds < 0 { throw KeyringErrorMapping.map(error) }
+        return seconds == 0 ? nil : Int64(seconds)
+    }
+
     /// The item's `Attributes` property (`sd_item_attributes`).
     static func attributes(_ call: Call, path: String) throws(SecureDictionaryError) -> [String: String] {
         var error: UnsafeMutablePointer<GError>?

@@ -40,6 +40,16 @@ package enum SessionBusName {
         case cannotStart(reason: String)
     }
 
+    /// The process id of the owner of the bus name `name`, asked of the bus until `deadline`
+    /// (`nil`: no owner, or no answer in time).
+    ///
+    /// ```swift
+    /// let pid = SessionBusName.ownerPID(of: SessionBusName.secretService, until: Deadline(after: .seconds(1)))
+    /// ```
+    package static func ownerPID(of name: String, until deadline: Deadline) -> Int? {
+        BusNameWriterLock.ownerPID(of: name, until: deadline)
+    }
+
     /// Who has `name` now (`NameHasOwner` and `ListActivatableNames`, one round trip).
     ///
     /// - Throws: ``SecureDictionaryError/timedOut`` when the bus did not answer by `deadline`;

@@ -1,0 +1,133 @@
+import SecureDictionary
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// The encrypted files' part of ``DictionaryCopies``: the copies in each folder this user's
+/// configuration points at, read from their headers (no key needed) and counted where the key
+/// is at hand without a prompt.
+struct FileCopies {
+    var copies: [DictionaryCopies.Copy] = []
+    var folders: [DictionaryCopies.Folder] = []
+
+    /// The folders to search, each with why, without repeats: `EncryptedFileStore`'s default for
+    /// a credential (`$STATE_DIRECTORY/securedictionary` in a service) and for a passphrase,
+    /// the Secret portal's (the same `$XDG_DATA_HOME/securedictionary` outside a sandbox), a
+    /// Flatpak's data folder of `applicationID`, then `extra`.
+    static func folders(for applicationID: String, extra: [String], environment: [String: String])
+        -> [(path: String, reason: String)]
+    {
+        var folders: [(path: String, reason: String)] = []
+        func add(_ path: String, _ reason: String) {
+            let path = ItemFileFolder(path: path).path
+            if !folders.contains(where: { $0.path == path }) { folders.append((path, reason)) }
+        }
+        for source in [EncryptedFileStore.KeySource.systemdCredential(), .passphrase()] {
+            let origin = EncryptedFileStore.folderOrigin(given: nil, for: source, environment: environment)
+            add(
+                EncryptedFileStore.defaultFolderPath(for: source, environment: environment),
+                "\(origin.description), "
+                    + "EncryptedFileStore's default under a \(source.kindName)")
+        }
+        // The Secret portal's store keeps its files in $XDG_DATA_HOME/securedictionary: inside a
+        // Flatpak that is the app's own data folder, seen from the host under ~/.var/app.
+        add(portalFolder(environment), "$XDG_DATA_HOME/securedictionary, the Secret portal's files")
+        if let home = environment["HOME"], home.hasPrefix("/") {
+            add("\(home)/.var/app/\(applicationID)/data/securedictionary", "the Flatpak app \(applicationID)'s portal files")
+        }
+        for path in extra { add(path, "given") }
+        return folders
+    }
+
+    /// The Secret portal store's default folder.
+    static func portalFolder(_ environment: [String: String]) -> String {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
+        return "\(home)/.local/share/securedictionary"
+    }
+
+    static func find(
+        applicationID: String, dictionaryName: String?, folders: [(path: String, reason: String)], credential: String,
+        environment: [String: String]
+    ) -> FileCopies {
+        var result = FileCopies()
+        // A credential's key decodes files of a master secret written under it; a passphrase is
+        // never asked, and the portal's secret is the sandboxed app's only.
+        let credentialAtHand = (try? SystemdCredential.read(named: credential, environment: environment)) != nil
+        for folder in folders {
+            let files = ItemFileFolder(path: folder.path)
+            var problem: SecureDictionaryError?
+            var exists = false
+            var headers: [(name: String, header: EncryptedItemFile.Header)] = []
+            do {
+                exists = try files.withFolder(create: false) { _ in true } ?? false
+                headers = exists ? try files.headers() : []
+            } catch {
+                problem = error
+            }
+            let choice = exists ? (try? AutomaticStoreRecord(folderPath: folder.path).read()).flatMap { $0 } : nil
+            result.folders.append(
+                DictionaryCopies.Folder(
+                    path: files.path, reason: folder.reason, exists: exists,
+                    automaticChoice: choice.map { $0 == .secretService ? "keyring" : "files" }, problem: problem))
+            for (name, header) in headers where header.applicationID == applicationID {
+                guard dictionaryName == nil || header.dictionaryName == dictionaryName,
+                    let item = try? KeyringItem(
+                        dictionaryName: header.dictionaryName.isEmpty ? nil : header.dictionaryName,
+                        applicationID: header.applicationID, collection: KeyringCollection(alias: header.alias)),
+                    ItemFileFolder.fileName(of: item) == name
+                else { continue }
+                result.copies.append(
+                    copy(of: item, header: header, in: files, credential: credentialAtHand ? credential : nil))
+            }
+        }
+        return result
+    }
+
+    private static func copy(
+        of item: KeyringItem, header: EncryptedItemFile.Header, in folder: ItemFileFolder, credential: String?
+    )
+        -> DictionaryCopies.Copy
+    {
+        let path = folder.filePath(of: item)
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        var keyCount: Int?
+        var problem: SecureDictionaryError?
+        switch (header.key?.kind, credential) {
+        case (.secret?, let credential?):
+            do throws(SecureDictionaryError) {
+                let store = EncryptedFileStore(folderPath: folder.path, keySource: .systemdCredential(named: credential))
+                if let secret = try store.load(item, timeout: .seconds(5)) {
+                    keyCount = try PropertyListBlob.entryCount(of: secret)
+                } else {
+                    problem = .sourceChanged(name: item.name)  // removed since the listing
+                }
+            } catch {
+                problem = error
+            }
+        case (.passphrase?, _):
+            problem = .store(FileStoreError.passphraseUnavailable(reason: "written under a passphrase, which is not asked here"))
+        default:
+            problem = .store(
+                FileStoreError.credentialUnavailable(
+                    name: credential ?? "securedictionary",
+                    reason: "its key is a systemd credential's or the Secret portal's, and no credential is at hand"))
+        }
+        return DictionaryCopies.Copy(
+            applicationID: item.applicationID, dictionaryName: item.dictionaryName, place: .file(path: path),
+            modified: attributes?[.modificationDate] as? Date, generation: header.generation,
+            size: (attributes?[.size] as? any BinaryInteger).map { Int($0) }, keyCount: keyCount,
+            problem: problem)
+    }
+}
+
+extension EncryptedFileStore.KeySource {
+    /// "systemd credential" or "passphrase", for the reason a folder is searched.
+    fileprivate var kindName: String {
+        if case .systemdCredential = kind { return "systemd credential" }
+        return "passphrase"
+    }
+}
