@@ -34,19 +34,14 @@ struct FileCopies {
         }
         // The Secret portal's store keeps its files in $XDG_DATA_HOME/securedictionary: inside a
         // Flatpak that is the app's own data folder, seen from the host under ~/.var/app.
-        add(portalFolder(environment), "$XDG_DATA_HOME/securedictionary, the Secret portal's files")
+        add(
+            EncryptedFileStore.defaultFolderPath(for: .secretPortal, environment: environment),
+            "$XDG_DATA_HOME/securedictionary, the Secret portal's files")
         if let home = environment["HOME"], home.hasPrefix("/") {
             add("\(home)/.var/app/\(applicationID)/data/securedictionary", "the Flatpak app \(applicationID)'s portal files")
         }
         for path in extra { add(path, "given") }
         return folders
-    }
-
-    /// The Secret portal store's default folder.
-    static func portalFolder(_ environment: [String: String]) -> String {
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
-        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
-        return "\(home)/.local/share/securedictionary"
     }
 
     static func find(

@@ -22,6 +22,10 @@ enum HostileBlobs {
         var expect: Expect
         /// The open may take longer than 100 ms (the transfer of a large blob is not parsing).
         var timeLimit: Double = 100
+        /// An item over the cap crosses D-Bus whole before the library can refuse it (no Secret
+        /// Service call tells a secret's size): its refusal gets 100 ms beyond the open of the
+        /// item exactly at the cap, measured just before it (the same transfer).
+        var afterTheCapsTransfer = false
         var ambiguous = false
     }
 
@@ -91,12 +95,12 @@ enum HostileBlobs {
             cases.append(
                 Case(
                     group: "size cap", name: "valid, cap + 1 (\(overCap.count) B)", bytes: overCap,
-                    expect: .error(["tooLarge"])))
+                    expect: .error(["tooLarge"]), afterTheCapsTransfer: true))
         }
         cases.append(
             Case(
                 group: "size cap", name: "garbage, cap + 1", bytes: randomBytes(cap + 1, using: &generator),
-                expect: .error(["tooLarge"])))
+                expect: .error(["tooLarge"]), afterTheCapsTransfer: true))
         let large = (1 << 26) - dbusMargin
         cases.append(
             Case(
@@ -137,6 +141,8 @@ enum HostileBlobs {
             return
         }
         var groups: [String: GroupResult] = [:]
+        /// How long the open of the item exactly at the cap took (the over-cap cases run after it).
+        var atTheCap: Double?
         var order: [String] = []
         for hostile in cases(harness.sizes) {
             if groups[hostile.group] == nil { order.append(hostile.group) }
@@ -177,9 +183,10 @@ enum HostileBlobs {
                 } else if !accepted.contains(reply.error ?? "") {
                     wrong("\(reply.error ?? "?") instead of \(accepted.sorted().joined(separator: "/"))")
                 }
-                if milliseconds > hostile.timeLimit {
+                let limit = hostile.afterTheCapsTransfer ? hostile.timeLimit + (atTheCap ?? 0) : hostile.timeLimit
+                if milliseconds > limit {
                     group.slow += 1
-                    wrong("took \(formatMilliseconds(milliseconds))")
+                    wrong("took \(formatMilliseconds(milliseconds)) (limit \(formatMilliseconds(limit)))")
                 }
             case .anyTypedOrOpens:
                 if reply.outcome != "ok" && (reply.error == "other" || reply.error?.hasPrefix("untyped") == true) {
@@ -190,6 +197,7 @@ enum HostileBlobs {
                     wrong("took \(formatMilliseconds(milliseconds))")
                 }
             case .opens(let count):
+                if hostile.group == "size cap" { atTheCap = milliseconds }
                 if reply.outcome != "ok" || reply.count != count {
                     wrong("\(reply.error ?? "opened \(reply.count ?? 0)") instead of \(count) entries")
                 }
@@ -218,7 +226,7 @@ enum HostileBlobs {
             let target: String =
                 switch name {
                 case "bit flips": "typed error ≤ 100 ms or a valid open; 0 crashes; SHA unchanged"
-                case "size cap": "at cap opens; over: tooLarge ≤ 100 ms; SHA unchanged"
+                case "size cap": "at cap opens; over: tooLarge ≤ 100 ms after the at-cap open's time; SHA unchanged"
                 case "large": "tooLarge, 0 crashes, SHA unchanged (time: the D-Bus transfer, see below)"
                 case "two items match": "ambiguous ≤ 100 ms, both items kept"
                 default: "typed error ≤ 100 ms, 0 crashes, SHA unchanged"
