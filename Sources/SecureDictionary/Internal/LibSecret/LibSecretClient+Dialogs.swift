@@ -10,9 +10,23 @@ extension LibSecretClient {
     /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
     ///   ``SecureDictionaryError/locked`` when nobody answered in time.
     func unlockInteractively(_ alias: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) {
+        try unlockInteractively(timeout: timeout) { call throws(SecureDictionaryError) in
+            try SecretServiceCalls.collectionPath(call, alias)
+        }
+    }
+
+    /// The same for the collection at `collectionPath`: a collection without an alias has
+    /// only its path.
+    func unlockInteractively(collectionPath: String, timeout: Duration) throws(SecureDictionaryError) {
+        try unlockInteractively(timeout: timeout) { _ in collectionPath }
+    }
+
+    private func unlockInteractively(
+        timeout: Duration, collection: @escaping @Sendable (Call) throws(SecureDictionaryError) -> String
+    ) throws(SecureDictionaryError) {
         do {
             try perform(timeout: timeout) { call throws(SecureDictionaryError) in
-                let collection = try SecretServiceCalls.collectionPath(call, alias)
+                let collection = try collection(call)
                 guard try SecretServiceCalls.isLocked(call, collection: collection) else { return }
                 let provider = call.connection.provider(call.cancellable)
                 // Without the process that shows the dialog, the provider would report a

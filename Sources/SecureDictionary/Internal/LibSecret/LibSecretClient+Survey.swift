@@ -67,31 +67,4 @@ extension LibSecretClient {
         }
         return copy
     }
-
-    /// Shows the provider's unlock dialog for the collection at `collectionPath`, when it is
-    /// locked (as ``unlockInteractively(_:timeout:)`` does for an alias): a collection without
-    /// an alias has only its path.
-    ///
-    /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
-    ///   ``SecureDictionaryError/locked`` when nobody answered in time.
-    func unlockInteractively(collectionPath: String, timeout: Duration) throws(SecureDictionaryError) {
-        do {
-            try perform(timeout: timeout) { call throws(SecureDictionaryError) in
-                guard try SecretServiceCalls.isLocked(call, collection: collectionPath) else { return }
-                let provider = call.connection.provider(call.cancellable)
-                if let prompter = provider.unlockDialogBusName, try !SecretServiceCalls.isAvailable(call, busName: prompter) {
-                    throw .locked
-                }
-                SecretServiceCalls.setDismissesPrompts(call, provider.dismissesPrompts)
-                let unlocked = try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) -> Int in
-                    try SecretServiceCalls.unlock(call, paths: [collectionPath])
-                }
-                if unlocked == 0 { throw .unlockDismissed }
-            }
-        } catch .confirmationDenied {
-            throw .unlockDismissed
-        } catch .confirmationRequired {
-            throw .locked
-        }
-    }
 }
