@@ -49,7 +49,7 @@ public struct DictionaryCopies: Sendable {
         public let place: Place
         /// When it was last written: the item's Modified time (D-Bus), or the file's modification time.
         public let modified: Date?
-        /// A file's generation (it grows by one at each write); `nil` for the keyring.
+        /// A file's generation (larger at every write of it); `nil` for the keyring.
         public let generation: UInt64?
         /// Bytes: the stored property list in the keyring, the whole file for a file.
         public let size: Int?
