@@ -137,4 +137,27 @@ extension DoctorUnits {
         #expect((enough["memory"] as? [String: Any])?["status"] as? String == "ok", "\(enough)")
         #expect((enough["core dumps"] as? [String: Any])?["status"] as? String == "ok", "\(enough)")
     }
+
+    /// `doctor --find`'s advice for a file kept over a keyring copy names `--from credential`
+    /// only for a file that decoded under the credential at hand: a passphrase's or the
+    /// portal's file would fail that move with a wrong key.
+    @Test func findNamesTheCredentialOnlyForAFileItDecoded() {
+        func report(fileKeys: Int?) -> String {
+            let file = DoctorFind.Copy(
+                name: "tokens", place: "/f/x.sdict", kind: "file", folder: "/f", modified: Date(timeIntervalSince1970: 2),
+                keys: fileKeys, problem: fileKeys == nil ? "not read" : nil)
+            let keyring = DoctorFind.Copy(
+                name: "tokens", place: "keyring", kind: "keyring", collectionAlias: "default",
+                modified: Date(timeIntervalSince1970: 1), keys: 1)
+            return DoctorFind(
+                application: "com.example.app", installed: [], collections: [], folders: [], copies: [file, keyring]
+            ).text
+        }
+        let decoded = report(fileKeys: 3)
+        #expect(decoded.contains("--from credential --from-folder /f --to keyring"), "\(decoded)")
+        let unread = report(fileKeys: nil)
+        #expect(!unread.contains("--from credential"), "\(unread)")
+        #expect(unread.contains("--from STORE --from-folder /f --to keyring"), "\(unread)")
+        #expect(unread.contains("inside the app's sandbox with --from portal"), "\(unread)")
+    }
 }

@@ -98,12 +98,20 @@ extension DoctorFind {
             if keep.kind == "keyring", keep.collectionAlias != "default" {
                 lines.append("    then make its collection the default in your keyring manager: the application reads 'default'")
             }
-            // A file copy kept where the application reads the keyring: moved there after the others went.
+            // A file copy kept where the application reads the keyring: moved there after the others
+            // went. The file's header does not say its key source; one that decoded under the systemd
+            // credential at hand is the credential's, and for any other the user names the store.
             if keep.kind == "file", let folder = keep.folder, copies.contains(where: { $0.kind == "keyring" }) {
+                let from = keep.keys != nil ? "credential" : "STORE"
                 lines.append(
                     "    then, for the keyring: secure-dict move --app \(shellQuoted(application))"
                         + (name.isEmpty ? "" : " --name \(shellQuoted(name))")
-                        + " --from credential --from-folder \(shellQuoted(folder)) --to keyring")
+                        + " --from \(from) --from-folder \(shellQuoted(folder)) --to keyring")
+                if keep.keys == nil {
+                    lines.append(
+                        "      STORE: the store that wrote it, passphrase or credential (a Flatpak's portal"
+                            + " files: run the move inside the app's sandbox with --from portal)")
+                }
             }
         }
         return lines
