@@ -118,7 +118,7 @@ struct BinaryPropertyListRoundTripTests {
                 == normalized.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { Array($0.utf8) })
     }
 
-    /// Enough keys for the radix sort and its runs of keys that share 8 or more bytes: groups
+    /// Many keys, with runs of keys that share 8 or more bytes: groups
     /// under shared prefixes with one outlier, NUL bytes against the end of a key, and keys
     /// that are prefixes of each other.
     static func manyKeys() -> [String] {
