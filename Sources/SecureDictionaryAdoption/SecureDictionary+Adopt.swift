@@ -41,7 +41,9 @@ extension SecureDictionary {
     /// value counts as adopted). Items the keyring asks its user about (KeePassXC's access
     /// confirmation) are reported and left alone. The other library takes no writer lock:
     /// should it change an item in the one call between its check and its removal, that
-    /// change is lost; an item found changed is kept and reported.
+    /// change is lost; an item found changed is kept and reported. Two adoptions of the same
+    /// items at once both finish; on KeePassXC run one at a time: two clients deleting items
+    /// at once can crash it (2.7.4 and 2.7.10, see PROVIDERS.md).
     ///
     /// - Parameters:
     ///   - items: which items, and the attribute that names each one's key.

@@ -30,22 +30,6 @@ public enum PrivateKeyring {
     /// (`scripts/with-private-keyring --portal`, `SD_TEST_PORTAL=1`), for sandboxed test
     /// processes (``sandboxed(appID:talk:data:_:_:environment:)``).
     public static let hasPortal = environment["SD_TEST_PORTAL"] == "1"
-    /// The Debian version of the private session's KeePassXC ("2.7.4+dfsg.1-2"), read from
-    /// the package database of the root it runs from (`scripts/with-private-keyring
-    /// --distribution` names that root in the control folder's `distribution`); nil for
-    /// another provider.
-    public static let keePassXCVersion: String? = {
-        guard provider == "keepassxc", let control = environment["SD_TEST_KEYRING_CONTROL"] else { return nil }
-        let distribution = (try? String(contentsOfFile: control + "/distribution", encoding: .utf8)) ?? ""
-        let lines = distribution.split(separator: "\n")
-        let root = lines.count > 1 ? String(lines[1]) : ""
-        let query = ["--admindir=\(root)/var/lib/dpkg", "-W", "-f", "${Version}\\n", "keepassxc", "keepassxc-full"]
-        let output = try? ChildProcess.run("/usr/bin/dpkg-query", query)
-        return output?.text.split(separator: "\n").first.map(String.init)
-    }()
-    /// Debian 12's KeePassXC 2.7.4, which crashes under some loads that later versions take.
-    public static var isKeePassXC274: Bool { keePassXCVersion?.hasPrefix("2.7.4") == true }
-
     /// The repository: the folder above this file that holds Package.swift.
     public static let packageRoot: URL = {
         var url = URL(fileURLWithPath: #filePath)
