@@ -1,9 +1,14 @@
+import ProcessSpawning
 import SecureDictionary
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
     import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
 #endif
 
 /// The Secret Service providers installed here, for `doctor --find`: a provider that does not
@@ -54,8 +59,7 @@ struct ProviderInventory: Encodable, Equatable {
     }
 
     private static func onPath(_ name: String, _ environment: [String: String]) -> String? {
-        let path = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        Spawn.candidates(for: name, path: environment["PATH"]).first { $0.hasPrefix("/") && access($0, X_OK) == 0 }
     }
 
     /// The session bus's service files that name `org.freedesktop.secrets`, with the executable
