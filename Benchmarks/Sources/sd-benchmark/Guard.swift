@@ -167,41 +167,18 @@ enum GuardCalibration {
         """
 
     static func run(_ arguments: [String]) throws {
-        var out: String?
-        var commit = "unknown"
-        var command = "scripts/benchmark --quick --json FILE"
-        var safetyFactor = 1.5
-        var floor = 0.1
-        var files: [String] = []
-        var remaining = arguments[...]
-        func value(_ flag: String) throws -> String {
-            guard let next = remaining.popFirst() else { throw UsageError("\(flag) needs a value") }
-            return next
+        let flags = try Flags(
+            arguments, values: ["--out", "--commit", "--command", "--safety-factor", "--floor"], files: true)
+        if flags.help {
+            print(usage)
+            return
         }
-        while let argument = remaining.popFirst() {
-            switch argument {
-            case "--out": out = try value(argument)
-            case "--commit": commit = try value(argument)
-            case "--command": command = try value(argument)
-            case "--safety-factor":
-                guard let number = Double(try value(argument)), number >= 1 else {
-                    throw UsageError("--safety-factor needs a number ≥ 1")
-                }
-                safetyFactor = number
-            case "--floor":
-                guard let number = Double(try value(argument)), number >= 0 else {
-                    throw UsageError("--floor needs a number ≥ 0")
-                }
-                floor = number
-            case "-h", "--help":
-                print(usage)
-                return
-            default:
-                guard !argument.hasPrefix("-") else { throw UsageError("unknown argument '\(argument)'") }
-                files.append(argument)
-            }
-        }
-        guard let out else { throw UsageError("--out is required") }
+        let commit = flags.values["--commit"] ?? "unknown"
+        let command = flags.values["--command"] ?? "scripts/benchmark --quick --json FILE"
+        let safetyFactor = try flags.number("--safety-factor", atLeast: 1, else: 1.5)
+        let floor = try flags.number("--floor", atLeast: 0, else: 0.1)
+        let files = flags.files
+        guard let out = flags.values["--out"] else { throw UsageError("--out is required") }
         guard files.count >= 3 else { throw UsageError("give at least 3 runs (6 or more is better)") }
 
         let runs = try files.map { path -> RunFile in

@@ -106,21 +106,13 @@ final class ProviderLatency {
     }
 
     static func run(_ arguments: [String]) throws -> Int32 {
-        var values: [String: String] = [:]
-        var quick = false
-        var remaining = arguments[...]
-        while let argument = remaining.popFirst() {
-            switch argument {
-            case "--quick": quick = true
-            case "-h", "--help":
-                print(usage)
-                return 0
-            case "--store", "--release", "--provider", "--version", "--json":
-                guard let value = remaining.popFirst() else { throw UsageError("\(argument) needs a value") }
-                values[argument] = value
-            default: throw UsageError("unknown argument '\(argument)'\n\n\(usage)")
-            }
+        let flags = try Flags(
+            arguments, values: ["--store", "--release", "--provider", "--version", "--json"], switches: ["--quick"])
+        if flags.help {
+            print(usage)
+            return 0
         }
+        let (values, quick) = (flags.values, flags.switches.contains("--quick"))
         guard let storeName = values["--store"], let store = MeasuredStore(rawValue: storeName) else {
             throw UsageError("--store must be one of \(MeasuredStore.allCases.map(\.rawValue).joined(separator: ", "))")
         }

@@ -35,30 +35,16 @@ enum ProviderReport {
     }
 
     static func run(_ arguments: [String]) throws -> Int32 {
-        var readme: String?
-        var guardFile: String?
-        var baselineOut: String?
-        var command = "scripts/benchmark --providers"
-        var files: [String] = []
-        var remaining = arguments[...]
-        func value(_ flag: String) throws -> String {
-            guard let next = remaining.popFirst() else { throw UsageError("\(flag) needs a value") }
-            return next
+        let flags = try Flags(arguments, values: ["--readme", "--guard", "--write-baseline", "--command"], files: true)
+        if flags.help {
+            print(usage)
+            return 0
         }
-        while let argument = remaining.popFirst() {
-            switch argument {
-            case "--readme": readme = try value(argument)
-            case "--guard": guardFile = try value(argument)
-            case "--write-baseline": baselineOut = try value(argument)
-            case "--command": command = try value(argument)
-            case "-h", "--help":
-                print(usage)
-                return 0
-            default:
-                guard !argument.hasPrefix("-") else { throw UsageError("unknown argument '\(argument)'") }
-                files.append(argument)
-            }
-        }
+        let (readme, guardFile, baselineOut) = (
+            flags.values["--readme"], flags.values["--guard"], flags.values["--write-baseline"]
+        )
+        let command = flags.values["--command"] ?? "scripts/benchmark --providers"
+        let files = flags.files
         guard !files.isEmpty else { throw UsageError("give the runs' JSON files") }
         let runs = try files.map { path in
             try JSONDecoder().decode(LatencyRun.self, from: Data(contentsOf: URL(fileURLWithPath: path)))

@@ -79,44 +79,26 @@ func standardError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
-func parse(_ arguments: [String]) -> CommandLineOptions {
-    var options = CommandLineOptions()
-    var remaining = arguments[...]
-    func value(_ flag: String) -> String {
-        guard let next = remaining.popFirst() else {
-            standardError("sd-benchmark: \(flag) needs a value\n\n\(usage)")
-            exit(2)
-        }
-        return next
+func parse(_ arguments: [String]) throws -> CommandLineOptions {
+    let flags = try Flags(
+        arguments, values: ["--guard", "--json", "--csv", "--chart", "--only"],
+        switches: ["--quick", "--strict", "--allow-any-keyring"])
+    if flags.help {
+        print(usage)
+        exit(0)
     }
-    while let argument = remaining.popFirst() {
-        switch argument {
-        case "--quick": options.quick = true
-        case "--guard": options.guardFile = value(argument)
-        case "--strict": options.strict = true
-        case "--json": options.json = value(argument)
-        case "--csv": options.csv = value(argument)
-        case "--chart": options.chart = value(argument)
-        case "--only":
-            let ids = Set(value(argument).split(separator: ",").map(String.init))
-            let unknown = ids.subtracting(scenarioIDs)
-            guard unknown.isEmpty else {
-                standardError("sd-benchmark: unknown scenario \(unknown.sorted().joined(separator: ", "))")
-                exit(2)
-            }
-            options.only = ids
-        case "--allow-any-keyring": options.allowAnyKeyring = true
-        case "-h", "--help":
-            print(usage)
-            exit(0)
-        default:
-            standardError("sd-benchmark: unknown argument '\(argument)'\n\n\(usage)")
-            exit(2)
-        }
+    var options = CommandLineOptions(
+        quick: flags.switches.contains("--quick"), guardFile: flags.values["--guard"],
+        strict: flags.switches.contains("--strict"), json: flags.values["--json"], csv: flags.values["--csv"],
+        chart: flags.values["--chart"], allowAnyKeyring: flags.switches.contains("--allow-any-keyring"))
+    if let only = flags.values["--only"] {
+        let ids = Set(only.split(separator: ",").map(String.init))
+        let unknown = ids.subtracting(scenarioIDs)
+        guard unknown.isEmpty else { throw UsageError("unknown scenario \(unknown.sorted().joined(separator: ", "))") }
+        options.only = ids
     }
     if options.guardFile != nil && !options.quick {
-        standardError("sd-benchmark: --guard needs --quick (its limits come from quick runs)")
-        exit(2)
+        throw UsageError("--guard needs --quick (its limits come from quick runs)")
     }
     return options
 }
@@ -275,7 +257,7 @@ do {
     }
     if arguments.first == "provider-latency" { exit(try ProviderLatency.run(Array(arguments.dropFirst()))) }
     if arguments.first == "provider-report" { exit(try ProviderReport.run(Array(arguments.dropFirst()))) }
-    exit(try runBenchmark(parse(arguments)))
+    exit(try runBenchmark(try parse(arguments)))
 } catch let error as UsageError {
     standardError("sd-benchmark: \(error)")
     exit(2)
