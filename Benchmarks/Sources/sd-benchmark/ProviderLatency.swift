@@ -251,62 +251,54 @@ final class ProviderLatency {
     /// One `setValue` on an `count`-entry dictionary (a check of the stored item, then a
     /// write of the whole blob) vs a raw lookup plus a raw store of the same blob.
     private func writeCell(entries count: Int) throws {
-        let name = "write-\(count)"
-        var entries = Fixtures.mixedEntries(count: count - 1)
-        let blobs = try (0..<2).map { sample -> [UInt8] in
-            entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(sample)
-            return try Fixtures.blob(entries)
+        try writeCell(
+            "write-\(count)", "write: one `setValue`, \(Format.integer(count))-entry dictionary",
+            entries: Fixtures.mixedEntries(count: count - 1), changing: [Fixtures.mutatedKey]
+        ) { dictionary, value in
+            try dictionary.setValue(value, forKey: Fixtures.mutatedKey)
         }
-        let dictionary = try open(name)
-        try dictionary.update { $0.dictionary = entries }
-        if measured.hasRawBaseline { try raw.store(blobs[1], service: Self.rawService(name)) }
-        var librarySample = 0
-        var rawSample = 0
-        let figures = try time(
-            plan.writes,
-            Side {
-                try dictionary.setValue(Fixtures.alternatingValues(librarySample), forKey: Fixtures.mutatedKey)
-                librarySample += 1
-            },
-            raw: Side {
-                try self.rawWrite(name, blobs[rawSample % 2], replacing: blobs[(rawSample + 1) % 2].count)
-                rawSample += 1
-            })
-        add(
-            "write-\(count)", "write: one `setValue`, \(Format.integer(count))-entry dictionary", figures,
-            raw: Self.rawWriteText)
-        try cleanUp(name)
     }
 
     /// `update { }` changing 5 keys of a 1,000-entry dictionary: one check, one write.
     private func updateCell() throws {
-        let name = "update-5"
-        var entries = Fixtures.mixedEntries(count: 1000)
+        let entries = Fixtures.mixedEntries(count: 1000)
         let changed = Array(entries.keys.sorted().prefix(5))
+        try writeCell("update-5", "`update { }` of 5 keys, 1,000-entry dictionary", entries: entries, changing: changed) {
+            dictionary, value in
+            try dictionary.update { entries in
+                for key in changed { entries[key] = value }
+            }
+        }
+    }
+
+    /// A write that sets the keys `changed` of `entries` to alternating values, by `write`
+    /// (given the dictionary and the sample's value), vs a raw write of the same blob.
+    private func writeCell(
+        _ id: String, _ operation: String, entries start: [String: PropertyListValue], changing changed: [String],
+        write: @escaping (SecureDictionary, PropertyListValue) throws -> Void
+    ) throws {
+        var entries = start
         let blobs = try (0..<2).map { sample -> [UInt8] in
             for key in changed { entries[key] = Fixtures.alternatingValues(sample) }
             return try Fixtures.blob(entries)
         }
-        let dictionary = try open(name)
+        let dictionary = try open(id)
         try dictionary.update { $0.dictionary = entries }
-        if measured.hasRawBaseline { try raw.store(blobs[1], service: Self.rawService(name)) }
+        if measured.hasRawBaseline { try raw.store(blobs[1], service: Self.rawService(id)) }
         var librarySample = 0
         var rawSample = 0
         let figures = try time(
             plan.writes,
             Side {
-                let value = Fixtures.alternatingValues(librarySample)
-                try dictionary.update { entries in
-                    for key in changed { entries[key] = value }
-                }
+                try write(dictionary, Fixtures.alternatingValues(librarySample))
                 librarySample += 1
             },
             raw: Side {
-                try self.rawWrite(name, blobs[rawSample % 2], replacing: blobs[(rawSample + 1) % 2].count)
+                try self.rawWrite(id, blobs[rawSample % 2], replacing: blobs[(rawSample + 1) % 2].count)
                 rawSample += 1
             })
-        add("update-5", "`update { }` of 5 keys, 1,000-entry dictionary", figures, raw: Self.rawWriteText)
-        try cleanUp(name)
+        add(id, operation, figures, raw: Self.rawWriteText)
+        try cleanUp(id)
     }
 
     /// `SecureDictionary.delete` of a stored 10-entry dictionary (stored again, untimed, before
