@@ -18,8 +18,7 @@ extension SecureDictionary {
     ///
     /// Inside `update { }` the stored entries stay in the library's wiped memory: what you
     /// read is a copy made for you, what you set is kept apart until it is written. Keys match
-    /// by their Unicode scalars, as stored (`é` as U+00E9 and as `e` + U+0301 are two keys).
-    /// ``dictionary`` is a plain `[String: Value]` copy of every entry; setting it replaces them.
+    /// by their Unicode scalars (<doc:SecretsInMemory#Keys-are-matched-by-their-Unicode-scalars>).
     public struct Entries: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
         /// The stored generation these entries start from; `nil` for entries you made.
         let stored: Generation?
@@ -41,9 +40,8 @@ extension SecureDictionary {
             for (key, value) in elements { overlay.set(key, to: value) }
         }
 
-        /// Every entry, as a dictionary made for you; setting it replaces every entry. Keys
-        /// canonically equivalent but of other scalars are one key to a Swift dictionary: the
-        /// copy holds one of them.
+        /// Every entry, as a `[String: Value]` made for you (of canonically equivalent keys, one,
+        /// as in ``SecureDictionary/snapshot``); setting it replaces every entry.
         public var dictionary: [String: Value] {
             get {
                 var entries = storedEntries?.dictionary() ?? [:]
@@ -104,8 +102,7 @@ extension SecureDictionary {
 
         /// Sets the entry for a typed key; `nil` (for an optional key) removes it.
         ///
-        /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when a `Codable` value
-        ///   cannot be encoded.
+        /// - Throws: as ``set(_:forKey:)``.
         public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
             if let optional = value as? any OptionalProtocol, optional.isNone {
                 self[key.name] = nil
