@@ -52,10 +52,8 @@ extension SecureDictionary {
         // the second writer lock the same as the first, wait for it until the deadline).
         for store in [source, destination] { _ = try (store as? any PlaceChoosingStore)?.choosePlace(until: deadline) }
         guard !isOnePlace(source, destination) else { throw .sameStore(name: item.name) }
-        // The source's writer lock, from the first read to the removal: writers that take it
-        // (every SecureDictionary) wait, so none writes between the copy and the removal. Then
-        // the destination's, around the copy: its writers wait too (a file store's own store()
-        // takes no lock, so move must). Always in this order.
+        // The two writer locks (the doc comment says why), always in this order (a file
+        // store's own store() takes no lock, so move must).
         let logger = Logger(label: "SecureDictionary.move")
         let sourceLock = try (source as? any CoordinatedStore)?.writerLock(for: item, logger: logger).acquireQueued(
             until: deadline)
