@@ -32,10 +32,8 @@ import Logging
 ///   ``entries()``, ``value(for:)``) load again first when a write's outcome was unknown.
 /// - Writes throw and are all-or-nothing: the cache changes only after the keyring accepted
 ///   the write.
-/// - Thread-safe: every instance of the same item in a process shares one cache and one lock.
-///   Every write first reads the stored item and applies its change onto it, so changes by
-///   other processes and tools (`secret-tool`, scripts) are kept; writers queue fairly for a
-///   lock on the D-Bus session bus. See <doc:ThreadSafetyAndProcesses>.
+/// - Thread-safe, and no change by another process or tool is lost: see
+///   <doc:ThreadSafetyAndProcesses>.
 /// - Values are value types: what you read cannot change under you without a write.
 public final class SecureDictionary: Sendable {
     /// A value of the dictionary.
