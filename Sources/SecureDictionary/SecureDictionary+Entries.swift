@@ -11,10 +11,8 @@ extension SecureDictionary {
     /// }
     /// ```
     ///
-    /// Reading a plain value gives `nil` for a missing entry and for one of another type (use
-    /// ``value(forKey:as:)`` to tell them apart); a typed key gives its default then. Setting a
-    /// value whose stored form cannot be made (a `Codable` type that fails to encode) stops the
-    /// program: use the throwing ``set(_:forKey:)`` for such types.
+    /// Setting through a subscript a value whose stored form cannot be made (a `Codable` type
+    /// that fails to encode) stops the program: use the throwing ``set(_:forKey:)`` for such types.
     ///
     /// Inside `update { }` the stored entries stay in the library's wiped memory: what you
     /// read is a copy made for you, what you set is kept apart until it is written. Keys match
@@ -63,8 +61,8 @@ extension SecureDictionary {
             set { overlay.set(key, to: newValue) }
         }
 
-        /// The entry for `key` as a plain Swift value (`nil` when missing or of another
-        /// type): `let token: String? = entries["token"]`; `entries["retries"] = 3`.
+        /// The entry for `key` as a plain Swift value (`nil` when missing or of another type:
+        /// ``value(forKey:as:)`` tells them apart): `let token: String? = entries["token"]`.
         public subscript<V: PropertyListConvertible>(key: String) -> V? {
             get { self[key].flatMap { try? V(propertyListValue: $0) } }
             set {
