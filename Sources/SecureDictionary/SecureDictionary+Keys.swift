@@ -110,13 +110,12 @@ extension SecureDictionary {
 }
 
 extension Dictionary where Key == String, Value == PropertyListValue {
-    /// Typed access inside `update { entries in … }`:
+    /// Typed access to a `[String: Value]`, such as a ``SecureDictionary/snapshot``:
     ///
     /// ```swift
-    /// try tokens.update { entries in
-    ///     try entries.set(newToken, for: .apiToken)
-    ///     let retries = entries[.retries]
-    /// }
+    /// var entries = settings.snapshot
+    /// try entries.set(newToken, for: .apiToken)
+    /// let retries = entries[.retries]
     /// ```
     ///
     /// Reads the entry for `key`, or its default when it is missing or of another type.
