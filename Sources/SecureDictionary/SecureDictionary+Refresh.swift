@@ -121,8 +121,7 @@ extension SecureDictionary.Async {
 }
 
 /// The steps of one token refresh, the same for the sync and the async form, which differ
-/// only in how they wait: the sync form blocks its thread, the async form suspends for the
-/// item's ``LockQueue`` and runs the keyring calls on the private queue of the async calls.
+/// only in how they wait (the async form for the item's ``LockQueue``, as its doc says).
 /// A refresh is the item's queue and a ``HeldWrite``; the held write owns the queue once
 /// made, and is released once, by ``fresh(_:_:)``, ``commit(_:_:_:)`` or the caller's throw.
 private struct RefreshSteps: Sendable {
