@@ -13,8 +13,7 @@ import Synchronization
 /// ```
 ///
 /// It is not a keyring: it is not shared with other processes. It keeps each item's bytes
-/// as the library keeps secrets (``SecretBytes``: locked pages, out of core dumps, wiped when
-/// replaced or removed). Use it for logic, use the real Secret Service for everything about the keyring.
+/// as ``SecretBytes``. Use it for logic, use the real Secret Service for everything about the keyring.
 /// Of the contract every store keeps (a refresh holds its item, never its neighbours;
 /// `lockWait` and deadlines; one refresh, whoever asks), two clauses cannot apply, since no
 /// other process reaches it: a change by another process reaching

@@ -8,23 +8,21 @@
 /// let cache = try SecureDictionary(name: "cache", options: .init(store: store))
 /// ```
 ///
-/// A store moves opaque bytes, always as ``SecretBytes`` (locked pages, wiped on release):
-/// it returns them from `load` and reads them in `store` through
-/// ``SecretBytes/withUnsafeBytes(_:)``, keeping no other copy. Encoding, size limits, locking
-/// and caching are the dictionary's job. Implementations must be thread-safe, must return within `timeout`, and
-/// must report failures as ``SecureDictionaryError`` (a failure of their own as
-/// ``SecureDictionaryError/store(_:)``, carrying a ``KeyringStoreError``) — above all,
-/// `load` returns `nil` only when an *unlocked* store positively holds no such item, and
-/// throws ``SecureDictionaryError/locked`` when it cannot tell.
+/// A store moves opaque bytes, always as ``SecretBytes`` (which says how to read and keep
+/// them). Encoding, size limits, locking and caching are the dictionary's job.
+/// Implementations must be thread-safe, must return within `timeout`, and must report
+/// failures as ``SecureDictionaryError`` (a failure of their own as
+/// ``SecureDictionaryError/store(_:)``, carrying a ``KeyringStoreError``), above all as
+/// ``load(_:timeout:)`` says.
 public protocol KeyringStore: AnyObject, Sendable {
-    /// The stored secret of `item`, or `nil` when the unlocked collection has no such item.
+    /// The stored secret of `item`, or `nil` only when an *unlocked* store positively holds no
+    /// such item; when it cannot tell, it throws ``SecureDictionaryError/locked``.
     ///
     /// - Throws: ``SecureDictionaryError/locked``, ``SecureDictionaryError/ambiguous(count:)``,
     ///   ``SecureDictionaryError/timedOut``, ``SecureDictionaryError/serviceUnavailable(reason:)``…
     func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes?
 
-    /// Creates `item`, or replaces its secret, with `secret`: a view of the dictionary's own
-    /// pages, which the store reads (or keeps) but never changes.
+    /// Creates `item`, or replaces its secret, with `secret` (read or kept as ``SecretBytes`` says).
     ///
     /// - Throws: as `load`. After ``SecureDictionaryError/timedOut``,
     ///   ``SecureDictionaryError/connectionLost`` or ``SecureDictionaryError/cancelled`` the

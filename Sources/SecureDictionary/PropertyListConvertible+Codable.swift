@@ -25,7 +25,7 @@ extension PropertyListConvertible where Self: Codable {
         self = try CodableBridge.decode(Self.self, from: value)
     }
 
-    /// Encodes the value as a property-list structure (a struct becomes a dictionary).
+    /// Encodes the value as a property-list structure.
     ///
     /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when it cannot be encoded.
     public func propertyListValue() throws(SecureDictionaryError) -> PropertyListValue {

@@ -17,8 +17,9 @@
 /// try settings.set(Profile(name: "Ada", joined: Date()), for: .profile)
 /// ```
 ///
-/// `String`, `Int`, `Double`, `Bool`, `Date`, `Data`, ``PropertyListValue``, arrays and
-/// string-keyed dictionaries of convertible values, and optionals of them conform already.
+/// `String`, `Int`, `Double`, `Bool`, `Date`, `Data`, ``PropertyListValue``, `UUID`, `URL`,
+/// integers of every width, `Float`, arrays and string-keyed dictionaries of convertible
+/// values, and optionals of them conform already.
 /// A `Codable` type is stored as a property-list structure (dictionaries and arrays), not as
 /// an opaque JSON string, so other plist readers still see its fields.
 public protocol PropertyListConvertible: Sendable {

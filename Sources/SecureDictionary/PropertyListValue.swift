@@ -14,8 +14,7 @@
 /// ```
 ///
 /// Integers, reals and booleans never turn into one another: a value read back is the same
-/// case it was written as. A `Date` is stored as a `Double` of seconds since 2001-01-01, which
-/// is also `Date`'s own representation, so it reads back equal.
+/// case it was written as, and equal (each case says how it is stored).
 ///
 /// `description` and `debugDescription` never show the contents: a value may be a secret.
 public enum PropertyListValue: Sendable, Hashable {

@@ -77,12 +77,10 @@ extension SecureDictionary {
     /// }
     /// ```
     ///
-    /// The key matches by its Unicode scalars, as the subscript does. Changes arrive from the
-    /// same writers as ``changes()``'s, in the order they were loaded or written; a reload
-    /// that fails is reported to ``Options/failureHandler`` and delivers nothing. Only this
-    /// entry is compared (in place) and decoded when the dictionary changes: a change to
-    /// another entry costs this stream nothing and hands it no copy of that entry. The stream
-    /// ends when the task iterating it is cancelled.
+    /// Delivered as ``changes()`` delivers them, in the order they were loaded or written. The
+    /// key matches by its Unicode scalars, as the subscript does. Only this entry is compared
+    /// (in place) and decoded: a change to another entry costs this stream nothing and hands
+    /// it no copy of that entry.
     public func changes(forKey key: String) -> AsyncStream<Change> {
         changes(forKeys: [key])
     }

@@ -11,15 +11,12 @@ extension SecureDictionary {
     /// }
     /// ```
     ///
-    /// Reading a plain value gives `nil` for a missing entry and for one of another type (use
-    /// ``value(forKey:as:)`` to tell them apart); a typed key gives its default then. Setting a
-    /// value whose stored form cannot be made (a `Codable` type that fails to encode) stops the
-    /// program: use the throwing ``set(_:forKey:)`` for such types.
+    /// Setting through a subscript a value whose stored form cannot be made (a `Codable` type
+    /// that fails to encode) stops the program: use the throwing ``set(_:forKey:)`` for such types.
     ///
     /// Inside `update { }` the stored entries stay in the library's wiped memory: what you
     /// read is a copy made for you, what you set is kept apart until it is written. Keys match
-    /// by their Unicode scalars, as stored (`é` as U+00E9 and as `e` + U+0301 are two keys).
-    /// ``dictionary`` is a plain `[String: Value]` copy of every entry; setting it replaces them.
+    /// by their Unicode scalars (<doc:SecretsInMemory#Keys-are-matched-by-their-Unicode-scalars>).
     public struct Entries: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
         /// The stored generation these entries start from; `nil` for entries you made.
         let stored: Generation?
@@ -41,9 +38,8 @@ extension SecureDictionary {
             for (key, value) in elements { overlay.set(key, to: value) }
         }
 
-        /// Every entry, as a dictionary made for you; setting it replaces every entry. Keys
-        /// canonically equivalent but of other scalars are one key to a Swift dictionary: the
-        /// copy holds one of them.
+        /// Every entry, as a `[String: Value]` made for you (of canonically equivalent keys, one,
+        /// as in ``SecureDictionary/snapshot``); setting it replaces every entry.
         public var dictionary: [String: Value] {
             get {
                 var entries = storedEntries?.dictionary() ?? [:]
@@ -65,8 +61,8 @@ extension SecureDictionary {
             set { overlay.set(key, to: newValue) }
         }
 
-        /// The entry for `key` as a plain Swift value (`nil` when missing or of another
-        /// type): `let token: String? = entries["token"]`; `entries["retries"] = 3`.
+        /// The entry for `key` as a plain Swift value (`nil` when missing or of another type:
+        /// ``value(forKey:as:)`` tells them apart): `let token: String? = entries["token"]`.
         public subscript<V: PropertyListConvertible>(key: String) -> V? {
             get { self[key].flatMap { try? V(propertyListValue: $0) } }
             set {
@@ -104,8 +100,7 @@ extension SecureDictionary {
 
         /// Sets the entry for a typed key; `nil` (for an optional key) removes it.
         ///
-        /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when a `Codable` value
-        ///   cannot be encoded.
+        /// - Throws: as ``set(_:forKey:)``.
         public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
             if let optional = value as? any OptionalProtocol, optional.isNone {
                 self[key.name] = nil

@@ -61,8 +61,7 @@ extension SecureDictionary {
     /// }
     /// ```
     ///
-    /// - Throws: ``SecureDictionaryError/locked`` when the collection is locked and nothing
-    ///   can be listed, ``SecureDictionaryError/timedOut``…
+    /// - Throws: as ``names(applicationID:options:)``.
     public static func items(applicationID: String? = nil, options: Options = Options())
         throws(SecureDictionaryError) -> [KeyringItemListing]
     {

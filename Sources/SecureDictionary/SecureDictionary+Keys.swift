@@ -16,9 +16,8 @@ extension SecureDictionary {
 
     /// A typed key: its name in the dictionary, its value type and its default.
     ///
-    /// Reading through the subscript never fails: a missing entry, or one of the wrong type,
-    /// reads as the default (a wrong type is also logged and reported to
-    /// ``Options/failureHandler``). ``value(for:)`` throws instead.
+    /// Reading through the subscript never fails: a missing entry, or one of the wrong type
+    /// (reported to ``Options/failureHandler``), reads as the default. ``value(for:)`` throws instead.
     public final class Key<Value: PropertyListConvertible>: AnyKey, @unchecked Sendable {
         // @unchecked: immutable after init (only `let`s), and Value is Sendable.
         /// The value read when the entry is missing or unreadable.
@@ -58,12 +57,8 @@ extension SecureDictionary.Key where Value: ExpressibleByNilLiteral {
 
 extension SecureDictionary {
     /// The value for `key` from the loaded cache, or its default when the entry is missing or
-    /// of another type (which is also logged, at debug level, and passed to ``Options/failureHandler``).
-    ///
-    /// Setting it writes at once (`nil` removes an optional key's entry). It cannot throw: a
-    /// failed write is logged (without key or value) and passed to ``Options/failureHandler``,
-    /// and the cache stays equal to the keyring, like the string subscript. Use
-    /// ``set(_:for:)`` where you can handle the error.
+    /// of another type; setting it writes at once (`nil` removes an optional key's entry).
+    /// Failures go to ``Options/failureHandler``; use ``set(_:for:)`` where you can handle them.
     ///
     /// - Precondition: the dictionary is loaded (the read rule).
     public subscript<Value>(key: Key<Value>) -> Value {
@@ -85,10 +80,11 @@ extension SecureDictionary {
         }
     }
 
-    /// The value for `key` (its default when missing), loading first if the cache was dropped.
+    /// The value for `key` (its default when missing), loading first when needed (as
+    /// ``value(forKey:)``).
     ///
     /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when the stored
-    ///   value is of another type; a load's error when a load was needed and failed.
+    ///   value is of another type; as ``value(forKey:)``.
     public func value<Value>(for key: Key<Value>) throws(SecureDictionaryError) -> Value {
         guard let stored = try value(forKey: key.name) else { return key.defaultValue }
         return try Value(propertyListValue: stored)
@@ -96,8 +92,7 @@ extension SecureDictionary {
 
     /// Stores `value` for `key` with one keyring write; `nil` (for an optional key) removes it.
     ///
-    /// - Throws: as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``, and ``SecureDictionaryError/invalidValue(reason:)``
-    ///   when a `Codable` value cannot be encoded.
+    /// - Throws: as ``setValue(_:forKey:)-(V?,_)``.
     public func set<Value>(_ value: Value, for key: Key<Value>) throws(SecureDictionaryError) {
         if let optional = value as? any OptionalProtocol, optional.isNone {
             try setValue(nil, forKey: key.name)
@@ -107,19 +102,20 @@ extension SecureDictionary {
     }
 
     /// Removes the entry for `key` with one keyring write.
+    ///
+    /// - Throws: as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
     public func remove<Value>(_ key: Key<Value>) throws(SecureDictionaryError) {
         try setValue(nil, forKey: key.name)
     }
 }
 
 extension Dictionary where Key == String, Value == PropertyListValue {
-    /// Typed access inside `update { entries in … }`:
+    /// Typed access to a `[String: Value]`, such as a ``SecureDictionary/snapshot``:
     ///
     /// ```swift
-    /// try tokens.update { entries in
-    ///     try entries.set(newToken, for: .apiToken)
-    ///     let retries = entries[.retries]
-    /// }
+    /// var entries = settings.snapshot
+    /// try entries.set(newToken, for: .apiToken)
+    /// let retries = entries[.retries]
     /// ```
     ///
     /// Reads the entry for `key`, or its default when it is missing or of another type.
@@ -130,8 +126,7 @@ extension Dictionary where Key == String, Value == PropertyListValue {
 
     /// Sets the entry for `key`; `nil` (for an optional key) removes it.
     ///
-    /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when a `Codable` value
-    ///   cannot be encoded.
+    /// - Throws: as ``SecureDictionary/Entries/set(_:forKey:)``.
     public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
         if let optional = value as? any OptionalProtocol, optional.isNone {
             self[key.name] = nil

@@ -17,27 +17,21 @@ extension SecureDictionary {
     /// same bytes (an earlier move stopped before removing the source) the move completes.
     /// The source's writer lock is held from the first read to the removal, and the
     /// destination's around the copy, so no SecureDictionary writer (in any process) writes in
-    /// between: each write lands before the
-    /// move, and is copied, or after it, in a new source item. A writer that does not take the
-    /// lock (another tool) may still change the source: the copy is then made again (up to
-    /// three times), so that what is removed is what was copied; only its write in the one
-    /// call between the last check and the removal can be lost.
+    /// between: each write lands before the move, and is copied, or after it, in a new source
+    /// item. A writer that does not take the lock (another tool) may still change the source:
+    /// the copy is then made again (up to three times), so that what is removed is what was
+    /// copied; only its write in the one call between the last check and the removal can be lost.
     ///
     /// Open dictionaries of either store keep their caches: open them again afterwards.
     ///
-    /// - Throws: ``SecureDictionaryError/alreadyExists(name:)`` when the destination holds
-    ///   the dictionary with other content (nothing changed);
+    /// - Throws: what either store throws (``SecureDictionaryError/locked``, a store's own
+    ///   ``SecureDictionaryError/store(_:)``…); ``SecureDictionaryError/corrupt(reason:)`` for
+    ///   a source that does not decode; ``SecureDictionaryError/alreadyExists(name:)``,
+    ///   ``SecureDictionaryError/sourceChanged(name:)`` and ``SecureDictionaryError/sameStore(name:)``
+    ///   as their docs say (an `AutomaticStore` counts as the store it chooses, first);
     ///   ``SecureDictionaryError/writeNotVerified(restored:)`` when the copy read back
-    ///   differently (the source is kept); what either store throws (``SecureDictionaryError/locked``,
-    ///   a store's own ``SecureDictionaryError/store(_:)``…), and
-    ///   ``SecureDictionaryError/corrupt(reason:)`` for a source that does not decode;
-    ///   ``SecureDictionaryError/sourceChanged(name:)`` when another tool kept changing the
-    ///   source while it was copied (both are kept: move again later);
-    ///   ``SecureDictionaryError/sameStore(name:)`` when `source` and `destination` are one
-    ///   store, or two stores of the same keyring or folder, an `AutomaticStore` counting as
-    ///   the store it chooses (it chooses first; nothing changed);
-    ///   ``SecureDictionaryError/lockHeld(pid:command:)`` when a writer held the source's lock
-    ///   until the deadline.
+    ///   differently (the source is kept); ``SecureDictionaryError/lockHeld(pid:command:)``
+    ///   when a writer held the source's lock until the deadline.
     @discardableResult
     public static func move(
         name: String? = nil, applicationID: String = SecureDictionary.defaultApplicationID,
@@ -52,10 +46,8 @@ extension SecureDictionary {
         // the second writer lock the same as the first, wait for it until the deadline).
         for store in [source, destination] { _ = try (store as? any PlaceChoosingStore)?.choosePlace(until: deadline) }
         guard !isOnePlace(source, destination) else { throw .sameStore(name: item.name) }
-        // The source's writer lock, from the first read to the removal: writers that take it
-        // (every SecureDictionary) wait, so none writes between the copy and the removal. Then
-        // the destination's, around the copy: its writers wait too (a file store's own store()
-        // takes no lock, so move must). Always in this order.
+        // The two writer locks (the doc comment says why), always in this order (a file
+        // store's own store() takes no lock, so move must).
         let logger = Logger(label: "SecureDictionary.move")
         let sourceLock = try (source as? any CoordinatedStore)?.writerLock(for: item, logger: logger).acquireQueued(
             until: deadline)

@@ -32,11 +32,11 @@ extension SecureDictionary {
         public var maximumSize: Int
         /// Where the item lives. Default: ``SecretServiceStore/shared``.
         public var store: any KeyringStore
-        /// Called with every error that a non-throwing API cannot throw: a failed write through
-        /// the subscript setter, or a failed reload after a change announced by the keyring
-        /// (``SecureDictionary/changes()``).
-        /// An error-level log line (item name and error, never a key or value) is written too.
-        /// The cache is left equal to the store either way.
+        /// Called with every error that a non-throwing API cannot throw, each also logged (item
+        /// name and error, never a key or value); the cache stays equal to the store either way:
+        /// - a failed write through a subscript setter or ``SecureStored`` (logged at `error`);
+        /// - a typed read that found another type and gave `nil` or the key's default (at `debug`);
+        /// - a failed reload after a change announced by the keyring (``SecureDictionary/changes()``).
         public var failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
         /// Where diagnostics go: item names, entry counts, sizes and errors, never keys or
         /// values. Default: a logger labelled `SecureDictionary`.
@@ -84,19 +84,10 @@ extension SecureDictionary.Options {
         /// Throw ``SecureDictionaryError/locked``; never show a dialog. Right for tools and
         /// services, where nobody may be there to answer.
         case never
-        /// Ask the keyring to show its unlock dialog, wait for the user up to `timeout`
-        /// (separate from ``SecureDictionary/Options/timeout``, which still bounds each keyring
-        /// call), then go on. The user pressing Cancel throws
-        /// ``SecureDictionaryError/unlockDismissed``; nobody answering by `timeout` throws
-        /// ``SecureDictionaryError/locked``. gnome-keyring cannot take its dialog back
-        /// (dismissing a shown unlock prompt crashes gnome-keyring-daemon 42.1), so there it
-        /// stays up until the user answers; other keyrings are asked to withdraw it.
-        ///
-        /// It also lets a call ask for KeePassXC's access dialog, where KeePassXC wants its
-        /// user to confirm that this process reads an item: allowed, the call goes on (and the
-        /// process is not asked again while it and KeePassXC run); denied, it throws
-        /// ``SecureDictionaryError/confirmationDenied``; unanswered by `timeout`,
-        /// ``SecureDictionaryError/confirmationRequired``.
+        /// Ask the keyring to show its unlock dialog (and KeePassXC its access dialog), wait for
+        /// the user up to `timeout` (separate from ``SecureDictionary/Options/timeout``, which
+        /// still bounds each keyring call), then go on. What each answer throws, and how each
+        /// provider's dialog behaves: <doc:UnlockingTheKeyring>.
         case prompt(timeout: Duration = .seconds(60))
     }
 }

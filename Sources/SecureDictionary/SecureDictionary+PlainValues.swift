@@ -1,6 +1,4 @@
-/// Plain Swift values under string keys: `String`, `Int`, `Double`, `Bool`, `Date`, `Data`,
-/// `UUID`, `URL`, integers of every width, `Float`, arrays and dictionaries of them,
-/// optionals, and your `Codable` types (declared `PropertyListConvertible`).
+/// Plain Swift values (every ``PropertyListConvertible`` type) under string keys.
 extension SecureDictionary {
     /// Stores `value` under `key` with one keyring write; `nil` removes the key.
     ///
@@ -24,7 +22,7 @@ extension SecureDictionary {
     ///
     /// - Returns: `nil` when there is no such entry.
     /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when the entry holds
-    ///   another type; the load's error when a load was needed and failed.
+    ///   another type; as ``value(forKey:)``.
     public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) throws(SecureDictionaryError) -> V? {
         guard let stored = try value(forKey: key) else { return nil }
         return try V(propertyListValue: stored)
@@ -37,11 +35,8 @@ extension SecureDictionary {
     /// let token: String? = settings["apiToken"]
     /// ```
     ///
-    /// Reading gives `nil` for a missing entry, and for an entry of another type (which is
-    /// also logged at debug level and passed to ``Options/failureHandler``; ``value(forKey:as:)`` throws
-    /// instead). Setting cannot throw: a failed write is reported the same way, and the cache
-    /// stays equal to the keyring. Prefer ``setValue(_:forKey:)-(V?,_)`` where you can
-    /// handle the error.
+    /// Reading gives `nil` for a missing entry, and for an entry of another type. Failures go
+    /// to ``Options/failureHandler``; ``value(forKey:as:)`` and ``setValue(_:forKey:)-(V?,_)`` throw.
     public subscript<V: PropertyListConvertible>(key: String) -> V? {
         get {
             guard let stored = state.loadedGeneration.value(forKey: key) else { return nil }

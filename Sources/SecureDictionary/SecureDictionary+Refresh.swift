@@ -74,30 +74,21 @@ extension SecureDictionary {
 }
 
 extension SecureDictionary.Async {
-    /// The value for `key`, refreshed first when the stored entries are stale: once, whoever
-    /// asks, in this process or another. See
-    /// ``SecureDictionary/value(forKey:lockWait:refreshingIf:refresh:)``.
+    /// The async form of ``SecureDictionary/value(forKey:lockWait:refreshingIf:refresh:)``,
+    /// whose `refresh` may await.
     ///
     /// ```swift
     /// let token = try await tokens.async.value(forKey: "accessToken", refreshingIf: { entries in
     ///     entries[.expiresAt] < Date().addingTimeInterval(60)
-    /// }, refresh: { entries in
-    ///     let pair = try await server.refresh(entries[.refreshToken])   // the lock is held meanwhile
-    ///     try entries.set(pair.access, for: .accessToken)
-    ///     try entries.set(pair.refresh, for: .refreshToken)
-    ///     try entries.set(pair.expires, for: .expiresAt)
-    /// })
+    /// }, refresh: { entries in entries[.accessToken] = try await server.refresh(entries[.refreshToken]) })
     /// ```
     ///
-    /// A caller waiting for another caller's refresh in this process suspends, holding no
-    /// thread; only the next in line waits for the locks, on the private queue of the async
-    /// calls. `refresh` runs on the caller's executor, the keyring calls on that queue.
-    /// Cancelling the task ends a wait at once with ``SecureDictionaryError/cancelled``;
-    /// during the write, as for every async write, the outcome is then unknown.
+    /// It differs from the sync form in how it waits: a caller waiting for another caller's
+    /// refresh in this process suspends, holding no thread (only the next in line waits for the
+    /// locks, on the queue of ``SecureDictionary/Async``); `refresh` runs on the caller's
+    /// executor. Cancelling the task ends a wait at once, as for every async call.
     ///
-    /// - Throws: What `isStale` or `refresh` throws; nothing is written then.
-    ///   ``SecureDictionaryError/lockHeld(pid:command:)`` after `lockWait`;
-    ///   ``SecureDictionaryError/cancelled``; the errors of a load or a write.
+    /// - Throws: as the sync form, and ``SecureDictionaryError/cancelled``.
     public func value(
         forKey key: String,
         lockWait: Duration = .seconds(30),
@@ -130,8 +121,7 @@ extension SecureDictionary.Async {
 }
 
 /// The steps of one token refresh, the same for the sync and the async form, which differ
-/// only in how they wait: the sync form blocks its thread, the async form suspends for the
-/// item's ``LockQueue`` and runs the keyring calls on the private queue of the async calls.
+/// only in how they wait (the async form for the item's ``LockQueue``, as its doc says).
 /// A refresh is the item's queue and a ``HeldWrite``; the held write owns the queue once
 /// made, and is released once, by ``fresh(_:_:)``, ``commit(_:_:_:)`` or the caller's throw.
 private struct RefreshSteps: Sendable {

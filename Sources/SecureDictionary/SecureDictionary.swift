@@ -32,10 +32,8 @@ import Logging
 ///   ``entries()``, ``value(for:)``) load again first when a write's outcome was unknown.
 /// - Writes throw and are all-or-nothing: the cache changes only after the keyring accepted
 ///   the write.
-/// - Thread-safe: every instance of the same item in a process shares one cache and one lock.
-///   Every write first reads the stored item and applies its change onto it, so changes by
-///   other processes and tools (`secret-tool`, scripts) are kept; writers queue fairly for a
-///   lock on the D-Bus session bus. See <doc:ThreadSafetyAndProcesses>.
+/// - Thread-safe, and no change by another process or tool is lost: see
+///   <doc:ThreadSafetyAndProcesses>.
 /// - Values are value types: what you read cannot change under you without a write.
 public final class SecureDictionary: Sendable {
     /// A value of the dictionary.
@@ -90,10 +88,8 @@ public final class SecureDictionary: Sendable {
 
     /// The value for `key`, from memory (never a keyring call).
     ///
-    /// Setting it writes to the keyring at once (`nil` removes the key). The setter cannot
-    /// throw: when the write fails, the cache stays equal to the store, an error is logged
-    /// (without key or value) and ``Options/failureHandler`` is called. Prefer
-    /// ``setValue(_:forKey:)-(SecureDictionary.Value?,_)`` wherever you can handle the error.
+    /// Setting it writes at once (`nil` removes the key); a failed write goes to
+    /// ``Options/failureHandler``. Prefer ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
     public subscript(key: String) -> Value? {
         get { state.loadedGeneration.value(forKey: key) }
         set {
@@ -135,9 +131,8 @@ public final class SecureDictionary: Sendable {
     public var isEmpty: Bool { state.loadedGeneration.count == 0 }
 
     /// A copy of every entry, made for you from memory: a `[String: Value]`, read with
-    /// `snapshot["k"]?.stringValue` and the like. Two stored keys that differ in their Unicode
-    /// scalars but are canonically equivalent (`é` as U+00E9 and as `e` + U+0301) are one key
-    /// to a Swift dictionary: the snapshot holds one of them (the subscript reads each by its scalars).
+    /// `snapshot["k"]?.stringValue` and the like. Of two canonically equivalent keys it holds
+    /// one (<doc:SecretsInMemory#Keys-are-matched-by-their-Unicode-scalars>).
     public var snapshot: [String: Value] { state.loadedGeneration.dictionary() }
 
     // MARK: Writing
@@ -175,9 +170,8 @@ public final class SecureDictionary: Sendable {
     /// `body` throws, nothing is written and its error is rethrown. `body` must not use this
     /// dictionary (or another instance of the same item): it runs under the item's lock.
     ///
-    /// - Throws: what `body` throws, or a ``SecureDictionaryError``. When `body` cannot throw,
-    ///   the overload for a body that cannot throw throws ``SecureDictionaryError`` only, so
-    ///   `catch .locked` works.
+    /// - Throws: what `body` throws, or a ``SecureDictionaryError``; only the latter, typed, when
+    ///   `body` cannot throw (so `catch .locked` works).
     @discardableResult
     public func update<R>(_ body: (inout Entries) throws -> R) throws -> R {
         do {
@@ -190,8 +184,7 @@ public final class SecureDictionary: Sendable {
         }
     }
 
-    /// Applies any number of changes with one keyring write, for a `body` that cannot throw:
-    /// the same as the throwing-body form, with a typed error.
+    /// `update { }` for a `body` that cannot throw: the same, with a typed error.
     ///
     /// ```swift
     /// do {

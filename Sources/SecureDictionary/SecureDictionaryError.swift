@@ -20,9 +20,6 @@
 /// No case ever carries a key, a value or secret bytes: every message is safe to log, and
 /// `localizedDescription` says what happened and what to do.
 ///
-/// A store's own failures (the encrypted-file stores' wrong passphrase, say) come as
-/// ``store(_:)``, carrying that store's error type: every call still throws this one type.
-///
 /// **Adding cases.** New cases may come in any release before 1.0, and in minor releases
 /// after it, as new failures become known; each is listed in the CHANGELOG. Always end a
 /// `catch` list or a `switch` over this type with a general case. Cases are removed or
@@ -45,9 +42,8 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// (``SecureDictionary/Options/timeout``). When this interrupted a write, its outcome is
     /// unknown: the dictionary reloads before its next use.
     case timedOut
-    /// The connection to the keyring broke during a call (the daemon died or restarted).
-    /// When this interrupted a write, its outcome is unknown: the dictionary reloads before
-    /// its next use. The next call reconnects by itself.
+    /// The connection to the keyring broke during a call (the daemon died or restarted). A
+    /// write it interrupted is as after ``timedOut``. The next call reconnects by itself.
     case connectionLost
     /// The operation was cancelled before it finished.
     case cancelled
@@ -78,10 +74,10 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// application reads an item the first time ("Confirm when passwords are retrieved by
     /// clients", on by default): SecureDictionary opens no such dialog and fails at once,
     /// unless ``SecureDictionary/Options/unlock`` allows dialogs; then nobody answered
-    /// KeePassXC's access dialog by the policy's timeout. With its other confirmations on, KeePassXC asks before some writes and removals:
-    /// nobody answered by the deadline (``SecureDictionary/Options/timeout``) and the request
-    /// was withdrawn. Treat the outcome as unknown, as after ``timedOut``: the dictionary
-    /// reloads before its next use.
+    /// KeePassXC's access dialog by the policy's timeout. With its other confirmations on,
+    /// KeePassXC asks before some writes and removals: nobody answered by the deadline
+    /// (``SecureDictionary/Options/timeout``) and the request was withdrawn. The outcome is
+    /// unknown, as after ``timedOut``.
     case confirmationRequired
     /// The keyring asked its user to confirm this access, write or removal and the request
     /// was declined (the user pressed Deny or Cancel). Nothing was changed.
@@ -115,10 +111,7 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     case sameStore(name: String)
     /// A store's own failure: one of an encrypted-file store (`FileStoreError`, in
     /// SecureDictionaryFileStore), of adoption (`AdoptionError`, in SecureDictionaryAdoption)
-    /// or of a store of yours. Match a case as
-    /// `catch SecureDictionaryError.store(FileStoreError.wrongPassphrase)`, or a whole type as
-    /// `catch SecureDictionaryError.store(let error as FileStoreError)` (see
-    /// ``KeyringStoreError``).
+    /// or of a store of yours. Match it as ``KeyringStoreError`` shows.
     case store(any KeyringStoreError)
     /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
     case keyring(domain: String, code: Int, message: String)

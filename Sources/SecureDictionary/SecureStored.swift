@@ -7,10 +7,8 @@
 /// try $retries.set(10)                                    // the same, but throwing
 /// ```
 ///
-/// Honest about errors: reading never fails (a missing or mistyped entry reads as the key's
-/// default), and assignment cannot throw, so a failed write is logged (without key or value)
-/// and passed to ``SecureDictionary/Options/failureHandler`` while the cache stays equal to
-/// the keyring, exactly like the dictionary's subscript setter. Where a caller must know,
+/// Reads and writes as the typed subscript ``SecureDictionary/subscript(_:)-(SecureDictionary.Key<Value>)``,
+/// whose failures go to ``SecureDictionary/Options/failureHandler``. Where a caller must know,
 /// use the projected value: `try $retries.get()` and `try $retries.set(_:)` throw.
 @propertyWrapper
 public struct SecureStored<Value: PropertyListConvertible>: Sendable {
@@ -25,8 +23,7 @@ public struct SecureStored<Value: PropertyListConvertible>: Sendable {
         self.dictionary = dictionary
     }
 
-    /// The entry's value (the key's default when missing); setting it writes at once, and a
-    /// failed write is reported, never thrown.
+    /// The entry's value (the key's default when missing); setting it writes at once.
     public var wrappedValue: Value {
         get { dictionary[key] }
         nonmutating set {
