@@ -114,7 +114,9 @@ end_call (GMainContext *context, SdPendingCall *call, GCancellable *cancellable)
     g_clear_error (&call->error);
 }
 
-void
+/* Sends `method` of org.freedesktop.DBus on `bus`, its answer (of reply_type) to `call`
+   (sd_pending_call_answered), in the thread's default main context. */
+static void
 sd_call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, const char *reply_type,
              GCancellable *cancellable, SdPendingCall *call)
 {
@@ -125,7 +127,9 @@ sd_call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, con
 
 /* ---- who owns a name ---------------------------------------------------------------- */
 
-int
+/* What the replies of NameHasOwner ("(b)") and ListActivatableNames ("(as)") say of
+   `name`: 2 (it has an owner), 1 (the bus can start it) or 0 (neither). */
+static int
 sd_name_presence_of (GVariant *has_owner, GVariant *activatable, const char *name)
 {
     gboolean owned = FALSE;

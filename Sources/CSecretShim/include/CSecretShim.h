@@ -117,9 +117,6 @@ GQuark sd_secret_error_quark(void);
 GQuark sd_io_error_quark(void);
 GQuark sd_dbus_error_quark(void);
 
-/* Whether the well-known `name` has an owner on the service's bus, or can be started there
-   (D-Bus activation): 1 or 0, or -1 with error set. One round trip. */
-int sd_bus_name_available(SecretService *service, const char *name, GCancellable *cancellable, GError **error);
 
 /* ---- bus_name.c: the cross-process writer lock --------------------------------- */
 

@@ -221,10 +221,11 @@ enum SecretServiceCalls {
         return result
     }
 
-    /// Whether the bus name `name` has an owner or can be activated (`sd_bus_name_available`).
-    static func isAvailable(_ call: Call, busName name: String) throws(SecureDictionaryError) -> Bool {
+    /// Whether the bus name `name` has an owner or can be activated (`sd_bus_name_presence`),
+    /// asked until `deadline`.
+    static func isAvailable(_ name: String, until deadline: MonotonicDeadline) throws(SecureDictionaryError) -> Bool {
         var error: UnsafeMutablePointer<GError>?
-        let answer = sd_bus_name_available(call.service, name, call.cancellable.pointer, &error)
+        let answer = sd_bus_name_presence(name, deadline.microseconds, &error)
         if answer < 0 { throw KeyringErrorMapping.map(error) }
         return answer != 0
     }
