@@ -114,9 +114,7 @@ end_call (GMainContext *context, SdPendingCall *call, GCancellable *cancellable)
     g_clear_error (&call->error);
 }
 
-/* Sends `method` of org.freedesktop.DBus on `bus`, its answer (of reply_type) to `call`
-   (sd_pending_call_answered), in the thread's default main context. */
-static void
+void
 sd_call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, const char *reply_type,
              GCancellable *cancellable, SdPendingCall *call)
 {
