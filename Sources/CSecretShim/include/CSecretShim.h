@@ -155,6 +155,10 @@ gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
    deadline, and a call after one stopped at its deadline finds the connection ready. */
 GDBusConnection *sd_session_bus_until(gint64 deadline_us, GError **error);
 
+/* Iterates `context` until *done, or until deadline_us passed (g_get_monotonic_time()'s
+   clock); returns *done. The shim's calls and the Secret portal's wait with it. */
+gboolean sd_iterate_until(GMainContext *context, const gboolean *done, gint64 deadline_us);
+
 /* Whether the well-known `name` has an owner on the session bus (2), or can be started there
    by D-Bus activation (1), or neither (0): NameHasOwner and ListActivatableNames, in one
    round trip. -1 with error set when there is no session bus, or (G_IO_ERROR_TIMED_OUT) it
