@@ -17,7 +17,6 @@
 
 typedef struct {
     gboolean answered;
-    gboolean timed_out;
     guint32 response;
 } PortalWait;
 
@@ -28,13 +27,6 @@ on_response (GDBusConnection *connection, const gchar *sender, const gchar *path
     PortalWait *wait = data;
     g_variant_get (parameters, "(u@a{sv})", &wait->response, NULL);
     wait->answered = TRUE;
-}
-
-static gboolean
-on_timeout (gpointer data)
-{
-    ((PortalWait *) data)->timed_out = TRUE;
-    return G_SOURCE_REMOVE;
 }
 
 static gint
@@ -149,15 +141,7 @@ sd_portal_retrieve_secret (gint timeout_ms, guint8 *buffer, gsize capacity, gsiz
         goto out;
     g_variant_unref (reply);
 
-    GSource *timer = g_timeout_source_new (remaining_ms (deadline));
-    g_source_set_callback (timer, on_timeout, &wait, NULL);
-    g_source_attach (timer, context);
-    while (!wait.answered && !wait.timed_out)
-        g_main_context_iteration (context, TRUE);
-    g_source_destroy (timer);
-    g_source_unref (timer);
-
-    if (!wait.answered) {
+    if (!sd_iterate_until (context, &wait.answered, deadline)) {
         g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "the Secret portal did not answer in time");
         goto out;
     }

@@ -146,9 +146,7 @@ bus_call_until (GDBusConnection *bus, GMainContext *context, const char *method,
 {
     SdPendingCall call = { FALSE, NULL, NULL };
     GCancellable *cancellable = g_cancellable_new ();
-    g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
-                            parameters, G_VARIANT_TYPE (reply_type), G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
-                            sd_pending_call_answered, &call);
+    sd_call_bus (bus, method, parameters, reply_type, cancellable, &call);
     if (!sd_iterate_until (context, &call.done, deadline_us)) {
         g_cancellable_cancel (cancellable);   /* the callback then comes at once */
         while (!call.done)

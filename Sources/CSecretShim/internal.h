@@ -13,16 +13,9 @@ typedef struct {
 } SdPendingCall;
 void sd_pending_call_answered(GObject *source, GAsyncResult *result, gpointer data);
 
-/* Iterates `context` until *done, or until deadline_us passed; returns *done. */
-gboolean sd_iterate_until(GMainContext *context, const gboolean *done, gint64 deadline_us);
-
 /* session_bus.c: sends `method` of org.freedesktop.DBus on `bus`, its answer (of reply_type)
    to `call` (sd_pending_call_answered), in the thread's default main context. */
 void sd_call_bus(GDBusConnection *bus, const char *method, GVariant *parameters, const char *reply_type,
                  GCancellable *cancellable, SdPendingCall *call);
-
-/* session_bus.c: what the replies of NameHasOwner ("(b)") and ListActivatableNames ("(as)")
-   say of `name`: 2 (it has an owner), 1 (the bus can start it) or 0 (neither). */
-int sd_name_presence_of(GVariant *has_owner, GVariant *activatable, const char *name);
 
 #endif

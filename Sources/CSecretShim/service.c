@@ -280,9 +280,7 @@ sd_service_provider (SecretService *service, GCancellable *cancellable)
     g_main_context_push_thread_default (context);
     SdPendingCall calls[G_N_ELEMENTS (provider_names)] = { { 0 } };
     for (gsize i = 0; i < G_N_ELEMENTS (provider_names); i++)
-        g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                "GetNameOwner", g_variant_new ("(s)", provider_names[i].name), G_VARIANT_TYPE ("(s)"),
-                                G_DBUS_CALL_FLAGS_NONE, -1, cancellable, sd_pending_call_answered, &calls[i]);
+        sd_call_bus (bus, "GetNameOwner", g_variant_new ("(s)", provider_names[i].name), "(s)", cancellable, &calls[i]);
     int provider = SD_PROVIDER_OTHER;
     for (gsize i = 0; i < G_N_ELEMENTS (provider_names); i++) {
         while (!calls[i].done)

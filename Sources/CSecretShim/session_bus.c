@@ -125,7 +125,9 @@ sd_call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, con
 
 /* ---- who owns a name ---------------------------------------------------------------- */
 
-int
+/* What the replies of NameHasOwner ("(b)") and ListActivatableNames ("(as)") say of
+   `name`: 2 (it has an owner), 1 (the bus can start it) or 0 (neither). */
+static int
 sd_name_presence_of (GVariant *has_owner, GVariant *activatable, const char *name)
 {
     gboolean owned = FALSE;

@@ -24,7 +24,7 @@ enum EntryLookup {
     static func result(
         for key: AbsoluteConfigKey, as type: ConfigType, reading entry: (String) -> PropertyListValue?
     ) throws(SecureDictionaryError) -> LookupResult {
-        let encodedKey = entryName(for: key.components)
+        let encodedKey = key.components.joined(separator: ".")  // the whole name, as `LookupResult` reports it
         guard let stored = value(for: key.components, reading: entry) else {
             return LookupResult(encodedKey: encodedKey, value: nil)
         }
@@ -51,9 +51,6 @@ enum EntryLookup {
         }
         return nil
     }
-
-    /// The name a key is looked up and reported under (`LookupResult.encodedKey`).
-    static func entryName(for components: [String]) -> String { components.joined(separator: ".") }
 
     /// The entries whose change can change what `components` name: every leading part of
     /// the name, shortest first, and the whole name (a dictionary stored at a leading part

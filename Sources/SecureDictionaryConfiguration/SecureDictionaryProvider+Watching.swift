@@ -53,7 +53,7 @@ extension SecureDictionaryProvider {
         updatesHandler: (_ updates: ConfigUpdatesAsyncSequence<any ConfigSnapshot, Never>) async throws -> Return
     ) async throws -> Return {
         try await watch(
-            dictionary.changes(), current: { [self] in currentSnapshot() as any ConfigSnapshot }, updatesHandler: updatesHandler)
+            dictionary.changes(), current: { [self] in snapshot() }, updatesHandler: updatesHandler)
     }
 
     /// Runs `updatesHandler` over `current()` now and after each element of `changes`, until

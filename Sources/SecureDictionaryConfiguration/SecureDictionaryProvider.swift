@@ -88,9 +88,7 @@ public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible 
     /// let user = try snapshot.value(forKey: ["database", "user"], type: .string).value
     /// let password = try snapshot.value(forKey: ["database", "password"], type: .string).value
     /// ```
-    public func snapshot() -> any ConfigSnapshot { currentSnapshot() }
-
-    func currentSnapshot() -> DictionarySnapshot {
+    public func snapshot() -> any ConfigSnapshot {
         DictionarySnapshot(providerName: providerName, entries: dictionary.loadedEntries)
     }
 }

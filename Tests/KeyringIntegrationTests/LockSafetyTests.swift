@@ -83,7 +83,7 @@ extension KeyringIntegration {
                 try nextWriter.update { entries in
                     laneFree.signal()  // the stale write runs now, while this writer holds the lock
                     #expect(staleWriteRan.wait(timeout: .now() + 5) == .success)
-                    ownerWhileHeld = BusNameWriterLock.ownerPID(of: busName, until: Deadline(after: .seconds(1))) ?? -1
+                    ownerWhileHeld = SessionBusName.ownerPID(of: busName, until: Deadline(after: .seconds(1))) ?? -1
                     entries["c"] = "third"
                 }
             } catch {

@@ -117,9 +117,6 @@ GQuark sd_secret_error_quark(void);
 GQuark sd_io_error_quark(void);
 GQuark sd_dbus_error_quark(void);
 
-/* Whether the well-known `name` has an owner on the service's bus, or can be started there
-   (D-Bus activation): 1 or 0, or -1 with error set. One round trip. */
-int sd_bus_name_available(SecretService *service, const char *name, GCancellable *cancellable, GError **error);
 
 /* ---- bus_name.c: the cross-process writer lock --------------------------------- */
 
@@ -157,6 +154,10 @@ gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
    its own, and the connection is kept until it closes: no caller waits for the bus past its
    deadline, and a call after one stopped at its deadline finds the connection ready. */
 GDBusConnection *sd_session_bus_until(gint64 deadline_us, GError **error);
+
+/* Iterates `context` until *done, or until deadline_us passed (g_get_monotonic_time()'s
+   clock); returns *done. The shim's calls and the Secret portal's wait with it. */
+gboolean sd_iterate_until(GMainContext *context, const gboolean *done, gint64 deadline_us);
 
 /* Whether the well-known `name` has an owner on the session bus (2), or can be started there
    by D-Bus activation (1), or neither (0): NameHasOwner and ListActivatableNames, in one

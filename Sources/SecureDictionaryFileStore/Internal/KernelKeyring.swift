@@ -10,7 +10,7 @@ import SecureDictionary
 /// the session keyring (keyrings(7)), as `keyctl add user NAME VALUE @s` makes them.
 ///
 /// ```swift
-/// KernelKeyring.store("securedictionary:example", bytes, timeout: .seconds(900))
+/// KernelKeyring.failureToStore("securedictionary:example", bytes, timeout: .seconds(900))   // nil: stored
 /// let bytes = KernelKeyring.read("securedictionary:example", capacity: 64)   // SecretBytes?
 /// KernelKeyring.revoke("securedictionary:example")
 /// ```
@@ -35,13 +35,7 @@ enum KernelKeyring {
     }
 
     /// Stores `payload` under `description` (replacing a key of that description) and sets
-    /// its timeout (`nil`: none). Returns whether it was stored.
-    @discardableResult
-    static func store(_ description: String, _ payload: UnsafeRawBufferPointer, timeout: Duration?) -> Bool {
-        failureToStore(description, payload, timeout: timeout) == nil
-    }
-
-    /// `store(_:_:timeout:)`, returning why it failed: the `errno` of the call (`EDQUOT`: this
+    /// its timeout (`nil`: none). Returns why it failed: the `errno` of the call (`EDQUOT`: this
     /// user's key quota is full; `ENOSYS`, `EPERM`: no kernel keyring here), `nil` once stored.
     static func failureToStore(_ description: String, _ payload: UnsafeRawBufferPointer, timeout: Duration?) -> Int32? {
         guard let keyring = session else { return errno == 0 ? ENOSYS : errno }

@@ -204,7 +204,7 @@ final class PassphraseKeySource: MasterKeySource {
             state.current = parameters
         }
         if case .kernelKeyring(let timeout) = cache {
-            secret.withUnsafeBytes { _ = KernelKeyring.store(Self.cacheDescription(parameters), $0, timeout: timeout) }
+            secret.withUnsafeBytes { _ = KernelKeyring.failureToStore(Self.cacheDescription(parameters), $0, timeout: timeout) }
         }
     }
 

@@ -127,15 +127,8 @@ final class BusNameWriterLock: ItemWriterLock {
 
     /// Who holds the name now, as the error to throw at the deadline.
     private func heldError(until deadline: Deadline) -> SecureDictionaryError {
-        guard let pid = Self.ownerPID(of: busName, until: deadline) else { return .timedOut }  // nobody to name
+        guard let pid = SessionBusName.ownerPID(of: busName, until: deadline) else { return .timedOut }  // nobody to name
         return .lockHeld(pid: pid, command: ProcessName.command(of: Int32(pid)))
-    }
-
-    /// The process id of the owner of the bus name `name`, asked of the bus until `deadline`
-    /// (`nil`: no owner, or no answer in time).
-    static func ownerPID(of name: String, until deadline: Deadline) -> Int? {
-        let pid = sd_bus_name_owner_pid(name, MonotonicDeadline(deadline).microseconds)
-        return pid > 0 ? Int(pid) : nil
     }
 
     // MARK: Names

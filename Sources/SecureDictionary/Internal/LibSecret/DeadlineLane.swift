@@ -23,11 +23,10 @@ final class DeadlineLane<Context: AnyObject & Sendable>: Sendable {
     private let makeContext: @Sendable () -> Context
     private let current: Mutex<Generation>
     /// How long an interrupted call may take to notice before it is abandoned.
-    private let grace: Duration
+    private let grace = Duration.milliseconds(250)
 
-    init(label: String, grace: Duration = .milliseconds(250), makeContext: @escaping @Sendable () -> Context) {
+    init(label: String, makeContext: @escaping @Sendable () -> Context) {
         self.label = label
-        self.grace = grace
         self.makeContext = makeContext
         self.current = Mutex(Generation(queue: DispatchQueue(label: label), context: makeContext()))
     }

@@ -24,6 +24,7 @@ extension LibSecretClient {
     private func unlockInteractively(
         timeout: Duration, collection: @escaping @Sendable (Call) throws(SecureDictionaryError) -> String
     ) throws(SecureDictionaryError) {
+        let deadline = MonotonicDeadline(after: timeout)
         do {
             try perform(timeout: timeout) { call throws(SecureDictionaryError) in
                 let collection = try collection(call)
@@ -31,7 +32,7 @@ extension LibSecretClient {
                 let provider = call.connection.provider(call.cancellable)
                 // Without the process that shows the dialog, the provider would report a
                 // dismissal at once, as if the user had cancelled: it is `locked` instead.
-                if let prompter = provider.unlockDialogBusName, try !SecretServiceCalls.isAvailable(call, busName: prompter) {
+                if let prompter = provider.unlockDialogBusName, try !SecretServiceCalls.isAvailable(prompter, until: deadline) {
                     ErrorContext.recordUnlockDialogUnavailable()
                     throw .locked
                 }

@@ -181,7 +181,7 @@ struct LibSecretClient: Sendable {
             }
             return diagnosis
         }
-        let pid = BusNameWriterLock.ownerPID(of: "org.freedesktop.secrets", until: deadline)
+        let pid = SessionBusName.ownerPID(of: "org.freedesktop.secrets", until: deadline)
         diagnosis.providerPID = pid
         return diagnosis
     }

@@ -93,13 +93,12 @@ enum SecretServiceCalls {
         return bytes(of: value)
     }
 
-    /// `secret_service_create_item_dbus_path_sync` of an item with `label` and `attributes`;
-    /// with `replace`, an item with the same attributes is replaced (another process may have
-    /// created it since the check). Returns the item's path. A prompt runs only inside
-    /// ``confirming(_:_:)``.
+    /// `secret_service_create_item_dbus_path_sync` of an item with `label` and `attributes`,
+    /// replacing an item with the same attributes (another process may have created it since
+    /// the check). Returns the item's path. A prompt runs only inside ``confirming(_:_:)``.
     static func createItem(
         _ call: Call, _ secret: SecretBytes, label: String, attributes: [String: String],
-        contentType: String = "application/octet-stream", in collection: String, replace: Bool = true
+        contentType: String = "application/octet-stream", in collection: String
     ) throws(SecureDictionaryError) -> String {
         let table = attributeTable(attributes)
         let properties = sd_item_properties_new(label, table)
@@ -110,7 +109,7 @@ enum SecretServiceCalls {
             var error: UnsafeMutablePointer<GError>?
             guard
                 let path = secret_service_create_item_dbus_path_sync(
-                    call.service, collection, properties, value, replace ? SECRET_ITEM_CREATE_REPLACE : SECRET_ITEM_CREATE_NONE,
+                    call.service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE,
                     call.cancellable.pointer, &error)
             else { throw KeyringErrorMapping.map(error) }
             created = String(cString: path)
@@ -119,7 +118,7 @@ enum SecretServiceCalls {
         return created
     }
 
-    /// ``createItem(_:_:label:attributes:contentType:in:replace:)`` of a dictionary's item, as
+    /// ``createItem(_:_:label:attributes:contentType:in:)`` of a dictionary's item, as
     /// the item contract says (label and attributes, `application/octet-stream`), replacing.
     static func createItem(_ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String)
         throws(SecureDictionaryError) -> String
@@ -221,10 +220,11 @@ enum SecretServiceCalls {
         return result
     }
 
-    /// Whether the bus name `name` has an owner or can be activated (`sd_bus_name_available`).
-    static func isAvailable(_ call: Call, busName name: String) throws(SecureDictionaryError) -> Bool {
+    /// Whether the bus name `name` has an owner or can be activated (`sd_bus_name_presence`),
+    /// asked until `deadline`.
+    static func isAvailable(_ name: String, until deadline: MonotonicDeadline) throws(SecureDictionaryError) -> Bool {
         var error: UnsafeMutablePointer<GError>?
-        let answer = sd_bus_name_available(call.service, name, call.cancellable.pointer, &error)
+        let answer = sd_bus_name_presence(name, deadline.microseconds, &error)
         if answer < 0 { throw KeyringErrorMapping.map(error) }
         return answer != 0
     }

@@ -47,7 +47,8 @@ package enum SessionBusName {
     /// let pid = SessionBusName.ownerPID(of: SessionBusName.secretService, until: Deadline(after: .seconds(1)))
     /// ```
     package static func ownerPID(of name: String, until deadline: Deadline) -> Int? {
-        BusNameWriterLock.ownerPID(of: name, until: deadline)
+        let pid = sd_bus_name_owner_pid(name, MonotonicDeadline(deadline).microseconds)
+        return pid > 0 ? Int(pid) : nil
     }
 
     /// Who has `name` now (`NameHasOwner` and `ListActivatableNames`, one round trip).
