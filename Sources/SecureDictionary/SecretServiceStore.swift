@@ -17,7 +17,7 @@ package import Logging
 /// - a lookup that finds nothing is "no such item" only if the collection is unlocked;
 /// - writers of one item queue for a lock on the D-Bus session bus, in every process that
 ///   reaches this keyring, and changes are watched through the service's own signals.
-public final class SecretServiceStore: KeyringStore, CoordinatedStore, InteractivelyUnlockingStore, ForeignItemStore {
+public final class SecretServiceStore: KeyringStore, CoordinatedStore, ForeignItemStore {
     /// The store every ``SecureDictionary`` uses unless its options name another.
     public static let shared = SecretServiceStore()
 
@@ -75,6 +75,11 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
         }
     }
 
+    /// Shows the unlock dialog of `collection` when it is locked and waits for the user up to
+    /// `timeout`; returns once it is unlocked.
+    ///
+    /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
+    ///   ``SecureDictionaryError/locked`` when nobody answered by `timeout`.
     func unlockInteractively(_ collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) {
         // A client of its own: the user may take a minute, and this store's calls go on meanwhile.
         try Self.explainingSandbox { () throws(SecureDictionaryError) in
@@ -82,6 +87,12 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, Interacti
         }
     }
 
+    /// Shows the keyring's dialog that lets this process read `item` (after
+    /// ``SecureDictionaryError/confirmationRequired``) and waits for the user up to `timeout`;
+    /// returns once the user allowed it.
+    ///
+    /// - Throws: ``SecureDictionaryError/confirmationDenied`` when the user did not allow it,
+    ///   ``SecureDictionaryError/confirmationRequired`` when nobody answered by `timeout`.
     func confirmAccessInteractively(to item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         try Self.explainingSandbox { () throws(SecureDictionaryError) in
             try LibSecretClient.forDialogs().confirmAccessInteractively(to: item, timeout: timeout)

@@ -24,7 +24,7 @@ extension ItemState {
     /// ``SecureDictionaryError/confirmationRequired``) and waits for the user, as `context`
     /// allows; else, or when the store cannot, throws `error`.
     func askTheUser(after error: SecureDictionaryError, _ context: OperationContext) throws(SecureDictionaryError) {
-        guard case .prompt(let timeout) = context.unlock, let store = store as? any InteractivelyUnlockingStore else {
+        guard case .prompt(let timeout) = context.unlock, let store = store as? SecretServiceStore else {
             throw error
         }
         switch error {

@@ -99,25 +99,6 @@ package protocol ChangeWatch: Sendable {
     func stop()
 }
 
-/// A store that can ask its keyring to show the unlock dialog, and the dialog that confirms
-/// this process's access to an item (``SecretServiceStore``).
-protocol InteractivelyUnlockingStore: KeyringStore {
-    /// Shows the unlock dialog of `collection` when it is locked and waits for the user up to
-    /// `timeout`; returns once it is unlocked.
-    ///
-    /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
-    ///   ``SecureDictionaryError/locked`` when nobody answered by `timeout`.
-    func unlockInteractively(_ collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError)
-
-    /// Shows the keyring's dialog that lets this process read `item` (after
-    /// ``SecureDictionaryError/confirmationRequired``) and waits for the user up to `timeout`;
-    /// returns once the user allowed it.
-    ///
-    /// - Throws: ``SecureDictionaryError/confirmationDenied`` when the user did not allow it,
-    ///   ``SecureDictionaryError/confirmationRequired`` when nobody answered by `timeout`.
-    func confirmAccessInteractively(to item: KeyringItem, timeout: Duration) throws(SecureDictionaryError)
-}
-
 /// A store that processes share, whose writers coordinate and whose changes can be watched.
 package protocol CoordinatedStore: KeyringStore {
     /// The cross-process writer lock of `item`. `logger` gets one warning if the lock
