@@ -70,7 +70,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// `secure-dict doctor` and the tool's messages.
     package let folderOrigin: FolderOrigin
     private static let warned = Mutex<Set<String>>([])
-    package let engine: ItemFileStore
+    let engine: ItemFileStore
     private let passphrase: PassphraseKeySource?
 
     /// A store in `folderPath`, by default `$STATE_DIRECTORY/securedictionary` for a systemd

@@ -1,4 +1,4 @@
-package import SecureDictionary
+import SecureDictionary
 
 /// What every encrypted-file store does with its folder, whatever its key: the
 /// `KeyringStore` calls, on `ItemFileFolder`, `EncryptedItemFile`,
@@ -8,7 +8,7 @@ package import SecureDictionary
 /// the master secret its key block asks for, and decrypts. A store (called under the
 /// folder's writer lock, after the check) reads the replaced file's header, writes the new
 /// file under the same key with a larger generation, and records that generation.
-package struct ItemFileStore: Sendable {
+struct ItemFileStore: Sendable {
     let folder: ItemFileFolder
     let keys: any MasterKeySource
     /// Throws when the store cannot work here at all, before anything is read or created
