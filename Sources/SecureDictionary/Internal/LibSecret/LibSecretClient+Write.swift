@@ -87,7 +87,7 @@ extension LibSecretClient {
             ? try Self.replaceInPlace(
                 call, sent, item: item, in: collection, knownPath: found?.path, searchedJustNow: searchedJustNow)
             : try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
-                try SecretServiceCalls.createItem(call, sent, item: item, in: collection)
+                try SecretServiceCalls.createItem(call, sent, label: item.name, attributes: item.attributes, in: collection)
             }
         guard verifying else { return }
         attempt?.stored()
@@ -131,7 +131,7 @@ extension LibSecretClient {
             }
         }
         return try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
-            try SecretServiceCalls.createItem(call, secret, item: item, in: collection)
+            try SecretServiceCalls.createItem(call, secret, label: item.name, attributes: item.attributes, in: collection)
         }
     }
 

@@ -118,14 +118,6 @@ enum SecretServiceCalls {
         return created
     }
 
-    /// ``createItem(_:_:label:attributes:contentType:in:)`` of a dictionary's item, as
-    /// the item contract says (label and attributes, `application/octet-stream`), replacing.
-    static func createItem(_ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String)
-        throws(SecureDictionaryError) -> String
-    {
-        try createItem(call, secret, label: item.name, attributes: item.attributes, in: collection)
-    }
-
     /// `Item.SetSecret` on the item at `path` (`sd_item_set_secret`).
     static func setSecret(_ call: Call, _ secret: SecretBytes, path: String) throws(SecureDictionaryError) {
         try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
