@@ -116,9 +116,11 @@ enum ProviderReport {
                 + "\(Format.fixed(runs.map(\.durationSeconds).reduce(0, +), 0)) s of measuring in all.",
             "1-minute load average from \(loads.first!) (start) to \(loads.last!) (end), at most "
                 + "\(Format.fixed(peakLoad, 2)) at the start of a row"
-                + (peakLoad >= 1
-                    ? ": other builds ran on the 2 cores, so every figure is an upper bound."
-                    : ": a quiet machine."),
+                // The benchmark and the provider it measures count in the load themselves
+                // (about 1 to 1.5): only a load of a whole core each means other work ran.
+                + (peakLoad >= Double(first.machine.cpus)
+                    ? ": other work ran on the \(first.machine.cpus) cores, so every figure is an upper bound."
+                    : ": under the \(first.machine.cpus) cores, of which the benchmark and its provider make about 1."),
             "",
             Format.table(header, body),
             "",
