@@ -5,77 +5,84 @@
 /// let token = generation.value(forKey: "apiToken")                  // a new String, the caller's
 /// let same = generation.holds("refresh", identicalTo: expected)     // no copy made
 /// ```
+///
+/// The blob was validated when the generation was made and nothing writes it afterwards, so
+/// a read of it cannot fail but by a bug of the library's own: `try!` stops the program there.
 extension Generation {
     /// The caller's copy of the value of `key` (the same Unicode scalars), if any.
     func value(forKey key: String) -> PropertyListValue? {
         guard let entry = entry(forKey: key) else { return nil }
-        return Self.trusted { () throws(BinaryPropertyListError) in try view.value(of: valueObject(entry)) }
+        return try! view.value(of: valueObject(entry))
     }
 
     func contains(_ key: String) -> Bool { entry(forKey: key) != nil }
 
     /// The caller's copies of the keys, in the stored order.
-    var keys: [String] {
-        Self.trusted { () throws(BinaryPropertyListError) in
-            var keys: [String] = []
-            keys.reserveCapacity(count)
-            for entry in 0..<count { keys.append(try key(entry).string()) }
-            return keys
-        }
-    }
+    var keys: [String] { (0..<count).map { entry in try! key(entry).string() } }
 
     /// The caller's copy of every entry. Keys canonically equivalent but of other scalars
     /// (`é` as U+00E9 and as `e` + U+0301) are one key to a Swift dictionary: it holds one
     /// of them, as ``BlobView/entries(of:)`` says.
-    func dictionary() -> [String: PropertyListValue] {
-        Self.trusted { () throws(BinaryPropertyListError) in try view.entries(of: view.topObject) }
-    }
+    func dictionary() -> [String: PropertyListValue] { try! view.entries(of: view.topObject) }
 
     /// Whether `key` holds a value stored identically to `value` (`nil`: whether there is no
     /// such entry), compared in place: strings by their scalars, reals and dates by their bits.
     func holds(_ key: String, identicalTo value: PropertyListValue?) -> Bool {
         guard let entry = entry(forKey: key) else { return value == nil }
         guard let value else { return false }
-        return Self.trusted { () throws(BinaryPropertyListError) in try view.holds(valueObject(entry), identicalTo: value) }
+        return try! view.holds(valueObject(entry), identicalTo: value)
     }
 
-    /// The per-key changes from `old` to this generation, in key order. Entries are compared
-    /// in place, and only those that changed are decoded: each listener's copies.
+    /// The change of the entry `key` (the same Unicode scalars) from `old` to this
+    /// generation, or `nil` when it holds the same stored bytes in both (or is in neither).
+    /// No other entry is read.
+    func change(of key: String, since old: Generation) -> SecureDictionary.Change? {
+        try! change(of: key, from: old.entry(forKey: key), in: old, to: entry(forKey: key))
+    }
+
+    /// The per-key changes from `old` to this generation, in key order.
     func changes(since old: Generation) -> [SecureDictionary.Change] {
         guard old !== self else { return [] }
-        return Self.trusted { () throws(BinaryPropertyListError) in
-            var changes: [SecureDictionary.Change] = []
-            var merge = SortedMerge(leftCount: old.count, rightCount: count)
-            while let step = try merge.next(comparing: { (before, after) throws(BinaryPropertyListError) in
-                StoredString.compare(try old.key(old.entry(inOrder: before)), try key(entry(inOrder: after)))
-            }) {
-                switch step {
-                case .left(let before):
-                    let oldEntry = old.entry(inOrder: before)
-                    changes.append(
-                        .init(
-                            key: try old.key(oldEntry).string(), kind: .removed,
-                            oldValue: try old.view.value(of: old.valueObject(oldEntry)),
-                            newValue: nil))
-                case .right(let after):
-                    let newEntry = entry(inOrder: after)
-                    changes.append(
-                        .init(
-                            key: try key(newEntry).string(), kind: .inserted, oldValue: nil,
-                            newValue: try view.value(of: valueObject(newEntry))))
-                case .both(let before, let after):
-                    let (oldEntry, newEntry) = (old.entry(inOrder: before), entry(inOrder: after))
-                    guard !(try view.holds(valueObject(newEntry), identicalTo: old.valueObject(oldEntry), of: old.view)) else {
-                        continue
-                    }
-                    changes.append(
-                        .init(
-                            key: try key(newEntry).string(), kind: .updated,
-                            oldValue: try old.view.value(of: old.valueObject(oldEntry)),
-                            newValue: try view.value(of: valueObject(newEntry))))
-                }
+        var changes: [SecureDictionary.Change] = []
+        var merge = SortedMerge(leftCount: old.count, rightCount: count)
+        while let step = try! merge.next(comparing: { (before, after) throws(BinaryPropertyListError) in
+            StoredString.compare(try old.key(old.entry(inOrder: before)), try key(entry(inOrder: after)))
+        }) {
+            let change: SecureDictionary.Change?
+            switch step {
+            case .left(let before):
+                let entry = old.entry(inOrder: before)
+                change = try! self.change(of: old.key(entry).string(), from: entry, in: old, to: nil)
+            case .right(let after):
+                let entry = entry(inOrder: after)
+                change = try! self.change(of: key(entry).string(), from: nil, in: old, to: entry)
+            case .both(let before, let after):
+                let entry = entry(inOrder: after)
+                change = try! self.change(of: key(entry).string(), from: old.entry(inOrder: before), in: old, to: entry)
             }
-            return changes
+            if let change { changes.append(change) }
+        }
+        return changes
+    }
+
+    /// The change of `key` from entry `before` of `old` to entry `after` of this generation
+    /// (`nil`: not there). The two values are compared in place, and decoded only when they
+    /// differ: the listener's copies.
+    private func change(of key: String, from before: Int?, in old: Generation, to after: Int?)
+        throws(BinaryPropertyListError) -> SecureDictionary.Change?
+    {
+        switch (before, after) {
+        case (nil, nil):
+            return nil
+        case (let before?, nil):
+            return .init(key: key, kind: .removed, oldValue: try old.view.value(of: old.valueObject(before)), newValue: nil)
+        case (nil, let after?):
+            return .init(key: key, kind: .inserted, oldValue: nil, newValue: try view.value(of: valueObject(after)))
+        case (let before?, let after?):
+            guard !(try view.holds(valueObject(after), identicalTo: old.valueObject(before), of: old.view)) else { return nil }
+            return .init(
+                key: key, kind: .updated, oldValue: try old.view.value(of: old.valueObject(before)),
+                newValue: try view.value(of: valueObject(after)))
         }
     }
 }

@@ -4,7 +4,7 @@ import Logging
 /// ``SecureRegion``, with an index of its top-level keys. It is all the library keeps of a
 /// dictionary's keys and values: reads build the caller's copy from it, writes copy its
 /// objects into the next generation's region (Generation+Writing.swift), observers compare two
-/// of them (Generation+Differences.swift).
+/// of them (Generation+Reads.swift).
 ///
 /// ```swift
 /// let generation = try Generation(copying: bytes, limits: limits)   // validated as hostile input
@@ -36,10 +36,8 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     private let slotMask: Int
 
     /// The generation of an item that does not exist: an empty dictionary.
-    static let empty = trusted { () throws(BinaryPropertyListError) in
-        try Generation(writingWith: .container(count: 0, references: 0), count: 0, logger: nil) { writer in
-            _ = writer.startDictionary(count: 0, index: 0)
-        }
+    static let empty = try! Generation(writingWith: .container(count: 0, references: 0), count: 0, logger: nil) { writer in
+        _ = writer.startDictionary(count: 0, index: 0)
     }
 
     /// A generation holding a copy of `bytes`, a stored blob, once it is validated as hostile
@@ -157,7 +155,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
             let stored = slots[slot]
             guard stored != 0 else { return nil }
             let entry = Int(stored) - 1
-            if hashes[entry] == tag, Self.trusted({ () throws(BinaryPropertyListError) in try self.key(entry).equals(key) }) {
+            if hashes[entry] == tag, try! self.key(entry).compare(to: key) == 0 {
                 return entry
             }
             slot = (slot + 1) & slotMask
@@ -166,14 +164,4 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     /// The bytes of the blob, as stored.
     var bytes: UnsafeRawBufferPointer { region.bytes(0..<size) }
-
-    /// Runs a read of this validated, immutable blob. It cannot fail but by a bug of the
-    /// library's own (the blob was validated and nothing writes it): that stops the program.
-    static func trusted<T>(_ read: () throws(BinaryPropertyListError) -> T) -> T {
-        do throws(BinaryPropertyListError) {
-            return try read()
-        } catch {
-            preconditionFailure("SecureDictionary: a validated generation failed to read (\(error))")
-        }
-    }
 }

@@ -105,30 +105,3 @@ extension ItemState {
         }
     }
 }
-
-extension Generation {
-    /// The change of the entry `key` (the same Unicode scalars) from `old` to this
-    /// generation, or `nil` when it holds the same stored bytes in both (or is in neither).
-    /// The two values are compared in place, as ``changes(since:)`` compares them, and
-    /// decoded only when they differ: the listener's copies. No other entry is read.
-    func change(of key: String, since old: Generation) -> SecureDictionary.Change? {
-        let (before, after) = (old.entry(forKey: key), entry(forKey: key))
-        return Self.trusted { () throws(BinaryPropertyListError) -> SecureDictionary.Change? in
-            switch (before, after) {
-            case (nil, nil):
-                return nil
-            case (let before?, nil):
-                return .init(key: key, kind: .removed, oldValue: try old.view.value(of: old.valueObject(before)), newValue: nil)
-            case (nil, let after?):
-                return .init(key: key, kind: .inserted, oldValue: nil, newValue: try view.value(of: valueObject(after)))
-            case (let before?, let after?):
-                guard !(try view.holds(valueObject(after), identicalTo: old.valueObject(before), of: old.view)) else {
-                    return nil
-                }
-                return .init(
-                    key: key, kind: .updated, oldValue: try old.view.value(of: old.valueObject(before)),
-                    newValue: try view.value(of: valueObject(after)))
-            }
-        }
-    }
-}
