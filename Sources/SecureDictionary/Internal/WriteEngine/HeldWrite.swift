@@ -72,7 +72,7 @@ final class HeldWrite: Sendable {
         let deadline = Deadline(after: context.timeout)
         // The store's write lock (the file stores' folder) only now, from the check to the
         // write: held across the caller's await, it would stop every other item's writers.
-        let writing = try state.takeWriteLock(until: deadline)
+        let writing = try state.writeLock?.acquireQueued(until: deadline)
         defer { writing?.release() }
         let check = try state.check(context, deadline)
         return try state.write(changed.overlay, onto: check, context, deadline, waited: waited)

@@ -24,23 +24,13 @@ extension ItemState {
         return queue
     }
 
-    /// Enters the item's queue, then takes the writer lock when the store has one, waiting
-    /// for them until `lockDeadline` (the bus may answer until `answerDeadline`), then,
-    /// `forTheWrite`, the store's write lock, and checks the stored item under them by
-    /// `checkDeadline` (made once they are held): the first half of a mutation
-    /// (``HeldWrite`` holds the item's locks across a caller's await, and takes the write
-    /// lock in its commit). Pair with ``unlock(_:)``; on a throw nothing is held.
-    func lock(
-        _ context: OperationContext, until lockDeadline: Deadline, answeringBy answerDeadline: Deadline,
-        checkingBy checkDeadline: @autoclosure () -> Deadline, forTheWrite: Bool
-    ) throws(SecureDictionaryError) -> (held: HeldLocks, check: Check) {
-        try lock(
-            holding: try enterQueue(until: lockDeadline), context, until: lockDeadline, answeringBy: answerDeadline,
-            checkingBy: checkDeadline(), forTheWrite: forTheWrite)
-    }
-
-    /// As ``lock(_:until:answeringBy:checkingBy:forTheWrite:)`` for a caller that holds the
-    /// item's `queue` already (an async refresh suspends for it); on a throw it leaves it.
+    /// Takes the writer lock behind the item's `queue`, which the caller entered, when the
+    /// store has one, waiting for it until `lockDeadline` (the bus may answer until
+    /// `answerDeadline`), then, `forTheWrite`, the store's write lock, and checks the stored
+    /// item under them by `checkDeadline` (made once they are held): the first half of a
+    /// mutation (``HeldWrite`` holds the item's locks across a caller's await, and takes the
+    /// write lock in its commit). Pair with ``unlock(_:)``; on a throw nothing is held, the
+    /// queue neither.
     func lock(
         holding queue: LockQueue, _ context: OperationContext, until lockDeadline: Deadline,
         answeringBy answerDeadline: Deadline, checkingBy checkDeadline: @autoclosure () -> Deadline, forTheWrite: Bool
@@ -49,7 +39,7 @@ extension ItemState {
         do throws(SecureDictionaryError) {
             held.writer = try writerLock?.acquire(waitingUntil: lockDeadline, answeringBy: answerDeadline) ?? false
             let checkDeadline = checkDeadline()
-            if forTheWrite { held.write = try takeWriteLock(until: checkDeadline) }
+            if forTheWrite { held.write = try writeLock?.acquireQueued(until: checkDeadline) }
             return (held, try check(context, checkDeadline))
         } catch {
             unlock(held)
@@ -57,12 +47,7 @@ extension ItemState {
         }
     }
 
-    /// Takes the store's write lock and its queue (a ``HeldWrite``'s commit), when it has one.
-    func takeWriteLock(until deadline: Deadline) throws(SecureDictionaryError) -> QueuedLock? {
-        try writeLock?.acquireQueued(until: deadline)
-    }
-
-    /// Gives back what ``lock(_:until:answeringBy:checkingBy:forTheWrite:)`` took: the write
+    /// Gives back what ``lock(holding:_:until:answeringBy:checkingBy:forTheWrite:)`` took: the write
     /// lock, the writer lock, then the queue.
     func unlock(_ held: HeldLocks) {
         held.write?.release()

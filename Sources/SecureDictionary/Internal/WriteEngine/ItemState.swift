@@ -3,7 +3,7 @@ import ProcessSpawning
 import Synchronization
 
 /// One keyring item as this process knows it, shared by every ``SecureDictionary`` instance
-/// of that item (see ``ItemRegistry``). The write path is ``mutate(_:edit:_:)``.
+/// of that item (see ``ItemRegistry``). The write path is ``mutate(_:_:)``.
 ///
 /// Invariants (what must hold for nothing to be lost), and why:
 /// - **The keyring is the truth.** Before every write, under the locks, the writer reads the
@@ -142,34 +142,26 @@ final class ItemState: Sendable {
 
     // MARK: Writes
 
-    /// Applies `body` to the stored entries and writes the result, all or nothing.
+    /// Applies `body` to the stored entries and writes the result, all or nothing: locks,
+    /// check, the change applied to what is stored, encode, write, publish. A keyring found
+    /// locked (or awaiting confirmation) at the check, before `body` ran, gets its dialog
+    /// when the options allow, then the call starts again with a new deadline, since the
+    /// user may have taken a minute.
     func mutate<R, E: Error>(
         _ context: OperationContext, _ body: (inout SecureDictionary.Entries) throws(E) -> R
     ) throws(MutationFailure<E>) -> R {
-        var checked = false
-        do {
-            return try mutateOnce(context, checked: &checked, body)
-        } catch .store(let error) where !checked && context.unlock != .never && error.asksTheUser {
-            // Locked or awaiting confirmation at the check, before `body` ran: the dialog, then
-            // start again (with a new deadline, since the user may have taken a minute).
-            try MutationFailure<E>.store { () throws(SecureDictionaryError) in try askTheUser(after: error, context) }
-            return try mutateOnce(context, checked: &checked, body)
-        }
-    }
-
-    /// The write path: locks, check, the change applied to what is stored, encode, write,
-    /// publish. `checked` is set once the stored item was read.
-    private func mutateOnce<R, E: Error>(
-        _ context: OperationContext, checked: inout Bool, _ body: (inout SecureDictionary.Entries) throws(E) -> R
-    ) throws(MutationFailure<E>) -> R {
-        let started = ContinuousClock.now
-        let deadline = Deadline(after: context.timeout)
+        var started = ContinuousClock.now
+        var deadline = Deadline(after: context.timeout)
         // The stored item, read holding both locks; validated (and cached) if someone else wrote.
         let (locked, check) = try MutationFailure<E>.store { () throws(SecureDictionaryError) in
-            try lock(context, until: deadline, answeringBy: deadline, checkingBy: deadline, forTheWrite: true)
+            try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
+                (started, deadline) = (.now, Deadline(after: context.timeout))
+                return try lock(
+                    holding: try enterQueue(until: deadline), context, until: deadline, answeringBy: deadline,
+                    checkingBy: deadline, forTheWrite: true)
+            }
         }
         defer { unlock(locked) }
-        checked = true
 
         // `body` changes an overlay of the stored generation; the write copies the rest.
         var entries = SecureDictionary.Entries(stored: check.generation)
@@ -194,7 +186,8 @@ final class ItemState: Sendable {
         guard digest != check.digest else { return check.generation }  // the keyring holds exactly this already
 
         do throws(SecureDictionaryError) {
-            try send(written, timeout: try deadline.remainingForCall())
+            try store.store(
+                SecretBytes(viewing: written.bytes, keptBy: written), for: item, timeout: try deadline.remainingForCall())
         } catch {
             if error.leavesWriteOutcomeUnknown { markOutcomeUnknown() }
             context.logger.debug("write failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
@@ -219,7 +212,7 @@ final class ItemState: Sendable {
             try exclusively(context) { deadline throws(SecureDictionaryError) -> Bool in
                 let locked = try writerLock?.acquire(until: deadline) ?? false
                 defer { if locked { writerLock?.release() } }
-                let writing = try takeWriteLock(until: deadline)
+                let writing = try writeLock?.acquireQueued(until: deadline)
                 defer { writing?.release() }
                 let existed: Bool
                 do throws(SecureDictionaryError) {
@@ -250,7 +243,7 @@ final class ItemState: Sendable {
     /// cache. Call it holding the item's queue.
     func check(_ context: OperationContext, _ deadline: Deadline) throws(SecureDictionaryError) -> Check {
         let started = ContinuousClock.now
-        guard let stored = try load(timeout: try deadline.remainingForCall()) else {
+        guard let stored = try store.load(item, timeout: try deadline.remainingForCall()) else {
             setLoaded(.empty, digest: .absent)
             return Check(generation: .empty, digest: .absent, started: started, finished: .now)
         }
@@ -266,16 +259,6 @@ final class ItemState: Sendable {
         }
         setLoaded(generation, digest: digest)
         return Check(generation: generation, digest: digest, started: started, finished: finished)
-    }
-
-    /// The stored blob, in the store's own bytes (wiped when released).
-    private func load(timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
-        try store.load(item, timeout: timeout)
-    }
-
-    /// Writes `generation`'s blob, straight from its region.
-    private func send(_ generation: Generation, timeout: Duration) throws(SecureDictionaryError) {
-        try store.store(SecretBytes(viewing: generation.bytes, keptBy: generation), for: item, timeout: timeout)
     }
 
     // MARK: Helpers
