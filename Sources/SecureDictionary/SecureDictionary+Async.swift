@@ -65,19 +65,16 @@ extension SecureDictionary {
 
         /// See ``SecureDictionary/value(forKey:)``.
         public func value(forKey key: String) async throws(SecureDictionaryError) -> Value? {
-            let dictionary = dictionary
-            return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.value(forKey: key) }
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.value(forKey: key) }
         }
 
         /// See ``SecureDictionary/value(for:)``.
         public func value<V>(for key: Key<V>) async throws(SecureDictionaryError) -> V {
-            let dictionary = dictionary
-            return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.value(for: key) }
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.value(for: key) }
         }
 
         /// See ``SecureDictionary/setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
         public func setValue(_ value: Value?, forKey key: String) async throws(SecureDictionaryError) {
-            let dictionary = dictionary
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
         }
 
@@ -105,33 +102,28 @@ extension SecureDictionary {
 
         /// See ``SecureDictionary/set(_:for:)``.
         public func set<V>(_ value: V, for key: Key<V>) async throws(SecureDictionaryError) {
-            let dictionary = dictionary
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.set(value, for: key) }
         }
 
         /// See ``SecureDictionary/removeValue(forKey:)``.
         @discardableResult
         public func removeValue(forKey key: String) async throws(SecureDictionaryError) -> Value? {
-            let dictionary = dictionary
-            return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.removeValue(forKey: key) }
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.removeValue(forKey: key) }
         }
 
         /// See ``SecureDictionary/removeAll()``.
         public func removeAll() async throws(SecureDictionaryError) {
-            let dictionary = dictionary
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.removeAll() }
         }
 
         /// See ``SecureDictionary/delete()``.
         @discardableResult
         public func delete() async throws(SecureDictionaryError) -> Bool {
-            let dictionary = dictionary
-            return try await Offload.run { () throws(SecureDictionaryError) in try dictionary.delete() }
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.delete() }
         }
 
         /// See ``SecureDictionary/reload()``.
         public func reload() async throws(SecureDictionaryError) {
-            let dictionary = dictionary
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.reload() }
         }
 
@@ -140,15 +132,13 @@ extension SecureDictionary {
         public func update(
             ifUnchanged expected: [String: Value?], _ body: @escaping @Sendable (inout Entries) throws -> Void
         ) async throws -> Bool {
-            let dictionary = dictionary
-            return try await Offload.runRethrowing { try dictionary.update(ifUnchanged: expected, body) }
+            try await Offload.runRethrowing { try dictionary.update(ifUnchanged: expected, body) }
         }
 
         /// The async form of `update { }`; `body` runs on the keyring queue.
         @discardableResult
         public func update<R: Sendable>(_ body: @escaping @Sendable (inout Entries) throws -> R) async throws -> R {
-            let dictionary = dictionary
-            return try await Offload.runRethrowing { try dictionary.update(body) }
+            try await Offload.runRethrowing { try dictionary.update(body) }
         }
     }
 

@@ -111,6 +111,12 @@ extension SecureDictionary {
 
         /// The entry for `key` as a `V`; `nil` when there is none.
         ///
+        /// ```swift
+        /// try settings.update { entries in
+        ///     let seen = try entries.value(forKey: "seen", as: Date.self)
+        /// }
+        /// ```
+        ///
         /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when it holds another type.
         public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) throws(SecureDictionaryError) -> V? {
             guard let stored = self[key] else { return nil }

@@ -40,6 +40,10 @@ extension SecureDictionary {
 
     /// The names of `applicationID`'s dictionaries in the collection; `""` is the default one.
     ///
+    /// ```swift
+    /// let names = try SecureDictionary.names(applicationID: "com.example.app")   // ["", "tokens"]
+    /// ```
+    ///
     /// - Throws: ``SecureDictionaryError/locked`` when the collection is locked and nothing
     ///   can be listed, ``SecureDictionaryError/timedOut``…
     public static func names(

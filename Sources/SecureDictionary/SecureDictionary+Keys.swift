@@ -83,6 +83,10 @@ extension SecureDictionary {
     /// The value for `key` (its default when missing), loading first when needed (as
     /// ``value(forKey:)``).
     ///
+    /// ```swift
+    /// let retries = try settings.value(for: .retries)     // Key<Int>: its default when missing
+    /// ```
+    ///
     /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when the stored
     ///   value is of another type; as ``value(forKey:)``.
     public func value<Value>(for key: Key<Value>) throws(SecureDictionaryError) -> Value {
@@ -91,6 +95,10 @@ extension SecureDictionary {
     }
 
     /// Stores `value` for `key` with one keyring write; `nil` (for an optional key) removes it.
+    ///
+    /// ```swift
+    /// try settings.set(retries + 1, for: .retries)
+    /// ```
     ///
     /// - Throws: as ``setValue(_:forKey:)-(V?,_)``.
     public func set<Value>(_ value: Value, for key: Key<Value>) throws(SecureDictionaryError) {
@@ -102,6 +110,10 @@ extension SecureDictionary {
     }
 
     /// Removes the entry for `key` with one keyring write.
+    ///
+    /// ```swift
+    /// try settings.remove(.retries)     // reads give the key's default again
+    /// ```
     ///
     /// - Throws: as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
     public func remove<Value>(_ key: Key<Value>) throws(SecureDictionaryError) {

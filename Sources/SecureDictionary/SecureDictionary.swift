@@ -116,6 +116,10 @@ public final class SecureDictionary: Sendable {
 
     /// Every entry, loading first when needed (as ``value(forKey:)``).
     ///
+    /// ```swift
+    /// let all = try settings.entries()      // [String: Value], what the keyring holds
+    /// ```
+    ///
     /// - Throws: the load's error, when a load was needed and failed.
     public func entries() throws(SecureDictionaryError) -> [String: Value] {
         try state.generation(options.context).dictionary()
@@ -139,6 +143,10 @@ public final class SecureDictionary: Sendable {
 
     /// Stores `value` under `key` (or removes the key when `value` is `nil`) with one keyring write.
     ///
+    /// ```swift
+    /// try settings.setValue(.string("s3cr3t"), forKey: "apiToken")
+    /// ```
+    ///
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)`` with nothing written when the
     ///   result would exceed ``Options/maximumSize``; ``SecureDictionaryError/locked``,
     ///   ``SecureDictionaryError/timedOut``… The cache changes only if the write succeeded.
@@ -147,12 +155,25 @@ public final class SecureDictionary: Sendable {
     }
 
     /// Removes `key` with one keyring write and returns its old value.
+    ///
+    /// ```swift
+    /// let old = try settings.removeValue(forKey: "apiToken")   // nil: there was none
+    /// ```
+    ///
+    /// - Throws: as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``; the entry stays then.
     @discardableResult
     public func removeValue(forKey key: String) throws(SecureDictionaryError) -> Value? {
         try mutate { $0.removeValue(forKey: key) }
     }
 
-    /// Removes every entry with one keyring write (the item stays, holding an empty dictionary).
+    /// Removes every entry with one keyring write (the item stays, holding an empty dictionary;
+    /// ``delete()`` removes the item).
+    ///
+    /// ```swift
+    /// try settings.removeAll()
+    /// ```
+    ///
+    /// - Throws: as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``; nothing changes then.
     public func removeAll() throws(SecureDictionaryError) {
         try mutate { $0.removeAll() }
     }
@@ -241,6 +262,10 @@ public final class SecureDictionary: Sendable {
     }
 
     /// Loads the item again, replacing the cache (validated only when the stored item changed).
+    ///
+    /// ```swift
+    /// try settings.reload()     // what another process wrote, without waiting for changes()
+    /// ```
     ///
     /// - Throws: as ``init(name:applicationID:options:)``; the cache is unchanged then.
     public func reload() throws(SecureDictionaryError) {

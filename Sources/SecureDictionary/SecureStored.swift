@@ -38,11 +38,23 @@ public struct SecureStored<Value: PropertyListConvertible>: Sendable {
     /// The throwing forms: `try $property.get()`, `try $property.set(value)`.
     public var projectedValue: SecureStored<Value> { self }
 
+    /// The value, loading first when needed; errors thrown instead of the default.
+    ///
+    /// ```swift
+    /// let current = try $retries.get()
+    /// ```
+    ///
     /// - Throws: as ``SecureDictionary/value(for:)``.
     public func get() throws(SecureDictionaryError) -> Value {
         try dictionary.value(for: key)
     }
 
+    /// Stores `value` with one keyring write; errors thrown instead of reported.
+    ///
+    /// ```swift
+    /// try $retries.set(10)
+    /// ```
+    ///
     /// - Throws: as ``SecureDictionary/set(_:for:)``.
     public func set(_ value: Value) throws(SecureDictionaryError) {
         try dictionary.set(value, for: key)
