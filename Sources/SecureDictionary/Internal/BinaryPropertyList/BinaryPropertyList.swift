@@ -26,23 +26,23 @@ enum BinaryPropertyList {
         _ bytes: UnsafeRawBufferPointer,
         limits: PropertyListLimits
     ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
-        let view = try validate(bytes, limits: limits)
+        _ = try validate(bytes, limits: limits)
+        let view = try BlobView(bytes)
         return try view.entries(of: view.topObject)
     }
 
-    /// Validates a stored blob: size limit first, then ``BinaryPropertyListReader``'s rules.
-    /// Makes no value of it.
+    /// Validates a stored blob where it is, as hostile input: size limit first, then
+    /// ``BinaryPropertyListReader``'s rules. Makes no value of it; returns its root, and what
+    /// the writer writes for its whole tree.
     @discardableResult
     static func validate(_ bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws(BinaryPropertyListError)
-        -> BlobView
+        -> (root: BinaryPropertyListReader.Root, census: Census)
     {
         guard bytes.count <= limits.maximumSize else {
             throw .tooLarge(size: bytes.count, limit: limits.maximumSize)
         }
-        let view = try BlobView(bytes)
-        var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
-        _ = try reader.validateRoot()
-        return view
+        var reader = BinaryPropertyListReader(try BlobView(bytes), maximumDepth: limits.maximumDepth)
+        return (try reader.validateRoot(), reader.census)
     }
 
     /// Decodes a stored blob held in an array.
@@ -84,37 +84,5 @@ enum BinaryPropertyList {
             throw .tooLarge(size: size, limit: limits.maximumSize)
         }
         return bytes
-    }
-
-    /// ``decode(_:limits:)-([UInt8],_)`` with the library's error type.
-    static func entries(of bytes: [UInt8], limits: PropertyListLimits) throws(SecureDictionaryError) -> [String:
-        PropertyListValue]
-    {
-        do throws(BinaryPropertyListError) {
-            return try decode(bytes, limits: limits)
-        } catch {
-            throw SecureDictionaryError(error)
-        }
-    }
-
-    /// ``decode(_:limits:)-(UnsafeRawBufferPointer,_)`` with the library's error type.
-    static func entries(
-        of bytes: UnsafeRawBufferPointer, limits: PropertyListLimits
-    ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        do throws(BinaryPropertyListError) {
-            return try decode(bytes, limits: limits)
-        } catch {
-            throw SecureDictionaryError(error)
-        }
-    }
-
-    /// ``encode(_:limits:)`` with the library's error type.
-    static func blob(of entries: [String: PropertyListValue], limits: PropertyListLimits) throws(SecureDictionaryError) -> [UInt8]
-    {
-        do throws(BinaryPropertyListError) {
-            return try encode(entries, limits: limits)
-        } catch {
-            throw SecureDictionaryError(error)
-        }
     }
 }

@@ -23,9 +23,13 @@ package enum PropertyListBlob {
         _ entries: [String: PropertyListValue],
         maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> Data {
-        var bytes = try BinaryPropertyList.blob(of: entries, limits: PropertyListLimits(maximumSize: maximumSize))
-        defer { Wipe.bytes(&bytes) }
-        return Data(bytes)
+        do throws(BinaryPropertyListError) {
+            var bytes = try BinaryPropertyList.encode(entries, limits: PropertyListLimits(maximumSize: maximumSize))
+            defer { Wipe.bytes(&bytes) }
+            return Data(bytes)
+        } catch {
+            throw SecureDictionaryError(error)
+        }
     }
 
     /// - Throws: ``SecureDictionaryError/corrupt(reason:)``,
@@ -37,12 +41,12 @@ package enum PropertyListBlob {
     ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
         // Read in place (the size limit is checked first, as ever): no copy of the secret
         // bytes is made, so none is left to wipe.
-        let result: Result<[String: PropertyListValue], SecureDictionaryError> = data.withUnsafeBytes { bytes in
-            Result { () throws(SecureDictionaryError) in
-                try BinaryPropertyList.entries(of: bytes, limits: PropertyListLimits(maximumSize: maximumSize))
+        let result: Result<[String: PropertyListValue], BinaryPropertyListError> = data.withUnsafeBytes { bytes in
+            Result { () throws(BinaryPropertyListError) in
+                try BinaryPropertyList.decode(bytes, limits: PropertyListLimits(maximumSize: maximumSize))
             }
         }
-        return try result.get()
+        return try result.mapError { SecureDictionaryError($0) }.get()
     }
 
     /// How many keys the stored blob `secret` holds, validated in place as hostile input (the
@@ -59,18 +63,11 @@ package enum PropertyListBlob {
     package static func entryCount(
         of secret: SecretBytes, maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> Int {
-        let limits = PropertyListLimits(maximumSize: maximumSize)
-        let result: Result<Int, SecureDictionaryError> = secret.withUnsafeBytes { bytes in
-            Result { () throws(SecureDictionaryError) in
-                do throws(BinaryPropertyListError) {
-                    guard bytes.count <= limits.maximumSize else { throw .tooLarge(size: bytes.count, limit: limits.maximumSize) }
-                    var reader = BinaryPropertyListReader(try BlobView(bytes), maximumDepth: limits.maximumDepth)
-                    return try reader.validateRoot().count
-                } catch {
-                    throw SecureDictionaryError(error)
-                }
+        let result: Result<Int, BinaryPropertyListError> = secret.withUnsafeBytes { bytes in
+            Result { () throws(BinaryPropertyListError) in
+                try BinaryPropertyList.validate(bytes, limits: PropertyListLimits(maximumSize: maximumSize)).root.count
             }
         }
-        return try result.get()
+        return try result.mapError { SecureDictionaryError($0) }.get()
     }
 }

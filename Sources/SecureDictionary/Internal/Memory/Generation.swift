@@ -41,7 +41,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     }
 
     /// A generation holding a copy of `bytes`, a stored blob, once it is validated as hostile
-    /// input: size limit first, then ``BinaryPropertyListReader``'s rules. `bytes` are
+    /// input (``BinaryPropertyList/validate(_:limits:)``). `bytes` are
     /// validated where they are (the caller's buffer, which it wipes), so a hostile blob's
     /// claims size nothing; the region is allocated for a valid one only.
     ///
@@ -51,15 +51,13 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         throws(SecureDictionaryError)
     {
         do throws(BinaryPropertyListError) {
-            guard bytes.count <= limits.maximumSize else { throw .tooLarge(size: bytes.count, limit: limits.maximumSize) }
-            var reader = BinaryPropertyListReader(try BlobView(bytes), maximumDepth: limits.maximumDepth)
-            let validated = try reader.validateRoot()
+            let (validated, census) = try BinaryPropertyList.validate(bytes, limits: limits)
             let region = SecureRegion(byteCount: Self.regionSize(blob: bytes.count, entries: validated.count), logger: logger)
             region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
             let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
             let order = validated.keysAscend ? nil : try view.keyOrder(count: validated.count, references: validated.references)
             try self.init(
-                region: region, view: view, size: bytes.count, root: validated, order: order, census: reader.census, hash: nil)
+                region: region, view: view, size: bytes.count, root: validated, order: order, census: census, hash: nil)
         } catch {
             throw SecureDictionaryError(error)
         }
