@@ -15,7 +15,7 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sd-v1-\(UUID().uuidString)").path
         let master = Array(repeating: UInt8(0x5a), count: 64)
         let item = try KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")
-        let blob = try BinaryPropertyList.encode( ["token": "from version 1"], limits: PropertyListLimits(maximumSize: 1 << 20))
+        let blob = try BinaryPropertyList.encode(["token": "from version 1"], limits: PropertyListLimits(maximumSize: 1 << 20))
         // Version 1, as the Secret portal's store wrote it before issue 31.
         let identity = EncryptedItemFile.identity(of: item)
         let salt = (0..<32).map { _ in UInt8.random(in: 0...255) }

@@ -296,7 +296,7 @@ extension FileStoreAdversarialTests {
         let writer = fixed(folder)
         let reader = fixed(folder)
         let item = try KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")
-        let blob = try BinaryPropertyList.encode( ["k": "v"], limits: .default)
+        let blob = try BinaryPropertyList.encode(["k": "v"], limits: .default)
         try writer.store(SecretBytes(copying: blob), for: item, timeout: .seconds(3))
         let writing = Mutex(true)
         let rollbacks = Mutex(0)
