@@ -18,8 +18,8 @@ enum Adoption {
     struct Found {
         let item: ForeignItem
         let key: String?
-        /// The secret as stored (wiped by the caller).
-        var bytes: [UInt8]
+        /// The secret as stored.
+        let secret: SecretBytes
         /// The entry's value (`nil` when the secret cannot be decoded as its library wrote it).
         let value: PropertyListValue?
         /// Its row in the report.
@@ -54,8 +54,7 @@ enum Adoption {
                 if try isGone(item, items, from: store, timeout: timeout) { continue }
                 throw error
             }
-            let bytes = secret.array
-            found.append(Found(item: item, key: key, bytes: bytes, value: value(of: bytes, item.attributes, items.encoding)))
+            found.append(Found(item: item, key: key, secret: secret, value: value(of: secret, item.attributes, items.encoding)))
         }
         return found.sorted { ($0.key ?? "", $0.item.path) < ($1.key ?? "", $1.item.path) }
     }
@@ -73,13 +72,16 @@ enum Adoption {
 
     /// The entry a secret becomes: a string when its bytes are UTF-8, else data (QtKeychain's
     /// base64 text, decoded, when its `type` says so).
-    static func value(of bytes: [UInt8], _ attributes: [String: String], _ encoding: ForeignItems.Encoding) -> PropertyListValue?
+    static func value(of secret: SecretBytes, _ attributes: [String: String], _ encoding: ForeignItems.Encoding)
+        -> PropertyListValue?
     {
-        if encoding == .qtKeychain, attributes["type"] == "base64" {
-            return Data(base64Encoded: Data(bytes)).map { .data($0) }
+        secret.withUnsafeBytes { bytes in
+            if encoding == .qtKeychain, attributes["type"] == "base64" {
+                return Data(base64Encoded: Data(bytes)).map { .data($0) }
+            }
+            if let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
+            return .data(Data(bytes))
         }
-        if let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
-        return .data(Data(bytes))
     }
 
     /// Decides, against the dictionary's entries, what becomes of each item, and records it.
@@ -177,17 +179,16 @@ enum Adoption {
     ) throws(SecureDictionaryError) {
         var deleted: Set<String> = []
         for (number, one) in found.filter(\.held).enumerated() {
-            var now: [UInt8]
+            let now: SecretBytes
             do {
-                now = try store.foreignSecret(of: one.item, timeout: timeout).array
+                now = try store.foreignSecret(of: one.item, timeout: timeout)
             } catch {
                 // Another run of this adoption retired it first: its value is in the dictionary.
                 guard try isGone(one.item, items, from: store, timeout: timeout) else { throw error }
                 report.items[one.row].retirement = .alreadyGone
                 continue
             }
-            defer { Wipe.bytes(&now) }
-            guard now == one.bytes else {
+            guard now.holdsSameBytes(as: one.secret) else {
                 report.items[one.row].retirement = .changedSinceAdopted
                 continue
             }

@@ -73,7 +73,6 @@ extension SecureDictionary {
         guard let store = options.store as? any ForeignItemStore else { throw .storeHoldsNoItems(operation: "adopt") }
         var report = AdoptionReport(dryRun: dryRun)
         var found = try Adoption.read(items, from: store, timeout: options.timeout, into: &report)
-        defer { for index in found.indices { Wipe.bytes(&found[index].bytes) } }
         // Nothing to adopt (a mistyped service, say): no dictionary is created.
         if found.isEmpty { return report }
         let dictionary = try SecureDictionary(name: name, applicationID: applicationID, options: options)

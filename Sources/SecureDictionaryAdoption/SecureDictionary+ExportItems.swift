@@ -40,16 +40,14 @@ extension SecureDictionary {
                 report.refused.append(key)
                 continue
             }
-            guard case (var bytes, let attributes, let contentType)? = ItemExport.form(of: value, key: key, items) else {
+            guard let (secret, attributes, contentType) = ItemExport.form(of: value, key: key, items) else {
                 report.skipped.append(key)
                 continue
             }
-            defer { Wipe.bytes(&bytes) }
             let existing = try store.foreignItems(matching: attributes, in: items.collection, timeout: options.timeout)
             if let first = existing.first {
-                var stored = try store.foreignSecret(of: first, timeout: options.timeout).array
-                defer { Wipe.bytes(&stored) }
-                if existing.count == 1 && stored == bytes {
+                let stored = try store.foreignSecret(of: first, timeout: options.timeout)
+                if existing.count == 1 && stored.holdsSameBytes(as: secret) {
                     report.alreadyThere.append(key)
                 } else {
                     report.conflicts.append(key)
@@ -57,11 +55,10 @@ extension SecureDictionary {
                 continue
             }
             let created = try store.createForeign(
-                attributes: attributes, label: items.label(key), secret: SecretBytes(copying: bytes), contentType: contentType,
+                attributes: attributes, label: items.label(key), secret: secret, contentType: contentType,
                 in: items.collection, timeout: options.timeout)
-            var readBack = try store.foreignSecret(of: created, timeout: options.timeout).array
-            defer { Wipe.bytes(&readBack) }
-            guard readBack == bytes else { throw .writeNotVerified(restored: false) }
+            let readBack = try store.foreignSecret(of: created, timeout: options.timeout)
+            guard readBack.holdsSameBytes(as: secret) else { throw .writeNotVerified(restored: false) }
             report.written.append(key)
         }
         return report
@@ -93,20 +90,20 @@ enum ItemExport {
     /// The secret, attributes and content type of the item for `key` holding `value`, as the
     /// library of `items` writes them; `nil` for a value with no per-key form.
     static func form(of value: PropertyListValue, key: String, _ items: ForeignItems)
-        -> (bytes: [UInt8], attributes: [String: String], contentType: String)?
+        -> (secret: SecretBytes, attributes: [String: String], contentType: String)?
     {
         var attributes = items.attributes(for: key)
         switch (value, items.encoding) {
         case (.string(let text), .bytes):
-            return (Array(text.utf8), attributes, "text/plain")
+            return (SecretBytes(copying: text.utf8), attributes, "text/plain")
         case (.data(let data), .bytes):
-            return (Array(data), attributes, "application/octet-stream")
+            return (SecretBytes(copying: data), attributes, "application/octet-stream")
         case (.string(let text), .qtKeychain):
             attributes["type"] = "plaintext"
-            return (Array(text.utf8), attributes, "text/plain")
+            return (SecretBytes(copying: text.utf8), attributes, "text/plain")
         case (.data(let data), .qtKeychain):
             attributes["type"] = "base64"
-            return (Array(data.base64EncodedString().utf8), attributes, "text/plain")
+            return (SecretBytes(copying: data.base64EncodedString().utf8), attributes, "text/plain")
         default:
             return nil
         }
