@@ -116,8 +116,8 @@ enum EncryptedItemFile {
         let done = secret.withUnsafeBytes { master in
             blob.withUnsafeBytes { blob in
                 file.withUnsafeMutableBufferPointer { file in
-                    sd_file_seal(
-                        master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, salt, salt.count, keyLabel,
+                    sd_file_crypt(
+                        0, master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, salt, salt.count, keyLabel,
                         keyLabel.count, nonce, header, header.count, blob.baseAddress?.assumingMemoryBound(to: UInt8.self),
                         blob.count, file.baseAddress! + header.count)
                 }
@@ -172,8 +172,8 @@ enum EncryptedItemFile {
         let plain = SecretBytes(count: bytes.count - header.headerSize - tagSize) { plain in
             done = secret.withUnsafeBytes { master in
                 bytes.withUnsafeBufferPointer { file in
-                    sd_file_open(
-                        master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, file.baseAddress! + saltStart,
+                    sd_file_crypt(
+                        1, master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, file.baseAddress! + saltStart,
                         saltSize, keyLabel, keyLabel.count, file.baseAddress! + nonceStart, aad, aad.count,
                         file.baseAddress! + header.headerSize, file.count - header.headerSize,
                         plain.baseAddress!.assumingMemoryBound(to: UInt8.self))
