@@ -69,10 +69,7 @@ struct FileCopies {
                     path: files.path, reason: folder.reason, exists: exists,
                     automaticChoice: choice.map { $0 == .secretService ? "keyring" : "files" }, problem: problem))
             for (name, header) in headers where header.applicationID == applicationID {
-                guard dictionaryName == nil || header.dictionaryName == dictionaryName,
-                    let item = try? KeyringItem(
-                        dictionaryName: header.dictionaryName.isEmpty ? nil : header.dictionaryName,
-                        applicationID: header.applicationID, collection: KeyringCollection(alias: header.alias)),
+                guard dictionaryName == nil || header.dictionaryName == dictionaryName, let item = try? header.item(),
                     ItemFileFolder.fileName(of: item) == name
                 else { continue }
                 result.copies.append(

@@ -31,8 +31,8 @@ extension EncryptedFileStore {
             folderProblem: nil, folderExists: false, fileCount: 0, rollbackRecordProblem: KernelGenerationTable.problem(),
             folderOrigin: folderOrigin)
         do {
-            let count = try engine.folder.withFolder(create: false) { descriptor in
-                engine.folder.itemFileNames(in: descriptor).count
+            let count = try folder.withFolder(create: false) { descriptor in
+                folder.itemFileNames(in: descriptor).count
             }
             diagnosis.folderExists = count != nil
             diagnosis.fileCount = count ?? 0
@@ -53,7 +53,7 @@ extension EncryptedFileStore {
                 diagnosis.keyProblem = error
             }
         case .passphrase:
-            let parameters = (try? engine.folder.headers())?.lazy.compactMap { $0.header.key?.scrypt }.first
+            let parameters = (try? folder.headers())?.lazy.compactMap { $0.header.key?.scrypt }.first
             diagnosis.passphraseKept = parameters.map {
                 KernelKeyring.read(PassphraseKeySource.cacheDescription($0), capacity: 64) != nil
             }

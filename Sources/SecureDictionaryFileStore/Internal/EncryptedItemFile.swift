@@ -67,6 +67,15 @@ enum EncryptedItemFile {
         /// Where the ciphertext starts.
         var headerSize: Int
         fileprivate var identity: [UInt8]
+
+        /// The item the header names, in `collection` (default: the one its alias names).
+        ///
+        /// - Throws: `SecureDictionaryError.invalidName(reason:)` for names no item may have.
+        func item(in collection: KeyringCollection? = nil) throws(SecureDictionaryError) -> KeyringItem {
+            try KeyringItem(
+                dictionaryName: dictionaryName.isEmpty ? nil : dictionaryName, applicationID: applicationID,
+                collection: collection ?? KeyringCollection(alias: alias))
+        }
     }
 
     /// The identity of `item` as stored in its file's header.

@@ -206,7 +206,7 @@ struct ItemFileFolder: Sendable {
     }
 
     /// Removes the temporaries left by writers killed mid-write, from the open folder whose
-    /// writer lock the caller holds (see `FileWriterLock`): regular files of this user whose
+    /// write lock the caller holds (see `FileStoreLock`): regular files of this user whose
     /// names are exactly the temporaries' pattern. Failures are ignored (nothing depends on it).
     func removeTemporaries(in folder: Int32) {
         let copy = dup(folder)
