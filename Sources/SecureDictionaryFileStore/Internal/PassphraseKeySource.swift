@@ -211,10 +211,6 @@ final class PassphraseKeySource: MasterKeySource {
     /// The kernel keyring key's description for `parameters`: the salt names the folder's
     /// passphrase (the salt is not secret; the key is).
     static func cacheDescription(_ parameters: ScryptParameters) -> String {
-        let salt = parameters.salt.map { byte in
-            let hex = String(byte, radix: 16)
-            return hex.count == 1 ? "0" + hex : hex
-        }.joined()
-        return "securedictionary:passphrase:\(salt):\(parameters.log2N).\(parameters.r).\(parameters.p)"
+        "securedictionary:passphrase:\(hex(parameters.salt)):\(parameters.log2N).\(parameters.r).\(parameters.p)"
     }
 }
