@@ -2,12 +2,6 @@ package import Logging
 public import SecureDictionary
 import Synchronization
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
 /// A `KeyringStore` for machines without a keyring (SSH, containers, CI, systemd
 /// services) and for sandboxed apps that may not talk to it (Flatpak, snap): each dictionary
 /// is one encrypted file in a folder, under a master secret from a ``KeySource``: a systemd
@@ -140,20 +134,6 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// again.
     public func forgetKey() {
         keys.forget(in: folder)
-    }
-
-    /// The default folder for `keySource` in `environment` (see `init(folderPath:keySource:)`).
-    static func defaultFolderPath(
-        for keySource: KeySource, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> String {
-        if case .systemdCredential = keySource.kind,
-            let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first, state.hasPrefix("/")
-        {
-            return "\(state)/securedictionary"
-        }
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
-        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
-        return "\(home)/.local/share/securedictionary"
     }
 }
 
