@@ -25,11 +25,11 @@ import Synchronization
 /// `FolderSafety`): not a symbolic link, this user's, writable by nobody else; and then
 /// works inside that open folder (`openat`, `renameat`), so the folder checked is the
 /// folder used. An item file must be a regular file of this user, never a link.
-struct ItemFileFolder: Sendable {
+final class ItemFileFolder: Sendable {
     let path: String
     /// Whether the folders above `path` passed `FolderSafety.checkAncestors(of:)`: once
     /// per store, as ssh checks once per connection.
-    private let ancestorsChecked = Flag()
+    private let ancestorsChecked = Atomic<Bool>(false)
 
     init(path: String) {
         var path = path
@@ -63,9 +63,9 @@ struct ItemFileFolder: Sendable {
     ///   could swap or write to; ``FileStoreError/fileUnavailable(path:reason:)`` when
     ///   it cannot be opened or created.
     func withFolder<T>(create: Bool, _ body: (Int32) throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T? {
-        if !ancestorsChecked.isSet {
+        if !ancestorsChecked.load(ordering: .acquiring) {
             try FolderSafety.checkAncestors(of: path)
-            ancestorsChecked.set()
+            ancestorsChecked.store(true, ordering: .releasing)
         }
         var descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if descriptor < 0 && errno == ENOENT {
@@ -244,13 +244,4 @@ struct ItemFileFolder: Sendable {
 /// `bytes` in lowercase hexadecimal, two digits each.
 func hex(_ bytes: some Sequence<UInt8>) -> String {
     bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-}
-
-/// A flag that is set once and stays set.
-final class Flag: Sendable {
-    private let value = Atomic<Bool>(false)
-
-    var isSet: Bool { value.load(ordering: .acquiring) }
-
-    func set() { value.store(true, ordering: .releasing) }
 }
