@@ -1,5 +1,4 @@
-/* The Secret portal: a sandboxed app's master secret, from xdg-desktop-portal.
-   GIO only; libsecret is not involved. */
+/* The Secret portal: a sandboxed app's master secret, from xdg-desktop-portal (see CSecretPortal.h). */
 #include "include/CSecretPortal.h"
 #include <CSecretShim.h>
 

@@ -21,8 +21,7 @@ import SecureDictionary
 /// - **A first choice waits for half the time left**, for a keyring that is starting, before
 ///   it takes the files (and records that): one that chose the files before takes them at
 ///   once. Without a file store there is nothing to split: `noStoreAvailable` at once.
-/// - **Never silently.** Choosing the files is logged at `info`, and ``AutomaticStore/choice``
-///   says why (`secure-dict doctor --store auto` shows it).
+/// - **Never silently**: see ``AutomaticStore``.
 /// - **A sandbox** keeps its own rule: the Secret portal when the Secret Service cannot be
 ///   reached from it (the bus proxy hides the name, so the bus cannot tell).
 extension AutomaticStore {
@@ -94,19 +93,7 @@ extension AutomaticStore {
 
     /// The name has an owner: the Secret Service it is, unless it cannot be reached after all.
     private func secretServiceThatAnswers(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
-        let made: Made
-        do {
-            _ = try secretService.diagnose(collection: .default, timeout: deadline.remainingForCall())
-            made = (secretService, Choice(chosen: .secretService, reason: "it answered"))
-        } catch .noSuchCollection {
-            made = (secretService, Choice(chosen: .secretService, reason: "it answered, without a default collection"))
-        } catch {
-            // It answered (locked, refused a session, failed): that is the Secret Service,
-            // with its error to fix. A timeout, or a service gone again, decides nothing.
-            if error == .timedOut || error == .cancelled { throw error }
-            if case .serviceUnavailable = error { throw error }
-            made = (secretService, Choice(chosen: .secretService, reason: "it answered, with an error"))
-        }
+        let made = try askSecretService(until: deadline)
         if let fileStore {
             let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
             if readRecord(record) != .secretService { writeRecord(.secretService, record) }
@@ -116,18 +103,30 @@ extension AutomaticStore {
 
     /// Inside a sandbox: the Secret Service if it can be reached, else the Secret portal.
     private func choiceInSandbox(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
-        let portalChoice = Choice(chosen: .secretPortal, reason: "a sandbox without access to the Secret Service")
+        do {
+            return try askSecretService(until: deadline)
+        } catch .serviceUnavailable, .sandboxed {
+            return (portal, Choice(chosen: .secretPortal, reason: "a sandbox without access to the Secret Service"))
+        }
+    }
+
+    /// The Secret Service, once it answered: locked, refusing a session or failing, it is the
+    /// Secret Service, with its error to fix. A timeout, a cancel, or a service that cannot be
+    /// reached (gone again, or hidden by a sandbox) decides nothing: rethrown.
+    private func askSecretService(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
+        let reason: String
         do {
             _ = try secretService.diagnose(collection: .default, timeout: deadline.remainingForCall())
-            return (secretService, Choice(chosen: .secretService, reason: "it answered"))
-        } catch .serviceUnavailable, .sandboxed {
-            return (portal, portalChoice)
+            reason = "it answered"
         } catch .noSuchCollection {
-            return (secretService, Choice(chosen: .secretService, reason: "it answered, without a default collection"))
+            reason = "it answered, without a default collection"
         } catch {
-            if error == .timedOut || error == .cancelled { throw error }
-            return (secretService, Choice(chosen: .secretService, reason: "it answered, with an error"))
+            switch error {
+            case .timedOut, .cancelled, .serviceUnavailable, .sandboxed: throw error
+            default: reason = "it answered, with an error"
+            }
         }
+        return (secretService, Choice(chosen: .secretService, reason: reason))
     }
 
     /// The record, or `nil` when it cannot be read (logged): a folder the file store could not

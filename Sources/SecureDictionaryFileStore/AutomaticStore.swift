@@ -124,11 +124,11 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
     }
 
     package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
-        ChosenStoreLock(automatic: self, item: item, logger: logger) { $0.writerLock(for: $1, logger: $2) }
+        ChosenStoreLock(automatic: self) { $0.writerLock(for: item, logger: logger) }
     }
 
     package func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)? {
-        ChosenStoreLock(automatic: self, item: item, logger: logger) { $0.writeLock(for: $1, logger: $2) }
+        ChosenStoreLock(automatic: self) { $0.writeLock(for: item, logger: logger) }
     }
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
@@ -165,19 +165,15 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
 /// The writer lock (or the write lock) of the store ``AutomaticStore`` chose: chosen when
 /// first taken (a dictionary's init loads before it writes, so the choice is made by then).
 private final class ChosenStoreLock: ItemWriterLock {
-    typealias Pick = @Sendable (any CoordinatedStore, KeyringItem, Logger) -> (any ItemWriterLock)?
     private let automatic: AutomaticStore
-    private let item: KeyringItem
-    private let logger: Logger
-    private let pick: Pick
+    /// The chosen store's lock.
+    private let pick: @Sendable (any CoordinatedStore) -> (any ItemWriterLock)?
     private let inner = Mutex<(any ItemWriterLock)??>(nil)
     /// The queue when the store chosen has no such lock.
     private let ownQueue = LockQueue()
 
-    init(automatic: AutomaticStore, item: KeyringItem, logger: Logger, pick: @escaping Pick) {
+    init(automatic: AutomaticStore, pick: @escaping @Sendable (any CoordinatedStore) -> (any ItemWriterLock)?) {
         self.automatic = automatic
-        self.item = item
-        self.logger = logger
         self.pick = pick
     }
 
@@ -203,7 +199,7 @@ private final class ChosenStoreLock: ItemWriterLock {
     private func resolved(until deadline: Deadline) throws(SecureDictionaryError) -> (any ItemWriterLock)? {
         if case .some(let lock) = inner.withLock({ $0 }) { return lock }
         let store = try automatic.decide(until: deadline).store
-        let lock = (store as? any CoordinatedStore).flatMap { pick($0, item, logger) }
+        let lock = (store as? any CoordinatedStore).flatMap(pick)
         inner.withLock { $0 = .some(lock) }
         return lock
     }

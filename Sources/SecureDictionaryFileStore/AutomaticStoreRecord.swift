@@ -8,10 +8,7 @@ import SecureDictionary
 /// if record.read() == .secretService { /* no Secret Service now is an error, not the files */ }
 /// ```
 ///
-/// Why: a Secret Service that nobody owns on the session bus at this instant may be
-/// restarting or not started yet. A store that chose the keyring before keeps its
-/// dictionaries there, so choosing the files then would split them in two; one that chose the
-/// files keeps them there, and needs no wait for a keyring to come. In the file store's own
+/// Why a record: see the rules in AutomaticStore+Choice.swift. Why in the file store's own
 /// folder: the record belongs to that configuration, lives and goes with its files, and is
 /// checked as they are (`ItemFileFolder`).
 struct AutomaticStoreRecord: Sendable {
@@ -21,7 +18,6 @@ struct AutomaticStoreRecord: Sendable {
 
     init(folderPath: String) { folder = ItemFileFolder(path: folderPath) }
 
-    /// The record's path, for messages.
     var path: String { "\(folder.path)/\(Self.fileName)" }
 
     /// What was recorded: ``AutomaticStore/Chosen/secretService`` or

@@ -25,12 +25,13 @@ struct FileCopies {
             let path = ItemFileFolder(path: path).path
             if !folders.contains(where: { $0.path == path }) { folders.append((path, reason)) }
         }
-        for source in [EncryptedFileStore.KeySource.systemdCredential(), .passphrase()] {
+        for (source, kind) in [
+            (EncryptedFileStore.KeySource.systemdCredential(), "systemd credential"), (.passphrase(), "passphrase"),
+        ] {
             let origin = EncryptedFileStore.folderOrigin(given: nil, for: source, environment: environment)
             add(
                 EncryptedFileStore.defaultFolderPath(for: source, environment: environment),
-                "\(origin.description), "
-                    + "EncryptedFileStore's default under a \(source.kindName)")
+                "\(origin.description), EncryptedFileStore's default under a \(kind)")
         }
         // The Secret portal's store keeps its files in $XDG_DATA_HOME/securedictionary: inside a
         // Flatpak that is the app's own data folder, seen from the host under ~/.var/app.
@@ -69,10 +70,7 @@ struct FileCopies {
                     path: files.path, reason: folder.reason, exists: exists,
                     automaticChoice: choice.map { $0 == .secretService ? "keyring" : "files" }, problem: problem))
             for (name, header) in headers where header.applicationID == applicationID {
-                guard dictionaryName == nil || header.dictionaryName == dictionaryName,
-                    let item = try? KeyringItem(
-                        dictionaryName: header.dictionaryName.isEmpty ? nil : header.dictionaryName,
-                        applicationID: header.applicationID, collection: KeyringCollection(alias: header.alias)),
+                guard dictionaryName == nil || header.dictionaryName == dictionaryName, let item = try? header.item(),
                     ItemFileFolder.fileName(of: item) == name
                 else { continue }
                 result.copies.append(
@@ -84,9 +82,7 @@ struct FileCopies {
 
     private static func copy(
         of item: KeyringItem, header: EncryptedItemFile.Header, in folder: ItemFileFolder, credential: String?
-    )
-        -> DictionaryCopies.Copy
-    {
+    ) -> DictionaryCopies.Copy {
         let path = folder.filePath(of: item)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         var keyCount: Int?
@@ -116,13 +112,5 @@ struct FileCopies {
             modified: attributes?[.modificationDate] as? Date, generation: header.generation,
             size: (attributes?[.size] as? any BinaryInteger).map { Int($0) }, keyCount: keyCount,
             problem: problem)
-    }
-}
-
-extension EncryptedFileStore.KeySource {
-    /// "systemd credential" or "passphrase", for the reason a folder is searched.
-    fileprivate var kindName: String {
-        if case .systemdCredential = kind { return "systemd credential" }
-        return "passphrase"
     }
 }

@@ -143,7 +143,7 @@ public struct DictionaryCopies: Sendable {
         credential: String = "securedictionary", unlock: Bool = false, timeout: Duration = .seconds(10),
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> DictionaryCopies {
-        let keyring = KeyringCopies.find(
+        let keyring = keyringCopies(
             applicationID: applicationID, dictionaryName: dictionaryName, unlock: unlock, timeout: timeout)
         let files = FileCopies.find(
             applicationID: applicationID, dictionaryName: dictionaryName,
@@ -154,6 +154,43 @@ public struct DictionaryCopies: Sendable {
         return DictionaryCopies(
             applicationID: applicationID, copies: copies, collections: keyring.collections, folders: files.folders,
             providerName: keyring.providerName, keyringProblem: keyring.problem)
+    }
+
+    /// The Secret Service's part: the copies in every collection of the provider that owns the
+    /// bus name now.
+    private static func keyringCopies(applicationID: String, dictionaryName: String?, unlock: Bool, timeout: Duration)
+        -> (copies: [Copy], collections: [Collection], providerName: String?, problem: SecureDictionaryError?)
+    {
+        do throws(SecureDictionaryError) {
+            // Only a provider that runs is asked: opening the service would start an
+            // activatable one, a change this search does not make.
+            guard try SessionBusName.presence(of: SessionBusName.secretService, until: Deadline(after: timeout)) == .owned
+            else {
+                throw .serviceUnavailable(reason: "no provider owns \(SessionBusName.secretService) now")
+            }
+            let survey = try SecretServiceStore().survey(
+                applicationID: applicationID, dictionaryName: dictionaryName, unlock: unlock, timeout: timeout)
+            var copies: [Copy] = []
+            let collections = survey.collections.map { collection in
+                let place = Copy.Place.keyring(
+                    provider: survey.providerName, collectionPath: collection.path, label: collection.label,
+                    aliases: collection.aliases)
+                for copy in collection.copies {
+                    copies.append(
+                        Copy(
+                            applicationID: applicationID, dictionaryName: copy.dictionaryName, place: place,
+                            modified: copy.modified.map { Date(timeIntervalSince1970: TimeInterval($0)) }, generation: nil,
+                            size: copy.size, keyCount: copy.keyCount, problem: copy.problem))
+                }
+                return Collection(
+                    path: collection.path, label: collection.label, aliases: collection.aliases,
+                    isLocked: collection.isLocked, unreadableItems: collection.unreadable,
+                    unreadableReason: collection.unreadableReason)
+            }
+            return (copies, collections, survey.providerName, nil)
+        } catch {
+            return ([], [], nil, error)
+        }
     }
 
     /// Newest first; copies without a time last.

@@ -31,32 +31,26 @@ extension EncryptedFileStore {
             folderProblem: nil, folderExists: false, fileCount: 0, rollbackRecordProblem: KernelGenerationTable.problem(),
             folderOrigin: folderOrigin)
         do {
-            let count = try engine.folder.withFolder(create: false) { descriptor in
-                engine.folder.itemFileNames(in: descriptor).count
+            let count = try folder.withFolder(create: false) { descriptor in
+                folder.itemFileNames(in: descriptor).count
             }
             diagnosis.folderExists = count != nil
             diagnosis.fileCount = count ?? 0
         } catch {
             diagnosis.folderProblem = error
         }
-        switch keySource.kind {
-        case .systemdCredential(let name):
-            do {
-                _ = try SystemdCredential.read(named: name)
-            } catch {
-                diagnosis.keyProblem = error
+        do throws(SecureDictionaryError) {
+            switch keySource.kind {
+            case .systemdCredential(let name): _ = try SystemdCredential.read(named: name)
+            case .secretPortal: try SecretPortal.requireSandbox()
+            case .passphrase:
+                let parameters = (try? folder.headers())?.lazy.compactMap { $0.header.key?.scrypt }.first
+                diagnosis.passphraseKept = parameters.map {
+                    KernelKeyring.read(PassphraseKeySource.cacheDescription($0), capacity: 64) != nil
+                }
             }
-        case .secretPortal:
-            do {
-                try SecretPortal.requireSandbox()
-            } catch {
-                diagnosis.keyProblem = error
-            }
-        case .passphrase:
-            let parameters = (try? engine.folder.headers())?.lazy.compactMap { $0.header.key?.scrypt }.first
-            diagnosis.passphraseKept = parameters.map {
-                KernelKeyring.read(PassphraseKeySource.cacheDescription($0), capacity: 64) != nil
-            }
+        } catch {
+            diagnosis.keyProblem = error
         }
         return diagnosis
     }

@@ -28,19 +28,36 @@ extension EncryptedFileStore {
         given: String?, for keySource: KeySource, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> FolderOrigin {
         if given != nil { return FolderOrigin(description: "the folder given to the store") }
-        let path = defaultFolderPath(for: keySource, environment: environment)
-        let credential: Bool = if case .systemdCredential = keySource.kind { true } else { false }
-        if credential, let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first, state.hasPrefix("/") {
+        if stateFolder(for: keySource, in: environment) != nil {
             return FolderOrigin(description: "$STATE_DIRECTORY/securedictionary (the unit's StateDirectory=)")
         }
-        let data = environment["XDG_DATA_HOME"].map { $0.hasPrefix("/") } == true
+        let data = environment["XDG_DATA_HOME"]?.hasPrefix("/") == true
         let description = data ? "$XDG_DATA_HOME/securedictionary" : "$HOME/.local/share/securedictionary"
-        guard credential, environment["CREDENTIALS_DIRECTORY"]?.hasPrefix("/") == true else {
+        guard case .systemdCredential = keySource.kind, environment["CREDENTIALS_DIRECTORY"]?.hasPrefix("/") == true else {
             return FolderOrigin(description: description)
         }
+        let path = defaultFolderPath(for: keySource, environment: environment)
         return FolderOrigin(
             description: description,
             warning: "$STATE_DIRECTORY is unset, so this service keeps its encrypted files in \(path): add "
                 + "StateDirectory=NAME to its unit to keep them in /var/lib/NAME/securedictionary")
+    }
+
+    /// The default folder for `keySource` in `environment` (see `init(folderPath:keySource:)`).
+    static func defaultFolderPath(
+        for keySource: KeySource, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String {
+        if let state = stateFolder(for: keySource, in: environment) { return "\(state)/securedictionary" }
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
+        return "\(home)/.local/share/securedictionary"
+    }
+
+    /// The first folder of `$STATE_DIRECTORY`, for a systemd credential only.
+    private static func stateFolder(for keySource: KeySource, in environment: [String: String]) -> Substring? {
+        guard case .systemdCredential = keySource.kind, let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first,
+            state.hasPrefix("/")
+        else { return nil }
+        return state
     }
 }

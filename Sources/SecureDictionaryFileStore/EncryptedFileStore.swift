@@ -2,12 +2,6 @@ package import Logging
 public import SecureDictionary
 import Synchronization
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
 /// A `KeyringStore` for machines without a keyring (SSH, containers, CI, systemd
 /// services) and for sandboxed apps that may not talk to it (Flatpak, snap): each dictionary
 /// is one encrypted file in a folder, under a master secret from a ``KeySource``: a systemd
@@ -70,8 +64,12 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// `secure-dict doctor` and the tool's messages.
     package let folderOrigin: FolderOrigin
     private static let warned = Mutex<Set<String>>([])
-    let engine: ItemFileStore
-    private let passphrase: PassphraseKeySource?
+    let folder: ItemFileFolder
+    let keys: any MasterKeySource
+    /// Throws when the store cannot work here at all, before anything is read or created
+    /// (the Secret portal outside a sandbox, where otherwise a dictionary without a file
+    /// would open empty and a refused write would create the folder).
+    let available: (@Sendable () throws(SecureDictionaryError) -> Void)?
 
     /// A store in `folderPath`, by default `$STATE_DIRECTORY/securedictionary` for a systemd
     /// credential when systemd set `STATE_DIRECTORY` (`StateDirectory=` in the unit), else
@@ -88,8 +86,8 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
             fileStoreLogger.warning("\(warning)")
         }
         self.keySource = keySource
-        let keys: any MasterKeySource
-        var available: @Sendable () throws(SecureDictionaryError) -> Void = {}
+        folder = ItemFileFolder(path: folderPath)
+        available = keySource == .secretPortal ? SecretPortal.requireSandbox : nil
         switch keySource.kind {
         case .systemdCredential(let name):
             keys = FixedSecretSource(name: keySource.description) { _ throws(SecureDictionaryError) in
@@ -103,10 +101,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
                 try SecretPortal.requireSandbox()
                 return try SecretPortal.retrieveMasterSecret(timeout: timeout)
             }
-            available = SecretPortal.requireSandbox
         }
-        passphrase = keys as? PassphraseKeySource
-        engine = ItemFileStore(folder: ItemFileFolder(path: folderPath), keys: keys, available: available)
     }
 
     /// A store in `folderPath` whose master secret comes from `fetchMasterSecret` (tests),
@@ -118,10 +113,9 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
         self.folderPath = folderPath
         self.keySource = keySource
         folderOrigin = FolderOrigin(description: "the folder given to the store")
-        passphrase = nil
-        engine = ItemFileStore(
-            folder: ItemFileFolder(path: folderPath),
-            keys: FixedSecretSource(name: keySource.description, fetch: fetchMasterSecret))
+        folder = ItemFileFolder(path: folderPath)
+        keys = FixedSecretSource(name: keySource.description, fetch: fetchMasterSecret)
+        available = nil
     }
 
     /// Gets the key now, so that later calls need no prompt: reads the credential, fetches the
@@ -132,59 +126,90 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     ///   ``FileStoreError/credentialUnavailable(name:reason:)``, ``FileStoreError/portalUnavailable(reason:)``,
     ///   ``FileStoreError/unsafePath(path:reason:)``…
     public func unlock(timeout: Duration = .seconds(10)) throws(SecureDictionaryError) {
-        _ = try engine.keys.keyForWriting(replacing: nil, in: engine.folder, until: Deadline(after: timeout))
+        _ = try keys.keyForWriting(replacing: nil, in: folder, until: Deadline(after: timeout))
     }
 
     /// Drops the master secret from memory (wiped) and, for a passphrase kept in the kernel
     /// keyring, revokes it there: the next call (of any process) reads, asks or fetches it
     /// again.
     public func forgetKey() {
-        engine.keys.forget(in: engine.folder)
-    }
-
-    /// The default folder for `keySource` in `environment` (see `init(folderPath:keySource:)`).
-    static func defaultFolderPath(
-        for keySource: KeySource, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> String {
-        if case .systemdCredential = keySource.kind,
-            let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first, state.hasPrefix("/")
-        {
-            return "\(state)/securedictionary"
-        }
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/securedictionary" }
-        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
-        return "\(home)/.local/share/securedictionary"
+        keys.forget(in: folder)
     }
 }
 
-// The `KeyringStore` calls, made by the folder's engine: its writers lock their item
-// (`ItemFileLock`) and, from the check to the write, the folder (`FileWriterLock`); its
-// changes are watched in the folder (`FolderWatcher`).
+// The `KeyringStore` calls. A load reads the file, refuses one older than the session has
+// seen (`GenerationRecord`), gets the master secret its key block asks for, and decrypts. A
+// store (under the folder's write lock, after the check) reads the replaced file's header,
+// writes the new file under the same key with a larger generation, and records it. Writers
+// lock their item and, from the check to the write, the folder (`FileStoreLock`); changes
+// are watched in the folder (`FolderWatcher`).
 extension EncryptedFileStore {
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
-        try engine.load(item, timeout: timeout)
+        try available?()
+        let deadline = Deadline(after: timeout)
+        let name = ItemFileFolder.fileName(of: item)
+        let found = try folder.withFolder(create: false) {
+            descriptor throws(SecureDictionaryError) -> (bytes: [UInt8], record: GenerationRecord, newest: UInt64)? in
+            // The record before the file (`GenerationRecord`'s rule "read the record first").
+            let record = try folder.record(of: name, in: descriptor)
+            let newest = record.newest
+            guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { return nil }
+            return (bytes, record, newest)
+        }
+        guard let (bytes, record, newest) = found ?? nil else { return nil }
+        let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
+        guard header.generation >= newest else { throw .rolledBack(path: folder.filePath(of: item)) }
+        let secret = try keys.secret(opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
+        let blob = try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)
+        record.note(header.generation, written: false)
+        return blob
     }
 
     public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try engine.store(secret, for: item, timeout: timeout)
+        try available?()
+        let deadline = Deadline(after: timeout)
+        let name = ItemFileFolder.fileName(of: item)
+        _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
+            let replaced = try? folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumHeaderSize)
+                .flatMap { try EncryptedItemFile.header(of: $0) }
+            let (block, master) = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
+            let record = try folder.record(of: name, in: descriptor)
+            let generation = record.next(after: replaced?.generation ?? 0)
+            let file = try EncryptedItemFile.seal(secret, for: item, key: block, secret: master, generation: generation)
+            try folder.replace(name, in: descriptor, with: file)
+            record.note(generation, written: true)
+        }
     }
 
     public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try engine.delete(item)
+        try available?()
+        return try folder.remove(item)
     }
 
     public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
         throws(SecureDictionaryError) -> [KeyringItemListing]
     {
-        try engine.listItems(applicationID: applicationID, collection: collection)
+        try available?()
+        return try folder.headers()
+            .map(\.header)
+            .filter { $0.alias == collection.alias && (applicationID == nil || $0.applicationID == applicationID) }
+            .compactMap { try? $0.item(in: collection) }
+            .sorted { $0.name < $1.name }
+            .map { KeyringItemListing(item: $0, isLocked: false) }
     }
 
-    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock { engine.writerLock(for: item) }
+    /// The item's own lock: held from the check to the write, and across a refresh.
+    package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
+        FileStoreLock(folder: folder, itemFile: FileStoreLock.lockFileName(of: item), available: available)
+    }
 
-    package func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)? { engine.writeLock() }
+    /// The folder's lock: held from a check to its write only.
+    package func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)? {
+        FileStoreLock(folder: folder, itemFile: nil, available: available)
+    }
 
     package func watchChanges(_ onChange: @escaping @Sendable (KeyringChange) -> Void) -> (any ChangeWatch)? {
-        FolderWatcher(folder: engine.folder.path) { onChange(.items) }
+        FolderWatcher(folder: folder.path) { onChange(.items) }
     }
 
     package var place: String? { ItemFileFolder.place(of: folderPath) }
@@ -213,46 +238,44 @@ extension EncryptedFileStore {
     public func changePassphrase(to newPassphrase: PassphraseInput? = nil, timeout: Duration = .seconds(60))
         throws(SecureDictionaryError) -> Int
     {
-        guard let passphrase else { throw .invalidValue(reason: "this store's key is not a passphrase") }
+        guard let passphrase = keys as? PassphraseKeySource else {
+            throw .invalidValue(reason: "this store's key is not a passphrase")
+        }
         let deadline = Deadline(after: timeout)
-        let held = try engine.writeLock().acquireQueued(until: deadline)  // the folder's: every file is rewritten
+        let folderLock = FileStoreLock(folder: folder, itemFile: nil, available: available)
+        let held = try folderLock.acquireQueued(until: deadline)  // the folder's: every file is rewritten
         defer { held.release() }
-        let folder = engine.folder
         // Every file decrypted with the old passphrase first: a wrong one changes nothing.
-        var files: [(name: String, header: EncryptedItemFile.Header, blob: SecretBytes)] = []
+        var files: [(name: String, item: KeyringItem, header: EncryptedItemFile.Header, blob: SecretBytes)] = []
         var oldParameters: Set<ScryptParameters> = []
         _ = try folder.withFolder(create: false) { descriptor throws(SecureDictionaryError) in
             for name in folder.itemFileNames(in: descriptor) {
                 guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { continue }
                 let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
-                let item = try KeyringItem(
-                    dictionaryName: header.dictionaryName.isEmpty ? nil : header.dictionaryName,
-                    applicationID: header.applicationID, collection: KeyringCollection(alias: header.alias))
+                let item = try header.item()
                 guard ItemFileFolder.fileName(of: item) == name else { continue }  // a file under another's name
                 let record = try folder.record(of: name, in: descriptor)
                 guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
                 let secret = try passphrase.secret(
                     opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
-                files.append((name, header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)))
+                files.append((name, item, header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)))
                 if let scrypt = header.key?.scrypt { oldParameters.insert(scrypt) }
             }
         }
         let (block, secret) = try passphrase.newPassphrase(input: newPassphrase)
         _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
             for file in files {
-                let item = try KeyringItem(
-                    dictionaryName: file.header.dictionaryName.isEmpty ? nil : file.header.dictionaryName,
-                    applicationID: file.header.applicationID, collection: KeyringCollection(alias: file.header.alias))
                 let record = try folder.record(of: file.name, in: descriptor)
                 let generation = record.next(after: file.header.generation)
-                let sealed = try EncryptedItemFile.seal(file.blob, for: item, key: block, secret: secret, generation: generation)
+                let sealed = try EncryptedItemFile.seal(
+                    file.blob, for: file.item, key: block, secret: secret, generation: generation)
                 try folder.replace(file.name, in: descriptor, with: sealed)
                 record.note(generation, written: true)
                 guard let back = try folder.read(file.name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else {
                     throw .writeNotVerified(restored: false)
                 }
                 let opened = try EncryptedItemFile.open(
-                    back, header: EncryptedItemFile.wholeFileHeader(of: back), for: item, secret: secret)
+                    back, header: EncryptedItemFile.wholeFileHeader(of: back), for: file.item, secret: secret)
                 guard opened.holdsSameBytes(as: file.blob) else { throw .writeNotVerified(restored: false) }
             }
         }

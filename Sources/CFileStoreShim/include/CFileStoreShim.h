@@ -41,7 +41,8 @@ long sd_keyring_revoke(int32_t key);
 /// keyctl(KEYCTL_UNLINK, key, keyring).
 long sd_keyring_unlink(int32_t key, int32_t keyring);
 
-// --- scrypt (scrypt.c).
+// --- The files' encryption (crypto.c): scrypt, and AES-256-GCM under HKDF-SHA256 keys,
+// nothing left.
 
 /// scrypt (RFC 7914) of `password` with `salt`, N = 2^log2_n, r, p, written to `out`
 /// (which the caller owns and wipes). BoringSSL's EVP_PBE_scrypt, from the copy that
@@ -52,28 +53,21 @@ int sd_scrypt(
     const uint8_t *password, size_t password_length, const uint8_t *salt, size_t salt_length, unsigned int log2_n,
     unsigned int r, unsigned int p, size_t max_memory, uint8_t *out, size_t out_length);
 
-// --- The files' encryption (crypto.c): AES-256-GCM under HKDF-SHA256 keys, nothing left.
-
 /// HKDF-SHA256 of `secret` with `salt` and `info` into `out` (the caller wipes it).
 /// Returns 1 on success.
 int sd_hkdf_sha256(
     uint8_t *out, size_t out_length, const uint8_t *secret, size_t secret_length, const uint8_t *salt,
     size_t salt_length, const uint8_t *info, size_t info_length);
 
-/// AES-256-GCM seal of `plain` under HKDF-SHA256(master, salt, label), with the 12-byte
-/// `nonce` and `aad` authenticated: `out` (plain_length + 16 bytes) gets ciphertext and tag.
-/// Returns 1 on success.
-int sd_file_seal(
-    const uint8_t *master, size_t master_length, const uint8_t *salt, size_t salt_length, const uint8_t *label,
-    size_t label_length, const uint8_t *nonce, const uint8_t *aad, size_t aad_length, const uint8_t *plain,
-    size_t plain_length, uint8_t *out);
-
-/// The opening of `sd_file_seal`: `sealed` is ciphertext and tag; `out` (sealed_length − 16
-/// bytes, which the caller wipes) gets the plaintext. Returns 1 when it authenticates.
-int sd_file_open(
-    const uint8_t *master, size_t master_length, const uint8_t *salt, size_t salt_length, const uint8_t *label,
-    size_t label_length, const uint8_t *nonce, const uint8_t *aad, size_t aad_length, const uint8_t *sealed,
-    size_t sealed_length, uint8_t *out);
+/// AES-256-GCM under HKDF-SHA256(master, salt, label), with the 12-byte `nonce` and `aad`
+/// authenticated. A seal (`open` 0) of the plaintext `in` writes ciphertext and tag to `out`
+/// (in_length + 16 bytes); an open (`open` 1) of ciphertext and tag `in` writes the plaintext
+/// to `out` (in_length − 16 bytes, which the caller wipes). Returns 1 on success (an open:
+/// when it authenticates).
+int sd_file_crypt(
+    int open, const uint8_t *master, size_t master_length, const uint8_t *salt, size_t salt_length,
+    const uint8_t *label, size_t label_length, const uint8_t *nonce, const uint8_t *aad, size_t aad_length,
+    const uint8_t *in, size_t in_length, uint8_t *out);
 
 /// Wipes 32 KiB of the stack below the caller: what the calls it just made left there.
 void sd_scrub_stack(void);

@@ -67,6 +67,15 @@ enum EncryptedItemFile {
         /// Where the ciphertext starts.
         var headerSize: Int
         fileprivate var identity: [UInt8]
+
+        /// The item the header names, in `collection` (default: the one its alias names).
+        ///
+        /// - Throws: `SecureDictionaryError.invalidName(reason:)` for names no item may have.
+        func item(in collection: KeyringCollection? = nil) throws(SecureDictionaryError) -> KeyringItem {
+            try KeyringItem(
+                dictionaryName: dictionaryName.isEmpty ? nil : dictionaryName, applicationID: applicationID,
+                collection: collection ?? KeyringCollection(alias: alias))
+        }
     }
 
     /// The identity of `item` as stored in its file's header.
@@ -116,8 +125,8 @@ enum EncryptedItemFile {
         let done = secret.withUnsafeBytes { master in
             blob.withUnsafeBytes { blob in
                 file.withUnsafeMutableBufferPointer { file in
-                    sd_file_seal(
-                        master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, salt, salt.count, keyLabel,
+                    sd_file_crypt(
+                        0, master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, salt, salt.count, keyLabel,
                         keyLabel.count, nonce, header, header.count, blob.baseAddress?.assumingMemoryBound(to: UInt8.self),
                         blob.count, file.baseAddress! + header.count)
                 }
@@ -172,8 +181,8 @@ enum EncryptedItemFile {
         let plain = SecretBytes(count: bytes.count - header.headerSize - tagSize) { plain in
             done = secret.withUnsafeBytes { master in
                 bytes.withUnsafeBufferPointer { file in
-                    sd_file_open(
-                        master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, file.baseAddress! + saltStart,
+                    sd_file_crypt(
+                        1, master.baseAddress?.assumingMemoryBound(to: UInt8.self), master.count, file.baseAddress! + saltStart,
                         saltSize, keyLabel, keyLabel.count, file.baseAddress! + nonceStart, aad, aad.count,
                         file.baseAddress! + header.headerSize, file.count - header.headerSize,
                         plain.baseAddress!.assumingMemoryBound(to: UInt8.self))

@@ -96,9 +96,7 @@ final class FolderWatcher: ChangeWatch, Sendable {
             folder: String, events: Int32, stopSignal: Int32, onChange: @escaping @Sendable () -> Void,
             closeWake: @escaping @Sendable () -> Void
         ) {
-            var folder = folder
-            while folder.count > 1 && folder.hasSuffix("/") { folder.removeLast() }
-            self.folder = folder
+            self.folder = ItemFileFolder(path: folder).path
             self.events = events
             self.stopSignal = stopSignal
             self.onChange = onChange

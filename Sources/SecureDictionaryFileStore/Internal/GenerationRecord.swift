@@ -80,12 +80,6 @@ struct GenerationRecord: Sendable {
     /// versions (one kernel key per path).
     let path: String
 
-    init(folder: FolderIdentity, file: String, path: String) {
-        self.folder = folder
-        self.file = file
-        self.path = path
-    }
-
     private static let inProcess = Mutex<[String: UInt64]>([:])
 
     private var key: String { "\(folder)/\(file)" }
@@ -121,11 +115,7 @@ struct GenerationRecord: Sendable {
     // MARK: Records of older versions (one key per path), read until their next write replaces them
 
     private var legacyDescription: String {
-        let digest = SHA256.hash(data: Array(path.utf8)).prefix(16).map { byte in
-            let hex = String(byte, radix: 16)
-            return hex.count == 1 ? "0" + hex : hex
-        }.joined()
-        return "securedictionary:generation:\(digest)"
+        "securedictionary:generation:\(hex(SHA256.hash(data: Array(path.utf8)).prefix(16)))"
     }
 
     private var legacyValue: UInt64? {

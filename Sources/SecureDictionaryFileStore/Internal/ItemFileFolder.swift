@@ -12,8 +12,10 @@ import Synchronization
 ///
 /// ```swift
 /// let folder = ItemFileFolder(path: "/home/me/.local/share/securedictionary")
-/// try folder.replace(item, with: encrypted)      // write, fsync, rename, fsync the folder
-/// let bytes = try folder.read(item)               // nil when there is no file
+/// let bytes = try folder.withFolder(create: true) { descriptor in
+///     try folder.replace(name, in: descriptor, with: encrypted)   // write, fsync, rename, fsync the folder
+///     return try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize)   // nil: no file
+/// }
 /// ```
 ///
 /// Why atomic replacement: a reader (another process) sees the old file or the new one,
@@ -23,11 +25,11 @@ import Synchronization
 /// `FolderSafety`): not a symbolic link, this user's, writable by nobody else; and then
 /// works inside that open folder (`openat`, `renameat`), so the folder checked is the
 /// folder used. An item file must be a regular file of this user, never a link.
-struct ItemFileFolder: Sendable {
+final class ItemFileFolder: Sendable {
     let path: String
     /// Whether the folders above `path` passed `FolderSafety.checkAncestors(of:)`: once
     /// per store, as ssh checks once per connection.
-    private let ancestorsChecked = Flag()
+    private let ancestorsChecked = Atomic<Bool>(false)
 
     init(path: String) {
         var path = path
@@ -46,17 +48,11 @@ struct ItemFileFolder: Sendable {
 
     /// The file name of `item`: a hash of its identity, so that any item name makes a valid,
     /// short file name.
-    static func fileName(of item: KeyringItem) -> String { "\(fileStem(of: item)).sdict" }
-
-    /// The file of `item`.
-    func filePath(of item: KeyringItem) -> String { "\(path)/\(Self.fileName(of: item))" }
-
-    static func fileStem(of item: KeyringItem) -> String {
-        SHA256.hash(data: EncryptedItemFile.identity(of: item)).prefix(16).map { byte in
-            let hex = String(byte, radix: 16)
-            return hex.count == 1 ? "0" + hex : hex
-        }.joined()
+    static func fileName(of item: KeyringItem) -> String {
+        hex(SHA256.hash(data: EncryptedItemFile.identity(of: item)).prefix(16)) + ".sdict"
     }
+
+    func filePath(of item: KeyringItem) -> String { "\(path)/\(Self.fileName(of: item))" }
 
     // MARK: The folder
 
@@ -67,29 +63,24 @@ struct ItemFileFolder: Sendable {
     ///   could swap or write to; ``FileStoreError/fileUnavailable(path:reason:)`` when
     ///   it cannot be opened or created.
     func withFolder<T>(create: Bool, _ body: (Int32) throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T? {
-        if !ancestorsChecked.isSet {
+        if !ancestorsChecked.load(ordering: .acquiring) {
             try FolderSafety.checkAncestors(of: path)
-            ancestorsChecked.set()
+            ancestorsChecked.store(true, ordering: .releasing)
         }
         var descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if descriptor < 0 && errno == ENOENT {
             guard create else { return nil }
-            try createFolder()
+            var prefix = ""  // the folder (mode 0700) and its parents, as needed
+            for component in path.split(separator: "/") {
+                prefix += "/" + component
+                if mkdir(prefix, 0o700) != 0, errno != EEXIST { throw unusable(prefix) }
+            }
             descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         }
         guard descriptor >= 0 else { throw FolderSafety.openFailure(path, errno: errno) }
         defer { close(descriptor) }
         try FolderSafety.checkFolder(descriptor, path: path)
         return try body(descriptor)
-    }
-
-    /// Creates the folder (mode 0700) and its parents as needed.
-    func createFolder() throws(SecureDictionaryError) {
-        var prefix = ""
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0, errno != EEXIST { throw unusable(prefix) }
-        }
     }
 
     /// The rollback record of the file `name` in the open folder: keyed by what the folder
@@ -100,24 +91,12 @@ struct ItemFileFolder: Sendable {
 
     // MARK: Item files
 
-    /// The bytes of `item`'s file, or `nil` when there is none.
-    ///
-    /// - Throws: `SecureDictionaryError.tooLarge(size:limit:)` for a file larger than any
-    ///   dictionary (not read); ``FileStoreError/unsafePath(path:reason:)`` for a link
-    ///   or another user's file; ``FileStoreError/fileUnavailable(path:reason:)`` when
-    ///   the file cannot be read.
-    func read(_ item: KeyringItem, upTo limit: Int = EncryptedItemFile.maximumFileSize) throws(SecureDictionaryError)
-        -> [UInt8]?
-    {
-        let result = try withFolder(create: false) { folder throws(SecureDictionaryError) -> [UInt8]? in
-            try read(Self.fileName(of: item), in: folder, upTo: limit)
-        }
-        return result ?? nil
-    }
-
     /// Reads the file `name` of the open folder: `nil` when there is none. At most `limit`
     /// bytes are read; a larger file is `SecureDictionaryError.tooLarge(size:limit:)`
     /// unless `limit` is below `EncryptedItemFile.maximumFileSize` (a header read).
+    ///
+    /// - Throws: ``FileStoreError/unsafePath(path:reason:)`` for a link or another user's
+    ///   file; ``FileStoreError/fileUnavailable(path:reason:)`` when it cannot be read.
     func read(_ name: String, in folder: Int32, upTo limit: Int) throws(SecureDictionaryError) -> [UInt8]? {
         let file = "\(path)/\(name)"
         let descriptor = openat(folder, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
@@ -155,18 +134,12 @@ struct ItemFileFolder: Sendable {
         return bytes
     }
 
-    /// Writes `bytes` as `item`'s file: to a new file beside it (mode 0600), flushed to disk,
-    /// then renamed over the old one, and the folder flushed so the rename is durable.
+    /// Writes `bytes` as the file `name` of the open folder: to a new file beside it (mode
+    /// 0600), flushed to disk, then renamed over the old one, and the folder flushed so the
+    /// rename is durable.
     ///
-    /// - Throws: ``FileStoreError/fileUnavailable(path:reason:)`` when the folder
-    ///   cannot be created or written (full disk, read-only); the old file is then unchanged.
-    func replace(_ item: KeyringItem, with bytes: [UInt8]) throws(SecureDictionaryError) {
-        _ = try withFolder(create: true) { folder throws(SecureDictionaryError) in
-            try replace(Self.fileName(of: item), in: folder, with: bytes)
-        }
-    }
-
-    /// `replace(_:with:)` in the open folder.
+    /// - Throws: ``FileStoreError/fileUnavailable(path:reason:)`` when the folder cannot be
+    ///   written (full disk, read-only); the old file is then unchanged.
     func replace(_ name: String, in folder: Int32, with bytes: [UInt8]) throws(SecureDictionaryError) {
         let target = "\(path)/\(name)"
         let temporary = ".\(name).\(UInt64.random(in: .min ... .max)).tmp"
@@ -206,16 +179,10 @@ struct ItemFileFolder: Sendable {
     }
 
     /// Removes the temporaries left by writers killed mid-write, from the open folder whose
-    /// writer lock the caller holds (see `FileWriterLock`): regular files of this user whose
+    /// write lock the caller holds (see `FileStoreLock`): regular files of this user whose
     /// names are exactly the temporaries' pattern. Failures are ignored (nothing depends on it).
     func removeTemporaries(in folder: Int32) {
-        let copy = dup(folder)
-        guard copy >= 0, let listing = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            return
-        }
-        defer { closedir(listing) }
-        for name in DirectoryEntries.names(in: listing) where Self.isTemporary(name) {
+        for name in Self.names(in: folder) where Self.isTemporary(name) {
             var status = stat()
             guard fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG,
                 status.st_uid == geteuid()
@@ -239,13 +206,19 @@ struct ItemFileFolder: Sendable {
 
     /// The names of the item files (`*.sdict`) in the open folder.
     func itemFileNames(in folder: Int32) -> [String] {
+        Self.names(in: folder).filter { $0.hasSuffix(".sdict") && !$0.hasPrefix(".") }.sorted()
+    }
+
+    /// Every name in the open folder (read through a copy of its descriptor); none when it
+    /// cannot be listed.
+    private static func names(in folder: Int32) -> [String] {
         let copy = dup(folder)
         guard copy >= 0, let listing = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
             return []
         }
         defer { closedir(listing) }
-        return DirectoryEntries.names(in: listing).filter { $0.hasSuffix(".sdict") && !$0.hasPrefix(".") }.sorted()
+        return DirectoryEntries.names(in: listing)
     }
 
     /// The headers of every item file, unverified (listing needs no key): the first bytes of
@@ -268,11 +241,7 @@ struct ItemFileFolder: Sendable {
     }
 }
 
-/// A flag that is set once and stays set.
-final class Flag: Sendable {
-    private let value = Atomic<Bool>(false)
-
-    var isSet: Bool { value.load(ordering: .acquiring) }
-
-    func set() { value.store(true, ordering: .releasing) }
+/// `bytes` in lowercase hexadecimal, two digits each.
+func hex(_ bytes: some Sequence<UInt8>) -> String {
+    bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
 }

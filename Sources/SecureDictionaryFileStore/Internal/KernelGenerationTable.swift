@@ -23,14 +23,14 @@ let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
 ///
 /// Invariant, *bounded*: the library never keeps more than `maximumFolders` keys of at most
 /// 1,025 bytes each (8 keys and 8.6 KB of the 200 keys and 20,000 bytes the kernel gives a
-/// user who is not root; 1 key of 17 bytes per file for a folder of one dictionary). A key per file ever written, as an older version kept, filled it after
-/// about 200 files the quota was full: every other program of the user failed to add a key,
-/// and the next files had no record, so their rollback went unnoticed. Test:
+/// user who is not root; 17 bytes for a folder of one dictionary). With a key per file ever
+/// written, as an older version kept, the quota was full after about 200 files: every other
+/// program of the user failed to add a key, and the next files had no record, so their
+/// rollback went unnoticed. Test:
 /// `FileStoreProcesses.aUserWithManyDictionariesKeepsFewKernelKeysAndRollbackIsStillRefused`.
-/// - A folder keeps the records of the `maximumFiles` files written last; writing another
-///   drops the oldest record (logged at `debug`, once per process: a bound, not a failure).
-/// - A new folder's key replaces, beyond `maximumFolders`, the key of the folder written
-///   least recently (logged at `debug`, once per process).
+/// Beyond the bounds, the record of the file (of `maximumFiles`) or the folder (of
+/// `maximumFolders`) written least recently is dropped, logged at `debug` once per process
+/// (a bound, not a failure).
 ///
 /// Invariant, *never silent*: a record that cannot be stored because the quota is full
 /// (`EDQUOT`) is logged with the quota's use (`warning`, once per folder and process), and
@@ -51,7 +51,7 @@ struct KernelGenerationTable {
 
     var description: String { Self.prefix + folder.description }
 
-    /// The newest generation recorded for `file` (a `GenerationRecord.fileID`).
+    /// The newest generation recorded for `file` (a `GenerationRecord.fileID`), if any.
     func generation(of file: UInt64) -> UInt64? {
         guard let bytes = KernelKeyring.read(description, capacity: Self.capacity) else { return nil }
         return bytes.withUnsafeBytes { Self.entries(Array($0))[file] }
@@ -95,8 +95,6 @@ struct KernelGenerationTable {
         return nil
     }
 
-    // MARK: Helpers
-
     private func folderName(_ path: String) -> String {
         String(path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
     }
@@ -120,8 +118,8 @@ struct KernelGenerationTable {
     /// Whether `what` is logged for the first time in this process.
     private static func firstTime(_ what: String) -> Bool { reported.withLock { $0.insert(what).inserted } }
 
-    /// A full quota is a warning; no kernel keyring here (Docker's and Flatpak's seccomp
-    /// filters) is how the environment is, told by `problem()` and at `debug`.
+    /// A full quota is a warning; no kernel keyring here is how the environment is (see
+    /// `problem()`), logged at `debug`.
     private static func report(_ failure: Int32, folder: String) {
         guard firstTime("\(failure) \(folder)") else { return }
         guard failure == EDQUOT else {

@@ -72,8 +72,7 @@ enum KernelKeyring {
         guard let keyring = session else { return false }
         let key = sd_keyring_search(keyring, description)
         guard key > 0 else { return false }
-        sd_keyring_revoke(Int32(truncatingIfNeeded: key))
-        sd_keyring_unlink(Int32(truncatingIfNeeded: key), keyring)
+        revoke(serial: Int32(truncatingIfNeeded: key))
         return true
     }
 

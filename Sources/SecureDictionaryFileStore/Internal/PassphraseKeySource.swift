@@ -50,18 +50,11 @@ final class PassphraseKeySource: MasterKeySource {
         self.prompt = prompt
     }
 
-    func secret(opening file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
-        -> SecretBytes
-    {
-        guard let block = file.block, block.kind == .passphrase, block.scrypt != nil else { throw .wrongKey(source: name) }
-        return try secret(for: file, in: folder, until: deadline)
-    }
-
     func keyForWriting(replacing block: KeyBlock?, in folder: ItemFileFolder, until deadline: Deadline)
         throws(SecureDictionaryError) -> (KeyBlock, SecretBytes)
     {
         if let block, block.kind == .passphrase, block.scrypt != nil {
-            return (block, try secret(for: KeyedFile(name: nil, block: block), in: folder, until: deadline))
+            return (block, try secret(opening: KeyedFile(name: nil, block: block), in: folder, until: deadline))
         }
         if let (parameters, secret, check) = derived.withLock({ state in
             state.current.flatMap { current in state.secrets[current].map { (current, $0.0, $0.1) } }
@@ -74,7 +67,7 @@ final class PassphraseKeySource: MasterKeySource {
         for sibling in try folder.headers() {
             guard let block = sibling.header.key, block.kind == .passphrase, block.scrypt != nil else { continue }
             do throws(SecureDictionaryError) {
-                return (block, try secret(for: KeyedFile(name: sibling.name, block: block), in: folder, until: deadline))
+                return (block, try secret(opening: KeyedFile(name: sibling.name, block: block), in: folder, until: deadline))
             } catch {
                 guard case .corrupt = error else { throw error }
                 damaged = error
@@ -123,12 +116,13 @@ final class PassphraseKeySource: MasterKeySource {
         return (KeyBlock(kind: .passphrase, scrypt: parameters, check: check), secret)
     }
 
-    /// The secret of `file`'s scrypt parameters, which must pass its check (`file.block` is a
-    /// passphrase's).
-    private func secret(for file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline)
-        throws(SecureDictionaryError) -> SecretBytes
+    /// The secret of `file`'s scrypt parameters, which must pass its check.
+    func secret(opening file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
+        -> SecretBytes
     {
-        guard let block = file.block, let parameters = block.scrypt else { throw .wrongKey(source: name) }
+        guard let block = file.block, block.kind == .passphrase, let parameters = block.scrypt else {
+            throw .wrongKey(source: name)
+        }
         if let kept = try remembered(parameters, for: file) { return kept }
         guard parameters.work <= readableWork else {
             throw .corrupt(
@@ -191,19 +185,18 @@ final class PassphraseKeySource: MasterKeySource {
         }
         let check = EncryptedItemFile.keyCheck(of: secret)
         guard let wanted = file.block?.check, constantTimeEqual(check, wanted) else { throw KeyedFile.damagedCheck }
-        derived.withLock { state in
-            state.secrets[parameters] = (secret, check)
-            state.current = parameters
-        }
+        keep(secret, check: check, for: parameters, inKernelKeyring: false)
         return secret
     }
 
-    private func keep(_ secret: SecretBytes, check: [UInt8], for parameters: ScryptParameters) {
+    /// Keeps `secret` in memory as the current one, and (unless it came from there) in the
+    /// session's kernel keyring when the cache says so.
+    private func keep(_ secret: SecretBytes, check: [UInt8], for parameters: ScryptParameters, inKernelKeyring: Bool = true) {
         derived.withLock { state in
             state.secrets[parameters] = (secret, check)
             state.current = parameters
         }
-        if case .kernelKeyring(let timeout) = cache {
+        if inKernelKeyring, case .kernelKeyring(let timeout) = cache {
             secret.withUnsafeBytes { _ = KernelKeyring.failureToStore(Self.cacheDescription(parameters), $0, timeout: timeout) }
         }
     }
@@ -211,10 +204,6 @@ final class PassphraseKeySource: MasterKeySource {
     /// The kernel keyring key's description for `parameters`: the salt names the folder's
     /// passphrase (the salt is not secret; the key is).
     static func cacheDescription(_ parameters: ScryptParameters) -> String {
-        let salt = parameters.salt.map { byte in
-            let hex = String(byte, radix: 16)
-            return hex.count == 1 ? "0" + hex : hex
-        }.joined()
-        return "securedictionary:passphrase:\(salt):\(parameters.log2N).\(parameters.r).\(parameters.p)"
+        "securedictionary:passphrase:\(hex(parameters.salt)):\(parameters.log2N).\(parameters.r).\(parameters.p)"
     }
 }

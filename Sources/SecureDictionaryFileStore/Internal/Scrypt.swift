@@ -18,10 +18,9 @@ import Synchronization
 /// this module wipes.
 struct ScryptParameters: Sendable, Hashable {
     static let saltSize = 16
-    /// The most memory a file's parameters may ask for: 1 GiB.
+    /// The most memory (1 GiB) and work (memory × p) a file's parameters may ask for, so
+    /// that a planted file cannot make a read take minutes.
     static let memoryLimit = 1 << 30
-    /// The most work (memory × p) a file's parameters may ask for, so that a planted file
-    /// cannot make a read take minutes.
     static let workLimit = 1 << 32
 
     let log2N: UInt8
@@ -42,7 +41,7 @@ struct ScryptParameters: Sendable, Hashable {
         (self.log2N, self.r, self.p, self.salt) = (log2N, r, p, salt)
     }
 
-    /// New parameters of the given cost with a random salt.
+    /// - Throws: `SecureDictionaryError.invalidValue(reason:)` for a cost out of bounds.
     static func random(log2N: Int, r: Int, p: Int) throws(SecureDictionaryError) -> ScryptParameters {
         var generator = SystemRandomNumberGenerator()
         let salt = (0..<saltSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
@@ -78,7 +77,6 @@ struct ScryptParameters: Sendable, Hashable {
         return try result.get()
     }
 
-    /// How a stretch ended for its caller.
     private enum Stretched: Sendable {
         case done(Result<SecretBytes, SecureDictionaryError>)
         case abandoned
