@@ -53,6 +53,13 @@ extension EncryptedFileStore {
         return "\(home)/.local/share/securedictionary"
     }
 
+    /// `path` made absolute: a relative one is taken from the current folder now, so that the
+    /// store's folder is the one the caller meant, whatever the current folder is at its first
+    /// write (its folders are made from `/` down).
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+
     /// The first folder of `$STATE_DIRECTORY`, for a systemd credential only.
     private static func stateFolder(for keySource: KeySource, in environment: [String: String]) -> Substring? {
         guard case .systemdCredential = keySource.kind, let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first,

@@ -76,11 +76,12 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// `$XDG_DATA_HOME/securedictionary` (or `~/.local/share/securedictionary`; inside a
     /// Flatpak, the app's own `~/.var/app/APP-ID/data/securedictionary`).
     ///
+    /// A relative `folderPath` is taken from the current folder when the store is made.
     /// Creates nothing until the first write, and asks nothing until the first call that
     /// needs the key (or `unlock(timeout:)`).
     public init(folderPath: String? = nil, keySource: KeySource) {
         folderOrigin = Self.folderOrigin(given: folderPath, for: keySource)
-        let folderPath = folderPath ?? Self.defaultFolderPath(for: keySource)
+        let folderPath = folderPath.map(Self.absolute) ?? Self.defaultFolderPath(for: keySource)
         self.folderPath = folderPath
         if let warning = folderOrigin.warning, Self.warned.withLock({ $0.insert(folderPath).inserted }) {
             fileStoreLogger.warning("\(warning)")

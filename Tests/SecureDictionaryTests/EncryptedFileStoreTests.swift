@@ -52,6 +52,27 @@ import Testing
 
     /// RFC 7914, section 12, the second vector: scrypt("password", "NaCl", N = 1024, r = 8,
     /// p = 16); 32 bytes are the first 32 of its 64.
+    /// A relative folder is the one below the current folder, as the caller meant: it once
+    /// became one below `/` (its folders made from `/` down), and the write then failed.
+    @Test func aRelativeFolderIsTheOneBelowTheCurrentFolder() throws {
+        let relative = ".build/sd-relative-\(UUID().uuidString)"
+        let current = FileManager.default.currentDirectoryPath
+        let strayParent = !FileManager.default.fileExists(atPath: "/.build")
+        defer {
+            try? FileManager.default.removeItem(atPath: "\(current)/\(relative)")
+            try? FileManager.default.removeItem(atPath: strayParent ? "/.build" : "/\(relative)")
+        }
+        let store = EncryptedFileStore(
+            folderPath: "\(relative)/files", keySource: .passphrase(.fileDescriptor(Lines(["pw"]).descriptor), cost: Self.cheap))
+        #expect(store.folderPath == "\(current)/\(relative)/files")
+        try dictionary(store).setValue("v", forKey: "k")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: "\(current)/\(relative)/files").contains {
+                $0.hasSuffix(".sdict")
+            })
+        #expect(!FileManager.default.fileExists(atPath: "/\(relative)"))
+    }
+
     @Test func scryptGivesTheRFCVector() {
         var key = [UInt8](repeating: 0, count: 32)
         let done = Array("password".utf8).withUnsafeBytes { password in
