@@ -10,9 +10,8 @@
     import Musl
 #endif
 
-/// Reading a validated blob in place: the caller's copies of its values, what the writer
-/// would write for them, and whether two values are stored identically, without a `String`
-/// or `Data` the library would keep.
+/// Reading a validated blob in place: the caller's copies of its values, and whether two
+/// values are stored identically, without a `String` or `Data` the library would keep.
 ///
 /// Only for a blob ``BinaryPropertyListReader`` validated (with the same bytes since): the
 /// recursions here trust that no container is referenced twice and that the depth is bounded.
@@ -49,29 +48,6 @@ extension BlobView {
         return entries
     }
 
-    /// What the writer writes for object `index` and all it contains.
-    func census(of index: Int) throws(BinaryPropertyListError) -> Census {
-        let offset = try objectOffset(index)
-        let marker = byte(at: offset)
-        switch marker & 0xF0 {
-        case 0xA0, 0xD0:
-            let pairs = marker & 0xF0 == 0xD0 ? 2 : 1
-            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: pairs * objectRefSize)
-            var census = Census.container(count: count, references: pairs * count)
-            for reference in 0..<(pairs * count) {
-                census = census + (try self.census(of: self.reference(at: start + reference * objectRefSize)))
-            }
-            return census
-        case 0x40:
-            let (count, _) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
-            return Census(objects: 1, bytes: Census.headerLength(count) + count)
-        case 0x50, 0x60:
-            return Census(objects: 1, bytes: try string(marker: marker, offset: offset)!.canonicalLength)
-        default:
-            return Census(objects: 1, bytes: Census.scalarLength(try scalar(marker: marker, offset: offset)))
-        }
-    }
-
     // MARK: Identity
 
     /// Whether object `index` is stored as `value` would be: strings and keys by their scalars,
@@ -98,7 +74,7 @@ extension BlobView {
             let (_, count, start) = try container(index)
             guard count == entries.count else { return false }
             // Both in the writer's key order, then pairwise.
-            let order = try keyOrder(count: count, references: start)
+            let order = try keys(count: count, references: start).order
             var keys = BinaryPropertyListWriter.SortedKeys(entries.keys)
             defer { keys.wipe() }
             let values = start + count * objectRefSize
@@ -151,7 +127,7 @@ extension BlobView {
             let (_, otherCount, otherStart) = try view.container(other)
             guard count == otherCount else { return false }
             let (order, otherOrder) = (
-                try keyOrder(count: count, references: start), try view.keyOrder(count: count, references: otherStart)
+                try keys(count: count, references: start).order, try view.keys(count: count, references: otherStart).order
             )
             for entry in 0..<count {
                 let (mine, theirs) = (order?[entry] ?? entry, otherOrder?[entry] ?? entry)

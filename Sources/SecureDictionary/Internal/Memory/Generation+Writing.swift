@@ -16,8 +16,7 @@ import Logging
 ///    by walking just those), plus the new entries' (counted from the caller's values). The
 ///    census gives the new blob's size, so its region is allocated once.
 /// 2. **Write.** Unchanged entries are copied object by object from the stored region
-///    (``BinaryPropertyListWriter/copy(_:of:index:)``: byte for byte but for renumbered
-///    references, when the stored blob is this writer's own); only the caller's new values are
+///    (``BinaryPropertyListWriter/copy(_:of:index:)``); only the caller's new values are
 ///    encoded. Unchanged keys keep their hash, so the new index hashes only new keys.
 ///
 /// The result is byte for byte what encoding the whole dictionary from its values gives
@@ -41,11 +40,12 @@ extension Generation {
                 writingWith: plan.census, count: plan.sources.count, logger: logger,
                 hash: { entry in plan.sources[entry].stored.map { base!.hashTag($0) } }
             ) { writer throws(BinaryPropertyListError) in
-                let (firstKey, firstValue) = writer.startDictionary(count: plan.sources.count, index: 0)
+                let firstKey = writer.startContainer(0xD0, count: plan.sources.count, index: 0)
+                let firstValue = firstKey + plan.sources.count
                 for (entry, source) in plan.sources.enumerated() {
                     switch source {
                     case .stored(let stored): writer.copyString(try base!.key(stored), index: firstKey + entry)
-                    case .new(let position): writer.writeKey(overlay.edits.keys[position].text, index: firstKey + entry)
+                    case .new(let position): writer.write(.string(overlay.edits.keys[position].text), index: firstKey + entry)
                     }
                 }
                 for (entry, source) in plan.sources.enumerated() {
@@ -84,6 +84,8 @@ extension Generation {
         var sources: [Source] = []
         var census: Census
         private var archiveKeys = (archiver: false, objects: false)
+        /// Walks the stored entries replaced or removed, to count what goes (made on first need).
+        private var dropped: BinaryPropertyListReader?
 
         /// Merges the stored entries (in the writer's order) with the changed keys (sorted).
         init(base: Generation?, overlay: Overlay, keys: ChangedKeys, maximumDepth: Int) throws(BinaryPropertyListError) {
@@ -102,13 +104,14 @@ extension Generation {
                 case .both(let position, let change):
                     // Replaced or removed: its objects go.
                     let entry = base!.entry(inOrder: position)
-                    census = census - (try base!.view.census(of: base!.keyObject(entry)))
-                    census = census - (try base!.view.census(of: base!.valueObject(entry)))
+                    dropped = dropped ?? BinaryPropertyListReader(base!.view, maximumDepth: .max)
+                    try dropped!.validate(base!.keyObject(entry), depth: 2)
+                    try dropped!.validate(base!.valueObject(entry), depth: 2)
                     try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
                 }
             }
             if archiveKeys.archiver && archiveKeys.objects { throw Census.keyedArchive }
-            census = census + .container(count: sources.count, references: 2 * sources.count)
+            census = census - (dropped?.census ?? Census()) + .container(count: sources.count, references: 2 * sources.count)
         }
 
         private mutating func keep(_ entry: Int, of base: Generation) throws(BinaryPropertyListError) {

@@ -37,7 +37,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     /// The generation of an item that does not exist: an empty dictionary.
     static let empty = try! Generation(writingWith: .container(count: 0, references: 0), count: 0, logger: nil) { writer in
-        _ = writer.startDictionary(count: 0, index: 0)
+        _ = writer.startContainer(0xD0, count: 0, index: 0)
     }
 
     /// A generation holding a copy of `bytes`, a stored blob, once it is validated as hostile
@@ -55,7 +55,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
             let region = SecureRegion(byteCount: Self.regionSize(blob: bytes.count, entries: validated.count), logger: logger)
             region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
             let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
-            let order = validated.keysAscend ? nil : try view.keyOrder(count: validated.count, references: validated.references)
+            let order = validated.keysAscend ? nil : try view.keys(count: validated.count, references: validated.references).order
             try self.init(
                 region: region, view: view, size: bytes.count, root: validated, order: order, census: census, hash: nil)
         } catch {

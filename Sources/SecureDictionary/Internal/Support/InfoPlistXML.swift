@@ -129,16 +129,10 @@ enum InfoPlistXML {
 
         /// Where `pattern` next starts at or after `start`.
         func find(_ pattern: [UInt8], from start: Int) -> Int? {
-            guard !pattern.isEmpty, start <= bytes.count - pattern.count else { return nil }
-            var position = start
-            while position <= bytes.count - pattern.count {
-                guard let first = bytes[position...].firstIndex(of: pattern[0]), first <= bytes.count - pattern.count else {
-                    return nil
-                }
-                if bytes[first..<(first + pattern.count)].elementsEqual(pattern) { return first }
-                position = first + 1
+            guard start <= bytes.count - pattern.count else { return nil }
+            return (start...(bytes.count - pattern.count)).first {
+                bytes[$0] == pattern[0] && bytes[$0..<($0 + pattern.count)].elementsEqual(pattern)
             }
-            return nil
         }
     }
 }
