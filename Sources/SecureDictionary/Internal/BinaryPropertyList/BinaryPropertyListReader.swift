@@ -108,10 +108,7 @@ extension BlobView {
         for entry in 0..<count {
             let key = try string(reference(at: references + entry * objectRefSize))
             bytes += key.canonicalLength
-            if key.count > 0, (key.isUTF16 ? key.unit(0) : UInt32(key.start.load(as: UInt8.self))) == 0x24 {
-                archiveKeys.archiver = archiveKeys.archiver || key.equals("$archiver")
-                archiveKeys.objects = archiveKeys.objects || key.equals("$objects")
-            }
+            key.noteArchiveKey(in: &archiveKeys)
             if let previous, ascending {
                 let order = StoredString.compare(previous, key)
                 if order == 0 { throw Self.duplicateKey(entry - 1, entry, depth: depth) }

@@ -84,6 +84,14 @@ struct StoredString {
 
     func equals(_ key: String) -> Bool { compare(to: key) == 0 }
 
+    /// Notes in `found` whether this key is `$archiver` or `$objects`, however stored: a
+    /// dictionary holding both reads as a keyed archive, which the reader rejects.
+    func noteArchiveKey(in found: inout (archiver: Bool, objects: Bool)) {
+        guard count > 0, (isUTF16 ? unit(0) : UInt32(start.load(as: UInt8.self))) == 0x24 else { return }
+        found.archiver = found.archiver || equals("$archiver")
+        found.objects = found.objects || equals("$objects")
+    }
+
     /// The caller's copy of the text, built in one allocation of its final storage (a
     /// buffer that grew would leave a copy of the text behind in the one it replaced).
     func string() -> String {

@@ -116,10 +116,7 @@ extension Generation {
 
         private mutating func keep(_ entry: Int, of base: Generation) throws(BinaryPropertyListError) {
             sources.append(.stored(entry))
-            let key = try base.key(entry)
-            guard key.count > 0, !key.isUTF16, key.start.load(as: UInt8.self) == UInt8(ascii: "$") else { return }
-            archiveKeys.archiver = archiveKeys.archiver || key.equals("$archiver")
-            archiveKeys.objects = archiveKeys.objects || key.equals("$objects")
+            try base.key(entry).noteArchiveKey(in: &archiveKeys)
         }
 
         private mutating func add(
