@@ -119,9 +119,9 @@ extension BlobView {
         if archiveKeys.archiver && archiveKeys.objects { throw .corrupt(reason: "keyed archives are not supported") }
         guard !ascending else { return Keys(order: nil, bytes: bytes) }
         // Not in the writer's order: sort (a blob another program wrote), then look for twins.
-        var keys: [StoredString] = []
-        keys.reserveCapacity(count)
-        for entry in 0..<count { keys.append(try string(reference(at: references + entry * objectRefSize))) }
+        let keys = try (0..<count).map { entry throws(BinaryPropertyListError) in
+            try string(reference(at: references + entry * objectRefSize))
+        }
         let order = keys.indices.sorted { StoredString.compare(keys[$0], keys[$1]) < 0 }
         for position in order.indices.dropFirst()
         where StoredString.compare(keys[order[position - 1]], keys[order[position]]) == 0 {

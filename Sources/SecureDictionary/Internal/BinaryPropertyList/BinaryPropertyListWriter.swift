@@ -52,9 +52,7 @@ struct BinaryPropertyListWriter {
         precondition(nextIndex == offsets.count, "the property list has other objects than its census")
         let tableOffset = position
         let offsetSize = Self.byteWidth(of: UInt64(offsets.max() ?? 0))
-        for offset in offsets {
-            appendBigEndian(UInt64(offset), width: offsetSize)
-        }
+        for offset in offsets { appendBigEndian(UInt64(offset), width: offsetSize) }
         appendBigEndian(0, width: 4)
         appendBigEndian(0, width: 2)
         append(UInt8(offsetSize))

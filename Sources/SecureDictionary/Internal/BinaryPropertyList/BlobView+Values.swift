@@ -23,10 +23,10 @@ extension BlobView {
         switch marker & 0xF0 {
         case 0xA0:
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
-            var elements: [PropertyListValue] = []
-            elements.reserveCapacity(count)
-            for element in 0..<count { elements.append(try value(of: reference(at: start + element * objectRefSize))) }
-            return .array(elements)
+            return .array(
+                try (0..<count).map { element throws(BinaryPropertyListError) in
+                    try value(of: reference(at: start + element * objectRefSize))
+                })
         case 0xD0:
             return .dictionary(try entries(of: index))
         default:

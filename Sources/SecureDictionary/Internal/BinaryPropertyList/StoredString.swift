@@ -24,15 +24,11 @@ struct StoredString {
     let isUTF16: Bool
 
     /// Whether every scalar is below 0x80 (so the writer writes it as ASCII).
-    var isASCII: Bool {
-        guard isUTF16 else { return true }
-        for unit in 0..<count where self.unit(unit) >= 0x80 { return false }
-        return true
-    }
+    var isASCII: Bool { !isUTF16 || (0..<count).allSatisfy { unit($0) < 0x80 } }
 
     /// The bytes the writer gives this string as an object.
     var canonicalLength: Int {
-        isASCII ? Census.headerLength(count) + count : Census.headerLength(count) + 2 * count
+        Census.headerLength(count) + (isASCII ? count : 2 * count)
     }
 
     @inline(__always)

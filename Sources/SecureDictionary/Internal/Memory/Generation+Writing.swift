@@ -98,7 +98,8 @@ extension Generation {
             }) {
                 switch step {
                 case .left(let position):  // an entry the changes leave alone
-                    try keep(base!.entry(inOrder: position), of: base!)
+                    sources.append(.stored(base!.entry(inOrder: position)))
+                    try base!.key(base!.entry(inOrder: position)).noteArchiveKey(in: &archiveKeys)
                 case .right(let change):
                     try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
                 case .both(let position, let change):
@@ -112,11 +113,6 @@ extension Generation {
             }
             if archiveKeys.archiver && archiveKeys.objects { throw Census.keyedArchive }
             census = census - (dropped?.census ?? Census()) + .container(count: sources.count, references: 2 * sources.count)
-        }
-
-        private mutating func keep(_ entry: Int, of base: Generation) throws(BinaryPropertyListError) {
-            sources.append(.stored(entry))
-            try base.key(entry).noteArchiveKey(in: &archiveKeys)
         }
 
         private mutating func add(

@@ -124,22 +124,18 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     // MARK: Entries
 
-    /// The stored key of entry `entry`.
     func key(_ entry: Int) throws(BinaryPropertyListError) -> StoredString {
         try view.string(view.reference(at: references + entry * view.objectRefSize))
     }
 
-    /// The object number of entry `entry`'s value.
     func valueObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
         try view.reference(at: references + (count + entry) * view.objectRefSize)
     }
 
-    /// The object number of entry `entry`'s key.
     func keyObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
         try view.reference(at: references + entry * view.objectRefSize)
     }
 
-    /// The hash tag of entry `entry`'s key.
     func hashTag(_ entry: Int) -> UInt32 { hashes[entry] }
 
     /// The entry at `position` in the writer's order (by the keys' UTF-8 bytes).

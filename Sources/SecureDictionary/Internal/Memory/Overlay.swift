@@ -42,7 +42,6 @@ struct Overlay: Sendable {
         edits[Key(text: key)] = value.map(Edit.value) ?? .removed
     }
 
-    /// The edit of `key`, if it was changed.
     func edit(of key: String) -> Edit? { edits[Key(text: key)] }
 
     /// Drops every stored entry and every change so far.

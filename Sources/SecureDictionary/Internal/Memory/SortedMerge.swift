@@ -17,11 +17,8 @@
 /// (``Generation/changes(since:)``), are this one.
 struct SortedMerge {
     enum Step: Equatable {
-        /// A position of the left list whose key the right list does not hold.
         case left(Int)
-        /// A position of the right list whose key the left list does not hold.
         case right(Int)
-        /// A position of each list, holding the same key.
         case both(Int, Int)
     }
 
