@@ -45,7 +45,7 @@ enum BinaryPropertyList {
         guard try view.byte(at: view.objectOffset(view.topObject)) & 0xF0 == 0xD0 else {
             throw .corrupt(reason: "root object is not a dictionary")
         }
-        let (_, count, references) = try view.container(view.topObject)
+        let (count, references) = try view.container(view.topObject)
         var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
         let keysAscend = try reader.validate(view.topObject, depth: 1)
         return (.init(count: count, references: references, keysAscend: keysAscend), reader.census)

@@ -38,7 +38,7 @@ extension BlobView {
     /// canonically equivalent (`é` as U+00E9 and as `e` + U+0301) are one key to a Swift
     /// dictionary: the copy holds one of them.
     func entries(of index: Int) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
-        let (_, count, start) = try container(index)
+        let (count, start) = try container(index)
         var entries = [String: PropertyListValue](minimumCapacity: count)
         let values = start + count * objectRefSize
         for entry in 0..<count {
@@ -71,7 +71,7 @@ extension BlobView {
             }
             return true
         case (0xD0, .dictionary(let entries)):
-            let (_, count, start) = try container(index)
+            let (count, start) = try container(index)
             guard count == entries.count else { return false }
             // Both in the writer's key order, then pairwise.
             let order = try keys(count: count, references: start).order
@@ -107,36 +107,26 @@ extension BlobView {
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
             let (otherCount, otherStart) = try view.countAndStart(marker: otherMarker, offset: otherOffset, unitSize: 1)
             return count == otherCount && (count == 0 || memcmp(base + start, view.base + otherStart, count) == 0)
-        case (0xA0, 0xA0):
-            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
-            let (otherCount, otherStart) = try view.countAndStart(
-                marker: otherMarker, offset: otherOffset, unitSize: view.objectRefSize)
+        case (0xA0, 0xA0), (0xD0, 0xD0):
+            let (count, start) = try container(index)
+            let (otherCount, otherStart) = try view.container(other)
             guard count == otherCount else { return false }
-            for element in 0..<count
-            where
-                !(try holds(
-                    reference(at: start + element * objectRefSize),
-                    identicalTo: view.reference(at: otherStart + element * view.objectRefSize),
-                    of: view))
-            {
-                return false
-            }
-            return true
-        case (0xD0, 0xD0):
-            let (_, count, start) = try container(index)
-            let (_, otherCount, otherStart) = try view.container(other)
-            guard count == otherCount else { return false }
-            let (order, otherOrder) = (
-                try keys(count: count, references: start).order, try view.keys(count: count, references: otherStart).order
-            )
+            // Elements in order; a dictionary's entries pairwise in the writer's key order.
+            let isDictionary = marker & 0xF0 == 0xD0
+            let order = try isDictionary ? keys(count: count, references: start).order : nil
+            let otherOrder = try isDictionary ? view.keys(count: count, references: otherStart).order : nil
+            let values = isDictionary ? count : 0
             for entry in 0..<count {
                 let (mine, theirs) = (order?[entry] ?? entry, otherOrder?[entry] ?? entry)
-                let key = try string(reference(at: start + mine * objectRefSize))
-                let otherKey = try view.string(view.reference(at: otherStart + theirs * view.objectRefSize))
-                guard StoredString.compare(key, otherKey) == 0,
+                if isDictionary {
+                    let key = try string(reference(at: start + mine * objectRefSize))
+                    let otherKey = try view.string(view.reference(at: otherStart + theirs * view.objectRefSize))
+                    guard StoredString.compare(key, otherKey) == 0 else { return false }
+                }
+                guard
                     try holds(
-                        reference(at: start + (count + mine) * objectRefSize),
-                        identicalTo: view.reference(at: otherStart + (count + theirs) * view.objectRefSize), of: view)
+                        reference(at: start + (values + mine) * objectRefSize),
+                        identicalTo: view.reference(at: otherStart + (values + theirs) * view.objectRefSize), of: view)
                 else { return false }
             }
             return true

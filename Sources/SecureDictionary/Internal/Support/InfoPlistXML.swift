@@ -94,19 +94,13 @@ enum InfoPlistXML {
             let raw = bytes[index..<end]
             index = end + name.utf8.count + 3
             guard !raw.contains(UInt8(ascii: "<")) else { return nil }
-            var decoded: [UInt8] = []
-            var position = raw.startIndex
-            while position < raw.endIndex {
-                guard raw[position] == UInt8(ascii: "&") else {
-                    decoded.append(raw[position])
-                    position += 1
-                    continue
-                }
-                guard let semicolon = raw[position...].firstIndex(of: UInt8(ascii: ";")),
-                    let scalar = Self.reference(String(decoding: raw[(position + 1)..<semicolon], as: UTF8.self))
+            let parts = raw.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false)
+            var decoded = Array(parts[0])
+            for part in parts.dropFirst() {  // each starts with a reference, up to its ";"
+                guard let semicolon = part.firstIndex(of: UInt8(ascii: ";")),
+                    let scalar = Self.reference(String(decoding: part[..<semicolon], as: UTF8.self))
                 else { return nil }
-                decoded.append(contentsOf: Array(String(Character(scalar)).utf8))
-                position = semicolon + 1
+                decoded += Array(String(Character(scalar)).utf8) + part[(semicolon + 1)...]
             }
             return String(decoding: decoded, as: UTF8.self)
         }
