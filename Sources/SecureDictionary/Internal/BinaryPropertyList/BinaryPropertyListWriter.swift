@@ -73,7 +73,7 @@ struct BinaryPropertyListWriter {
         appendHeader(marker, count: count)
         let first = nextIndex
         nextIndex += marker == 0xD0 ? 2 * count : count
-        for child in first..<nextIndex { appendReference(child) }
+        for child in first..<nextIndex { appendBigEndian(UInt64(child), width: referenceSize) }
         return first
     }
 
@@ -161,10 +161,6 @@ struct BinaryPropertyListWriter {
             append(0x10 | UInt8(width.trailingZeroBitCount))
             appendBigEndian(UInt64(integer), width: width)
         }
-    }
-
-    mutating func appendReference(_ index: Int) {
-        appendBigEndian(UInt64(index), width: referenceSize)
     }
 
     /// Room for `count` more bytes. The census sizes the output, so this never fails unless

@@ -46,11 +46,7 @@ enum InfoPlistXML {
         return nil
     }
 
-    struct Tag {
-        enum Kind { case open, close, empty }
-        let name: String
-        let kind: Kind
-    }
+    enum TagKind { case open, close, empty }
 
     /// One pass over the bytes, from tag to tag.
     struct Scanner {
@@ -58,7 +54,7 @@ enum InfoPlistXML {
         var index = 0
 
         /// The next element tag: nil at the end, `.some(nil)` for markup it cannot follow.
-        mutating func nextTag() -> Tag?? {
+        mutating func nextTag() -> (name: String, kind: TagKind)?? {
             while let start = find(Array("<".utf8), from: index) {
                 let rest = bytes[start...]
                 if rest.starts(with: Array("<!--".utf8)) {
@@ -81,7 +77,7 @@ enum InfoPlistXML {
                     if closing { inside = inside.dropFirst() }
                     if empty { inside = inside.dropLast() }
                     let name = inside.prefix { $0 != UInt8(ascii: " ") && $0 != 9 && $0 != 10 && $0 != 13 }
-                    return Tag(name: String(decoding: name, as: UTF8.self), kind: closing ? .close : empty ? .empty : .open)
+                    return (String(decoding: name, as: UTF8.self), closing ? .close : empty ? .empty : .open)
                 }
             }
             return nil
