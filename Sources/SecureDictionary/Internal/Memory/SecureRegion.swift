@@ -145,22 +145,21 @@ package enum SecureMemory {
         }
         guard warn else { return }
         let logger = logger ?? defaultLogger
+        func reason(_ error: Int32) -> String { String(cString: strerror(error)) }
         if let lockError {
-            let reason = String(cString: strerror(lockError))
             logger.warning(
                 """
-                could not lock the memory holding secrets (mlock: \(reason)): they may reach swap; raise \
+                could not lock the memory holding secrets (mlock: \(reason(lockError))): they may reach swap; raise \
                 RLIMIT_MEMLOCK (ulimit -l, LimitMEMLOCK= in a systemd unit). Said once; `secure-dict doctor` shows the state
                 """)
         }
         if let adviseError {
-            let reason = String(cString: strerror(adviseError))
-            logger.warning("could not keep the memory holding secrets out of core dumps (madvise: \(reason)). Said once")
+            logger.warning(
+                "could not keep the memory holding secrets out of core dumps (madvise: \(reason(adviseError))). Said once")
         }
         if let forkWipeError {
-            let reason = String(cString: strerror(forkWipeError))
             logger.warning(
-                "could not have the memory holding secrets wiped in fork() children (madvise MADV_WIPEONFORK: \(reason)). Said once"
+                "could not have the memory holding secrets wiped in fork() children (madvise MADV_WIPEONFORK: \(reason(forkWipeError))). Said once"
             )
         }
     }
