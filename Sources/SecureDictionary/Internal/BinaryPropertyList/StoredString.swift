@@ -57,7 +57,7 @@ struct StoredString {
 
     var scalars: Scalars { Scalars(string: self) }
 
-    /// Negative, zero or positive as `self` sorts before, with or after `other`.
+    /// Negative, zero or positive as `left` sorts before, with or after `right`.
     static func compare(_ left: StoredString, _ right: StoredString) -> Int {
         if !left.isUTF16, !right.isUTF16 { return compareBytes(left.start, left.count, right.start, right.count) }
         var (mine, theirs) = (left.scalars, right.scalars)

@@ -63,9 +63,7 @@ extension Generation {
         }
     }
 
-    typealias ChangedKeys = BinaryPropertyListWriter.SortedKeys<
-        LazyMapCollection<Dictionary<Overlay.Key, Overlay.Edit>.Keys, String>
-    >
+    typealias ChangedKeys = BinaryPropertyListWriter.SortedKeys<LazyMapCollection<Overlay.Edits.Keys, String>>
 
     /// The new root's entries, in the writer's order, and the census of the new blob.
     private struct Plan {
@@ -73,7 +71,7 @@ extension Generation {
             /// An entry of the stored generation, unchanged.
             case stored(Int)
             /// A changed key's new value, at this position of the overlay's edits.
-            case new(Dictionary<Overlay.Key, Overlay.Edit>.Index)
+            case new(Overlay.Edits.Index)
 
             var stored: Int? {
                 if case .stored(let entry) = self { return entry }
@@ -115,9 +113,9 @@ extension Generation {
             census = census - (dropped?.census ?? Census()) + .container(count: sources.count, references: 2 * sources.count)
         }
 
-        private mutating func add(
-            _ edit: Dictionary<Overlay.Key, Overlay.Edit>.Index, of overlay: Overlay, maximumDepth: Int
-        ) throws(BinaryPropertyListError) {
+        private mutating func add(_ edit: Overlay.Edits.Index, of overlay: Overlay, maximumDepth: Int)
+            throws(BinaryPropertyListError)
+        {
             guard case .value(let value) = overlay.edits.values[edit] else { return }  // a removal
             let key = overlay.edits.keys[edit].text
             sources.append(.new(edit))

@@ -35,7 +35,8 @@ struct Overlay: Sendable {
 
     /// Whether the stored entries are dropped before the changes apply (`removeAll()`).
     var dropsStored = false
-    var edits: [Key: Edit] = [:]
+    var edits: Edits = [:]
+    typealias Edits = [Key: Edit]
 
     /// Sets `key` to `value`; `nil` removes it.
     mutating func set(_ key: String, to value: PropertyListValue?) {
