@@ -24,13 +24,8 @@ struct SortedMerge {
 
     let leftCount: Int
     let rightCount: Int
-    private var left = 0
-    private var right = 0
-
-    init(leftCount: Int, rightCount: Int) {
-        self.leftCount = leftCount
-        self.rightCount = rightCount
-    }
+    private(set) var left = 0
+    private(set) var right = 0
 
     /// The next step, or `nil` when both lists are done. `compare` is asked only when both
     /// lists have a position left, and answers negative, zero or positive as the left key sorts
