@@ -131,6 +131,10 @@ struct GenerationTests {
         var overlay = Overlay()
         overlay.set("$objects", to: [])
         #expect(throws: SecureDictionaryError.self) { try Generation.writing(overlay, onto: base, limits: Self.limits) }
+        // The same with the stored "$archiver" written as UTF-16, as another program may.
+        let utf16Key: [UInt8] = [0x69] + "$archiver".utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+        let foreign = try Self.generation(of: HandMadeBlob.make([[0xD1, 0x01, 0x02], utf16Key, HandMadeBlob.ascii("x")]))
+        #expect(throws: SecureDictionaryError.self) { try Generation.writing(overlay, onto: foreign, limits: Self.limits) }
         var large = Overlay()
         large.set("big", to: .data(Data(count: 2_000)))
         let size = try BinaryPropertyList.encode(["$archiver": "x", "big": .data(Data(count: 2_000))], limits: Self.limits).count

@@ -41,8 +41,14 @@ enum BinaryPropertyList {
         guard bytes.count <= limits.maximumSize else {
             throw .tooLarge(size: bytes.count, limit: limits.maximumSize)
         }
-        var reader = BinaryPropertyListReader(try BlobView(bytes), maximumDepth: limits.maximumDepth)
-        return (try reader.validateRoot(), reader.census)
+        let view = try BlobView(bytes)
+        guard try view.byte(at: view.objectOffset(view.topObject)) & 0xF0 == 0xD0 else {
+            throw .corrupt(reason: "root object is not a dictionary")
+        }
+        let (count, references) = try view.container(view.topObject)
+        var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
+        let keysAscend = try reader.validate(view.topObject, depth: 1)
+        return (.init(count: count, references: references, keysAscend: keysAscend), reader.census)
     }
 
     /// Decodes a stored blob held in an array.
@@ -70,7 +76,7 @@ enum BinaryPropertyList {
         limits: PropertyListLimits
     ) throws(BinaryPropertyListError) -> [UInt8] {
         var census = Census()
-        try census.countDictionary(entries, depth: 1, maximumDepth: limits.maximumDepth)
+        try census.count(.dictionary(entries), depth: 1, maximumDepth: limits.maximumDepth)
         // Allocated once at its largest size: the array never grows (which would leave a
         // copy of the secrets behind, unwiped) and is never copied.
         var bytes = [UInt8](unsafeUninitializedCapacity: BinaryPropertyListWriter.size(of: census)) { buffer, initialized in

@@ -2,13 +2,12 @@
 /// making a value of it, and counts what the writer needs to copy it (its ``Census``).
 ///
 /// ```swift
-/// var reader = BinaryPropertyListReader(try BlobView(bytes), maximumDepth: 64)
-/// let root = try reader.validateRoot()          // then read it in place: BlobView+Values
+/// var reader = BinaryPropertyListReader(view, maximumDepth: 64)
+/// try reader.validate(view.topObject, depth: 1)    // then read it in place: BlobView+Values
 /// ```
 ///
 /// Rules, each with its reason:
-/// 1. The trailer is validated before any object is read, and every read is checked against
-///    the bounds it implies (``BlobView``); no input can trap.
+/// 1. Every read is bounds-checked, against a trailer checked first (``BlobView``): no input can trap.
 /// 2. A container (array or dictionary) may be referenced once in the whole tree; a second
 ///    reference is corrupt. That rules out cycles and exponential expansion, so the work done
 ///    is bounded by the size of the input. Scalars may be shared (Apple's and Python's writers
@@ -21,23 +20,18 @@
 ///    quote the input.
 /// 5. No value is built: a `String` or `Data` made here would be freed unwiped. Reads build
 ///    the caller's values from the validated blob later, on demand.
-struct BinaryPropertyListReader: ~Copyable {
+struct BinaryPropertyListReader {
     let view: BlobView
     let maximumDepth: Int
     /// The canonical form's census of everything validated so far.
     private(set) var census = Census()
     /// Per object: whether a container was seen there. Holds no input bytes.
-    private let seen: UnsafeMutablePointer<Bool>
+    private var seen: [Bool]
 
     init(_ view: BlobView, maximumDepth: Int) {
         self.view = view
         self.maximumDepth = maximumDepth
-        seen = .allocate(capacity: view.objectCount)
-        seen.initialize(repeating: false, count: view.objectCount)
-    }
-
-    deinit {
-        seen.deallocate()
+        seen = [Bool](repeating: false, count: view.objectCount)
     }
 
     /// The root dictionary: its entry count, where its key references start (its value
@@ -48,20 +42,12 @@ struct BinaryPropertyListReader: ~Copyable {
         let keysAscend: Bool
     }
 
-    /// Validates the whole tree; the top object must be a dictionary.
-    mutating func validateRoot() throws(BinaryPropertyListError) -> Root {
-        guard try view.byte(at: view.objectOffset(view.topObject)) & 0xF0 == 0xD0 else {
-            throw .corrupt(reason: "root object is not a dictionary")
-        }
-        let (_, count, references) = try view.container(view.topObject)
-        let keysAscend = try validate(view.topObject, depth: 1)
-        return Root(count: count, references: references, keysAscend: keysAscend)
-    }
-
-    /// Validates object `index`, a container at nesting level `depth` if it is one; for a
-    /// dictionary, returns whether its keys ascend already.
+    /// Validates object `index`, a container at nesting level `depth` if it is one, and adds
+    /// what the writer writes for it and all it contains to ``census`` (which is how the
+    /// writer counts objects of a stored blob it drops); for a dictionary, returns whether its
+    /// keys ascend already.
     @discardableResult
-    private mutating func validate(_ index: Int, depth: Int) throws(BinaryPropertyListError) -> Bool {
+    mutating func validate(_ index: Int, depth: Int) throws(BinaryPropertyListError) -> Bool {
         let offset = try view.objectOffset(index)
         let marker = view.byte(at: offset)
         switch marker & 0xF0 {
@@ -122,10 +108,7 @@ extension BlobView {
         for entry in 0..<count {
             let key = try string(reference(at: references + entry * objectRefSize))
             bytes += key.canonicalLength
-            if key.count > 0, (key.isUTF16 ? key.unit(0) : UInt32(key.start.load(as: UInt8.self))) == 0x24 {
-                archiveKeys.archiver = archiveKeys.archiver || key.equals("$archiver")
-                archiveKeys.objects = archiveKeys.objects || key.equals("$objects")
-            }
+            key.noteArchiveKey(in: &archiveKeys)
             if let previous, ascending {
                 let order = StoredString.compare(previous, key)
                 if order == 0 { throw Self.duplicateKey(entry - 1, entry, depth: depth) }
@@ -136,9 +119,9 @@ extension BlobView {
         if archiveKeys.archiver && archiveKeys.objects { throw .corrupt(reason: "keyed archives are not supported") }
         guard !ascending else { return Keys(order: nil, bytes: bytes) }
         // Not in the writer's order: sort (a blob another program wrote), then look for twins.
-        var keys: [StoredString] = []
-        keys.reserveCapacity(count)
-        for entry in 0..<count { keys.append(try string(reference(at: references + entry * objectRefSize))) }
+        let keys = try (0..<count).map { entry throws(BinaryPropertyListError) in
+            try string(reference(at: references + entry * objectRefSize))
+        }
         let order = keys.indices.sorted { StoredString.compare(keys[$0], keys[$1]) < 0 }
         for position in order.indices.dropFirst()
         where StoredString.compare(keys[order[position - 1]], keys[order[position]]) == 0 {
@@ -146,11 +129,6 @@ extension BlobView {
             throw Self.duplicateKey(min(pair.0, pair.1), max(pair.0, pair.1), depth: depth)
         }
         return Keys(order: order, bytes: bytes)
-    }
-
-    /// The writer's order of the keys (see ``keys(count:references:depth:)``).
-    func keyOrder(count: Int, references: Int) throws(BinaryPropertyListError) -> [Int]? {
-        try keys(count: count, references: references).order
     }
 
     private static func duplicateKey(_ earlier: Int, _ later: Int, depth: Int) -> BinaryPropertyListError {

@@ -15,16 +15,14 @@ extension BinaryPropertyListWriter {
         switch marker & 0xF0 {
         case 0xA0:
             let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: view.objectRefSize)
-            appendHeader(0xA0, count: count)
-            let first = reserveIndices(count)
-            for element in 0..<count { appendReference(first + element) }
+            let first = startContainer(0xA0, count: count, index: index)
             for element in 0..<count {
                 try copy(view.reference(at: start + element * view.objectRefSize), of: view, index: first + element)
             }
         case 0xD0:
             let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: 2 * view.objectRefSize)
-            let (firstKey, firstValue) = startDictionary(count: count, index: index)
-            let order = try view.keyOrder(count: count, references: start)
+            let firstKey = startContainer(0xD0, count: count, index: index)
+            let order = try view.keys(count: count, references: start).order
             let values = start + count * view.objectRefSize
             for entry in 0..<count {
                 let key = order?[entry] ?? entry
@@ -32,7 +30,7 @@ extension BinaryPropertyListWriter {
             }
             for entry in 0..<count {
                 let key = order?[entry] ?? entry
-                try copy(view.reference(at: values + key * view.objectRefSize), of: view, index: firstValue + entry)
+                try copy(view.reference(at: values + key * view.objectRefSize), of: view, index: firstKey + count + entry)
             }
         case 0x40:
             let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: 1)

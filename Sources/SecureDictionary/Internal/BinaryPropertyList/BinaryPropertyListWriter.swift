@@ -39,11 +39,12 @@ struct BinaryPropertyListWriter {
         for byte in "bplist00".utf8 { append(byte) }
     }
 
-    /// The most bytes a blob of the objects `census` counts takes (offsets of 8 bytes).
+    /// The most bytes a blob of the objects `census` counts takes (its offsets as wide as the
+    /// object area needs).
     static func size(of census: Census) -> Int {
         let referenceSize = byteWidth(of: UInt64(max(census.objects, 1) - 1))
         let objectsEnd = BlobView.headerSize + census.bytes + census.references * referenceSize
-        return census.blobSize(referenceSize: referenceSize, offsetSize: byteWidth(of: UInt64(objectsEnd)))
+        return objectsEnd + census.objects * byteWidth(of: UInt64(objectsEnd)) + BlobView.trailerSize
     }
 
     /// Appends the offset table and the trailer; returns the blob's size.
@@ -51,9 +52,7 @@ struct BinaryPropertyListWriter {
         precondition(nextIndex == offsets.count, "the property list has other objects than its census")
         let tableOffset = position
         let offsetSize = Self.byteWidth(of: UInt64(offsets.max() ?? 0))
-        for offset in offsets {
-            appendBigEndian(UInt64(offset), width: offsetSize)
-        }
+        for offset in offsets { appendBigEndian(UInt64(offset), width: offsetSize) }
         appendBigEndian(0, width: 4)
         appendBigEndian(0, width: 2)
         append(UInt8(offsetSize))
@@ -66,20 +65,20 @@ struct BinaryPropertyListWriter {
 
     // MARK: Objects
 
-    /// Starts the dictionary numbered `index` with `count` entries: its header and references.
-    /// Returns the numbers of its first key and first value; the caller writes the keys, in
-    /// order, then the values.
-    mutating func startDictionary(count: Int, index: Int) -> (firstKey: Int, firstValue: Int) {
+    /// Starts the container numbered `index` (`marker` 0xA0 or 0xD0) with `count` elements or
+    /// entries: its header and references. Returns the number of its first child; the caller
+    /// writes the children in order (a dictionary's keys, then its values).
+    mutating func startContainer(_ marker: UInt8, count: Int, index: Int) -> Int {
         offsets[index] = position
-        appendHeader(0xD0, count: count)
-        let firstKey = reserveIndices(count)
-        let firstValue = reserveIndices(count)
-        for entry in 0..<(2 * count) { appendReference(firstKey + entry) }
-        return (firstKey, firstValue)
+        appendHeader(marker, count: count)
+        let first = nextIndex
+        nextIndex += marker == 0xD0 ? 2 * count : count
+        for child in first..<nextIndex { appendBigEndian(UInt64(child), width: referenceSize) }
+        return first
     }
 
     private mutating func writeDictionary(_ entries: [String: PropertyListValue], index: Int) {
-        let (firstKey, firstValue) = startDictionary(count: entries.count, index: index)
+        let firstKey = startContainer(0xD0, count: entries.count, index: index)
         var keys = SortedKeys(entries.keys)
         defer { keys.wipe() }
         keys.utf8.withUnsafeBufferPointer { utf8 in
@@ -90,15 +89,8 @@ struct BinaryPropertyListWriter {
             }
         }
         for (entry, key) in keys.order.enumerated() {
-            write(entries.values[key.position], index: firstValue + entry)
+            write(entries.values[key.position], index: firstKey + entries.count + entry)
         }
-    }
-
-    /// The key string `key` as object `index`.
-    mutating func writeKey(_ key: String, index: Int) {
-        offsets[index] = position
-        var contiguous = key
-        contiguous.withUTF8 { utf8 in appendString(utf8: utf8) { key } }
     }
 
     mutating func write(_ value: PropertyListValue, index: Int) {
@@ -107,9 +99,7 @@ struct BinaryPropertyListWriter {
         case .dictionary(let entries):
             writeDictionary(entries, index: index)
         case .array(let elements):
-            appendHeader(0xA0, count: elements.count)
-            let first = reserveIndices(elements.count)
-            for element in 0..<elements.count { appendReference(first + element) }
+            let first = startContainer(0xA0, count: elements.count, index: index)
             for (element, value) in elements.enumerated() { write(value, index: first + element) }
         case .string(let string):
             var contiguous = string
@@ -152,11 +142,6 @@ struct BinaryPropertyListWriter {
 
     mutating func markObject(_ index: Int) { offsets[index] = position }
 
-    mutating func reserveIndices(_ count: Int) -> Int {
-        defer { nextIndex += count }
-        return nextIndex
-    }
-
     /// A marker whose low nibble holds `count`, or 0xF followed by an integer object.
     mutating func appendHeader(_ marker: UInt8, count: Int) {
         if count < 15 {
@@ -176,10 +161,6 @@ struct BinaryPropertyListWriter {
             append(0x10 | UInt8(width.trailingZeroBitCount))
             appendBigEndian(UInt64(integer), width: width)
         }
-    }
-
-    mutating func appendReference(_ index: Int) {
-        appendBigEndian(UInt64(index), width: referenceSize)
     }
 
     /// Room for `count` more bytes. The census sizes the output, so this never fails unless

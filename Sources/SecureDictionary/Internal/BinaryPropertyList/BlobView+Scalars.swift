@@ -19,7 +19,7 @@ extension BlobView {
             return .bool(false)
         case 0x09:
             return .bool(true)
-        case 0x10:
+        case 0x10:  // 1, 2 and 4-byte integers are unsigned, 8-byte ones signed
             try requireBytes(1, at: offset + 1)
             return .integer(Int(byte(at: offset + 1)))
         case 0x11:
@@ -50,8 +50,18 @@ extension BlobView {
     /// ``scalar(marker:offset:)`` for the types it does not read inline, and the rejected ones.
     private func otherScalar(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
         switch marker {
-        case 0x10...0x14:
-            return try integer(marker: marker, offset: offset)
+        case 0x14:
+            // 16 bytes: how Apple and Python write values above `Int64.max`; accepted across the
+            // whole range binary plists carry, `Int64.min…UInt64.max`, and only there.
+            try requireBytes(16, at: offset + 1)
+            let high = unsigned(at: offset + 1, size: 8)
+            let low = unsigned(at: offset + 9, size: 8)
+            let lowIsNegative = low >> 63 == 1
+            if high == 0 {
+                return lowIsNegative ? .unsignedInteger(low) : .integer(Int(low))
+            }
+            guard high == .max && lowIsNegative else { throw .corrupt(reason: "integer out of range") }
+            return .integer(Int(truncatingIfNeeded: Int64(bitPattern: low)))
         case 0x22:
             try requireBytes(4, at: offset + 1)
             let bits = UInt32(truncatingIfNeeded: unsigned(at: offset + 1, size: 4))
@@ -59,10 +69,9 @@ extension BlobView {
         case 0x40...0x4F:
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
             return .data(Data(bytes: base + start, count: count))
-        case 0x50...0x5F:
-            return .string(try asciiString(marker: marker, offset: offset))
-        case 0x60...0x6F:
-            return .string(try utf16String(marker: marker, offset: offset))
+        case 0x50...0x6F:
+            // An unpaired surrogate is corrupt: Foundation and `String(decoding:)` would replace it silently.
+            return .string(try string(marker: marker, offset: offset)!.string())
         case 0x00:
             throw .corrupt(reason: "null objects are not supported")
         case 0x0F:
@@ -74,40 +83,6 @@ extension BlobView {
         default:
             throw .corrupt(reason: "unknown object type")
         }
-    }
-
-    /// 1, 2 and 4-byte integers are unsigned, 8-byte ones signed. A 16-byte one is how Apple
-    /// and Python write values above `Int64.max`: it is accepted across the whole range that
-    /// binary plists carry, `Int64.min…UInt64.max`, and only there.
-    private func integer(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
-        let width = 1 << Int(marker & 0x0F)
-        try requireBytes(width, at: offset + 1)
-        switch width {
-        case 1, 2, 4:
-            return .integer(Int(unsigned(at: offset + 1, size: width)))
-        case 8:
-            return .integer(Int(truncatingIfNeeded: Int64(bitPattern: unsigned(at: offset + 1, size: 8))))
-        default:
-            let high = unsigned(at: offset + 1, size: 8)
-            let low = unsigned(at: offset + 9, size: 8)
-            let lowIsNegative = low >> 63 == 1
-            if high == 0 {
-                return lowIsNegative ? .unsignedInteger(low) : .integer(Int(low))
-            }
-            guard high == .max && lowIsNegative else { throw .corrupt(reason: "integer out of range") }
-            return .integer(Int(truncatingIfNeeded: Int64(bitPattern: low)))
-        }
-    }
-
-    /// A 0x5n string: one byte per character, each below 0x80.
-    func asciiString(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> String {
-        let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
-        if count <= 15 { return try shortASCIIString(count: count, at: start) }
-        let source = UnsafeRawBufferPointer(start: base + start, count: count)
-        guard Self.isASCII(source) else {
-            throw .corrupt(reason: "non-ASCII byte in an ASCII string")
-        }
-        return String(decoding: source.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
     }
 
     /// The ASCII string of `count` (0 to 15) bytes at `start`; the caller checked bounds.
@@ -137,12 +112,6 @@ extension BlobView {
             throw .corrupt(reason: "non-ASCII byte in an ASCII string")
         }
         return String(decoding: UnsafeRawBufferPointer(start: base + start, count: count), as: UTF8.self)
-    }
-
-    /// A 0x6n string: UTF-16 big-endian code units, transcoded here to UTF-8. An unpaired
-    /// surrogate is corrupt (Foundation and `String(decoding:)` would replace it silently).
-    func utf16String(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> String {
-        try string(marker: marker, offset: offset)!.string()
     }
 
     /// Whether every byte is below 0x80, eight bytes at a time.

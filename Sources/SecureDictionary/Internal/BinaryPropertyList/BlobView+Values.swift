@@ -10,9 +10,8 @@
     import Musl
 #endif
 
-/// Reading a validated blob in place: the caller's copies of its values, what the writer
-/// would write for them, and whether two values are stored identically, without a `String`
-/// or `Data` the library would keep.
+/// Reading a validated blob in place: the caller's copies of its values, and whether two
+/// values are stored identically, without a `String` or `Data` the library would keep.
 ///
 /// Only for a blob ``BinaryPropertyListReader`` validated (with the same bytes since): the
 /// recursions here trust that no container is referenced twice and that the depth is bounded.
@@ -24,10 +23,10 @@ extension BlobView {
         switch marker & 0xF0 {
         case 0xA0:
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
-            var elements: [PropertyListValue] = []
-            elements.reserveCapacity(count)
-            for element in 0..<count { elements.append(try value(of: reference(at: start + element * objectRefSize))) }
-            return .array(elements)
+            return .array(
+                try (0..<count).map { element throws(BinaryPropertyListError) in
+                    try value(of: reference(at: start + element * objectRefSize))
+                })
         case 0xD0:
             return .dictionary(try entries(of: index))
         default:
@@ -39,7 +38,7 @@ extension BlobView {
     /// canonically equivalent (`é` as U+00E9 and as `e` + U+0301) are one key to a Swift
     /// dictionary: the copy holds one of them.
     func entries(of index: Int) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
-        let (_, count, start) = try container(index)
+        let (count, start) = try container(index)
         var entries = [String: PropertyListValue](minimumCapacity: count)
         let values = start + count * objectRefSize
         for entry in 0..<count {
@@ -47,29 +46,6 @@ extension BlobView {
             entries[key] = try value(of: reference(at: values + entry * objectRefSize))
         }
         return entries
-    }
-
-    /// What the writer writes for object `index` and all it contains.
-    func census(of index: Int) throws(BinaryPropertyListError) -> Census {
-        let offset = try objectOffset(index)
-        let marker = byte(at: offset)
-        switch marker & 0xF0 {
-        case 0xA0, 0xD0:
-            let pairs = marker & 0xF0 == 0xD0 ? 2 : 1
-            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: pairs * objectRefSize)
-            var census = Census.container(count: count, references: pairs * count)
-            for reference in 0..<(pairs * count) {
-                census = census + (try self.census(of: self.reference(at: start + reference * objectRefSize)))
-            }
-            return census
-        case 0x40:
-            let (count, _) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
-            return Census(objects: 1, bytes: Census.headerLength(count) + count)
-        case 0x50, 0x60:
-            return Census(objects: 1, bytes: try string(marker: marker, offset: offset)!.canonicalLength)
-        default:
-            return Census(objects: 1, bytes: Census.scalarLength(try scalar(marker: marker, offset: offset)))
-        }
     }
 
     // MARK: Identity
@@ -95,10 +71,10 @@ extension BlobView {
             }
             return true
         case (0xD0, .dictionary(let entries)):
-            let (_, count, start) = try container(index)
+            let (count, start) = try container(index)
             guard count == entries.count else { return false }
             // Both in the writer's key order, then pairwise.
-            let order = try keyOrder(count: count, references: start)
+            let order = try keys(count: count, references: start).order
             var keys = BinaryPropertyListWriter.SortedKeys(entries.keys)
             defer { keys.wipe() }
             let values = start + count * objectRefSize
@@ -131,36 +107,26 @@ extension BlobView {
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
             let (otherCount, otherStart) = try view.countAndStart(marker: otherMarker, offset: otherOffset, unitSize: 1)
             return count == otherCount && (count == 0 || memcmp(base + start, view.base + otherStart, count) == 0)
-        case (0xA0, 0xA0):
-            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
-            let (otherCount, otherStart) = try view.countAndStart(
-                marker: otherMarker, offset: otherOffset, unitSize: view.objectRefSize)
+        case (0xA0, 0xA0), (0xD0, 0xD0):
+            let (count, start) = try container(index)
+            let (otherCount, otherStart) = try view.container(other)
             guard count == otherCount else { return false }
-            for element in 0..<count
-            where
-                !(try holds(
-                    reference(at: start + element * objectRefSize),
-                    identicalTo: view.reference(at: otherStart + element * view.objectRefSize),
-                    of: view))
-            {
-                return false
-            }
-            return true
-        case (0xD0, 0xD0):
-            let (_, count, start) = try container(index)
-            let (_, otherCount, otherStart) = try view.container(other)
-            guard count == otherCount else { return false }
-            let (order, otherOrder) = (
-                try keyOrder(count: count, references: start), try view.keyOrder(count: count, references: otherStart)
-            )
+            // Elements in order; a dictionary's entries pairwise in the writer's key order.
+            let isDictionary = marker & 0xF0 == 0xD0
+            let order = try isDictionary ? keys(count: count, references: start).order : nil
+            let otherOrder = try isDictionary ? view.keys(count: count, references: otherStart).order : nil
+            let values = isDictionary ? count : 0
             for entry in 0..<count {
                 let (mine, theirs) = (order?[entry] ?? entry, otherOrder?[entry] ?? entry)
-                let key = try string(reference(at: start + mine * objectRefSize))
-                let otherKey = try view.string(view.reference(at: otherStart + theirs * view.objectRefSize))
-                guard StoredString.compare(key, otherKey) == 0,
+                if isDictionary {
+                    let key = try string(reference(at: start + mine * objectRefSize))
+                    let otherKey = try view.string(view.reference(at: otherStart + theirs * view.objectRefSize))
+                    guard StoredString.compare(key, otherKey) == 0 else { return false }
+                }
+                guard
                     try holds(
-                        reference(at: start + (count + mine) * objectRefSize),
-                        identicalTo: view.reference(at: otherStart + (count + theirs) * view.objectRefSize), of: view)
+                        reference(at: start + (values + mine) * objectRefSize),
+                        identicalTo: view.reference(at: otherStart + (values + theirs) * view.objectRefSize), of: view)
                 else { return false }
             }
             return true

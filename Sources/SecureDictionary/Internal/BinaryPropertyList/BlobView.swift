@@ -144,13 +144,11 @@ struct BlobView {
         return (count, start)
     }
 
-    /// The container of object `index`: its marker, element count, where its references start.
+    /// The container of object `index`: its element count and where its references start.
     /// For a dictionary, keys come first (`count` references), then values.
-    func container(_ index: Int) throws(BinaryPropertyListError) -> (marker: UInt8, count: Int, references: Int) {
+    func container(_ index: Int) throws(BinaryPropertyListError) -> (count: Int, start: Int) {
         let offset = try objectOffset(index)
         let marker = byte(at: offset)
-        let pairs = marker & 0xF0 == 0xD0 ? 2 : 1
-        let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: pairs * objectRefSize)
-        return (marker, count, start)
+        return try countAndStart(marker: marker, offset: offset, unitSize: (marker & 0xF0 == 0xD0 ? 2 : 1) * objectRefSize)
     }
 }

@@ -9,7 +9,7 @@
 /// ```
 ///
 /// The counts are exact for the writer's canonical form: ``Census/count(_:depth:maximumDepth:)``
-/// for values the caller gives, ``BlobView/census(of:depth:)`` for objects of a stored blob.
+/// for values the caller gives, ``BinaryPropertyListReader`` for objects of a stored blob.
 struct Census: Equatable, Sendable {
     var objects = 0
     var references = 0
@@ -58,12 +58,6 @@ struct Census: Equatable, Sendable {
         return headerLength(units) + (ascii ? units : 2 * units)
     }
 
-    /// The total size of a blob of these objects: header, objects, references of
-    /// `referenceSize`, an offset table of `offsetSize`, trailer.
-    func blobSize(referenceSize: Int, offsetSize: Int) -> Int {
-        BlobView.headerSize + bytes + references * referenceSize + objects * offsetSize + BlobView.trailerSize
-    }
-
     // MARK: Values the caller gives
 
     /// Counts `value` at nesting level `depth`.
@@ -74,11 +68,17 @@ struct Census: Equatable, Sendable {
     mutating func count(_ value: PropertyListValue, depth: Int, maximumDepth: Int) throws(BinaryPropertyListError) {
         switch value {
         case .dictionary(let entries):
-            try countDictionary(entries, depth: depth, maximumDepth: maximumDepth)
-        case .array(let elements):
-            guard depth <= maximumDepth else {
-                throw .invalidValue(reason: "containers nest deeper than the depth limit")
+            guard depth <= maximumDepth else { throw .invalidValue(reason: "containers nest deeper than the depth limit") }
+            self = self + .container(count: entries.count, references: 2 * entries.count)
+            var hasDollarKey = false
+            for (key, value) in entries {
+                hasDollarKey = hasDollarKey || key.utf8.first == UInt8(ascii: "$")
+                try count(.string(key), depth: depth + 1, maximumDepth: maximumDepth)
+                try count(value, depth: depth + 1, maximumDepth: maximumDepth)
             }
+            if hasDollarKey, entries["$archiver"] != nil, entries["$objects"] != nil { throw Self.keyedArchive }
+        case .array(let elements):
+            guard depth <= maximumDepth else { throw .invalidValue(reason: "containers nest deeper than the depth limit") }
             self = self + .container(count: elements.count, references: elements.count)
             for element in elements { try count(element, depth: depth + 1, maximumDepth: maximumDepth) }
         case .string(let string):
@@ -92,24 +92,6 @@ struct Census: Equatable, Sendable {
         case .integer, .unsignedInteger, .real, .date, .bool:
             objects += 1
             bytes += Self.scalarLength(value)
-        }
-    }
-
-    mutating func countDictionary(
-        _ entries: [String: PropertyListValue], depth: Int, maximumDepth: Int
-    ) throws(BinaryPropertyListError) {
-        guard depth <= maximumDepth else {
-            throw .invalidValue(reason: "containers nest deeper than the depth limit")
-        }
-        self = self + .container(count: entries.count, references: 2 * entries.count)
-        var hasDollarKey = false
-        for (key, value) in entries {
-            hasDollarKey = hasDollarKey || key.utf8.first == UInt8(ascii: "$")
-            try count(.string(key), depth: depth + 1, maximumDepth: maximumDepth)
-            try count(value, depth: depth + 1, maximumDepth: maximumDepth)
-        }
-        if hasDollarKey, entries["$archiver"] != nil, entries["$objects"] != nil {
-            throw Self.keyedArchive
         }
     }
 

@@ -24,15 +24,11 @@ struct StoredString {
     let isUTF16: Bool
 
     /// Whether every scalar is below 0x80 (so the writer writes it as ASCII).
-    var isASCII: Bool {
-        guard isUTF16 else { return true }
-        for unit in 0..<count where self.unit(unit) >= 0x80 { return false }
-        return true
-    }
+    var isASCII: Bool { !isUTF16 || (0..<count).allSatisfy { unit($0) < 0x80 } }
 
     /// The bytes the writer gives this string as an object.
     var canonicalLength: Int {
-        isASCII ? Census.headerLength(count) + count : Census.headerLength(count) + 2 * count
+        Census.headerLength(count) + (isASCII ? count : 2 * count)
     }
 
     @inline(__always)
@@ -61,10 +57,11 @@ struct StoredString {
 
     var scalars: Scalars { Scalars(string: self) }
 
-    /// Negative, zero or positive as `self` sorts before, with or after `other`.
+    /// Negative, zero or positive as `left` sorts before, with or after `right`.
     static func compare(_ left: StoredString, _ right: StoredString) -> Int {
         if !left.isUTF16, !right.isUTF16 { return compareBytes(left.start, left.count, right.start, right.count) }
-        return compareScalars(left.scalars, right.scalars)
+        var (mine, theirs) = (left.scalars, right.scalars)
+        return compareScalars(&mine) { theirs.next() }
     }
 
     /// Negative, zero or positive as `self` sorts before, equals or sorts after `key`.
@@ -83,6 +80,14 @@ struct StoredString {
 
     func equals(_ key: String) -> Bool { compare(to: key) == 0 }
 
+    /// Notes in `found` whether this key is `$archiver` or `$objects`, however stored: a
+    /// dictionary holding both reads as a keyed archive, which the reader rejects.
+    func noteArchiveKey(in found: inout (archiver: Bool, objects: Bool)) {
+        guard count > 0, (isUTF16 ? unit(0) : UInt32(start.load(as: UInt8.self))) == 0x24 else { return }
+        found.archiver = found.archiver || equals("$archiver")
+        found.objects = found.objects || equals("$objects")
+    }
+
     /// The caller's copy of the text, built in one allocation of its final storage (a
     /// buffer that grew would leave a copy of the text behind in the one it replaced).
     func string() -> String {
@@ -91,7 +96,9 @@ struct StoredString {
         return String(unsafeUninitializedCapacity: 3 * count) { utf8 in
             var written = 0
             var scalars = self.scalars
-            while let scalar = scalars.next() { written += UTF8Output.write(scalar, to: utf8.baseAddress! + written) }
+            while let scalar = scalars.next() {
+                written += Self.writeUTF8(scalar, to: UnsafeMutableRawPointer(utf8.baseAddress! + written))
+            }
             return written
         }
     }
@@ -138,11 +145,23 @@ struct StoredString {
                     hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: buffer[..<used]))
                     used = 0
                 }
-                used += UTF8Output.write(scalar, to: buffer.baseAddress! + used)
+                used += writeUTF8(scalar, to: buffer.baseAddress! + used)
             }
             hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: buffer[..<used]))
             explicit_bzero(buffer.baseAddress!, buffer.count)
         }
+    }
+
+    /// Writes `scalar` (a checked string's: never a surrogate) as UTF-8 at `output`; returns
+    /// the byte count (1 to 4).
+    @inline(__always)
+    private static func writeUTF8(_ scalar: UInt32, to output: UnsafeMutableRawPointer) -> Int {
+        var count = 0
+        UTF8.encode(Unicode.Scalar(scalar)!) { byte in
+            output.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+            count += 1
+        }
+        return count
     }
 
     // MARK: Comparing
@@ -158,12 +177,6 @@ struct StoredString {
         return leftCount - rightCount
     }
 
-    private static func compareScalars(_ left: Scalars, _ right: Scalars) -> Int {
-        var left = left
-        var right = right
-        return compareScalars(&left) { right.next() }
-    }
-
     private static func compareScalars(_ left: inout Scalars, _ right: () -> UInt32?) -> Int {
         while true {
             switch (left.next(), right()) {
@@ -173,42 +186,6 @@ struct StoredString {
             case (let mine?, let theirs?) where mine != theirs: return mine < theirs ? -1 : 1
             default: continue
             }
-        }
-    }
-}
-
-/// Writes Unicode scalars (never a surrogate) as UTF-8.
-enum UTF8Output {
-    /// Writes `scalar` at `to`; returns the byte count (1 to 4).
-    @inline(__always)
-    static func write(_ scalar: UInt32, to output: UnsafeMutablePointer<UInt8>) -> Int {
-        write(scalar, to: UnsafeMutableRawPointer(output))
-    }
-
-    @inline(__always)
-    static func write(_ scalar: UInt32, to output: UnsafeMutableRawPointer) -> Int {
-        func store(_ byte: UInt32, _ at: Int) {
-            output.storeBytes(of: UInt8(truncatingIfNeeded: byte), toByteOffset: at, as: UInt8.self)
-        }
-        switch scalar {
-        case 0..<0x80:
-            store(scalar, 0)
-            return 1
-        case 0x80..<0x800:
-            store(0xC0 | (scalar >> 6), 0)
-            store(0x80 | (scalar & 0x3F), 1)
-            return 2
-        case 0x800..<0x10000:
-            store(0xE0 | (scalar >> 12), 0)
-            store(0x80 | ((scalar >> 6) & 0x3F), 1)
-            store(0x80 | (scalar & 0x3F), 2)
-            return 3
-        default:
-            store(0xF0 | (scalar >> 18), 0)
-            store(0x80 | ((scalar >> 12) & 0x3F), 1)
-            store(0x80 | ((scalar >> 6) & 0x3F), 2)
-            store(0x80 | (scalar & 0x3F), 3)
-            return 4
         }
     }
 }

@@ -48,19 +48,14 @@ extension Generation {
         while let step = try! merge.next(comparing: { (before, after) throws(BinaryPropertyListError) in
             StoredString.compare(try old.key(old.entry(inOrder: before)), try key(entry(inOrder: after)))
         }) {
-            let change: SecureDictionary.Change?
+            let (before, after): (Int?, Int?)
             switch step {
-            case .left(let before):
-                let entry = old.entry(inOrder: before)
-                change = try! self.change(of: old.key(entry).string(), from: entry, in: old, to: nil)
-            case .right(let after):
-                let entry = entry(inOrder: after)
-                change = try! self.change(of: key(entry).string(), from: nil, in: old, to: entry)
-            case .both(let before, let after):
-                let entry = entry(inOrder: after)
-                change = try! self.change(of: key(entry).string(), from: old.entry(inOrder: before), in: old, to: entry)
+            case .left(let position): (before, after) = (old.entry(inOrder: position), nil)
+            case .right(let position): (before, after) = (nil, entry(inOrder: position))
+            case .both(let left, let right): (before, after) = (old.entry(inOrder: left), entry(inOrder: right))
             }
-            if let change { changes.append(change) }
+            let stored = try! after.map(key) ?? old.key(before!)
+            if let change = try! self.change(of: stored.string(), from: before, in: old, to: after) { changes.append(change) }
         }
         return changes
     }

@@ -16,8 +16,7 @@ import Logging
 ///    by walking just those), plus the new entries' (counted from the caller's values). The
 ///    census gives the new blob's size, so its region is allocated once.
 /// 2. **Write.** Unchanged entries are copied object by object from the stored region
-///    (``BinaryPropertyListWriter/copy(_:of:index:)``: byte for byte but for renumbered
-///    references, when the stored blob is this writer's own); only the caller's new values are
+///    (``BinaryPropertyListWriter/copy(_:of:index:)``); only the caller's new values are
 ///    encoded. Unchanged keys keep their hash, so the new index hashes only new keys.
 ///
 /// The result is byte for byte what encoding the whole dictionary from its values gives
@@ -41,11 +40,12 @@ extension Generation {
                 writingWith: plan.census, count: plan.sources.count, logger: logger,
                 hash: { entry in plan.sources[entry].stored.map { base!.hashTag($0) } }
             ) { writer throws(BinaryPropertyListError) in
-                let (firstKey, firstValue) = writer.startDictionary(count: plan.sources.count, index: 0)
+                let firstKey = writer.startContainer(0xD0, count: plan.sources.count, index: 0)
+                let firstValue = firstKey + plan.sources.count
                 for (entry, source) in plan.sources.enumerated() {
                     switch source {
                     case .stored(let stored): writer.copyString(try base!.key(stored), index: firstKey + entry)
-                    case .new(let position): writer.writeKey(overlay.edits.keys[position].text, index: firstKey + entry)
+                    case .new(let position): writer.write(.string(overlay.edits.keys[position].text), index: firstKey + entry)
                     }
                 }
                 for (entry, source) in plan.sources.enumerated() {
@@ -63,9 +63,7 @@ extension Generation {
         }
     }
 
-    typealias ChangedKeys = BinaryPropertyListWriter.SortedKeys<
-        LazyMapCollection<Dictionary<Overlay.Key, Overlay.Edit>.Keys, String>
-    >
+    typealias ChangedKeys = BinaryPropertyListWriter.SortedKeys<LazyMapCollection<Overlay.Edits.Keys, String>>
 
     /// The new root's entries, in the writer's order, and the census of the new blob.
     private struct Plan {
@@ -73,7 +71,7 @@ extension Generation {
             /// An entry of the stored generation, unchanged.
             case stored(Int)
             /// A changed key's new value, at this position of the overlay's edits.
-            case new(Dictionary<Overlay.Key, Overlay.Edit>.Index)
+            case new(Overlay.Edits.Index)
 
             var stored: Int? {
                 if case .stored(let entry) = self { return entry }
@@ -84,6 +82,8 @@ extension Generation {
         var sources: [Source] = []
         var census: Census
         private var archiveKeys = (archiver: false, objects: false)
+        /// Walks the stored entries replaced or removed, to count what goes (made on first need).
+        private var dropped: BinaryPropertyListReader?
 
         /// Merges the stored entries (in the writer's order) with the changed keys (sorted).
         init(base: Generation?, overlay: Overlay, keys: ChangedKeys, maximumDepth: Int) throws(BinaryPropertyListError) {
@@ -96,32 +96,26 @@ extension Generation {
             }) {
                 switch step {
                 case .left(let position):  // an entry the changes leave alone
-                    try keep(base!.entry(inOrder: position), of: base!)
+                    sources.append(.stored(base!.entry(inOrder: position)))
+                    try base!.key(base!.entry(inOrder: position)).noteArchiveKey(in: &archiveKeys)
                 case .right(let change):
                     try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
                 case .both(let position, let change):
                     // Replaced or removed: its objects go.
                     let entry = base!.entry(inOrder: position)
-                    census = census - (try base!.view.census(of: base!.keyObject(entry)))
-                    census = census - (try base!.view.census(of: base!.valueObject(entry)))
+                    dropped = dropped ?? BinaryPropertyListReader(base!.view, maximumDepth: .max)
+                    try dropped!.validate(base!.keyObject(entry), depth: 2)
+                    try dropped!.validate(base!.valueObject(entry), depth: 2)
                     try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
                 }
             }
             if archiveKeys.archiver && archiveKeys.objects { throw Census.keyedArchive }
-            census = census + .container(count: sources.count, references: 2 * sources.count)
+            census = census - (dropped?.census ?? Census()) + .container(count: sources.count, references: 2 * sources.count)
         }
 
-        private mutating func keep(_ entry: Int, of base: Generation) throws(BinaryPropertyListError) {
-            sources.append(.stored(entry))
-            let key = try base.key(entry)
-            guard key.count > 0, !key.isUTF16, key.start.load(as: UInt8.self) == UInt8(ascii: "$") else { return }
-            archiveKeys.archiver = archiveKeys.archiver || key.equals("$archiver")
-            archiveKeys.objects = archiveKeys.objects || key.equals("$objects")
-        }
-
-        private mutating func add(
-            _ edit: Dictionary<Overlay.Key, Overlay.Edit>.Index, of overlay: Overlay, maximumDepth: Int
-        ) throws(BinaryPropertyListError) {
+        private mutating func add(_ edit: Overlay.Edits.Index, of overlay: Overlay, maximumDepth: Int)
+            throws(BinaryPropertyListError)
+        {
             guard case .value(let value) = overlay.edits.values[edit] else { return }  // a removal
             let key = overlay.edits.keys[edit].text
             sources.append(.new(edit))

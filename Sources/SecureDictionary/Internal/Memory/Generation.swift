@@ -37,7 +37,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     /// The generation of an item that does not exist: an empty dictionary.
     static let empty = try! Generation(writingWith: .container(count: 0, references: 0), count: 0, logger: nil) { writer in
-        _ = writer.startDictionary(count: 0, index: 0)
+        _ = writer.startContainer(0xD0, count: 0, index: 0)
     }
 
     /// A generation holding a copy of `bytes`, a stored blob, once it is validated as hostile
@@ -52,10 +52,10 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     {
         do throws(BinaryPropertyListError) {
             let (validated, census) = try BinaryPropertyList.validate(bytes, limits: limits)
-            let region = SecureRegion(byteCount: Self.regionSize(blob: bytes.count, entries: validated.count), logger: logger)
+            let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: validated.count).size, logger: logger)
             region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
             let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
-            let order = validated.keysAscend ? nil : try view.keyOrder(count: validated.count, references: validated.references)
+            let order = validated.keysAscend ? nil : try view.keys(count: validated.count, references: validated.references).order
             try self.init(
                 region: region, view: view, size: bytes.count, root: validated, order: order, census: census, hash: nil)
         } catch {
@@ -70,12 +70,12 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         _ write: (inout BinaryPropertyListWriter) throws(BinaryPropertyListError) -> Void
     ) throws(BinaryPropertyListError) {
         let capacity = BinaryPropertyListWriter.size(of: census)
-        let region = SecureRegion(byteCount: Self.regionSize(blob: capacity, entries: count), logger: logger)
+        let region = SecureRegion(byteCount: Self.layout(blob: capacity, entries: count).size, logger: logger)
         var writer = BinaryPropertyListWriter(into: region.base, census: census)
         try write(&writer)
         let size = writer.finish()
         let view = try BlobView(region.bytes(0..<size))
-        let (_, root, references) = try view.container(view.topObject)
+        let (root, references) = try view.container(view.topObject)
         precondition(root == count, "the root was written with another entry count than planned")
         try self.init(
             region: region, view: view, size: size, root: .init(count: count, references: references, keysAscend: true),
@@ -93,7 +93,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         self.census = census
         references = root.references
         self.order = order
-        let (hashesAt, slotsAt, slotCount) = Self.layout(blob: blobCapacity ?? size, entries: count)
+        let (hashesAt, slotsAt, slotCount, _) = Self.layout(blob: blobCapacity ?? size, entries: count)
         hashes = (region.base + hashesAt).bindMemory(to: UInt32.self, capacity: max(count, 1))
         slots = (region.base + slotsAt).bindMemory(to: UInt32.self, capacity: slotCount)
         slotMask = slotCount - 1
@@ -107,39 +107,30 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         }
     }
 
-    /// Bytes a region needs for a blob of `blob` bytes whose root holds `entries` entries.
-    private static func regionSize(blob: Int, entries: Int) -> Int {
-        let (hashes, slots, slotCount) = layout(blob: blob, entries: entries)
-        return max(hashes, slots + 4 * slotCount)
-    }
-
-    /// Where the hashes and the slots start, and how many slots (a power of two, at least
-    /// twice the entries).
-    private static func layout(blob: Int, entries: Int) -> (hashes: Int, slots: Int, slotCount: Int) {
+    /// For a blob of `blob` bytes whose root holds `entries` entries: where the hashes and the
+    /// slots start, how many slots (a power of two, at least twice the entries), and the
+    /// bytes the region needs.
+    private static func layout(blob: Int, entries: Int) -> (hashes: Int, slots: Int, slotCount: Int, size: Int) {
         let hashes = (blob + 7) & ~7
         var slotCount = 8
         while slotCount < 2 * entries { slotCount <<= 1 }
-        return (hashes, hashes + 4 * entries, slotCount)
+        return (hashes, hashes + 4 * entries, slotCount, hashes + 4 * entries + 4 * slotCount)
     }
 
     // MARK: Entries
 
-    /// The stored key of entry `entry`.
     func key(_ entry: Int) throws(BinaryPropertyListError) -> StoredString {
         try view.string(view.reference(at: references + entry * view.objectRefSize))
     }
 
-    /// The object number of entry `entry`'s value.
     func valueObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
         try view.reference(at: references + (count + entry) * view.objectRefSize)
     }
 
-    /// The object number of entry `entry`'s key.
     func keyObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
         try view.reference(at: references + entry * view.objectRefSize)
     }
 
-    /// The hash tag of entry `entry`'s key.
     func hashTag(_ entry: Int) -> UInt32 { hashes[entry] }
 
     /// The entry at `position` in the writer's order (by the keys' UTF-8 bytes).

@@ -35,14 +35,14 @@ struct Overlay: Sendable {
 
     /// Whether the stored entries are dropped before the changes apply (`removeAll()`).
     var dropsStored = false
-    var edits: [Key: Edit] = [:]
+    var edits: Edits = [:]
+    typealias Edits = [Key: Edit]
 
     /// Sets `key` to `value`; `nil` removes it.
     mutating func set(_ key: String, to value: PropertyListValue?) {
         edits[Key(text: key)] = value.map(Edit.value) ?? .removed
     }
 
-    /// The edit of `key`, if it was changed.
     func edit(of key: String) -> Edit? { edits[Key(text: key)] }
 
     /// Drops every stored entry and every change so far.

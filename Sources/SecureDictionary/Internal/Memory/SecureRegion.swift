@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -72,5 +73,116 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
     func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
         precondition(range.lowerBound >= 0 && range.upperBound <= byteCount, "outside the region")
         return UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count)
+    }
+}
+
+/// How the library's secret memory (every ``SecureRegion``) stands in this process: what
+/// `secure-dict doctor` reports.
+///
+/// ```swift
+/// let status = SecureMemory.status
+/// if status.unlockedRegions > 0 { print("secrets may reach swap: raise ulimit -l") }
+/// ```
+package enum SecureMemory {
+    /// The regions alive now, and what failed since the process started.
+    package struct Status: Sendable, Equatable {
+        /// Regions alive whose pages are locked in memory (`mlock`), and their bytes.
+        package var lockedRegions = 0
+        package var lockedBytes = 0
+        /// Regions alive that could not be locked (their secrets may reach swap).
+        package var unlockedRegions = 0
+        /// How many `mlock` calls failed since the process started, and the last one's `errno`
+        /// (`ENOMEM` or `EPERM`: `RLIMIT_MEMLOCK` too small).
+        package var lockFailures = 0
+        package var lastLockError: Int32?
+        /// How many `madvise(MADV_DONTDUMP)` calls failed (then those pages may be in a core dump).
+        package var dumpAdviceFailures = 0
+        /// How many `madvise(MADV_WIPEONFORK)` calls failed (then a `fork()` child gets a copy
+        /// of those pages; Linux before 4.14 has no such advice).
+        package var forkWipeFailures = 0
+        /// The soft `RLIMIT_MEMLOCK` in bytes; `nil` when unlimited.
+        package var memoryLockLimit: Int?
+    }
+
+    /// A snapshot of the status.
+    package static var status: Status {
+        var status = state.withLock { $0.status }
+        var limit = rlimit()
+        if getrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &limit) == 0 {
+            status.memoryLockLimit = limit.rlim_cur == rlim_t.max ? nil : Int(clamping: limit.rlim_cur)
+        }
+        return status
+    }
+
+    static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+
+    private struct State {
+        var status = Status()
+        var warned = false
+    }
+
+    private static let state = Mutex(State())
+    private static let defaultLogger = Logger(label: "SecureDictionary")
+
+    /// Counts a region mapped; logs the first failure of the process (once, never fatal).
+    static func mapped(
+        _ bytes: Int, locked: Bool, lockError: Int32?, adviseError: Int32?, forkWipeError: Int32? = nil, logger: Logger?
+    ) {
+        let warn: Bool = state.withLock { state in
+            if locked {
+                state.status.lockedRegions += 1
+                state.status.lockedBytes += bytes
+            } else {
+                state.status.unlockedRegions += 1
+                state.status.lockFailures += 1
+                state.status.lastLockError = lockError
+            }
+            if adviseError != nil { state.status.dumpAdviceFailures += 1 }
+            if forkWipeError != nil { state.status.forkWipeFailures += 1 }
+            guard !locked || adviseError != nil || forkWipeError != nil, !state.warned else { return false }
+            state.warned = true
+            return true
+        }
+        guard warn else { return }
+        let logger = logger ?? defaultLogger
+        func reason(_ error: Int32) -> String { String(cString: strerror(error)) }
+        if let lockError {
+            logger.warning(
+                """
+                could not lock the memory holding secrets (mlock: \(reason(lockError))): they may reach swap; raise \
+                RLIMIT_MEMLOCK (ulimit -l, LimitMEMLOCK= in a systemd unit). Said once; `secure-dict doctor` shows the state
+                """)
+        }
+        if let adviseError {
+            logger.warning(
+                "could not keep the memory holding secrets out of core dumps (madvise: \(reason(adviseError))). Said once")
+        }
+        if let forkWipeError {
+            logger.warning(
+                "could not have the memory holding secrets wiped in fork() children (madvise MADV_WIPEONFORK: \(reason(forkWipeError))). Said once"
+            )
+        }
+    }
+
+    static func unmapped(_ bytes: Int, locked: Bool) {
+        state.withLock { state in
+            if locked {
+                state.status.lockedRegions -= 1
+                state.status.lockedBytes -= bytes
+            } else {
+                state.status.unlockedRegions -= 1
+            }
+        }
+    }
+}
+
+/// Overwrites memory the library owns with zeros in a way the compiler may not drop
+/// (`explicit_bzero(3)`).
+package enum Wipe {
+    package static func bytes(_ buffer: inout [UInt8]) {
+        buffer.withUnsafeMutableBytes { raw in
+            if let base = raw.baseAddress { explicit_bzero(base, raw.count) }
+        }
+        buffer.removeAll()
     }
 }

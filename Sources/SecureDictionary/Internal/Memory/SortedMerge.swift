@@ -17,23 +17,15 @@
 /// (``Generation/changes(since:)``), are this one.
 struct SortedMerge {
     enum Step: Equatable {
-        /// A position of the left list whose key the right list does not hold.
         case left(Int)
-        /// A position of the right list whose key the left list does not hold.
         case right(Int)
-        /// A position of each list, holding the same key.
         case both(Int, Int)
     }
 
     let leftCount: Int
     let rightCount: Int
-    private var left = 0
-    private var right = 0
-
-    init(leftCount: Int, rightCount: Int) {
-        self.leftCount = leftCount
-        self.rightCount = rightCount
-    }
+    private(set) var left = 0
+    private(set) var right = 0
 
     /// The next step, or `nil` when both lists are done. `compare` is asked only when both
     /// lists have a position left, and answers negative, zero or positive as the left key sorts

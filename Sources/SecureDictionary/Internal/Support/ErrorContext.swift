@@ -34,13 +34,6 @@ package struct ErrorContext: Sendable, Equatable {
     /// Whether the provider's unlock dialog was asked for and could not be shown here.
     package var unlockDialogUnavailable: Bool
 
-    package init(provider: String?, surroundings: Surroundings, hasSessionBus: Bool, unlockDialogUnavailable: Bool) {
-        self.provider = provider
-        self.surroundings = surroundings
-        self.hasSessionBus = hasSessionBus
-        self.unlockDialogUnavailable = unlockDialogUnavailable
-    }
-
     private static let observed = Mutex<(provider: String?, unlockDialogUnavailable: Bool)>((nil, false))
 
     /// The context of this process now.

@@ -46,11 +46,7 @@ enum InfoPlistXML {
         return nil
     }
 
-    struct Tag {
-        enum Kind { case open, close, empty }
-        let name: String
-        let kind: Kind
-    }
+    enum TagKind { case open, close, empty }
 
     /// One pass over the bytes, from tag to tag.
     struct Scanner {
@@ -58,7 +54,7 @@ enum InfoPlistXML {
         var index = 0
 
         /// The next element tag: nil at the end, `.some(nil)` for markup it cannot follow.
-        mutating func nextTag() -> Tag?? {
+        mutating func nextTag() -> (name: String, kind: TagKind)?? {
             while let start = find(Array("<".utf8), from: index) {
                 let rest = bytes[start...]
                 if rest.starts(with: Array("<!--".utf8)) {
@@ -81,7 +77,7 @@ enum InfoPlistXML {
                     if closing { inside = inside.dropFirst() }
                     if empty { inside = inside.dropLast() }
                     let name = inside.prefix { $0 != UInt8(ascii: " ") && $0 != 9 && $0 != 10 && $0 != 13 }
-                    return Tag(name: String(decoding: name, as: UTF8.self), kind: closing ? .close : empty ? .empty : .open)
+                    return (String(decoding: name, as: UTF8.self), closing ? .close : empty ? .empty : .open)
                 }
             }
             return nil
@@ -94,19 +90,13 @@ enum InfoPlistXML {
             let raw = bytes[index..<end]
             index = end + name.utf8.count + 3
             guard !raw.contains(UInt8(ascii: "<")) else { return nil }
-            var decoded: [UInt8] = []
-            var position = raw.startIndex
-            while position < raw.endIndex {
-                guard raw[position] == UInt8(ascii: "&") else {
-                    decoded.append(raw[position])
-                    position += 1
-                    continue
-                }
-                guard let semicolon = raw[position...].firstIndex(of: UInt8(ascii: ";")),
-                    let scalar = Self.reference(String(decoding: raw[(position + 1)..<semicolon], as: UTF8.self))
+            let parts = raw.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false)
+            var decoded = Array(parts[0])
+            for part in parts.dropFirst() {  // each starts with a reference, up to its ";"
+                guard let semicolon = part.firstIndex(of: UInt8(ascii: ";")),
+                    let scalar = Self.reference(String(decoding: part[..<semicolon], as: UTF8.self))
                 else { return nil }
-                decoded.append(contentsOf: Array(String(Character(scalar)).utf8))
-                position = semicolon + 1
+                decoded += Array(String(Character(scalar)).utf8) + part[(semicolon + 1)...]
             }
             return String(decoding: decoded, as: UTF8.self)
         }
@@ -129,16 +119,10 @@ enum InfoPlistXML {
 
         /// Where `pattern` next starts at or after `start`.
         func find(_ pattern: [UInt8], from start: Int) -> Int? {
-            guard !pattern.isEmpty, start <= bytes.count - pattern.count else { return nil }
-            var position = start
-            while position <= bytes.count - pattern.count {
-                guard let first = bytes[position...].firstIndex(of: pattern[0]), first <= bytes.count - pattern.count else {
-                    return nil
-                }
-                if bytes[first..<(first + pattern.count)].elementsEqual(pattern) { return first }
-                position = first + 1
+            guard start <= bytes.count - pattern.count else { return nil }
+            return (start...(bytes.count - pattern.count)).first {
+                bytes[$0] == pattern[0] && bytes[$0..<($0 + pattern.count)].elementsEqual(pattern)
             }
-            return nil
         }
     }
 }

@@ -43,10 +43,8 @@ enum MainBundle {
             let bytes = contents(of: plist, upTo: maximumInfoPlistSize)
         else { return nil }
         if bytes.starts(with: Array("bplist00".utf8)) {
-            let limits = PropertyListLimits(maximumSize: maximumInfoPlistSize)
-            guard case .string(let identifier)? = try? BinaryPropertyList.decode(bytes, limits: limits)["CFBundleIdentifier"]
-            else { return nil }
-            return identifier
+            let entries = try? BinaryPropertyList.decode(bytes, limits: PropertyListLimits(maximumSize: maximumInfoPlistSize))
+            return entries?["CFBundleIdentifier"]?.stringValue
         }
         return InfoPlistXML.bundleIdentifier(in: bytes)
     }

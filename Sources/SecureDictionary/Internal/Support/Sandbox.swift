@@ -62,10 +62,7 @@ extension Substring {
     /// removes (tab, Unicode's space separators and U+200B), which FoundationEssentials lacks.
     fileprivate func trimmingWhitespace() -> Substring {
         func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
-            switch scalar.value {
-            case 0x09, 0x20, 0xA0, 0x1680, 0x2000...0x200B, 0x202F, 0x205F, 0x3000: true
-            default: false
-            }
+            scalar == "\t" || scalar == "\u{200B}" || scalar.properties.generalCategory == .spaceSeparator
         }
         let scalars = unicodeScalars
         guard let first = scalars.firstIndex(where: { !isWhitespace($0) }),
