@@ -29,14 +29,10 @@ SecretService *sd_service_open(gint64 deadline_us, gboolean open_session, GCance
 /* While allowed, a prompt the service returns is run (Prompt.Prompt, then its Completed
    signal): KeePassXC returns one from every CreateItem and Item.Delete, which completes at
    once when nothing needs confirming. A dismissed prompt fails with SD_PROMPT_DISMISSED;
-   cancelling the call dismisses the prompt (Prompt.Dismiss) and fails with
-   G_IO_ERROR_CANCELLED. Set it around create and delete calls only, never around unlocking. */
-void sd_service_allow_confirmations(SecretService *service, gboolean allowed);
-
-/* Whether a prompt still open when the call's cancellable is cancelled is dismissed
-   (Prompt.Dismiss; the default) or left to its user. gnome-keyring-daemon 42.1 aborts
-   when a shown unlock prompt is dismissed. */
-void sd_service_set_dismiss_on_cancel(SecretService *service, gboolean dismiss);
+   cancelling the call fails with G_IO_ERROR_CANCELLED and, if dismiss_on_cancel, dismisses
+   the prompt (Prompt.Dismiss; gnome-keyring-daemon 42.1 aborts when a shown unlock prompt is
+   dismissed). Allow it around create, delete and the dialogs' unlock calls only. */
+void sd_service_allow_confirmations(SecretService *service, gboolean allowed, gboolean dismiss_on_cancel);
 GQuark sd_prompt_error_quark(void);
 enum { SD_PROMPT_DISMISSED = 1 };
 
@@ -73,49 +69,14 @@ gboolean sd_search_reading_one(SecretService *service, GHashTable *attributes, c
                                char ***unlocked, char ***locked, SecretValue **guessed,
                                GCancellable *cancellable, GError **error);
 
-
-/* A string-to-string table (attributes), and an entry added to it (both copied). */
-GHashTable *sd_string_table_new(void);
-void sd_string_table_insert(GHashTable *table, const char *key, const char *value);
-
-/* D-Bus properties for CreateItem: the label and the attributes. */
+/* D-Bus properties for CreateItem: the label and the attributes (a string-to-string table). */
 GHashTable *sd_item_properties_new(const char *label, GHashTable *attributes);
 
-/* Reads org.freedesktop.Secret.Collection.Locked of the collection at path.
-   Returns 1 (locked), 0 (unlocked) or -1 with error set. */
-int sd_collection_is_locked(SecretService *service, const char *path,
-                            GCancellable *cancellable, GError **error);
-
-/* Reads org.freedesktop.Secret.Collection.Label of the collection at path: a new string
-   (g_free it), or NULL with error set. */
-char *sd_collection_label(SecretService *service, const char *path,
-                          GCancellable *cancellable, GError **error);
-
-/* The item's attributes (as stored, from its D-Bus properties): a new table, or NULL with error set. */
-GHashTable *sd_item_attributes(SecretService *service, const char *path,
-                               GCancellable *cancellable, GError **error);
-
-/* Service.Collections: the paths of every collection, a new NULL-terminated list (g_strfreev
-   it), or NULL with error set. */
-char **sd_service_collections(SecretService *service, GCancellable *cancellable, GError **error);
-
-/* Item.Modified of the item at `path`: seconds since 1970 (0 when the provider answers with
-   something else), or -1 with error set. */
-gint64 sd_item_modified(SecretService *service, const char *path, GCancellable *cancellable, GError **error);
-
-/* The bytes inside a SecretValue, valid while the value lives (NULL when the value is NULL). */
-const unsigned char *sd_value_bytes(SecretValue *value, size_t *length);
-
-/* A SecretValue of `content_type` (application/octet-stream for a dictionary, text/plain for
-   a per-key item's text) that borrows `bytes` without copying them: they must stay valid,
-   unchanged, for as long as the value is used, and are neither freed nor wiped by it (their
-   owner wipes them). */
-SecretValue *sd_value_new_borrowing(const unsigned char *bytes, size_t length, const char *content_type);
-
-/* The error domains, which are macros that Swift does not import. */
-GQuark sd_secret_error_quark(void);
-GQuark sd_io_error_quark(void);
-GQuark sd_dbus_error_quark(void);
+/* Properties.Get of `interface`'s property `name` on the object at `path`: TRUE with *value
+   the property (g_variant_unref it), or NULL when the provider answered with a type other
+   than `type` (a GVariant type string); FALSE with error set when the call failed. */
+gboolean sd_object_property(SecretService *service, const char *path, const char *interface, const char *name,
+                            const char *type, GVariant **value, GCancellable *cancellable, GError **error);
 
 
 /* ---- bus_name.c: the cross-process writer lock --------------------------------- */

@@ -80,7 +80,7 @@ final class BusNameWriterLock: ItemWriterLock {
         let deadline = answerDeadline.instant > waitDeadline.instant ? answerDeadline : waitDeadline
         var error: UnsafeMutablePointer<GError>?
         guard let request = sd_bus_name_request(busName, MonotonicDeadline(deadline).microseconds, &error) else {
-            if let failure = error, failure.pointee.domain == sd_io_error_quark(),
+            if let failure = error, failure.pointee.domain == g_io_error_quark(),
                 failure.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue)
             {
                 g_clear_error(&error)
