@@ -29,29 +29,11 @@ enum SecretServiceCalls {
         return resolved
     }
 
-    /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection.
-    static func search(_ call: Call, attributes: [String: String], in collection: String) throws(SecureDictionaryError)
-        -> (unlocked: [String], locked: [String])
-    {
-        let table = attributeTable(attributes)
-        defer { g_hash_table_unref(table) }
-        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        var error: UnsafeMutablePointer<GError>?
-        defer {
-            g_strfreev(unlocked)
-            g_strfreev(locked)
-        }
-        guard
-            secret_service_search_for_dbus_paths_sync(
-                call.service, nil, table, call.cancellable.pointer, &unlocked, &locked, &error) != 0
-        else { throw KeyringErrorMapping.map(error) }
-        return (inCollection(strings(unlocked), collection), inCollection(strings(locked), collection))
-    }
-
-    /// `sd_search_reading_one`: the search, with the secret of `guess` asked for right behind
-    /// it in the same round trip; `secret` is that secret when the service sent one.
-    static func search(_ call: Call, attributes: [String: String], in collection: String, reading guess: String)
+    /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection;
+    /// with a `guess`, `sd_search_reading_one`: the secret of `guess` is asked for right behind
+    /// the search, in the same round trip, and `secret` is that secret when the service sent
+    /// one and the search found exactly that item.
+    static func search(_ call: Call, attributes: [String: String], in collection: String, reading guess: String? = nil)
         throws(SecureDictionaryError) -> (unlocked: [String], locked: [String], secret: SecretBytes?)
     {
         let table = attributeTable(attributes)
@@ -65,13 +47,17 @@ enum SecretServiceCalls {
             g_strfreev(locked)
             if let value { secret_value_unref(UnsafeMutableRawPointer(value)) }
         }
-        guard
-            sd_search_reading_one(
-                call.service, table, guess, &unlocked, &locked, &value, call.cancellable.pointer, &error) != 0
-        else { throw KeyringErrorMapping.map(error) }
-        return (
-            inCollection(strings(unlocked), collection), inCollection(strings(locked), collection), value.map(bytes(of:))
-        )
+        let searched =
+            if let guess {
+                sd_search_reading_one(call.service, table, guess, &unlocked, &locked, &value, call.cancellable.pointer, &error)
+            } else {
+                secret_service_search_for_dbus_paths_sync(
+                    call.service, nil, table, call.cancellable.pointer, &unlocked, &locked, &error)
+            }
+        guard searched != 0 else { throw KeyringErrorMapping.map(error) }
+        let found = (unlocked: inCollection(strings(unlocked), collection), locked: inCollection(strings(locked), collection))
+        let exact = guess.map { found.unlocked == [$0] && found.locked.isEmpty } ?? false
+        return (found.unlocked, found.locked, exact ? value.map(bytes(of:)) : nil)
     }
 
     /// `secret_service_get_secret_for_dbus_path_sync`: a copy of the item's secret bytes.
