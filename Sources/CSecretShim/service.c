@@ -1,5 +1,4 @@
-/* The Secret Service connection: a SecretService that prompts only to confirm, never to
-   unlock, how it is opened, and which provider answers. */
+/* The Secret Service connection: how it is opened, its prompts, and which provider answers. */
 #include "internal.h"
 
 /* ---- a SecretService that prompts only to confirm, never to unlock ------------ */
@@ -250,8 +249,6 @@ sd_service_open (gint64 deadline_us, gboolean open_session, GCancellable *cancel
 
 /* ---- which provider answers ------------------------------------------------------ */
 
-/* The well-known names a provider's connection owns besides org.freedesktop.secrets (so
-   this works where /proc shows nothing, as in a sandbox). */
 static const struct {
     const char *name;
     int provider;

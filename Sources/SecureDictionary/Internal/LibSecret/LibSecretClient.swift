@@ -1,9 +1,7 @@
 import CSecretShim
 
-// With the rest of Internal/LibSecret/, the only code of the library that touches C. Which
-// Secret Service calls each operation makes, in what order; the calls themselves are in
-// SecretServiceCalls.swift, the verified write in LibSecretClient+Write.swift. Every
-// operation runs on a `DeadlineLane`, so none can outlive its deadline.
+// Which Secret Service calls each operation makes, in what order (the calls themselves are
+// `SecretServiceCalls`). Every operation runs on a `DeadlineLane`, so none outlives its deadline.
 
 /// The operations SecureDictionary makes on the Secret Service, each against the collection
 /// behind an alias.
@@ -44,7 +42,7 @@ struct LibSecretClient: Sendable {
         _ operation: @escaping @Sendable (Call) throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
         let cancellable = Cancellable()
-        let deadline = MonotonicDeadline(after: timeout)
+        let deadline = Deadline(after: timeout)
         let result = lane.run(timeout: timeout, interrupt: { cancellable.cancel() }) { connection in
             var attempt = 0
             var outcomeUnknown = false
@@ -186,8 +184,7 @@ struct LibSecretClient: Sendable {
             }
             return diagnosis
         }
-        let pid = SessionBusName.ownerPID(of: "org.freedesktop.secrets", until: deadline)
-        diagnosis.providerPID = pid
+        diagnosis.providerPID = SessionBusName.ownerPID(of: "org.freedesktop.secrets", until: deadline)
         return diagnosis
     }
 
