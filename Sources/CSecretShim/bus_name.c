@@ -95,15 +95,6 @@ request_free (SdNameRequest *request)
     g_free (request);
 }
 
-/* Leaves the queue, or gives back a name granted meanwhile (sent after RequestName on the
-   same connection, so the bus reads it after), and frees the request. */
-static void
-request_abandon (SdNameRequest *request)
-{
-    release_name (request->bus, request->name);
-    request_free (request);
-}
-
 int
 sd_bus_name_request_finish (SdNameRequest *request, gint64 answer_deadline_us, gint64 wait_deadline_us,
                             GDBusConnection **held, GError **error)
@@ -124,10 +115,11 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 answer_deadline_us, g
     /* The name lives as long as the connection that owns it: keep that connection until the
        name is given back, even if everything else in the process lets go of it. */
     *held = result == 1 ? g_object_ref (request->bus) : NULL;
+    /* A deadline passed: leave the queue, or give back a name granted meanwhile (sent after
+       RequestName on the same connection, so the bus reads it after). */
     if (result == 0)
-        request_abandon (request);
-    else
-        request_free (request);
+        release_name (request->bus, request->name);
+    request_free (request);
     return result;
 }
 
@@ -136,52 +128,4 @@ sd_bus_name_unlock (GDBusConnection *held, const char *name)
 {
     release_name (held, name);
     g_object_unref (held);
-}
-
-/* Sends one call to the bus and waits for its answer in `context` until the deadline; the
-   reply, or NULL (no answer in time, or an error). */
-static GVariant *
-bus_call_until (GDBusConnection *bus, GMainContext *context, const char *method, GVariant *parameters,
-                const char *reply_type, gint64 deadline_us)
-{
-    SdPendingCall call = { FALSE, NULL, NULL };
-    GCancellable *cancellable = g_cancellable_new ();
-    sd_call_bus (bus, method, parameters, reply_type, cancellable, &call);
-    if (!sd_iterate_until (context, &call.done, deadline_us)) {
-        g_cancellable_cancel (cancellable);   /* the callback then comes at once */
-        while (!call.done)
-            g_main_context_iteration (context, TRUE);
-    }
-    g_object_unref (cancellable);
-    g_clear_error (&call.error);
-    return call.reply;
-}
-
-gint64
-sd_bus_name_owner_pid (const char *name, gint64 deadline_us)
-{
-    GDBusConnection *bus = sd_session_bus_until (deadline_us, NULL);
-    if (bus == NULL)
-        return -1;
-    GMainContext *context = g_main_context_new ();
-    g_main_context_push_thread_default (context);
-    gint64 pid = -1;
-    GVariant *owner = bus_call_until (bus, context, "GetNameOwner", g_variant_new ("(s)", name), "(s)", deadline_us);
-    if (owner != NULL) {
-        const char *unique = NULL;
-        g_variant_get (owner, "(&s)", &unique);
-        GVariant *reply = bus_call_until (bus, context, "GetConnectionUnixProcessID", g_variant_new ("(s)", unique),
-                                          "(u)", deadline_us);
-        if (reply != NULL) {
-            guint32 value = 0;
-            g_variant_get (reply, "(u)", &value);
-            pid = value;
-            g_variant_unref (reply);
-        }
-        g_variant_unref (owner);
-    }
-    g_main_context_pop_thread_default (context);
-    g_main_context_unref (context);
-    g_object_unref (bus);
-    return pid;
 }

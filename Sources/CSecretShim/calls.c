@@ -2,18 +2,18 @@
    the attribute tables and secret values the calls take. */
 #include "internal.h"
 
-/* ---- attribute tables and item properties ------------------------------------- */
-
-GHashTable *
-sd_string_table_new (void)
+/* A floating a{ss} variant of a string-to-string table. */
+static GVariant *
+attributes_variant (GHashTable *attributes)
 {
-    return g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-}
-
-void
-sd_string_table_insert (GHashTable *table, const char *key, const char *value)
-{
-    g_hash_table_insert (table, g_strdup (key), g_strdup (value));
+    GVariantBuilder builder;
+    g_variant_builder_init (&builder, G_VARIANT_TYPE ("a{ss}"));
+    GHashTableIter iter;
+    gpointer key, value;
+    g_hash_table_iter_init (&iter, attributes);
+    while (g_hash_table_iter_next (&iter, &key, &value))
+        g_variant_builder_add (&builder, "{ss}", (const char *) key, (const char *) value);
+    return g_variant_builder_end (&builder);
 }
 
 GHashTable *
@@ -21,30 +21,16 @@ sd_item_properties_new (const char *label, GHashTable *attributes)
 {
     GHashTable *properties = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                     (GDestroyNotify) g_variant_unref);
-    GVariantBuilder builder;
-    GHashTableIter iter;
-    gpointer key, value;
-
-    g_variant_builder_init (&builder, G_VARIANT_TYPE ("a{ss}"));
-    g_hash_table_iter_init (&iter, attributes);
-    while (g_hash_table_iter_next (&iter, &key, &value))
-        g_variant_builder_add (&builder, "{ss}", (const char *) key, (const char *) value);
-
     g_hash_table_insert (properties, g_strdup ("org.freedesktop.Secret.Item.Label"),
                          g_variant_ref_sink (g_variant_new_string (label)));
     g_hash_table_insert (properties, g_strdup ("org.freedesktop.Secret.Item.Attributes"),
-                         g_variant_ref_sink (g_variant_builder_end (&builder)));
+                         g_variant_ref_sink (attributes_variant (attributes)));
     return properties;
 }
 
-/* ---- properties of other objects ---------------------------------------------- */
-
-/* The property `name` of the object at `path`, as a variant of `type`, through `*value`:
-   TRUE with *value NULL when the answer has another type, FALSE with error set when the call
-   failed. */
-static gboolean
-get_property (SecretService *service, const char *path, const char *interface, const char *name,
-              const GVariantType *type, GVariant **value, GCancellable *cancellable, GError **error)
+gboolean
+sd_object_property (SecretService *service, const char *path, const char *interface, const char *name,
+                    const char *type, GVariant **value, GCancellable *cancellable, GError **error)
 {
     GDBusProxy *proxy = G_DBUS_PROXY (service);
     GVariant *reply = g_dbus_connection_call_sync (
@@ -56,83 +42,9 @@ get_property (SecretService *service, const char *path, const char *interface, c
         return FALSE;
     g_variant_get (reply, "(v)", value);
     g_variant_unref (reply);
-    if (!g_variant_is_of_type (*value, type))
+    if (!g_variant_is_of_type (*value, G_VARIANT_TYPE (type)))
         g_clear_pointer (value, g_variant_unref);
     return TRUE;
-}
-
-int
-sd_collection_is_locked (SecretService *service, const char *path,
-                         GCancellable *cancellable, GError **error)
-{
-    GVariant *value;
-    if (!get_property (service, path, "org.freedesktop.Secret.Collection", "Locked", G_VARIANT_TYPE_BOOLEAN, &value,
-                       cancellable, error))
-        return -1;
-    /* A malformed answer is treated as locked, never as open. */
-    int locked = value == NULL || g_variant_get_boolean (value) ? 1 : 0;
-    g_clear_pointer (&value, g_variant_unref);
-    return locked;
-}
-
-char *
-sd_collection_label (SecretService *service, const char *path,
-                     GCancellable *cancellable, GError **error)
-{
-    GVariant *value;
-    if (!get_property (service, path, "org.freedesktop.Secret.Collection", "Label", G_VARIANT_TYPE_STRING, &value,
-                       cancellable, error))
-        return NULL;
-    char *label = value != NULL ? g_variant_dup_string (value, NULL) : g_strdup ("");
-    g_clear_pointer (&value, g_variant_unref);
-    return label;
-}
-
-GHashTable *
-sd_item_attributes (SecretService *service, const char *path,
-                    GCancellable *cancellable, GError **error)
-{
-    GVariant *value;
-    if (!get_property (service, path, "org.freedesktop.Secret.Item", "Attributes", G_VARIANT_TYPE ("a{ss}"), &value,
-                       cancellable, error))
-        return NULL;
-    GHashTable *attributes = sd_string_table_new ();
-    if (value != NULL) {
-        GVariantIter iter;
-        const char *key, *text;
-        g_variant_iter_init (&iter, value);
-        while (g_variant_iter_next (&iter, "{&s&s}", &key, &text))
-            sd_string_table_insert (attributes, key, text);
-        g_variant_unref (value);
-    }
-    return attributes;
-}
-
-char **
-sd_service_collections (SecretService *service, GCancellable *cancellable, GError **error)
-{
-    GVariant *value;
-    if (!get_property (service, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Collections",
-                       G_VARIANT_TYPE ("ao"), &value, cancellable, error))
-        return NULL;
-    if (value == NULL)
-        return g_new0 (char *, 1);
-    char **paths = g_variant_dup_objv (value, NULL);
-    g_variant_unref (value);
-    return paths;
-}
-
-gint64
-sd_item_modified (SecretService *service, const char *path, GCancellable *cancellable, GError **error)
-{
-    GVariant *value;
-    if (!get_property (service, path, "org.freedesktop.Secret.Item", "Modified", G_VARIANT_TYPE_UINT64, &value,
-                       cancellable, error))
-        return -1;
-    /* A provider that answers with another type has no time to tell: 0, "unknown". */
-    gint64 modified = value != NULL ? (gint64) MIN (g_variant_get_uint64 (value), (guint64) G_MAXINT64) : 0;
-    g_clear_pointer (&value, g_variant_unref);
-    return modified;
 }
 
 gboolean
@@ -153,21 +65,6 @@ sd_item_set_secret (SecretService *service, const char *path, SecretValue *value
         return FALSE;
     g_variant_unref (reply);
     return TRUE;
-}
-
-/* A floating dictionary variant of `type` ("a{sv}" or "a{ss}") from a hash table whose
-   values are what `entry` ("{sv}" or "{ss}") takes: GVariants or strings. */
-static GVariant *
-table_variant (GHashTable *table, const char *type, const char *entry)
-{
-    GVariantBuilder builder;
-    g_variant_builder_init (&builder, G_VARIANT_TYPE (type));
-    GHashTableIter iter;
-    gpointer key, value;
-    g_hash_table_iter_init (&iter, table);
-    while (g_hash_table_iter_next (&iter, &key, &value))
-        g_variant_builder_add (&builder, entry, (const char *) key, value);
-    return g_variant_builder_end (&builder);
 }
 
 void
@@ -196,7 +93,7 @@ sd_search_reading_one (SecretService *service, GHashTable *attributes, const cha
     SdPendingCall search = { FALSE, NULL, NULL };
     SdPendingCall read = { TRUE, NULL, NULL };
     g_dbus_connection_call (connection, owner, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
-                            "SearchItems", g_variant_new ("(@a{ss})", table_variant (attributes, "a{ss}", "{ss}")),
+                            "SearchItems", g_variant_new ("(@a{ss})", attributes_variant (attributes)),
                             G_VARIANT_TYPE ("(aoao)"),
                             G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable, sd_pending_call_answered, &search);
     if (guess != NULL && session != NULL) {
@@ -236,32 +133,3 @@ sd_search_reading_one (SecretService *service, GHashTable *attributes, const cha
     g_variant_unref (search.reply);
     return TRUE;
 }
-
-/* ---- secret values -------------------------------------------------------------- */
-
-const unsigned char *
-sd_value_bytes (SecretValue *value, size_t *length)
-{
-    gsize size = 0;
-    const gchar *bytes = value != NULL ? secret_value_get (value, &size) : NULL;
-    *length = bytes != NULL ? size : 0;
-    return (const unsigned char *) bytes;
-}
-
-static void
-borrowed_free (gpointer bytes)
-{
-    /* Not ours to free: see sd_value_new_borrowing. */
-}
-
-SecretValue *
-sd_value_new_borrowing (const unsigned char *bytes, size_t length, const char *content_type)
-{
-    /* secret_value_new would copy the bytes into memory of libsecret's own: one more copy
-       of the secret per write. The owner's buffer is wiped by its owner instead. */
-    return secret_value_new_full ((gchar *) bytes, (gssize) length, content_type, borrowed_free);
-}
-
-GQuark sd_secret_error_quark (void) { return SECRET_ERROR; }
-GQuark sd_io_error_quark (void) { return G_IO_ERROR; }
-GQuark sd_dbus_error_quark (void) { return G_DBUS_ERROR; }

@@ -1,13 +1,12 @@
-/* The Secret Service connection: a SecretService that prompts only to confirm, never to
-   unlock, how it is opened, and which provider answers. */
+/* The Secret Service connection: how it is opened, its prompts, and which provider answers. */
 #include "internal.h"
 
 /* ---- a SecretService that prompts only to confirm, never to unlock ------------ */
 
 typedef struct {
     SecretService parent;
-    gboolean confirmations_allowed;   /* set by sd_service_allow_confirmations */
-    gboolean keep_prompt_on_cancel;   /* set by sd_service_set_dismiss_on_cancel */
+    gboolean confirmations_allowed;   /* both set by sd_service_allow_confirmations */
+    gboolean dismiss_on_cancel;
 } SdNoPromptService;
 typedef struct { SecretServiceClass parent_class; } SdNoPromptServiceClass;
 
@@ -45,15 +44,10 @@ mark_prompted (GCancellable *cancellable)
 }
 
 void
-sd_service_allow_confirmations (SecretService *service, gboolean allowed)
+sd_service_allow_confirmations (SecretService *service, gboolean allowed, gboolean dismiss_on_cancel)
 {
     ((SdNoPromptService *) service)->confirmations_allowed = allowed;
-}
-
-void
-sd_service_set_dismiss_on_cancel (SecretService *service, gboolean dismiss)
-{
-    ((SdNoPromptService *) service)->keep_prompt_on_cancel = !dismiss;
+    ((SdNoPromptService *) service)->dismiss_on_cancel = dismiss_on_cancel;
 }
 
 /* One confirmation prompt in flight: Prompt.Prompt, then the prompt's Completed signal.
@@ -173,7 +167,7 @@ confirm_async (SecretService *self, SecretPrompt *prompt, const GVariantType *re
     closure->name = g_strdup (g_dbus_proxy_get_name (proxy));
     closure->path = g_strdup (g_dbus_proxy_get_object_path (G_DBUS_PROXY (prompt)));
     closure->return_type = return_type != NULL ? g_variant_type_copy (return_type) : NULL;
-    closure->dismiss_on_cancel = !((SdNoPromptService *) self)->keep_prompt_on_cancel;
+    closure->dismiss_on_cancel = ((SdNoPromptService *) self)->dismiss_on_cancel;
     g_task_set_task_data (task, closure, confirm_closure_free);
     mark_prompted (cancellable);
     /* Subscribed before Prompt is called, so a Completed sent at once is not missed. The
@@ -255,8 +249,6 @@ sd_service_open (gint64 deadline_us, gboolean open_session, GCancellable *cancel
 
 /* ---- which provider answers ------------------------------------------------------ */
 
-/* The well-known names a provider's connection owns besides org.freedesktop.secrets (so
-   this works where /proc shows nothing, as in a sandbox). */
 static const struct {
     const char *name;
     int provider;

@@ -1,15 +1,13 @@
-/* The session bus connection every part of the shim uses, ready within the caller's
-   deadline, and kept for the life of the process. */
+/* The session bus connection every part of the shim uses, and questions to the bus. */
 #include "internal.h"
 
 /* GLib's shared session bus connection (g_bus_get_sync) is set up by a handshake that
    waits without end when the bus does not answer (poll with no timeout: measured 9 s of a
    10 s SIGSTOP of dbus-daemon), and a second caller waits on the first one's lock. So the
    handshake runs on a thread of its own, never cancelled (the shared connection would keep
-   the cancellation as its failure), callers wait for it only until their deadline, and the
-   connection is kept once made: a connection given up when its last user let go (as after a
-   call stopped at its deadline) had to be made again, on a bus that did not answer. It is
-   dropped only once closed (the bus went away), so the next call makes a new one. */
+   the cancellation as its failure), and the connection is kept once made: one given up when
+   its last user let go (as after a call stopped at its deadline) had to be made again, on a
+   bus that did not answer. It is dropped once closed, so the next call makes a new one. */
 static GMutex bus_lock;
 static GCond bus_settled;
 static GDBusConnection *kept_bus;   /* ready, until it closes */
@@ -107,7 +105,8 @@ sd_iterate_until (GMainContext *context, const gboolean *done, gint64 deadline_u
 static void
 end_call (GMainContext *context, SdPendingCall *call, GCancellable *cancellable)
 {
-    g_cancellable_cancel (cancellable);
+    if (!call->done)
+        g_cancellable_cancel (cancellable);
     while (!call->done)
         g_main_context_iteration (context, TRUE);
     g_clear_pointer (&call->reply, g_variant_unref);
@@ -124,27 +123,6 @@ sd_call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, con
 }
 
 /* ---- who owns a name ---------------------------------------------------------------- */
-
-/* What the replies of NameHasOwner ("(b)") and ListActivatableNames ("(as)") say of
-   `name`: 2 (it has an owner), 1 (the bus can start it) or 0 (neither). */
-static int
-sd_name_presence_of (GVariant *has_owner, GVariant *activatable, const char *name)
-{
-    gboolean owned = FALSE;
-    g_variant_get (has_owner, "(b)", &owned);
-    if (owned)
-        return 2;
-    int result = 0;
-    GVariant *names = g_variant_get_child_value (activatable, 0);
-    for (gsize i = 0; result == 0 && i < g_variant_n_children (names); i++) {
-        const char *candidate = NULL;
-        g_variant_get_child (names, i, "&s", &candidate);
-        if (g_strcmp0 (candidate, name) == 0)
-            result = 1;
-    }
-    g_variant_unref (names);
-    return result;
-}
 
 /* The session bus, a main context of the call's own (the thread's default meanwhile) and a
    cancellable for the calls made in it: what each question to the bus below starts with. */
@@ -192,7 +170,12 @@ sd_bus_name_presence (const char *name, gint64 deadline_us, GError **error)
     } else if (owned.error != NULL || activatable.error != NULL) {
         g_propagate_error (error, g_error_copy (owned.error != NULL ? owned.error : activatable.error));
     } else {
-        result = sd_name_presence_of (owned.reply, activatable.reply, name);
+        gboolean has_owner = FALSE;
+        const gchar **names = NULL;
+        g_variant_get (owned.reply, "(b)", &has_owner);
+        g_variant_get (activatable.reply, "(^a&s)", &names);
+        result = has_owner ? 2 : g_strv_contains (names, name) ? 1 : 0;
+        g_free (names);
     }
     end_call (scope.context, &owned, scope.cancellable);
     end_call (scope.context, &activatable, scope.cancellable);
@@ -219,8 +202,6 @@ sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, G
     if (!bus_scope_open (&scope, deadline_us, error))
         return -1;
     GDBusConnection *bus = scope.bus;
-    GMainContext *context = scope.context;
-    GCancellable *cancellable = scope.cancellable;
     gboolean owned = FALSE;
     /* Subscribed first: its AddMatch reaches the bus before the question below, so an owner
        that comes after the answer is announced. */
@@ -228,16 +209,16 @@ sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, G
         bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus", name,
         G_DBUS_SIGNAL_FLAGS_NONE, on_owner_changed, &owned, NULL);
     SdPendingCall has_owner = { FALSE, NULL, NULL }, started = { TRUE, NULL, NULL };
-    sd_call_bus (bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", cancellable, &has_owner);
+    sd_call_bus (bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", scope.cancellable, &has_owner);
     if (start) {
         started.done = FALSE;
-        sd_call_bus (bus, "StartServiceByName", g_variant_new ("(su)", name, 0u), "(u)", cancellable, &started);
+        sd_call_bus (bus, "StartServiceByName", g_variant_new ("(su)", name, 0u), "(u)", scope.cancellable, &started);
     }
     int result = 0;
     gboolean expired = FALSE;
     GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
     g_source_set_callback (timer, on_deadline, &expired, NULL);
-    g_source_attach (timer, context);
+    g_source_attach (timer, scope.context);
     while (!expired) {
         if (has_owner.reply != NULL) {
             gboolean value = FALSE;
@@ -257,7 +238,7 @@ sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, G
             result = -1;
             break;
         }
-        g_main_context_iteration (context, TRUE);
+        g_main_context_iteration (scope.context, TRUE);
     }
     g_source_destroy (timer);
     g_source_unref (timer);
@@ -265,11 +246,48 @@ sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, G
         g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "the session bus did not answer in time");
         result = -1;
     }
-    end_call (context, &has_owner, cancellable);
-    end_call (context, &started, cancellable);
+    end_call (scope.context, &has_owner, scope.cancellable);
+    end_call (scope.context, &started, scope.cancellable);
     g_dbus_connection_signal_unsubscribe (bus, subscription);
-    while (g_main_context_iteration (context, FALSE))
+    while (g_main_context_iteration (scope.context, FALSE))
         ;
     bus_scope_close (&scope);
     return result;
+}
+
+/* Asks the bus one question in `scope`: its reply, or NULL (an error, or no answer by deadline_us). */
+static GVariant *
+ask_bus (BusScope *scope, const char *method, GVariant *parameters, const char *reply_type, gint64 deadline_us)
+{
+    SdPendingCall call = { FALSE, NULL, NULL };
+    sd_call_bus (scope->bus, method, parameters, reply_type, scope->cancellable, &call);
+    sd_iterate_until (scope->context, &call.done, deadline_us);
+    GVariant *reply = g_steal_pointer (&call.reply);
+    end_call (scope->context, &call, scope->cancellable);
+    return reply;
+}
+
+gint64
+sd_bus_name_owner_pid (const char *name, gint64 deadline_us)
+{
+    BusScope scope;
+    if (!bus_scope_open (&scope, deadline_us, NULL))
+        return -1;
+    gint64 pid = -1;
+    GVariant *owner = ask_bus (&scope, "GetNameOwner", g_variant_new ("(s)", name), "(s)", deadline_us);
+    if (owner != NULL) {
+        const char *unique = NULL;
+        g_variant_get (owner, "(&s)", &unique);
+        GVariant *reply = ask_bus (&scope, "GetConnectionUnixProcessID", g_variant_new ("(s)", unique), "(u)",
+                                   deadline_us);
+        if (reply != NULL) {
+            guint32 value = 0;
+            g_variant_get (reply, "(u)", &value);
+            pid = value;
+            g_variant_unref (reply);
+        }
+        g_variant_unref (owner);
+    }
+    bus_scope_close (&scope);
+    return pid;
 }

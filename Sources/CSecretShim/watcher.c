@@ -1,8 +1,6 @@
 /* Watching the Secret Service's collections for changes, on a thread of its own. */
 #include "internal.h"
 
-/* ---- watching collections for item changes -------------------------------------- */
-
 struct SdWatcher {
     GThread *thread;
     GMainContext *context;
@@ -34,16 +32,6 @@ watcher_free (SdWatcher *watcher)
     g_free (watcher);
 }
 
-/* Sets one of the flags sd_watcher_start waits for. */
-static void
-announce (SdWatcher *watcher, gboolean *flag)
-{
-    g_mutex_lock (&watcher->started_lock);
-    *flag = TRUE;
-    g_cond_signal (&watcher->started);
-    g_mutex_unlock (&watcher->started_lock);
-}
-
 /* The session bus, waited for in slices (the bus may be frozen) until it answers, or NULL
    when there is none (watcher->failure set) or the watcher is stopped meanwhile. */
 static GDBusConnection *
@@ -71,25 +59,19 @@ wait_for_bus (SdWatcher *watcher)
     }
 }
 
+/* A signal of a collection (its items) or of the service (its collections). */
 static void
-on_collection_signal (GDBusConnection *bus, const char *sender, const char *path, const char *interface,
-                      const char *signal, GVariant *parameters, gpointer data)
+on_signal (GDBusConnection *bus, const char *sender, const char *path, const char *interface,
+           const char *signal, GVariant *parameters, gpointer data)
 {
     SdWatcher *watcher = data;
     if (g_strcmp0 (signal, "ItemCreated") == 0 || g_strcmp0 (signal, "ItemChanged") == 0 ||
         g_strcmp0 (signal, "ItemDeleted") == 0)
         watcher->callback (SD_CHANGE_ITEMS, watcher->user_data);
-}
-
-static void
-on_service_signal (GDBusConnection *bus, const char *sender, const char *path, const char *interface,
-                   const char *signal, GVariant *parameters, gpointer data)
-{
-    SdWatcher *watcher = data;
     /* Locking and unlocking a collection changes its properties: gnome-keyring says so with
        CollectionChanged, other providers may only with PropertiesChanged. */
-    if (g_strcmp0 (signal, "CollectionChanged") == 0 || g_strcmp0 (signal, "CollectionCreated") == 0 ||
-        g_strcmp0 (signal, "CollectionDeleted") == 0 || g_strcmp0 (signal, "PropertiesChanged") == 0)
+    else if (g_strcmp0 (signal, "CollectionChanged") == 0 || g_strcmp0 (signal, "CollectionCreated") == 0 ||
+             g_strcmp0 (signal, "CollectionDeleted") == 0 || g_strcmp0 (signal, "PropertiesChanged") == 0)
         watcher->callback (SD_CHANGE_COLLECTIONS, watcher->user_data);
 }
 
@@ -104,14 +86,17 @@ watcher_main (gpointer data)
     g_main_context_push_thread_default (watcher->context);
     guint subscription = g_dbus_connection_signal_subscribe (
         watcher->bus, NULL, "org.freedesktop.Secret.Collection", NULL, NULL, NULL,
-        G_DBUS_SIGNAL_FLAGS_NONE, on_collection_signal, watcher, NULL);
+        G_DBUS_SIGNAL_FLAGS_NONE, on_signal, watcher, NULL);
     guint service_subscription = g_dbus_connection_signal_subscribe (
         watcher->bus, NULL, "org.freedesktop.Secret.Service", NULL, NULL, NULL,
-        G_DBUS_SIGNAL_FLAGS_NONE, on_service_signal, watcher, NULL);
+        G_DBUS_SIGNAL_FLAGS_NONE, on_signal, watcher, NULL);
     guint properties_subscription = g_dbus_connection_signal_subscribe (
         watcher->bus, NULL, "org.freedesktop.DBus.Properties", "PropertiesChanged", NULL,
-        "org.freedesktop.Secret.Collection", G_DBUS_SIGNAL_FLAGS_NONE, on_service_signal, watcher, NULL);
-    announce (watcher, &watcher->ready);
+        "org.freedesktop.Secret.Collection", G_DBUS_SIGNAL_FLAGS_NONE, on_signal, watcher, NULL);
+    g_mutex_lock (&watcher->started_lock);
+    watcher->ready = TRUE;
+    g_cond_signal (&watcher->started);
+    g_mutex_unlock (&watcher->started_lock);
     /* Subscribed late: whatever changed before is looked at once. */
     if (late) {
         watcher->callback (SD_CHANGE_ITEMS, watcher->user_data);

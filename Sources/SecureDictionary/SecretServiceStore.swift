@@ -31,23 +31,21 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, ForeignIt
 
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         // A view of the secret libsecret decrypted into its own locked memory: no copy.
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.load(item, timeout: timeout) }
+        try client.load(item, timeout: timeout)
     }
 
     public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.store(secret, for: item, timeout: timeout) }
+        try client.store(secret, for: item, timeout: timeout)
     }
 
     public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.delete(item, timeout: timeout) }
+        try client.delete(item, timeout: timeout)
     }
 
     public func listItems(applicationID: String?, collection: KeyringCollection, timeout: Duration)
         throws(SecureDictionaryError) -> [KeyringItemListing]
     {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in
-            try client.listItems(applicationID: applicationID, collection: collection, timeout: timeout)
-        }
+        try client.listItems(applicationID: applicationID, collection: collection, timeout: timeout)
     }
 
     /// Opens the service (an encrypted session) and describes it and the collection behind
@@ -59,20 +57,7 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, ForeignIt
     package func diagnose(collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError)
         -> SecretServiceDiagnosis
     {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in
-            try client.diagnose(collection, timeout: timeout)
-        }
-    }
-
-    /// `serviceUnavailable` inside a sandbox is the sandbox's doing: say which permission
-    /// is missing instead of suggesting to start a keyring.
-    private static func explainingSandbox<T>(_ call: () throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T {
-        do {
-            return try call()
-        } catch .serviceUnavailable(let reason) {
-            guard let sandbox = Sandbox.current else { throw .serviceUnavailable(reason: reason) }
-            throw .sandboxed(advice: sandbox.advice)
-        }
+        try client.diagnose(collection, timeout: timeout)
     }
 
     /// Shows the unlock dialog of `collection` when it is locked and waits for the user up to
@@ -81,10 +66,7 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, ForeignIt
     /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
     ///   ``SecureDictionaryError/locked`` when nobody answered by `timeout`.
     func unlockInteractively(_ collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) {
-        // A client of its own: the user may take a minute, and this store's calls go on meanwhile.
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in
-            try LibSecretClient.forDialogs().unlockInteractively(collection, timeout: timeout)
-        }
+        try LibSecretClient.forDialogs().unlockInteractively(collection, timeout: timeout)
     }
 
     /// Shows the keyring's dialog that lets this process read `item` (after
@@ -94,9 +76,7 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, ForeignIt
     /// - Throws: ``SecureDictionaryError/confirmationDenied`` when the user did not allow it,
     ///   ``SecureDictionaryError/confirmationRequired`` when nobody answered by `timeout`.
     func confirmAccessInteractively(to item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in
-            try LibSecretClient.forDialogs().confirmAccessInteractively(to: item, timeout: timeout)
-        }
+        try LibSecretClient.forDialogs().confirmAccessInteractively(to: item, timeout: timeout)
     }
 
     package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
@@ -115,26 +95,22 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, ForeignIt
     package func foreignItems(matching attributes: [String: String], in collection: KeyringCollection, timeout: Duration)
         throws(SecureDictionaryError) -> [ForeignItem]
     {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in
-            try client.foreignItems(matching: attributes, in: collection, timeout: timeout)
-        }
+        try client.foreignItems(matching: attributes, in: collection, timeout: timeout)
     }
 
     package func foreignSecret(of item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.foreignSecret(of: item, timeout: timeout) }
+        try client.foreignSecret(of: item, timeout: timeout)
     }
 
     package func deleteForeign(_ item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in try client.deleteForeign(item, timeout: timeout) }
+        try client.deleteForeign(item, timeout: timeout)
     }
 
     package func createForeign(
         attributes: [String: String], label: String, secret: SecretBytes, contentType: String,
         in collection: KeyringCollection, timeout: Duration
     ) throws(SecureDictionaryError) -> ForeignItem {
-        try Self.explainingSandbox { () throws(SecureDictionaryError) in
-            try client.createForeign(
-                attributes: attributes, label: label, secret: secret, contentType: contentType, in: collection, timeout: timeout)
-        }
+        try client.createForeign(
+            attributes: attributes, label: label, secret: secret, contentType: contentType, in: collection, timeout: timeout)
     }
 }

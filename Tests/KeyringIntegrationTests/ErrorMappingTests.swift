@@ -98,7 +98,7 @@ import Testing
     }
 
     @Test func aRealGErrorIsReadThenMapped() {
-        let locked = g_error_new_literal(sd_secret_error_quark(), Int32(SECRET_ERROR_IS_LOCKED.rawValue), "locked")
+        let locked = g_error_new_literal(secret_error_get_quark(), Int32(SECRET_ERROR_IS_LOCKED.rawValue), "locked")
         #expect(KeyringErrorMapping.map(locked) == .locked)
         // A D-Bus error name carried by a GError, as GDBus makes it from a service's reply.
         let remote = g_dbus_error_new_for_dbus_error("org.freedesktop.Secret.Error.IsLocked", "locked")

@@ -30,7 +30,7 @@ extension KeyringIntegration {
             g_strfreev(unlocked)
             #expect(count == -1)
             let failure = try #require(error)
-            #expect(failure.pointee.domain == sd_secret_error_quark())
+            #expect(failure.pointee.domain == secret_error_get_quark())
             #expect(failure.pointee.code == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
             g_error_free(failure)
             #expect(elapsed < .seconds(5), "took \(elapsed)")  // not a perf goal: a prompt is waited for 25 s or more

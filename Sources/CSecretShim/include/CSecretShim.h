@@ -2,41 +2,28 @@
 #define CSECRETSHIM_H
 /* What Swift cannot express on its own, in C: a GObject subclass of SecretService, GVariant
    values built with variadic constructors, and calls that wait in a GLib main context of
-   their own (D-Bus calls libsecret has no function for, pipelined calls, the bus name lock,
-   the signal watcher). The rule the code follows: no decision is made here that Swift could
-   make; a function sends, waits and converts, and the Swift caller decides. One file per
-   concern: service.c (the connection and its prompts), calls.c (calls and values),
-   bus_name.c (the writer lock), watcher.c (signals), session_bus.c (the session bus
-   connection they share, ready within each call's deadline, which the file stores' Secret
-   portal call uses too: CSecretPortal), and process.c (prctl, for the library and the
-   command-line tool). */
+   their own. No decision is made here that Swift could make: a function sends, waits and
+   converts, and the Swift caller decides. One file per section below. Every deadline_us is
+   on g_get_monotonic_time()'s clock. */
 #include "../../CLibSecret/shim.h"
 
 /* ---- service.c: the Secret Service connection ---------------------------------- */
 
-/* Opens a new, unshared connection to the Secret Service (a service object over the
-   process's one session bus connection) with a negotiated transport session, or, without
-   open_session, none (enough for calls that move no secret: search, unlock, properties;
-   a provider's dialog for this process then costs no second session). The service is of a subclass whose prompt functions fail at once with
-   SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown and nothing waits for one;
-   only while confirmations are allowed (below) does it run a prompt.
-   The bus connection is set not to exit the process when it closes (GLib's default for
-   the shared session bus). libsecret waits for a new bus connection's handshake without
-   end: the connection is made ready first, and when it is not by deadline_us
-   (g_get_monotonic_time()'s clock) the open fails with G_IO_ERROR_TIMED_OUT. */
+/* Opens a new, unshared Secret Service object over the process's one session bus connection
+   (sd_session_bus_until, which bounds the handshake libsecret would wait for without end),
+   with a transport session, or, without open_session, none (enough for calls that move no
+   secret, as a provider's dialog). Its prompt functions fail at once with
+   SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown and nothing waits for one; only
+   while confirmations are allowed (below) does it run a prompt. */
 SecretService *sd_service_open(gint64 deadline_us, gboolean open_session, GCancellable *cancellable, GError **error);
 
 /* While allowed, a prompt the service returns is run (Prompt.Prompt, then its Completed
    signal): KeePassXC returns one from every CreateItem and Item.Delete, which completes at
    once when nothing needs confirming. A dismissed prompt fails with SD_PROMPT_DISMISSED;
-   cancelling the call dismisses the prompt (Prompt.Dismiss) and fails with
-   G_IO_ERROR_CANCELLED. Set it around create and delete calls only, never around unlocking. */
-void sd_service_allow_confirmations(SecretService *service, gboolean allowed);
-
-/* Whether a prompt still open when the call's cancellable is cancelled is dismissed
-   (Prompt.Dismiss; the default) or left to its user. gnome-keyring-daemon 42.1 aborts
-   when a shown unlock prompt is dismissed. */
-void sd_service_set_dismiss_on_cancel(SecretService *service, gboolean dismiss);
+   cancelling the call fails with G_IO_ERROR_CANCELLED and, if dismiss_on_cancel, dismisses
+   the prompt (Prompt.Dismiss; gnome-keyring-daemon 42.1 aborts when a shown unlock prompt is
+   dismissed). Allow it around create, delete and the dialogs' unlock calls only. */
+void sd_service_allow_confirmations(SecretService *service, gboolean allowed, gboolean dismiss_on_cancel);
 GQuark sd_prompt_error_quark(void);
 enum { SD_PROMPT_DISMISSED = 1 };
 
@@ -73,50 +60,14 @@ gboolean sd_search_reading_one(SecretService *service, GHashTable *attributes, c
                                char ***unlocked, char ***locked, SecretValue **guessed,
                                GCancellable *cancellable, GError **error);
 
-
-/* A string-to-string table (attributes), and an entry added to it (both copied). */
-GHashTable *sd_string_table_new(void);
-void sd_string_table_insert(GHashTable *table, const char *key, const char *value);
-
-/* D-Bus properties for CreateItem: the label and the attributes. */
+/* D-Bus properties for CreateItem: the label and the attributes (a string-to-string table). */
 GHashTable *sd_item_properties_new(const char *label, GHashTable *attributes);
 
-/* Reads org.freedesktop.Secret.Collection.Locked of the collection at path.
-   Returns 1 (locked), 0 (unlocked) or -1 with error set. */
-int sd_collection_is_locked(SecretService *service, const char *path,
-                            GCancellable *cancellable, GError **error);
-
-/* Reads org.freedesktop.Secret.Collection.Label of the collection at path: a new string
-   (g_free it), or NULL with error set. */
-char *sd_collection_label(SecretService *service, const char *path,
-                          GCancellable *cancellable, GError **error);
-
-/* The item's attributes (as stored, from its D-Bus properties): a new table, or NULL with error set. */
-GHashTable *sd_item_attributes(SecretService *service, const char *path,
-                               GCancellable *cancellable, GError **error);
-
-/* Service.Collections: the paths of every collection, a new NULL-terminated list (g_strfreev
-   it), or NULL with error set. */
-char **sd_service_collections(SecretService *service, GCancellable *cancellable, GError **error);
-
-/* Item.Modified of the item at `path`: seconds since 1970 (0 when the provider answers with
-   something else), or -1 with error set. */
-gint64 sd_item_modified(SecretService *service, const char *path, GCancellable *cancellable, GError **error);
-
-/* The bytes inside a SecretValue, valid while the value lives (NULL when the value is NULL). */
-const unsigned char *sd_value_bytes(SecretValue *value, size_t *length);
-
-/* A SecretValue of `content_type` (application/octet-stream for a dictionary, text/plain for
-   a per-key item's text) that borrows `bytes` without copying them: they must stay valid,
-   unchanged, for as long as the value is used, and are neither freed nor wiped by it (their
-   owner wipes them). */
-SecretValue *sd_value_new_borrowing(const unsigned char *bytes, size_t length, const char *content_type);
-
-/* The error domains, which are macros that Swift does not import. */
-GQuark sd_secret_error_quark(void);
-GQuark sd_io_error_quark(void);
-GQuark sd_dbus_error_quark(void);
-
+/* Properties.Get of `interface`'s property `name` on the object at `path`: TRUE with *value
+   the property (g_variant_unref it), or NULL when the provider answered with a type other
+   than `type` (a GVariant type string); FALSE with error set when the call failed. */
+gboolean sd_object_property(SecretService *service, const char *path, const char *interface, const char *name,
+                            const char *type, GVariant **value, GCancellable *cancellable, GError **error);
 
 /* ---- bus_name.c: the cross-process writer lock --------------------------------- */
 
@@ -128,8 +79,7 @@ GQuark sd_dbus_error_quark(void);
    is no session bus, or G_IO_ERROR_TIMED_OUT when the connection to it is not ready by
    deadline_us). Then sd_bus_name_request_finish waits for the bus's answer until
    answer_deadline_us and, when the answer is "queued", for the name until wait_deadline_us
-   (both on the g_get_monotonic_time() clock: a wait deadline already passed asks once and
-   does not wait), and returns 1 (owned: *held is the connection that owns the name, kept
+   (one already passed asks once and does not wait), and returns 1 (owned: *held is the connection that owns the name, kept
    alive until sd_bus_name_unlock), 0 (a deadline passed; out of the queue again) or -1
    with error set (the bus refused, as a sandbox's proxy does for foreign names). It frees
    the request. */
@@ -142,28 +92,28 @@ int sd_bus_name_request_finish(SdNameRequest *request, gint64 answer_deadline_us
    connection. */
 void sd_bus_name_unlock(GDBusConnection *held, const char *name);
 
-/* The process id of the name's current owner, or -1 (no owner, or no answer by
-   deadline_us, on g_get_monotonic_time()'s clock). */
-gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
-
 /* ---- session_bus.c: the session bus, and who owns a well-known name ---------------- */
 
-/* GLib's shared session bus connection, set not to exit the process when it closes (a new reference), once it is ready; NULL with error set when there is no session
-   bus, or (G_IO_ERROR_TIMED_OUT) when it is not ready by deadline_us, on
-   g_get_monotonic_time()'s clock. Its handshake goes on after the deadline, on a thread of
-   its own, and the connection is kept until it closes: no caller waits for the bus past its
-   deadline, and a call after one stopped at its deadline finds the connection ready. */
+/* GLib's shared session bus connection (a new reference), set not to exit the process when
+   it closes, once it is ready; NULL with error set when there is no session bus, or
+   (G_IO_ERROR_TIMED_OUT) when it is not ready by deadline_us. Its handshake goes on after the
+   deadline, on a thread of its own, and the connection is kept until it closes: no caller
+   waits for the bus past its deadline, and a call after one stopped at its deadline finds
+   the connection ready. */
 GDBusConnection *sd_session_bus_until(gint64 deadline_us, GError **error);
 
-/* Iterates `context` until *done, or until deadline_us passed (g_get_monotonic_time()'s
-   clock); returns *done. The shim's calls and the Secret portal's wait with it. */
+/* Iterates `context` until *done, or until deadline_us passed; returns *done. The shim's
+   calls and the Secret portal's wait with it. */
 gboolean sd_iterate_until(GMainContext *context, const gboolean *done, gint64 deadline_us);
 
 /* Whether the well-known `name` has an owner on the session bus (2), or can be started there
    by D-Bus activation (1), or neither (0): NameHasOwner and ListActivatableNames, in one
    round trip. -1 with error set when there is no session bus, or (G_IO_ERROR_TIMED_OUT) it
-   did not answer by deadline_us (g_get_monotonic_time()'s clock). */
+   did not answer by deadline_us. */
 int sd_bus_name_presence(const char *name, gint64 deadline_us, GError **error);
+
+/* The process id of the name's current owner, or -1 (no owner, or no answer by deadline_us). */
+gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
 
 /* Waits until `name` has an owner on the session bus (NameOwnerChanged), asking the bus to
    start it first (StartServiceByName) when `start`. Returns 1 (it has one), 0 (the bus said
@@ -188,8 +138,7 @@ SdWatcher *sd_watcher_start(SdChangeCallback callback, void *user_data, GError *
 /* Stops the watcher and frees it (waits for its thread, unless called from it). */
 void sd_watcher_stop(SdWatcher *watcher);
 
-/* ---- process.c: what Swift cannot call (prctl is variadic; memfd_create and the seals
-   need _GNU_SOURCE) ---- */
+/* ---- process.c: prctl, memfd and terminals, for the library and the tool ------------ */
 
 /* prctl(PR_SET_DUMPABLE, dumpable): 0 keeps the process out of core dumps and out of reach
    of ptrace by other processes of the user. Returns 0, or -1 with errno. */
@@ -205,8 +154,8 @@ int sd_process_become_child_subreaper(void);
 
 /* An anonymous in-memory file (memfd_create, on no file system) named `name`, holding the
    `count` bytes at `bytes`, read from its start, readable by its owner only (0400), sealed
-   against writing, growing, shrinking and further seals; not close-on-exec, for a command to inherit. Returns its descriptor, or
-   -1 with errno set (nothing is left open). */
+   against writing, growing, shrinking and further seals; not close-on-exec, for a command to
+   inherit. Returns its descriptor, or -1 with errno set (nothing is left open). */
 int sd_process_sealed_memory_file(const char *name, const void *bytes, size_t count);
 
 /* A new pseudo-terminal for a command's output, in place of the terminal `like`: its window

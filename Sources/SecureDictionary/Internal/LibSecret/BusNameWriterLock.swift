@@ -39,13 +39,10 @@ import Synchronization
 ///   (``SecureDictionaryError/lockHeld(pid:command:)``) by it.
 /// - **Held before the check.** ``acquire(until:)`` returns once the bus granted the name, so
 ///   the writer's check of the stored item starts after the previous holder released it,
-///   which that holder does only once its write was answered. (An earlier version started
-///   the check while RequestName travelled, sound only while libsecret's proxy and this
-///   lock shared one bus connection, which no code checked. Deleted: without it
-///   `mutation-10` was 1.08–1.12× raw libsecret against 1.06–1.11× with it, in 5 quiet
-///   alternating pairs of `scripts/benchmark --only mutation-10,mutation-1000` on
-///   2026-11-26, and at most 1.15× in 24 runs: within its target.) Tests:
-///   `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
+///   which that holder does only once its write was answered. (Starting the check while
+///   RequestName travelled was sound only on a bus connection shared with libsecret's proxy,
+///   and saved little: `mutation-10` 1.06–1.11× raw libsecret with it, 1.08–1.12× without.)
+///   Tests: `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
     private let local: LockQueue
@@ -79,8 +76,8 @@ final class BusNameWriterLock: ItemWriterLock {
         // The bus answers within the later of the two: a wait that ends at once still asks.
         let deadline = answerDeadline.instant > waitDeadline.instant ? answerDeadline : waitDeadline
         var error: UnsafeMutablePointer<GError>?
-        guard let request = sd_bus_name_request(busName, MonotonicDeadline(deadline).microseconds, &error) else {
-            if let failure = error, failure.pointee.domain == sd_io_error_quark(),
+        guard let request = sd_bus_name_request(busName, deadline.glibMicroseconds, &error) else {
+            if let failure = error, failure.pointee.domain == g_io_error_quark(),
                 failure.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue)
             {
                 g_clear_error(&error)
@@ -90,8 +87,8 @@ final class BusNameWriterLock: ItemWriterLock {
             return false
         }
         var connection: OpaquePointer?
-        let answered = MonotonicDeadline(deadline).microseconds - Self.namingReserve(deadline)
-        let waitingEnds = MonotonicDeadline(waitDeadline).microseconds - Self.namingReserve(waitDeadline)
+        let answered = deadline.glibMicroseconds - Self.namingReserve(deadline)
+        let waitingEnds = waitDeadline.glibMicroseconds - Self.namingReserve(waitDeadline)
         switch sd_bus_name_request_finish(request, answered, min(answered, waitingEnds), &connection, &error) {
         case 1:
             held.withLock { $0 = connection.map { BusConnection($0) } }
@@ -117,12 +114,7 @@ final class BusNameWriterLock: ItemWriterLock {
     }
 
     func release() {
-        if let connection = held.withLock({ held in
-            defer { held = nil }
-            return held
-        }) {
-            sd_bus_name_unlock(connection.pointer, busName)
-        }
+        if let connection = held.withLock({ $0.take() }) { sd_bus_name_unlock(connection.pointer, busName) }
     }
 
     /// Who holds the name now, as the error to throw at the deadline.

@@ -49,7 +49,7 @@ final class CollectionWatcher: ChangeWatch, @unchecked Sendable {  // `watcher` 
 
     private let callback: Unmanaged<Callback>
     private let watcher: OpaquePointer
-    private let stopped = Mutex(false)
+    private let stopped = Atomic(false)
 
     /// Starts watching; `nil` when there is no session bus.
     init?(_ onChange: @escaping @Sendable (KeyringChange) -> Void) {
@@ -72,11 +72,7 @@ final class CollectionWatcher: ChangeWatch, @unchecked Sendable {  // `watcher` 
     }
 
     func stop() {
-        let first = stopped.withLock { stopped in
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         sd_watcher_stop(watcher)
         // No signal callback runs after sd_watcher_stop; one already queued holds its own reference.
         callback.release()

@@ -48,17 +48,12 @@ final class DeadlineLane<Context: AnyObject & Sendable>: Sendable {
         if case .success(let value) = outcome.wait(for: timeout) { return value }
         interrupt()
         _ = outcome.wait(for: grace)
-        renew(ifStill: generation)
-        return nil
-    }
-
-    /// Drops the context of the current generation: the next call starts a new one.
-    /// Call it after a failure that leaves the connection unusable.
-    private func renew(ifStill generation: Generation) {
+        // The next call starts a new generation, unless one already did.
         current.withLock { now in
             if now.queue === generation.queue {
                 now = Generation(queue: DispatchQueue(label: label), context: makeContext())
             }
         }
+        return nil
     }
 }

@@ -99,41 +99,38 @@ enum KeyringErrorMapping {
     /// (`org.freedesktop.DBus.Error.InvalidArgs`), which a new session may pass. Does not free `error`.
     static func isRejectedSession(_ error: UnsafeMutablePointer<GError>?) -> Bool {
         guard let error else { return false }
-        return error.pointee.domain == sd_dbus_error_quark() && error.pointee.code == Int32(G_DBUS_ERROR_INVALID_ARGS.rawValue)
+        return error.pointee.domain == g_dbus_error_quark() && error.pointee.code == Int32(G_DBUS_ERROR_INVALID_ARGS.rawValue)
     }
 
     /// Reads a `GError` (without freeing it).
     private static func failure(of error: UnsafeMutablePointer<GError>) -> Failure {
-        let quark = error.pointee.domain
-        let domain: Failure.Domain =
-            switch quark {
-            case sd_secret_error_quark(): .secret
-            case sd_io_error_quark(): .io
-            case sd_dbus_error_quark(): .dbus
-            case sd_prompt_error_quark(): .prompt
-            default: .other(g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown")
-            }
         let remoteName = g_dbus_error_get_remote_error(error).map { name in
             defer { g_free(name) }
             return String(cString: name)
         }
         return Failure(
-            domain: domain, code: error.pointee.code,
+            domain: Failure.Domain(error.pointee.domain), code: error.pointee.code,
             message: error.pointee.message.map { String(cString: $0) } ?? "", remoteName: remoteName)
     }
 }
 
 extension KeyringErrorMapping.Failure.Domain {
+    private static let quarks: [(Self, GQuark)] = [
+        (.secret, secret_error_get_quark()), (.io, g_io_error_quark()), (.dbus, g_dbus_error_quark()),
+        (.prompt, sd_prompt_error_quark()),
+    ]
+
+    init(_ quark: GQuark) {
+        self = Self.quarks.first { $0.1 == quark }?.0 ?? .other(Self.name(of: quark))
+    }
+
     /// GLib's name of the domain's quark, as ``SecureDictionaryError/keyring(domain:code:message:)`` shows it.
     var name: String {
-        let quark: GQuark
-        switch self {
-        case .secret: quark = sd_secret_error_quark()
-        case .io: quark = sd_io_error_quark()
-        case .dbus: quark = sd_dbus_error_quark()
-        case .prompt: quark = sd_prompt_error_quark()
-        case .other(let name): return name
-        }
-        return g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown"
+        if case .other(let name) = self { return name }
+        return Self.quarks.first { $0.0 == self }.map { Self.name(of: $0.1) } ?? "unknown"
+    }
+
+    private static func name(of quark: GQuark) -> String {
+        g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown"
     }
 }

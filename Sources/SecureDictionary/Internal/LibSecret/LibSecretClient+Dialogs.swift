@@ -24,7 +24,7 @@ extension LibSecretClient {
     private func unlockInteractively(
         timeout: Duration, collection: @escaping @Sendable (Call) throws(SecureDictionaryError) -> String
     ) throws(SecureDictionaryError) {
-        let deadline = MonotonicDeadline(after: timeout)
+        let deadline = Deadline(after: timeout)
         do {
             try perform(timeout: timeout) { call throws(SecureDictionaryError) in
                 let collection = try collection(call)
@@ -32,13 +32,14 @@ extension LibSecretClient {
                 let provider = call.connection.provider(call.cancellable)
                 // Without the process that shows the dialog, the provider would report a
                 // dismissal at once, as if the user had cancelled: it is `locked` instead.
-                if let prompter = provider.unlockDialogBusName, try !SecretServiceCalls.isAvailable(prompter, until: deadline) {
+                if let prompter = provider.unlockDialogBusName,
+                    try SessionBusName.presence(of: prompter, until: deadline) == .absent
+                {
                     ErrorContext.recordUnlockDialogUnavailable()
                     throw .locked
                 }
-                SecretServiceCalls.setDismissesPrompts(call, provider.dismissesPrompts)
-                let unlocked = try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) -> Int in
-                    try SecretServiceCalls.unlock(call, paths: [collection])
+                let unlocked = try SecretServiceCalls.confirming(call, dismissing: provider.dismissesPrompts) {
+                    () throws(SecureDictionaryError) -> Int in try SecretServiceCalls.unlock(call, paths: [collection])
                 }
                 if unlocked == 0 { throw .unlockDismissed }
             }
@@ -68,10 +69,9 @@ extension LibSecretClient {
             let application = ["xdg:schema": KeyringItem.schemaName, "application": item.applicationID]
             let unconfirmed = try SecretServiceCalls.search(call, attributes: application, in: collection).locked
             guard !unconfirmed.isEmpty else { return }  // allowed meanwhile
-            SecretServiceCalls.setDismissesPrompts(call, provider.dismissesPrompts)
             do throws(SecureDictionaryError) {
-                _ = try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) -> Int in
-                    try SecretServiceCalls.unlock(call, paths: unconfirmed)
+                _ = try SecretServiceCalls.confirming(call, dismissing: provider.dismissesPrompts) {
+                    () throws(SecureDictionaryError) -> Int in try SecretServiceCalls.unlock(call, paths: unconfirmed)
                 }
             } catch .confirmationDenied {
                 // KeePassXC completes the prompt as dismissed when any item listed was not

@@ -40,7 +40,6 @@ extension LibSecretClient {
 
     func deleteForeign(_ item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) {
         try perform(timeout: timeout, writes: true) { call throws(SecureDictionaryError) in
-            // KeePassXC returns a prompt from every Item.Delete.
             try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
                 try SecretServiceCalls.deleteItem(call, path: item.path)
             }

@@ -9,7 +9,7 @@ extension LibSecretClient {
     func survey(applicationID: String, dictionaryName: String?, timeout: Duration) throws(SecureDictionaryError)
         -> KeyringSurvey
     {
-        try perform(timeout: timeout) { call throws(SecureDictionaryError) in
+        try perform(timeout: timeout, explainsSandbox: false) { call throws(SecureDictionaryError) in
             let provider = call.connection.provider(call.cancellable)
             var aliases: [String: [String]] = [:]
             for alias in Self.surveyedAliases {

@@ -1,9 +1,7 @@
 import CSecretShim
 
-// With the rest of Internal/LibSecret/, the only code of the library that touches C. Which
-// Secret Service calls each operation makes, in what order; the calls themselves are in
-// SecretServiceCalls.swift, the verified write in LibSecretClient+Write.swift. Every
-// operation runs on a `DeadlineLane`, so none can outlive its deadline.
+// Which Secret Service calls each operation makes, in what order (the calls themselves are
+// `SecretServiceCalls`). Every operation runs on a `DeadlineLane`, so none outlives its deadline.
 
 /// The operations SecureDictionary makes on the Secret Service, each against the collection
 /// behind an alias.
@@ -36,12 +34,15 @@ struct LibSecretClient: Sendable {
     /// Runs `operation` on the lane with a deadline, on a fresh connection once more when the
     /// connection turns out to be dead (the daemon restarted) or its session unfit, up to
     /// ``LibSecretConnection/sessionAttempts`` tries. `writes`: the operation changes the
-    /// keyring, so a try that died with its connection may have landed.
+    /// keyring, so a try that died with its connection may have landed. `explainsSandbox`:
+    /// `serviceUnavailable` inside a sandbox is the sandbox's doing, so the error says which
+    /// permission is missing instead of suggesting to start a keyring.
     func perform<T: Sendable>(
-        timeout: Duration, writes: Bool = false, _ operation: @escaping @Sendable (Call) throws(SecureDictionaryError) -> T
+        timeout: Duration, writes: Bool = false, explainsSandbox: Bool = true,
+        _ operation: @escaping @Sendable (Call) throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
         let cancellable = Cancellable()
-        let deadline = MonotonicDeadline(after: timeout)
+        let deadline = Deadline(after: timeout)
         let result = lane.run(timeout: timeout, interrupt: { cancellable.cancel() }) { connection in
             var attempt = 0
             var outcomeUnknown = false
@@ -66,6 +67,9 @@ struct LibSecretClient: Sendable {
         // A call stopped at its deadline while a confirmation prompt was up waited for a
         // human, not for a hung keyring (the prompt was dismissed on the way out).
         guard let result else { throw cancellable.prompted ? .confirmationRequired : .timedOut }
+        if explainsSandbox, case .failure(.serviceUnavailable) = result, let sandbox = Sandbox.current {
+            throw .sandboxed(advice: sandbox.advice)
+        }
         return try result.get()
     }
 
@@ -130,7 +134,6 @@ struct LibSecretClient: Sendable {
         try perform(timeout: timeout, writes: true) { call throws(SecureDictionaryError) in
             try Self.matchingPaths(call, item) { paths, _, _ throws(SecureDictionaryError) in
                 for path in paths {
-                    // KeePassXC returns a prompt from every Item.Delete.
                     try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
                         try SecretServiceCalls.deleteItem(call, path: path)
                     }
@@ -181,8 +184,7 @@ struct LibSecretClient: Sendable {
             }
             return diagnosis
         }
-        let pid = SessionBusName.ownerPID(of: "org.freedesktop.secrets", until: deadline)
-        diagnosis.providerPID = pid
+        diagnosis.providerPID = SessionBusName.ownerPID(of: "org.freedesktop.secrets", until: deadline)
         return diagnosis
     }
 
@@ -202,21 +204,14 @@ struct LibSecretClient: Sendable {
     ) throws(SecureDictionaryError) -> T {
         let collection = try SecretServiceCalls.collectionPath(call, item.collection)
         return try unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-            var guessed: SecretBytes?
-            let found: (unlocked: [String], locked: [String])
-            if readingLastPath, let guess = call.connection.lastPath(of: item, in: collection),
-                call.connection.provider(call.cancellable).readsSecretWithSearch
-            {
-                let answer = try SecretServiceCalls.search(call, attributes: item.attributes, in: collection, reading: guess)
-                found = (answer.unlocked, answer.locked)
-                if answer.unlocked == [guess], answer.locked.isEmpty { guessed = answer.secret }
-            } else {
-                found = try SecretServiceCalls.search(call, attributes: item.attributes, in: collection)
-            }
+            // The provider is asked only once there is a guess: a first read makes no call for it.
+            let last = readingLastPath ? call.connection.lastPath(of: item, in: collection) : nil
+            let guess = last.flatMap { call.connection.provider(call.cancellable).readsSecretWithSearch ? $0 : nil }
+            let found = try SecretServiceCalls.search(call, attributes: item.attributes, in: collection, reading: guess)
             try refuseUnconfirmedAccess(call, found.locked, in: collection)
             if !found.locked.isEmpty { throw .locked }
             if found.unlocked.isEmpty, try SecretServiceCalls.isLocked(call, collection: collection) { throw .locked }
-            return try body(found.unlocked, collection, guessed)
+            return try body(found.unlocked, collection, found.secret)
         }
     }
 

@@ -2,9 +2,6 @@ import CLibSecret
 import CSecretShim
 import ProcessSpawning
 
-// A connection to the Secret Service and what one call works with. Touched only on the
-// queue of the client's `DeadlineLane`.
-
 /// A Secret Service connection, confined to the queue of one `DeadlineLane` generation.
 final class LibSecretConnection: @unchecked Sendable {  // touched only on its lane's serial queue
     private var service: UnsafeMutablePointer<SecretService>?
@@ -31,8 +28,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// back exactly as written, or a read that decrypted to a property list. Until then, every
     /// write is read back, and (``ProviderTraits/sessionKeysMayDiffer``) a read that is no
     /// property list is read again on a new session: a session whose two ends derived
-    /// different keys (KWallet before KDE Frameworks 6.25 does so about once in a hundred
-    /// sessions) can store or read garbage.
+    /// different keys can store or read garbage.
     var sessionVerified = false
     /// How many times a session is offered before the provider counts as refusing them.
     static let sessionAttempts = 3
@@ -48,16 +44,14 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// The open service, opening it (with an encrypted transport session, unless
     /// ``opensSession`` is off) when needed; a session bus that does not answer by `deadline`
     /// is ``SecureDictionaryError/timedOut``.
-    ///
-    /// Calls `sd_service_open` → `secret_service_open_sync` with the no-prompt subclass.
-    func openService(_ cancellable: Cancellable, until deadline: MonotonicDeadline) throws(SecureDictionaryError)
+    func openService(_ cancellable: Cancellable, until deadline: Deadline) throws(SecureDictionaryError)
         -> UnsafeMutablePointer<SecretService>
     {
         if let service { return service }
         var opened: UnsafeMutablePointer<SecretService>?
         for attempt in 1...Self.sessionAttempts {
             var error: UnsafeMutablePointer<GError>?
-            opened = sd_service_open(deadline.microseconds, opensSession ? 1 : 0, cancellable.pointer, &error)
+            opened = sd_service_open(deadline.glibMicroseconds, opensSession ? 1 : 0, cancellable.pointer, &error)
             if opened != nil { break }
             // KWallet 5 rejects about one public key in 200 as "invalid" (it mishandles a key
             // with leading zero bytes); a new session brings a new key.
@@ -140,16 +134,10 @@ struct ItemLookup {
     let path: String?
 }
 
-/// A deadline on GLib's monotonic clock (`g_get_monotonic_time`, microseconds), the clock
-/// the shim's waits end by.
-struct MonotonicDeadline: Sendable {
-    let microseconds: gint64
-
-    init(after timeout: Duration) {
-        microseconds = g_get_monotonic_time() + gint64(timeout.microseconds)
-    }
-
-    init(_ deadline: Deadline) { self.init(after: deadline.remaining) }
+extension Deadline {
+    /// The same moment on GLib's monotonic clock (`g_get_monotonic_time`, microseconds), the
+    /// clock the shim's waits end by.
+    var glibMicroseconds: gint64 { g_get_monotonic_time() + gint64(remaining.microseconds) }
 }
 
 /// A `GCancellable`, which GLib documents as safe to cancel from any thread.
@@ -159,7 +147,6 @@ final class Cancellable: @unchecked Sendable {  // GCancellable is thread-safe
     init() { pointer = sd_cancellable_new() }
     deinit { g_object_unref(pointer) }
     func cancel() { g_cancellable_cancel(pointer) }
-    var isCancelled: Bool { g_cancellable_is_cancelled(pointer) != 0 }
     /// Whether a call under this cancellable ran a prompt (one that may wait for a human).
     var prompted: Bool { sd_cancellable_prompted(pointer) != 0 }
 }

@@ -29,29 +29,11 @@ enum SecretServiceCalls {
         return resolved
     }
 
-    /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection.
-    static func search(_ call: Call, attributes: [String: String], in collection: String) throws(SecureDictionaryError)
-        -> (unlocked: [String], locked: [String])
-    {
-        let table = attributeTable(attributes)
-        defer { g_hash_table_unref(table) }
-        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        var error: UnsafeMutablePointer<GError>?
-        defer {
-            g_strfreev(unlocked)
-            g_strfreev(locked)
-        }
-        guard
-            secret_service_search_for_dbus_paths_sync(
-                call.service, nil, table, call.cancellable.pointer, &unlocked, &locked, &error) != 0
-        else { throw KeyringErrorMapping.map(error) }
-        return (inCollection(strings(unlocked), collection), inCollection(strings(locked), collection))
-    }
-
-    /// `sd_search_reading_one`: the search, with the secret of `guess` asked for right behind
-    /// it in the same round trip; `secret` is that secret when the service sent one.
-    static func search(_ call: Call, attributes: [String: String], in collection: String, reading guess: String)
+    /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection;
+    /// with a `guess`, `sd_search_reading_one`: the secret of `guess` is asked for right behind
+    /// the search, in the same round trip, and `secret` is that secret when the service sent
+    /// one and the search found exactly that item.
+    static func search(_ call: Call, attributes: [String: String], in collection: String, reading guess: String? = nil)
         throws(SecureDictionaryError) -> (unlocked: [String], locked: [String], secret: SecretBytes?)
     {
         let table = attributeTable(attributes)
@@ -65,13 +47,17 @@ enum SecretServiceCalls {
             g_strfreev(locked)
             if let value { secret_value_unref(UnsafeMutableRawPointer(value)) }
         }
-        guard
-            sd_search_reading_one(
-                call.service, table, guess, &unlocked, &locked, &value, call.cancellable.pointer, &error) != 0
-        else { throw KeyringErrorMapping.map(error) }
-        return (
-            inCollection(strings(unlocked), collection), inCollection(strings(locked), collection), value.map(bytes(of:))
-        )
+        let searched =
+            if let guess {
+                sd_search_reading_one(call.service, table, guess, &unlocked, &locked, &value, call.cancellable.pointer, &error)
+            } else {
+                secret_service_search_for_dbus_paths_sync(
+                    call.service, nil, table, call.cancellable.pointer, &unlocked, &locked, &error)
+            }
+        guard searched != 0 else { throw KeyringErrorMapping.map(error) }
+        let found = (unlocked: inCollection(strings(unlocked), collection), locked: inCollection(strings(locked), collection))
+        let exact = guess.map { found.unlocked == [$0] && found.locked.isEmpty } ?? false
+        return (found.unlocked, found.locked, exact ? value.map(bytes(of:)) : nil)
     }
 
     /// `secret_service_get_secret_for_dbus_path_sync`: a copy of the item's secret bytes.
@@ -141,107 +127,98 @@ enum SecretServiceCalls {
     static func unlock(_ call: Call, paths: [String]) throws(SecureDictionaryError) -> Int {
         var error: UnsafeMutablePointer<GError>?
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        var pointers: [UnsafeMutablePointer<gchar>?] = paths.map { strdup($0) } + [nil]
-        defer { for pointer in pointers { free(pointer) } }
-        let count = pointers.withUnsafeMutableBufferPointer { buffer in
-            buffer.withMemoryRebound(to: UnsafePointer<gchar>?.self) { paths in
-                secret_service_unlock_dbus_paths_sync(
-                    call.service, paths.baseAddress, call.cancellable.pointer, &unlocked, &error)
-            }
-        }
+        var pointers: [UnsafePointer<gchar>?] = paths.map { UnsafePointer(strdup($0)) } + [nil]
+        defer { for pointer in pointers { free(UnsafeMutablePointer(mutating: pointer)) } }
+        let count = secret_service_unlock_dbus_paths_sync(call.service, &pointers, call.cancellable.pointer, &unlocked, &error)
         g_strfreev(unlocked)
         if count < 0 { throw KeyringErrorMapping.map(error) }
         return Int(count)
     }
 
-    /// The `Locked` property of a collection (`sd_collection_is_locked`).
+    /// The `Locked` property of a collection; a malformed answer is locked, never open.
     static func isLocked(_ call: Call, collection: String) throws(SecureDictionaryError) -> Bool {
-        var error: UnsafeMutablePointer<GError>?
-        let answer = sd_collection_is_locked(call.service, collection, call.cancellable.pointer, &error)
-        if answer < 0 { throw KeyringErrorMapping.map(error) }
-        return answer != 0
+        guard let value = try property(call, collection, "Collection", "Locked", type: "b") else { return true }
+        defer { g_variant_unref(value) }
+        return g_variant_get_boolean(value) != 0
     }
 
-    /// The `Label` property of a collection (`sd_collection_label`).
+    /// The `Label` property of a collection.
     static func label(_ call: Call, collection: String) throws(SecureDictionaryError) -> String {
-        var error: UnsafeMutablePointer<GError>?
-        guard let label = sd_collection_label(call.service, collection, call.cancellable.pointer, &error) else {
-            throw KeyringErrorMapping.map(error)
-        }
-        defer { g_free(label) }
-        return String(cString: label)
+        guard let value = try property(call, collection, "Collection", "Label", type: "s") else { return "" }
+        defer { g_variant_unref(value) }
+        return String(cString: g_variant_get_string(value, nil))
     }
 
-    /// The service's Collections property (`sd_service_collections`): every collection's path.
+    /// The service's Collections property: every collection's path.
     static func collections(_ call: Call) throws(SecureDictionaryError) -> [String] {
-        var error: UnsafeMutablePointer<GError>?
-        guard let list = sd_service_collections(call.service, call.cancellable.pointer, &error) else {
-            throw KeyringErrorMapping.map(error)
+        guard let value = try property(call, "/org/freedesktop/secrets", "Service", "Collections", type: "ao") else {
+            return []
         }
+        defer { g_variant_unref(value) }
+        let list = g_variant_dup_objv(value, nil)
         defer { g_strfreev(list) }
         return strings(list)
     }
 
-    /// The item's Modified property (`sd_item_modified`): seconds since 1970, `nil` when the
-    /// provider tells none.
+    /// The item's Modified property: seconds since 1970, `nil` when the provider tells none.
     static func modified(_ call: Call, path: String) throws(SecureDictionaryError) -> Int64? {
-        var error: UnsafeMutablePointer<GError>?
-        let seconds = sd_item_modified(call.service, path, call.cancellable.pointer, &error)
-        if seconds < 0 { throw KeyringErrorMapping.map(error) }
-        return seconds == 0 ? nil : Int64(seconds)
+        guard let value = try property(call, path, "Item", "Modified", type: "t") else { return nil }
+        defer { g_variant_unref(value) }
+        let seconds = g_variant_get_uint64(value)
+        return seconds == 0 ? nil : Int64(clamping: seconds)
     }
 
-    /// The item's `Attributes` property (`sd_item_attributes`).
+    /// The item's `Attributes` property.
     static func attributes(_ call: Call, path: String) throws(SecureDictionaryError) -> [String: String] {
-        var error: UnsafeMutablePointer<GError>?
-        guard let table = sd_item_attributes(call.service, path, call.cancellable.pointer, &error) else {
-            throw KeyringErrorMapping.map(error)
-        }
-        defer { g_hash_table_unref(table) }
+        guard let value = try property(call, path, "Item", "Attributes", type: "a{ss}") else { return [:] }
+        defer { g_variant_unref(value) }
         var result: [String: String] = [:]
-        var iterator = GHashTableIter()
-        g_hash_table_iter_init(&iterator, table)
-        var key: gpointer?
-        var value: gpointer?
-        while g_hash_table_iter_next(&iterator, &key, &value) != 0 {
-            if let key, let value {
-                result[String(cString: key.assumingMemoryBound(to: CChar.self))] =
-                    String(cString: value.assumingMemoryBound(to: CChar.self))
-            }
+        for index in 0..<g_variant_n_children(value) {
+            let entry = g_variant_get_child_value(value, index)
+            let key = g_variant_get_child_value(entry, 0)
+            let text = g_variant_get_child_value(entry, 1)
+            result[String(cString: g_variant_get_string(key, nil))] = String(cString: g_variant_get_string(text, nil))
+            g_variant_unref(text)
+            g_variant_unref(key)
+            g_variant_unref(entry)
         }
         return result
     }
 
-    /// Whether the bus name `name` has an owner or can be activated (`sd_bus_name_presence`),
-    /// asked until `deadline`.
-    static func isAvailable(_ name: String, until deadline: MonotonicDeadline) throws(SecureDictionaryError) -> Bool {
+    /// Property `name` of `org.freedesktop.Secret.<interface>` on the object at `path`
+    /// (`sd_object_property`): `nil` when the provider answered with another type than `type`.
+    private static func property(_ call: Call, _ path: String, _ interface: String, _ name: String, type: String)
+        throws(SecureDictionaryError) -> OpaquePointer?
+    {
+        var value: OpaquePointer?
         var error: UnsafeMutablePointer<GError>?
-        let answer = sd_bus_name_presence(name, deadline.microseconds, &error)
-        if answer < 0 { throw KeyringErrorMapping.map(error) }
-        return answer != 0
+        guard
+            sd_object_property(
+                call.service, path, "org.freedesktop.Secret." + interface, name, type, &value, call.cancellable.pointer,
+                &error) != 0
+        else { throw KeyringErrorMapping.map(error) }
+        return value
     }
 
-    /// Runs `body` with the service allowed to run confirmation prompts (never unlock
-    /// prompts): a prompt that needs no human completes at once; one that waits for a human
-    /// is dismissed at the deadline (where ``ProviderTraits/dismissesPrompts``) and throws
-    /// ``SecureDictionaryError/confirmationRequired``.
-    static func confirming<T>(_ call: Call, _ body: () throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T {
-        sd_service_allow_confirmations(call.service, 1)
-        defer { sd_service_allow_confirmations(call.service, 0) }
+    /// Runs `body` with the service allowed to run the prompts it returns (elsewhere none
+    /// runs): one that needs no human completes at once (KeePassXC returns one from every
+    /// `CreateItem` and `Item.Delete`); one that waits for a human throws
+    /// ``SecureDictionaryError/confirmationRequired`` at the deadline, and is dismissed then
+    /// if `dismissing` (``ProviderTraits/dismissesPrompts``).
+    static func confirming<T>(_ call: Call, dismissing: Bool = true, _ body: () throws(SecureDictionaryError) -> T)
+        throws(SecureDictionaryError) -> T
+    {
+        sd_service_allow_confirmations(call.service, 1, dismissing ? 1 : 0)
+        defer { sd_service_allow_confirmations(call.service, 0, 1) }
         return try body()
-    }
-
-    /// Whether a prompt the caller stops waiting for is dismissed (`sd_service_set_dismiss_on_cancel`).
-    static func setDismissesPrompts(_ call: Call, _ dismisses: Bool) {
-        sd_service_set_dismiss_on_cancel(call.service, dismisses ? 1 : 0)
     }
 
     // MARK: Values
 
     /// A `GHashTable` of `attributes` (release it with `g_hash_table_unref`).
     private static func attributeTable(_ attributes: [String: String]) -> OpaquePointer? {
-        let table = sd_string_table_new()
-        for (key, value) in attributes { sd_string_table_insert(table, key, value) }
+        let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)
+        for (key, value) in attributes { g_hash_table_insert(table, g_strdup(key), g_strdup(value)) }
         return table
     }
 
@@ -250,22 +227,24 @@ enum SecretServiceCalls {
     /// core dumps and wiped when freed (egg-secure-memory), where a copy would be one more
     /// in ordinary memory.
     private static func bytes(of value: OpaquePointer) -> SecretBytes {
-        var length = 0
-        guard let bytes = sd_value_bytes(value, &length), length > 0 else {
+        var length: gsize = 0
+        guard let bytes = secret_value_get(value, &length), length > 0 else {
             return SecretBytes(copying: UnsafeRawBufferPointer(start: nil, count: 0))
         }
-        return SecretBytes(viewing: UnsafeRawBufferPointer(start: bytes, count: length), keptBy: HeldSecretValue(value))
+        return SecretBytes(viewing: UnsafeRawBufferPointer(start: bytes, count: Int(length)), keptBy: HeldSecretValue(value))
     }
 
-    /// Runs `body` with a SecretValue that borrows `secret`'s bytes (no copy): they outlive
-    /// it, since libsecret encrypts them during the call and the value is released before
-    /// `secret` is.
+    /// Runs `body` with a SecretValue of `contentType` that borrows `secret`'s bytes, neither
+    /// freeing nor wiping them (their owner wipes them): `secret_value_new` would copy them
+    /// into memory of libsecret's own, one more copy of the secret per write. They outlive the
+    /// value, since libsecret encrypts them during the call and the value is released first.
     private static func withBorrowedValue(
         _ secret: SecretBytes, contentType: String = "application/octet-stream",
         _ body: (OpaquePointer?) throws(SecureDictionaryError) -> Void
     ) throws(SecureDictionaryError) {
         try secret.withUnsafeBytes { bytes throws(SecureDictionaryError) in
-            let value = sd_value_new_borrowing(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, contentType)
+            let start = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: gchar.self))
+            let value = secret_value_new_full(start, bytes.count, contentType) { _ in }
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
             try body(value)
         }
@@ -278,13 +257,7 @@ enum SecretServiceCalls {
 
     private static func strings(_ list: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
         guard let list else { return [] }
-        var result: [String] = []
-        var index = 0
-        while let element = list[index] {
-            result.append(String(cString: element))
-            index += 1
-        }
-        return result
+        return sequence(first: list) { $0 + 1 }.prefix { $0.pointee != nil }.map { String(cString: $0.pointee!) }
     }
 }
 

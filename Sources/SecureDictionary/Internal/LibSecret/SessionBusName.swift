@@ -47,7 +47,7 @@ package enum SessionBusName {
     /// let pid = SessionBusName.ownerPID(of: SessionBusName.secretService, until: Deadline(after: .seconds(1)))
     /// ```
     package static func ownerPID(of name: String, until deadline: Deadline) -> Int? {
-        let pid = sd_bus_name_owner_pid(name, MonotonicDeadline(deadline).microseconds)
+        let pid = sd_bus_name_owner_pid(name, deadline.glibMicroseconds)
         return pid > 0 ? Int(pid) : nil
     }
 
@@ -57,7 +57,7 @@ package enum SessionBusName {
     ///   ``SecureDictionaryError/serviceUnavailable(reason:)`` when there is no session bus.
     package static func presence(of name: String, until deadline: Deadline) throws(SecureDictionaryError) -> Presence {
         var error: UnsafeMutablePointer<GError>?
-        switch sd_bus_name_presence(name, MonotonicDeadline(deadline).microseconds, &error) {
+        switch sd_bus_name_presence(name, deadline.glibMicroseconds, &error) {
         case 2: return .owned
         case 1: return .activatable
         case 0: return .absent
@@ -74,7 +74,7 @@ package enum SessionBusName {
         throws(SecureDictionaryError) -> Arrival
     {
         var error: UnsafeMutablePointer<GError>?
-        switch sd_bus_name_await_owner(name, starting ? 1 : 0, MonotonicDeadline(deadline).microseconds, &error) {
+        switch sd_bus_name_await_owner(name, starting ? 1 : 0, deadline.glibMicroseconds, &error) {
         case 1: return .owned
         case 0: return .notYet
         default:
@@ -91,7 +91,7 @@ package enum SessionBusName {
         var error = error
         defer { g_clear_error(&error) }
         guard let failure = error else { return .serviceUnavailable(reason: "the session bus failed without an error") }
-        if failure.pointee.domain == sd_io_error_quark() && failure.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
+        if failure.pointee.domain == g_io_error_quark() && failure.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
             return .timedOut
         }
         return .serviceUnavailable(reason: String(cString: failure.pointee.message))

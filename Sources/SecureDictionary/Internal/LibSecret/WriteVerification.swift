@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// ```swift
 /// let attempt = VerifiedWrite()
-/// try perform(timeout: timeout, writes: true) { call in try Self.write(call, secret, to: item, in: collection, attempt: attempt, fault: nil) }
+/// try perform(timeout: timeout, writes: true) { call in try write(call, secret, to: item, in: collection, attempt: attempt) }
 /// ```
 ///
 /// A try on a session not yet proven may store garbage (KWallet before KDE Frameworks 6.25);
