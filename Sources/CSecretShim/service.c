@@ -249,45 +249,36 @@ sd_service_open (gint64 deadline_us, gboolean open_session, GCancellable *cancel
 
 /* ---- which provider answers ------------------------------------------------------ */
 
-static const struct {
-    const char *name;
-    int provider;
-} provider_names[] = {
-    { "org.keepassxc.KeePassXC.MainWindow", SD_PROVIDER_KEEPASSXC },
-    { "org.kde.kwalletd5", SD_PROVIDER_KWALLET },
-    { "org.kde.kwalletd6", SD_PROVIDER_KWALLET },
-    { "org.gnome.keyring", SD_PROVIDER_GNOME_KEYRING },
-};
-
 int
-sd_service_provider (SecretService *service, GCancellable *cancellable)
+sd_service_owner_among (SecretService *service, const char **names, int count, GCancellable *cancellable)
 {
     GDBusProxy *proxy = G_DBUS_PROXY (service);
     char *unique = g_dbus_proxy_get_name_owner (proxy);
     if (unique == NULL)
-        return SD_PROVIDER_OTHER;
+        return -1;
     GDBusConnection *bus = g_dbus_proxy_get_connection (proxy);
     /* Every GetNameOwner goes out before the first answer is awaited: one round trip. */
     GMainContext *context = g_main_context_new ();
     g_main_context_push_thread_default (context);
-    SdPendingCall calls[G_N_ELEMENTS (provider_names)] = { { 0 } };
-    for (gsize i = 0; i < G_N_ELEMENTS (provider_names); i++)
-        sd_call_bus (bus, "GetNameOwner", g_variant_new ("(s)", provider_names[i].name), "(s)", cancellable, &calls[i]);
-    int provider = SD_PROVIDER_OTHER;
-    for (gsize i = 0; i < G_N_ELEMENTS (provider_names); i++) {
+    SdPendingCall *calls = g_new0 (SdPendingCall, count);
+    for (int i = 0; i < count; i++)
+        sd_call_bus (bus, "GetNameOwner", g_variant_new ("(s)", names[i]), "(s)", cancellable, &calls[i]);
+    int found = -1;
+    for (int i = 0; i < count; i++) {
         while (!calls[i].done)
             g_main_context_iteration (context, TRUE);
         if (calls[i].reply != NULL) {
             const char *owner = NULL;
             g_variant_get (calls[i].reply, "(&s)", &owner);
-            if (provider == SD_PROVIDER_OTHER && g_strcmp0 (owner, unique) == 0)
-                provider = provider_names[i].provider;
+            if (found < 0 && g_strcmp0 (owner, unique) == 0)
+                found = i;
             g_variant_unref (calls[i].reply);
         }
         g_clear_error (&calls[i].error);
     }
+    g_free (calls);
     g_main_context_pop_thread_default (context);
     g_main_context_unref (context);
     g_free (unique);
-    return provider;
+    return found;
 }

@@ -33,13 +33,11 @@ enum { SD_PROMPT_DISMISSED = 1 };
 GCancellable *sd_cancellable_new(void);
 gboolean sd_cancellable_prompted(GCancellable *cancellable);
 
-/* Which provider owns the service's bus name, told by the other well-known names its
-   connection owns (so it works where /proc shows nothing, as in a sandbox): KeePassXC owns
-   org.keepassxc.KeePassXC.MainWindow, KWallet org.kde.kwalletd5 or org.kde.kwalletd6,
-   gnome-keyring org.gnome.keyring. One round trip (the questions are pipelined), ended by
-   `cancellable`; SD_PROVIDER_OTHER when nothing answers. */
-enum { SD_PROVIDER_OTHER = 0, SD_PROVIDER_KEEPASSXC = 1, SD_PROVIDER_KWALLET = 2, SD_PROVIDER_GNOME_KEYRING = 3 };
-int sd_service_provider(SecretService *service, GCancellable *cancellable);
+/* The index of the first of `names` (well-known bus names) that the connection owning the
+   service's bus name owns too, or -1: which provider answers, told by the names of its own
+   (ProviderTraits.busNames), so it works where /proc shows nothing, as in a sandbox. One
+   round trip (the questions are pipelined), ended by `cancellable`. */
+int sd_service_owner_among(SecretService *service, const char **names, int count, GCancellable *cancellable);
 
 /* ---- calls.c: Secret Service calls and values ---------------------------------- */
 

@@ -80,7 +80,11 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     func provider(_ cancellable: Cancellable) -> ProviderTraits {
         if let detectedProvider { return detectedProvider }
         guard let service else { return .other }
-        let detected = ProviderTraits(code: sd_service_provider(service, cancellable.pointer))
+        let candidates = ProviderTraits.providers.flatMap { row in row.busNames.map { (row, $0) } }
+        var names: [UnsafePointer<CChar>?] = candidates.map { UnsafePointer(strdup($0.1)) }
+        defer { for name in names { free(UnsafeMutablePointer(mutating: name)) } }
+        let found = Int(sd_service_owner_among(service, &names, Int32(names.count), cancellable.pointer))
+        let detected = found >= 0 ? candidates[found].0 : .other
         detectedProvider = detected
         ErrorContext.record(provider: detected.name)  // so that errors name it
         return detected

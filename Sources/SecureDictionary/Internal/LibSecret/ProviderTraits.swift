@@ -3,7 +3,7 @@ import CSecretShim
 /// Every way SecureDictionary treats one Secret Service provider differently from another, in
 /// one table (its messages' advice included): the code reads these fields and never asks which
 /// provider answers. Adding a
-/// provider is adding a row (and a case in `sd_service_provider`, which recognises it).
+/// provider is adding a row.
 ///
 /// | provider | `replacesSecretInPlace` | `readsSecretWithSearch` | `lockedItemsMeanConfirmation` | `dismissesPrompts` | `unlockDialogBusName` | `sessionKeysMayDiffer` |
 /// | --- | --- | --- | --- | --- | --- | --- |
@@ -48,6 +48,11 @@ package struct ProviderTraits: Sendable, Equatable {
     /// `gcr-prompter`), and without one on the bus it completes every unlock prompt as
     /// dismissed at once (56 ms), as if the user had cancelled. `nil`: the provider shows it.
     let unlockDialogBusName: String?
+    /// Well-known bus names the provider's connection owns beside the Secret Service's: which
+    /// provider answers is told by which of them the owner of the Secret Service's name owns
+    /// too (``LibSecretConnection/provider(_:)``), which works where `/proc` shows nothing, as
+    /// in a sandbox.
+    let busNames: [String]
     /// The provider may derive another session key than the client and still send a secret
     /// that passes the padding check (KWallet before KDE Frameworks 6.25: 1 lookup in 3,000 on
     /// 6.13), so a read on a session not yet proven that is no property list is read again on
@@ -83,7 +88,7 @@ package struct ProviderTraits: Sendable, Equatable {
     static let gnomeKeyring = ProviderTraits(
         name: "gnome-keyring", replacesSecretInPlace: false, readsSecretWithSearch: true,
         lockedItemsMeanConfirmation: false, dismissesPrompts: false,
-        unlockDialogBusName: "org.gnome.keyring.SystemPrompter", sessionKeysMayDiffer: false,
+        unlockDialogBusName: "org.gnome.keyring.SystemPrompter", busNames: ["org.gnome.keyring"], sessionKeysMayDiffer: false,
         advice: Advice(
             lockedThing: nil, unlockOnDesktop: "unlock the login keyring in Passwords and Keys (seahorse)",
             unlockElsewhere: gnomeKeyringUnlock, sessionUpdate: nil, confirmation: nil),
@@ -93,7 +98,7 @@ package struct ProviderTraits: Sendable, Equatable {
     static let kwallet = ProviderTraits(
         name: "KWallet", replacesSecretInPlace: false, readsSecretWithSearch: true,
         lockedItemsMeanConfirmation: false, dismissesPrompts: true, unlockDialogBusName: nil,
-        sessionKeysMayDiffer: true,
+        busNames: ["org.kde.kwalletd5", "org.kde.kwalletd6"], sessionKeysMayDiffer: true,
         advice: Advice(
             lockedThing: "KWallet wallet",
             unlockOnDesktop: kwalletUnlock, unlockElsewhere: kwalletUnlock, sessionUpdate: kwalletUpdate,
@@ -111,7 +116,7 @@ package struct ProviderTraits: Sendable, Equatable {
     static let keepassxc = ProviderTraits(
         name: "KeePassXC", replacesSecretInPlace: true, readsSecretWithSearch: false,
         lockedItemsMeanConfirmation: true, dismissesPrompts: true, unlockDialogBusName: nil,
-        sessionKeysMayDiffer: false,
+        busNames: ["org.keepassxc.KeePassXC.MainWindow"], sessionKeysMayDiffer: false,
         advice: Advice(
             lockedThing: "KeePassXC database", unlockOnDesktop: "unlock it in the KeePassXC window",
             unlockElsewhere: "unlock it in the KeePassXC window", sessionUpdate: nil,
@@ -127,7 +132,7 @@ package struct ProviderTraits: Sendable, Equatable {
     /// A provider not told apart: as careful as the most careful row.
     static let other = ProviderTraits(
         name: nil, replacesSecretInPlace: false, readsSecretWithSearch: true,
-        lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil,
+        lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil, busNames: [],
         sessionKeysMayDiffer: true,
         advice: Advice(
             lockedThing: nil, unlockOnDesktop: "unlock it in your keyring manager", unlockElsewhere: gnomeKeyringUnlock,
@@ -136,7 +141,7 @@ package struct ProviderTraits: Sendable, Equatable {
     /// ``InMemoryKeyringStore``, which is no provider on a bus: only its advice is ever read.
     static let inMemory = ProviderTraits(
         name: InMemoryKeyringStore.providerName, replacesSecretInPlace: false, readsSecretWithSearch: true,
-        lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil,
+        lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil, busNames: [],
         sessionKeysMayDiffer: false,
         advice: Advice(
             lockedThing: "InMemoryKeyringStore",
@@ -220,17 +225,5 @@ extension ProviderTraits {
         /// chose, as KeePassXC's databases): `doctor --find` names the folder of a provider that
         /// does not run, whose copies cannot be asked for.
         package var dataFolder: String?
-    }
-}
-
-extension ProviderTraits {
-    /// The row of the provider `sd_service_provider` recognised.
-    init(code: Int32) {
-        switch code {
-        case Int32(SD_PROVIDER_KEEPASSXC): self = .keepassxc
-        case Int32(SD_PROVIDER_KWALLET): self = .kwallet
-        case Int32(SD_PROVIDER_GNOME_KEYRING): self = .gnomeKeyring
-        default: self = .other
-        }
     }
 }
