@@ -91,7 +91,13 @@ public final class SecureDictionary: Sendable {
     /// Setting it writes at once (`nil` removes the key); a failed write goes to
     /// ``Options/failureHandler``. Prefer ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
     public subscript(key: String) -> Value? {
-        get { state.loadedGeneration.value(forKey: key) }
+        get {
+            // The lookup and the decode side by side, not through `value(forKey:)`: the read
+            // most code makes is then three calls deep, all of them in view here.
+            let generation = state.loadedGeneration
+            guard let entry = generation.entry(forKey: key) else { return nil }
+            return generation.value(of: entry)
+        }
         set {
             do throws(SecureDictionaryError) {
                 try setValue(newValue, forKey: key)

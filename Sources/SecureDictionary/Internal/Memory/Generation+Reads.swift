@@ -10,10 +10,10 @@
 /// a read of it cannot fail but by a bug of the library's own: `try!` stops the program there.
 extension Generation {
     /// The caller's copy of the value of `key` (the same Unicode scalars), if any.
-    func value(forKey key: String) -> PropertyListValue? {
-        guard let entry = entry(forKey: key) else { return nil }
-        return try! view.value(of: valueObject(entry))
-    }
+    func value(forKey key: String) -> PropertyListValue? { entry(forKey: key).map(value(of:)) }
+
+    /// The caller's copy of the value of `entry` (from ``entry(forKey:)``).
+    func value(of entry: Int) -> PropertyListValue { try! view.value(of: valueObject(entry)) }
 
     func contains(_ key: String) -> Bool { entry(forKey: key) != nil }
 
