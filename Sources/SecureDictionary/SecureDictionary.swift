@@ -16,7 +16,6 @@ import Logging
 ///     entries["refresh"] = "r-123"
 ///     entries["old"] = nil
 /// }
-/// settings = nil                                          // the last instance goes: the cache is wiped
 /// ```
 ///
 /// The whole dictionary is one binary property list in one Secret Service item named
@@ -28,7 +27,7 @@ import Logging
 ///   Init loads the dictionary or throws, and nothing unloads it afterwards: `subscript`,
 ///   ``keys``, ``count``, ``isEmpty``, ``snapshot``, iteration and the typed subscript give
 ///   what was last loaded or written, on any thread, at any time. When the last instance of
-///   an item in the process goes, its cache is wiped. The throwing reads (``value(forKey:)``,
+///   an item in the process goes, its cache is wiped (<doc:SecretsInMemory>). The throwing reads (``value(forKey:)``,
 ///   ``entries()``, ``value(for:)``) load again first when a write's outcome was unknown.
 /// - Writes throw and are all-or-nothing: the cache changes only after the keyring accepted
 ///   the write.
