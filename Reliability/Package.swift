@@ -1,5 +1,5 @@
 // swift-tools-version:6.1
-// The reliability suite of SecureDictionary (issue 3): `scripts/reliability [--full]`.
+// The reliability suite of SecureDictionary: `scripts/reliability [--full]`.
 // A package of its own, so its build (and its dependency on the library, by path) never
 // slows down or changes the library's own `swift build` / `swift test`.
 import PackageDescription

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A fixture OAuth token server for the token-refresh tests (issue 39 point 2).
+"""A fixture OAuth token server for the token-refresh tests.
 
     scripts/token-server.py --lifetime SECONDS --margin SECONDS
 

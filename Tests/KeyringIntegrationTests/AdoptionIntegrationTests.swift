@@ -7,7 +7,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Issue 30: adopting the per-key items other libraries wrote, made by the real libraries
+    /// Adopting the per-key items other libraries wrote, made by the real libraries
     /// where Debian has them (python `keyring` 23.9.3 and `secretstorage` 3.3.3), and with
     /// `secret-tool` for those it does not (keytar, go-keyring, QtKeychain: attributes read
     /// from their sources), on every provider.

@@ -6,7 +6,7 @@ import Testing
 @testable import SecureDictionaryFileStore
 
 extension KeyringIntegration {
-    /// Issue 35, points 1 and 8: `AutomaticStore` against the real keyring, stopped, started
+    /// `AutomaticStore` against the real keyring, stopped, started
     /// and restarted under it. It never chooses the files while a keyring is on its way (the
     /// dictionary would be split in two), and a move onto what it will choose is the same store.
     @Suite(.enabled(if: PrivateKeyring.provider == "gnome-keyring", "the choice is the same for every provider"))
@@ -44,7 +44,7 @@ extension KeyringIntegration {
             try body()
         }
 
-        // MARK: The choice while the keyring is away (issue 35.1)
+        // MARK: The choice while the keyring is away
 
         /// A first choice, made while the keyring starts, waits for it: the keyring, not the
         /// files (which it once took at once, silently).
@@ -78,7 +78,7 @@ extension KeyringIntegration {
             #expect(itemFiles.isEmpty, "\(itemFiles)")
         }
 
-        /// Issue 35.1's own case: a process started during a 2 s stop of the keyring keeps
+        /// The case as reported: a process started during a 2 s stop of the keyring keeps
         /// writing after it is back, every write in the keyring (it once wrote 109 times to the
         /// files).
         @Test(.timeLimit(.minutes(2))) func aProcessStartedDuringAStopOfTheKeyringNeverWritesToTheFiles() throws {
@@ -88,7 +88,7 @@ extension KeyringIntegration {
                 let pounding = try LiveChild(
                     KeyringHarness.writer, ["pound", test.appID, test.name, "1"], environment: environment(timeout: 6_000))
                 defer { pounding.finish() }
-                Thread.sleep(forTimeInterval: 2)  // the stop itself: the issue's 2 s
+                Thread.sleep(forTimeInterval: 2)  // the stop itself: the reported 2 s
                 try KeyringHarness.daemon("start")
                 let wrote = pounding.waitUntil(timeout: .seconds(60)) { lines in
                     lines.filter { $0.hasPrefix("call 0 ok ") }.count >= 20
@@ -141,7 +141,7 @@ extension KeyringIntegration {
             #expect(milliseconds < 500, "\(choices[1])")
         }
 
-        // MARK: Moves (issue 35.8)
+        // MARK: Moves
 
         /// An `AutomaticStore` not used yet chooses the keyring when asked where it keeps its
         /// items: a move between it and the keyring is refused at once as one store. It once

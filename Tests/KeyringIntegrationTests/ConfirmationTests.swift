@@ -5,13 +5,13 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Issue 11: KeePassXC, by its own default, asks its user before a client reads an item
+    /// KeePassXC, by its own default, asks its user before a client reads an item
     /// the first time, and hides the item as "locked" until then. That is
     /// `confirmationRequired` at once, with no dialog, never `locked` (which would send the
     /// user to unlock a database that is open). The private KeePassXC runs with it off; these
     /// tests restart it with it on.
     ///
-    /// Issue 39: with the opt-in (`unlock: .prompt(timeout:)`), the call asks KeePassXC to show
+    /// With the opt-in (`unlock: .prompt(timeout:)`), the call asks KeePassXC to show
     /// its access dialog (`Service.Unlock` of the items, then `Prompt.Prompt`) and goes on once
     /// the user allowed; here KeePassXC runs on the session's virtual X server and
     /// `scripts/prompter` answers its dialog with keys, as a user would.

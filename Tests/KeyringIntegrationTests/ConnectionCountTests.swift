@@ -2,7 +2,7 @@ import Foundation
 import SecureDictionaryTestSupport
 import Testing
 
-/// Issue 39: one process talks to the Secret Service over one D-Bus connection, with one
+/// One process talks to the Secret Service over one D-Bus connection, with one
 /// transport session (`OpenSession`) per daemon it meets, whatever it does. Counted on the
 /// private bus with `dbus-monitor`, over 100 mixed operations of one `sd-test-writer mixed`
 /// (writes, reads, `update`, a change stream, `move`, listings, and a reload after the daemon

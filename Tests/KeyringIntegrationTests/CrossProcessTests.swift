@@ -47,7 +47,7 @@ extension KeyringIntegration {
 }
 
 extension KeyringIntegration.CrossProcess {
-    /// Issue 11: KeePassXC sends no `ItemChanged` for a write it takes while it saves its
+    /// KeePassXC sends no `ItemChanged` for a write it takes while it saves its
     /// database (150 ms after the previous change, for about 100 ms here). A second write in
     /// that window still arrives, through the watcher's trailing look. Before it, 3 of 3 such
     /// writes never arrived against KeePassXC 2.7.4 with AutoSaveAfterEveryChange on (its

@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Issue 28.3 and 28.4, on real providers: an error names the provider that answered and
+    /// On real providers: an error names the provider that answered and
     /// its fix, and where no unlock dialog can be shown, the dialog allowed by `--unlock` or
     /// `Options.unlock` is `locked`, never "cancelled".
     @Suite struct ErrorAdvice {

@@ -67,7 +67,7 @@ import Testing
         row(
             .dbus, G_DBUS_ERROR_FAILED.rawValue,
             .keyring(domain: Failure.Domain.dbus.name, code: Int(G_DBUS_ERROR_FAILED.rawValue), message: "m")),
-        // A confirmation prompt that was dismissed (issue 11)
+        // A confirmation prompt that was dismissed (KeePassXC asks before a client's first read)
         row(.prompt, UInt32(SD_PROMPT_DISMISSED), .confirmationDenied),
         row(.prompt, 99, .keyring(domain: "sd-prompt-error-quark", code: 99, message: "m")),
         // Any domain: the service's own error names, then the raw error

@@ -7,7 +7,7 @@ import Testing
 extension KeyringIntegration {
     /// Invariants 1–4 against the real daemon: locked, frozen, restarted, corrupt, absent.
     @Suite struct Failures {
-        /// Issue 11: an alias the provider does not offer is its own error, not "no Secret
+        /// An alias the provider does not offer is its own error, not "no Secret
         /// Service" (which told the user to start a keyring that was running).
         @Test func anAliasWithoutACollectionIsNamedAsSuch() throws {
             let test = TestItem("alias")
@@ -158,7 +158,7 @@ extension KeyringIntegration.Failures {
 }
 
 extension KeyringIntegration.Failures {
-    /// Issue 12, part 2: the keyring's own signal ends the wait; polling alone (set to a minute
+    /// The keyring's own signal ends the wait; polling alone (set to a minute
     /// here) could not. Prints the delay from the unlock to the opened dictionary.
     @Test func anUnlockByAnotherClientEndsTheWaitAtOnce() async throws {
         let test = TestItem("wait-unlock")
@@ -187,7 +187,7 @@ extension KeyringIntegration.Failures {
         #expect(delay < .seconds(5), "the wait ended only after \(delay): no signal arrived")
     }
 
-    /// Issue 12, part 5: the runnable example says it waits, and goes on once unlocked. Not on
+    /// The runnable example says it waits, and goes on once unlocked. Not on
     /// KWallet: the harness can unlock it only by restarting kwalletd (scripts/providers/kwallet),
     /// and a look of the example's (every 2 s) that falls in that gap finds no Secret Service,
     /// which ends a wait by design (UnlockWaitTests.otherErrorsEndTheWait); it did so once in

@@ -5,9 +5,9 @@ import Testing
 
 @testable import SecureDictionaryFileStore
 
-/// Issue 35, across processes: the kernel keyring's quota as a user who is not root (uid
-/// 65534, in a session keyring of its own, as after a login), and the temporaries of
-/// writers killed mid-write.
+/// The encrypted-file stores' holes across processes: the kernel keyring's quota as a user
+/// who is not root (uid 65534, in a session keyring of its own, as after a login), and the
+/// temporaries of writers killed mid-write.
 extension FileStoreProcesses {
     /// A folder of uid 65534 (mode 0700) directly under /tmp, holding a 32-byte credential in
     /// `credentials/`.
@@ -43,7 +43,7 @@ extension FileStoreProcesses {
         return try ChildProcess.run(try Self.tool("flock"), arguments, environment: environment, timeout: .seconds(600))
     }
 
-    /// Issue 35.3. Before: one kernel key per file ever written, so that after about 200
+    /// Before: one kernel key per file ever written, so that after about 200
     /// files the quota of a user who is not root (200 keys, 20,000 bytes) was full, every
     /// other program of the user failed to add a key, and the next files had no record: an
     /// old copy put back was read without error.
@@ -72,7 +72,7 @@ extension FileStoreProcesses {
         #expect(output.text.contains("error rolledBack"), "\(output)")
     }
 
-    /// Issue 35.3: a quota filled by another program is reported, never a silent loss of the
+    /// A quota filled by another program is reported, never a silent loss of the
     /// protection. Before: the write said nothing, and the next process read an old copy.
     @Test(.enabled(if: getuid() == 0, "needs root to run as uid 65534"))
     func aFullKernelKeyQuotaIsReported() throws {
@@ -94,7 +94,7 @@ extension FileStoreProcesses {
         #expect(diagnosis.contains("kernel key quota is full"), "\(output)")
     }
 
-    /// Issue 35.13. Before: every writer killed while writing left its `.NAME.RANDOM.tmp`
+    /// Before: every writer killed while writing left its `.NAME.RANDOM.tmp`
     /// in the folder, and nothing removed it.
     @Test func theNextWriteRemovesWhatKilledWritersLeft() throws {
         let environment = credentialEnvironment("\(base)/credentials")

@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Issue 31, point 3: a dictionary kept in encrypted files while no keyring ran moves into
+    /// A dictionary kept in encrypted files while no keyring ran moves into
     /// the keyring once one does, and back, with the public `SecureDictionary.move` (verified:
     /// read back and compared before the source is removed), each side in its own process.
     @Suite(.enabled(if: PrivateKeyring.provider == "gnome-keyring", "the file side is the same for every provider"))

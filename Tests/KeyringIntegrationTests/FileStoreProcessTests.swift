@@ -5,7 +5,7 @@ import Testing
 
 @testable import SecureDictionaryFileStore
 
-/// Issue 31, for real: `EncryptedFileStore` in separate processes (`sd-test-writer`), with a
+/// `EncryptedFileStore` in separate processes (`sd-test-writer`), with a
 /// credential made by the real `systemd-creds encrypt --with-key=host` and handed over as
 /// systemd hands it to a service (PID 1 is not systemd on these machines, so the unit is
 /// simulated: the test decrypts the credential into a folder it names in
@@ -346,7 +346,7 @@ struct FileStoreProcesses {
             script, ["--no-keyring", "--", KeyringHarness.writer, "choice"], environment: environment)
         #expect(files.trimmedText.hasPrefix("ok encryptedFiles "), "\(files)")
         // A first choice of the files waits half the deadline for a keyring that may be
-        // starting (issue 35.1); a later one is quick (AutomaticChoice tests both).
+        // starting; a later one is quick (AutomaticChoice tests both).
         let milliseconds = Int(none.trimmedText.split(separator: " ").last ?? "") ?? .max
         #expect(milliseconds < 500, "\(none)")
     }

@@ -2,7 +2,7 @@ import SecureDictionaryTestSupport
 import Testing
 
 extension KeyringIntegration.Sandboxes {
-    /// Issue 31: an empty `/.flatpak-info` (a stray mount point) is no Flatpak: the error is
+    /// An empty `/.flatpak-info` (a stray mount point) is no Flatpak: the error is
     /// the plain "no keyring", not advice about a sandbox's permissions.
     @Test func anEmptyFlatpakInfoIsNoSandbox() throws {
         let output = try runInSandbox(flatpakInfo: "")

@@ -7,7 +7,7 @@ import Testing
 #endif
 
 extension KeyringIntegration {
-    /// Issue 35.4: the session bus itself frozen (its dbus-daemon stopped with SIGSTOP) for
+    /// The session bus itself frozen (its dbus-daemon stopped with SIGSTOP) for
     /// longer than the deadline. Every call of a writer that writes back to back ends by its
     /// deadline, the calls after the first timed-out one too: those once waited for the bus to
     /// thaw (9 of a 10 s stop), in GLib's handshake of a new connection to the bus, which

@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Issue 30: `move` holds the source's writer lock from its first read to the removal, so a
+    /// `move` holds the source's writer lock from its first read to the removal, so a
     /// process writing the dictionary meanwhile loses nothing, and the source does not come
     /// back holding what was moved. Before, with one process writing back to back beside a
     /// move, 9 of 25 overlapping rounds lost an acknowledged write (in neither the copy nor

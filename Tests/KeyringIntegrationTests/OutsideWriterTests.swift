@@ -6,7 +6,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Issue 9, "No lost updates, whoever writes": no acknowledged write is lost to a writer the library did not
+    /// "No lost updates, whoever writes": no acknowledged write is lost to a writer the library did not
     /// see, no local folder can break reads or writes, and one deadline bounds a call.
     @Suite struct OutsideWriters {
         /// A writer whose environment gives it another (or no usable) runtime folder: cron,

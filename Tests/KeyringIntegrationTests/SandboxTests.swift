@@ -3,7 +3,7 @@ import SecureDictionaryTestSupport
 import Testing
 
 extension KeyringIntegration {
-    /// Issue 12, part 4, for real: the test writer runs under bubblewrap, as a Flatpak app
+    /// The sandbox, for real: the test writer runs under bubblewrap, as a Flatpak app
     /// without `--talk-name=org.freedesktop.secrets` would: a `/.flatpak-info`, and no way to
     /// the Secret Service (here: no session bus at all inside the sandbox).
     @Suite struct Sandboxes {

@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Issue 12, part 4, for real: test processes run as Flatpak apps (`scripts/sandbox-run`:
+    /// The Secret portal, for real: test processes run as Flatpak apps (`scripts/sandbox-run`:
     /// bubblewrap, a `/.flatpak-info`, the bus only through a filtering xdg-dbus-proxy), and
     /// xdg-desktop-portal with gnome-keyring's Secret backend hands them their master secret
     /// (`scripts/with-private-keyring --portal`). In CI the portal is required (`scripts/test`
@@ -61,7 +61,7 @@ extension KeyringIntegration {
             let other = FileManager.default.temporaryDirectory.appendingPathComponent("sd-app-\(UUID().uuidString)").path
             try FileManager.default.copyItem(atPath: data, toPath: other)
             let read = try app(["get", test.appID, test.name, "token"], appID: Self.appB, data: other)
-            // The key check tells another app's secret from a damaged file (issue 31).
+            // The key check tells another app's secret from a damaged file.
             #expect(read.trimmedText == "error wrongKey", "\(read)")
         }
 
@@ -134,7 +134,7 @@ extension KeyringIntegration {
             #expect(try await readWhileLocked(answering: "cancel") == "error locked")
         }
 
-        /// Issue 35.9: a dictionary without a file is not empty outside a sandbox (it opened
+        /// A dictionary without a file is not empty outside a sandbox (it once opened
         /// as "ok 0"), and a refused write creates no folder.
         @Test func outsideASandboxThePortalStoreRefuses() throws {
             let output = try KeyringHarness.run(

@@ -9,9 +9,9 @@ import Testing
 #endif
 
 extension KeyringIntegration {
-    /// Issue 39 point 2, across processes: `value(forKey:lockWait:refreshingIf:refresh:)` in 8
+    /// Across processes: `value(forKey:lockWait:refreshingIf:refresh:)` in 8
     /// `sd-test-writer refresh` processes against `scripts/token-server.py`, which rotates
-    /// refresh tokens and rejects a spent one, as the providers of the issue's threads do. On
+    /// refresh tokens and rejects a spent one, as many OAuth providers do. On
     /// the keyring (its writer lock is the session bus name) and on the encrypted-file store
     /// (its folder lock; runs once, with gnome-keyring).
     @Suite struct TokenRefresh {

@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Issue 12: `Options.unlock = .prompt(timeout:)` shows the keyring's real unlock dialog
+    /// `Options.unlock = .prompt(timeout:)` shows the keyring's real unlock dialog
     /// (gcr-prompter on a virtual X server, `scripts/with-private-keyring --prompter`), and a
     /// test answers it as a user would, with keys (`scripts/prompter`). In CI the prompter
     /// is required (`scripts/test` starts it); elsewhere the suite runs when it is there.

@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension KeyringIntegration {
-    /// Issue 11, "no corrupt write is ever acknowledged": the first write of every session is
+    /// "No corrupt write is ever acknowledged": the first write of every session is
     /// read back. Here a fault mangles the bytes on their way out, as a session whose two ends
     /// derived different keys does; the keyring itself is the real one.
     @Suite struct WriteVerification {
@@ -100,7 +100,7 @@ extension KeyringIntegration {
             }
         }
 
-        /// Issue 29's find (KWallet 5.103 and 6.13): a session with mismatched keys can decrypt
+        /// Found on KWallet 5.103 and 6.13: a session with mismatched keys can decrypt
         /// a read to garbage that passes the padding check. On a session not yet proven, that
         /// is the session's fault as likely as the item's: it was reported as `corrupt` and
         /// the write that needed it failed, although the item was whole. Where the provider's

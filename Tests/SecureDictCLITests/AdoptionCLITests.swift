@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 extension SecureDictCLI {
-    /// Issue 30: `secure-dict adopt --retire delete` killed (SIGKILL) at every step: a second
+    /// `secure-dict adopt --retire delete` killed (SIGKILL) at every step: a second
     /// run finishes the job, with nothing lost and nothing duplicated. Test builds stop at a
     /// named step when `SD_TEST_ADOPTION_KILL_AT` names it, so one kill at each step covers
     /// every step; the loop ran 34 times at each before (204 runs, 70-87 s on each provider,
@@ -99,7 +99,7 @@ extension SecureDictCLI {
         }
     }
 
-    /// Issue 35.10: of two `adopt --retire delete` runs on the same items, the one that found
+    /// Before: of two `adopt --retire delete` runs on the same items, the one that found
     /// an item removed by the other failed (5 of 5 on gnome-keyring, as "The keyring's
     /// encrypted session failed … update the keyring provider (KWallet…)"). Both finish, and
     /// nothing is lost. Not on KeePassXC: two clients deleting items at once make it segfault
@@ -129,7 +129,7 @@ extension SecureDictCLI {
         }
     }
 
-    /// Issue 35.10: `adopt --store credential` said that no keyring runs, while one ran; with
+    /// Before: `adopt --store credential` said that no keyring runs, while one ran; with
     /// `--store auto` where the keyring answers, it adopts. Other libraries' items are keyring
     /// items, so a store of files is a usage error that says so.
     @Test func adoptWithAnotherStoreSaysTheItemsAreInTheKeyring() throws {
@@ -145,7 +145,7 @@ extension SecureDictCLI {
         #expect(try app.cli("read", "alice").text == "a\n")
     }
 
-    /// Issue 35.10: a dictionary too large for its limit is exit 4, as the README's table says
+    /// A dictionary too large for its limit is exit 4, as the README's table says
     /// ("holds more than a dictionary can store"), not 3.
     @Test func adoptOfItemsTooLargeForTheLimitExits4() throws {
         let app = TestApp()
@@ -156,7 +156,7 @@ extension SecureDictCLI {
         #expect(try app.cli("read", "big").status == 1)
     }
 
-    /// Issue 36.8: a mistyped `--service` exited 0 and left an empty dictionary in the keyring.
+    /// Before: a mistyped `--service` exited 0 and left an empty dictionary in the keyring.
     /// Nothing matched is exit 1, naming the services that library's items have, and creates
     /// nothing, in a dry run too.
     @Test func adoptOfAMistypedServiceNamesTheServicesThatExist() throws {
@@ -179,7 +179,7 @@ extension SecureDictCLI {
         #expect(done.status == 0 && done.stderr.contains("did you mean --service \(service)"), "\(done)")
     }
 
-    /// Issue 35.11: `export-items` of a key holding NUL wrote the item of the key cut at the NUL
+    /// Before: `export-items` of a key holding NUL wrote the item of the key cut at the NUL
     /// and counted it written. It is refused (exit 1, never the key's bytes), nothing written.
     @Test func exportItemsRefusesAKeyHoldingNUL() throws {
         let app = TestApp()

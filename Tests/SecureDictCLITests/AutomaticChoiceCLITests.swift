@@ -4,7 +4,7 @@ import SecureDictionaryTestSupport
 import Synchronization
 import Testing
 
-/// Issue 35.1 with the tool: `--store auto` while the keyring starts never writes to the
+/// `secure-dict --store auto` while the keyring starts never writes to the
 /// files (it once sent 1 of 20 writes there, silently, splitting the dictionary in two).
 @Suite(
     .serialized,

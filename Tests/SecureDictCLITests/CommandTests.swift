@@ -173,12 +173,12 @@ struct SecureDictCLI {
         #expect(try app.cli("read", "k").status == 1)  // not in the default collection
     }
 
-    /// Every provider: an alias it lacks is named as such (issue 11), not "no Secret Service".
+    /// Every provider: an alias it lacks is named as such, not "no Secret Service".
     @Test func aliasTheProviderLacks() throws {
         let app = TestApp()
         let missing = try app.cli("read", "--collection", "no-such-alias", "k")
         #expect(missing.status == 3, "\(missing)")
-        // Issue 11: not "no Secret Service is available … start gnome-keyring": it is running.
+        // Not "no Secret Service is available … start gnome-keyring": it is running.
         #expect(missing.stderr.hasPrefix("Error: The keyring has no collection called 'no-such-alias'"), "\(missing)")
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import SecureDictionaryTestSupport
 import Testing
 
-/// Issue 28: what people expect of names and of `list`, against the keyring.
+/// What people expect of names and of `list`, against the keyring.
 extension SecureDictCLI {
     @Test func aMissingDictionaryNamesTheOneThatWasMeant() throws {
         let app = TestApp()
@@ -96,7 +96,7 @@ extension SecureDictCLI {
     /// A name with a control character (which SecureDictionary refuses, but another program
     /// can store) must be listed escaped, not left out. The library leaves such items out of
     /// `SecureDictionary.items`, so the tool cannot see them yet: a known issue until the
-    /// library reports them (issue 28, point 7).
+    /// library reports them.
     @Test func listShowsANameWithAControlCharacterEscaped() throws {
         let app = TestApp()
         let name = "bell\u{7}name"

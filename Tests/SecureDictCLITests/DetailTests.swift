@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-/// The details a newcomer tripped over (issue 10, finding 9): stored types kept, one bad item
+/// The details a newcomer tripped over: stored types kept, one bad item
 /// not hiding the others, the right exit code for bad input, and sizes checked first.
 extension SecureDictCLI {
     @Test func writeWithoutTypeKeepsTheStoredType() throws {
@@ -153,7 +153,7 @@ extension SecureDictCLI {
         #expect(object?["k"]?["value"] == "v", "\(String(decoding: written, as: UTF8.self))")
     }
 
-    /// Issue 36.7: a dictionary stored above the reader's size limit (written with a raised
+    /// Before: a dictionary stored above the reader's size limit (written with a raised
     /// `Options.maximumSize`) could not be read by `secure-dict`, and the error gave write
     /// advice ("Nothing was written: store less."). The read names the stored size, the limit
     /// and the option that raises it; `list` says why the item is unreadable. More than a

@@ -32,7 +32,7 @@ extension SecureDictCLI {
         let checks = findings.filter { $0["status"] == "ok" }.compactMap { $0["check"] }.filter {
             $0 != "memory" && $0 != "core dumps"
         }
-        // The store first (issue 31), then the Secret Service's checks.
+        // The store first (it may be files, not the keyring), then the Secret Service's checks.
         #expect(checks == ["store", "bus", "provider", "session", "collection", "duplicates", "round trip"], "\(findings)")
         #expect(findings.contains { $0["check"] == "memory" } && findings.contains { $0["check"] == "core dumps" }, "\(findings)")
         #expect((report["roundTripMilliseconds"] as? Double ?? 0) > 0)
@@ -52,7 +52,7 @@ extension SecureDictCLI {
         let provided = try #require(expected[PrivateKeyring.provider])
         #expect(report["providerName"] as? String == provided.name)
         #expect((provider["executable"] as? String)?.hasSuffix("/" + provided.executable) == true, "\(provider)")
-        // Known difference (issue 29), not of a provider version: a provider that runs in
+        // Known difference, not of a provider version: a provider that runs in
         // another root than this process (`scripts/with-private-keyring --distribution
         // trixie` starts Debian 13's there; a container or a Flatpak'd KeePassXC alike) has an
         // executable that cannot run here (Debian 13's gnome-keyring-daemon needs GLIBC_2.38,
@@ -114,7 +114,7 @@ extension SecureDictCLI {
         #expect(duplicates["fix"]?.contains("secure-dict delete --app \(app.id) --name twice --force") == true)
     }
 
-    /// Issue 28: a scratch dictionary that another program left unreadable was a problem
+    /// Before: a scratch dictionary that another program left unreadable was a problem
     /// with no fix.
     @Test func doctorGivesTheFixForAnUnreadableScratchDictionary() throws {
         let (app, name) = ("io.github.securedictionary.doctor", "scratch")
@@ -141,7 +141,7 @@ extension SecureDictCLI {
         #expect(try Self.doctor().output.status == 0)
     }
 
-    /// Issue 36.4: on a bus without a Secret Service, the problem line said to start one with
+    /// Before: on a bus without a Secret Service, the problem line said to start one with
     /// gnome-keyring-daemon and the fix line to run `dbus-run-session -- bash`: one problem,
     /// one fix, and it is this project's answer here (headless: a private keyring for tests,
     /// the encrypted-file stores otherwise).

@@ -74,7 +74,7 @@ import Testing
         #expect(fix?.contains("keepassxc-full") == true, "\(fix ?? "no fix")")
     }
 
-    /// Issues 36.3 and 36.4: the fix for a bus without a Secret Service is this project's
+    /// The fix for a bus without a Secret Service is this project's
     /// answer for the environment, the same whether the bus or the service is missing, and
     /// never `dbus-run-session -- bash`.
     @Test func theFixWithoutAKeyringIsThisProjectsAnswerForTheEnvironment() {
@@ -109,7 +109,7 @@ import Testing
     }
 }
 
-/// Issue 37: `doctor` says when the memory holding secrets cannot be locked (a too-small
+/// `doctor` says when the memory holding secrets cannot be locked (a too-small
 /// `RLIMIT_MEMLOCK`: the library goes on, unlocked) and when core dumps are on, with the fix
 /// for each; it reports what a program started from the same shell would get. No bus: no
 /// keyring is asked.

@@ -3,7 +3,7 @@ import SecureDictionaryTestSupport
 import Testing
 
 /// The README's first command, `scripts/run-example`, installs what the example needs and
-/// none of the test lab (issue 36): run with stand-ins for `dpkg-query` (every package
+/// none of the test lab: run with stand-ins for `dpkg-query` (every package
 /// missing), `apt-get` (records what it is asked to install) and `swift` (stops the script
 /// there), it asks apt for exactly the example's packages. No keyring: in the suite
 /// scripts/provider-matrix knows as provider-independent.
@@ -36,8 +36,8 @@ extension SecureDictUsage {
     }
 }
 
-/// The README's sample output of `scripts/run-example` is what the example prints (issue 36:
-/// it was not): the example, run twice against this keyring, prints the sample's lines, the
+/// The README's sample output of `scripts/run-example` is what the example prints (it once
+/// was not): the example, run twice against this keyring, prints the sample's lines, the
 /// date aside, and the sample's first line is the one `scripts/run-example` prints without a
 /// keyring in the session.
 extension SecureDictCLI {

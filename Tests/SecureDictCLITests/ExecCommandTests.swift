@@ -6,7 +6,7 @@ import Testing
 
 @testable import secure_dict
 
-/// Issue 39.1: `secure-dict exec` gives a command the values of a dictionary in its
+/// `secure-dict exec` gives a command the values of a dictionary in its
 /// environment and shows them nowhere else; `read --keys` lists what there is. Against the
 /// real provider. No value is ever printed in test output: the command under test writes a
 /// report of SHA-256 digests, which the test compares with its own.

@@ -102,7 +102,7 @@ extension SecureDictCLI {
 }
 
 extension SecureDictCLI {
-    /// Issue 28: `--unlock` where no unlock dialog can be shown (no display, no prompter: a
+    /// Before: `--unlock` where no unlock dialog can be shown (no display, no prompter: a
     /// private session of its own, without the prompter of scripts/test's) said "the keyring's
     /// unlock dialog was cancelled", in about 50 ms, although nobody had cancelled anything.
     @Test(.enabled(if: PrivateKeyring.provider == "gnome-keyring", "gnome-keyring's unlock prompt"))
@@ -132,7 +132,7 @@ extension SecureDictCLI {
         #expect(lines[3].hasPrefix("exit 3 after "), "\(output)")
     }
 
-    /// Issue 12: `--unlock` shows the keyring's unlock dialog (the real GNOME prompter of
+    /// `--unlock` shows the keyring's unlock dialog (the real GNOME prompter of
     /// `scripts/with-private-keyring --prompter`), answered here with keys as a user would.
     @Test(
         .enabled(

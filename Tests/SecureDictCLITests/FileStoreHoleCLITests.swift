@@ -2,14 +2,14 @@ import Foundation
 import SecureDictionaryTestSupport
 import Testing
 
-/// Issue 35, through `secure-dict`: the holes of the encrypted-file stores as a shell user
-/// meets them.
+/// The holes of the encrypted-file stores, through `secure-dict`, as a shell user meets
+/// them.
 extension StoreOption {
-    /// Issue 35.2, the issue's own reproduction: a credential store in `$XDG_DATA_HOME` (no
-    /// `$STATE_DIRECTORY`), an old copy put back, then read through other spellings of the
-    /// same folder. Before: `X/` (and `//`, `/./`, a link above) read the old copy with exit
-    /// 0, and a write through them gave it a newer generation, so that every spelling then
-    /// accepted it.
+    /// Every spelling of the folder, as the hole was reported: a credential store in
+    /// `$XDG_DATA_HOME` (no `$STATE_DIRECTORY`), an old copy put back, then read through other
+    /// spellings of the same folder. Before: `X/` (and `//`, `/./`, a link above) read the old
+    /// copy with exit 0, and a write through them gave it a newer generation, so that every
+    /// spelling then accepted it.
     @Test func anOldCopyPutBackIsRefusedWhicheverSpellingOfTheFolderReadsIt() throws {
         let data = "\(base)/x"
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)

@@ -2,7 +2,7 @@ import Foundation
 import SecureDictionaryTestSupport
 import Testing
 
-/// `scripts/install-cli`, as a user runs it (issue 28, point 8). It builds in release with the
+/// `scripts/install-cli`, as a user runs it. It builds in release with the
 /// Swift runtime linked in, in `.build/static-cli`: minutes the first time, seconds afterwards.
 /// No keyring either, so in the suite that scripts/provider-matrix knows as provider-independent.
 extension SecureDictUsage {

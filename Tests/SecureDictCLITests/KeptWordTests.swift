@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 28, point 7: exports and inputs that do what their help says.
+/// Exports and inputs that do what their help says.
 extension SecureDictCLI {
     /// Parses `xml` with Python's plistlib (expat): the XML must be well-formed, and other
     /// tools must read it. Prints the `repr` of the parsed root.

@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 31, point 4: `secure-dict keyring run -- COMMAND`, a private keyring in one command
+/// `secure-dict keyring run -- COMMAND`, a private keyring in one command
 /// for users' CI, from a clean environment (`env -i`): no bus, no keyring, no desktop of the
 /// test's own. Needs no outer keyring; runs once, with gnome-keyring.
 @Suite(
@@ -106,7 +106,7 @@ struct KeyringRun {
         #expect(output.status == 0 && output.text == "open sesame\n", "\(output)")
     }
 
-    /// Issue 36.9: without `--`, `keyring run swift --version` printed secure-dict's version
+    /// Before: without `--`, `keyring run swift --version` printed secure-dict's version
     /// and exited 0 without running anything (a CI step would count it a pass), and
     /// `keyring run swift test` said "Missing COMMAND". The command runs, with its options.
     @Test func theCommandNeedsNoDoubleDash() throws {
@@ -133,7 +133,7 @@ struct KeyringRun {
         (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int
     }
 
-    /// Issue 35.6: `--keep DIR` on an existing folder changed its mode to 0700 (a 1777 folder
+    /// Before: `--keep DIR` on an existing folder changed its mode to 0700 (a 1777 folder
     /// lost its mode) and put the keyring's password in it. The folder given is never
     /// changed: the keyring lives in a private subfolder.
     @Test func keepNeverChangesTheFolderItIsGiven() throws {
@@ -170,7 +170,7 @@ struct KeyringRun {
         return true
     }
 
-    /// Issue 35.6: killed with SIGKILL in its first ~60 ms, `keyring run` left its private
+    /// Before: killed with SIGKILL in its first ~60 ms, `keyring run` left its private
     /// dbus-daemon running and its folder behind (13 of 40 kills between 14 and 58 ms): its
     /// watchdog started after the bus. Killed at every moment of its first 100 ms, it leaves
     /// nothing: no process, no folder.
@@ -190,7 +190,7 @@ struct KeyringRun {
         }
     }
 
-    /// Issue 35.6: a child that drops the session's XDG_RUNTIME_DIR (`env -i`, `env -u`)
+    /// Before: a child that drops the session's XDG_RUNTIME_DIR (`env -i`, `env -u`)
     /// survived the run and held its output open (12.1 s for a `sleep 12 &`). It is stopped
     /// with the session: when the command ends, and when `keyring run` itself is killed.
     @Test func aChildThatDropsTheSessionsEnvironmentIsStoppedToo() throws {
@@ -217,7 +217,7 @@ struct KeyringRun {
         kill(child, SIGKILL)
     }
 
-    /// Issue 36.12: a second shell could not join a running `keyring run --keep DIR` ("in
+    /// Before: a second shell could not join a running `keyring run --keep DIR` ("in
     /// use", no hint). It is told the variable to export, and with it reaches that keyring.
     @Test func aSecondShellIsToldHowToJoinAKeptKeyring() throws {
         let keep = "\(home)/shared"
@@ -252,7 +252,7 @@ struct KeyringRun {
         try body()
     }
 
-    /// Issue 36.12: the keyring's password was shown nowhere without `--keep`; the command
+    /// Before: the keyring's password was shown nowhere without `--keep`; the command
     /// finds it in $SECURE_DICT_KEYRING_PASSWORD_FILE, to lock and unlock the keyring as
     /// the documentation shows (and as a locked keyring's error says).
     @Test func theCommandCanLockAndUnlockItsKeyring() throws {

@@ -2,7 +2,7 @@ import Foundation
 import SecureDictionaryTestSupport
 import Testing
 
-/// Issue 31: `--store` and `doctor`'s report of the store, for machines without a keyring:
+/// `--store` and `doctor`'s report of the store, for machines without a keyring:
 /// encrypted files under a credential or a passphrase, and the automatic choice that never
 /// degrades silently. The encrypted files need no keyring; the default store's report runs
 /// against the private one.

@@ -80,7 +80,7 @@ import Testing
         }
     }
 
-    /// Issue 28: every NaN kept to the bit through the typed JSON form; Swift's own `.nan` stays `"nan"`.
+    /// Every NaN kept to the bit through the typed JSON form; Swift's own `.nan` stays `"nan"`.
     @Test func typedJSONKeepsNaNPayloads() throws {
         for bits: UInt64 in [0x7FF8_0000_0000_0000, 0x7FF8_0000_0000_0001, 0xFFF8_0000_0000_0000, 0x7FF0_0000_0000_0001] {
             let entries: [String: PropertyListValue] = [
@@ -131,7 +131,7 @@ import Testing
         #expect(first("{\"a\": ") == nil)  // not JSON: no answer rather than a crash
     }
 
-    /// Issue 36.11: a 3 MB data value printed as 4 MB of base64 on one line of `read`'s
+    /// Before: a 3 MB data value printed as 4 MB of base64 on one line of `read`'s
     /// listing. Long values are shortened there, saying how to get them whole; a value read
     /// alone (`read KEY`, for scripts) is never shortened.
     @Test func aLongValueIsShortenedInTheListingWithHowToGetItWhole() {
@@ -148,7 +148,7 @@ import Testing
         #expect(HumanFormat.bare(.string(text)) == text)
     }
 
-    /// Issue 36.9: `keyring run swift --version` printed secure-dict's version and ran
+    /// Before: `keyring run swift --version` printed secure-dict's version and ran
     /// nothing, `keyring run swift test --help` its help, `keyring run swift test` "Missing
     /// COMMAND". Everything from the first word that is not an option of `keyring run` is the
     /// command.
@@ -168,7 +168,7 @@ import Testing
         #expect(normalized("read --app a run") == "read --app a run")
     }
 
-    /// Issue 36.9: `help nosuch` printed the main help with exit 0, and `--verison` got no
+    /// Before: `help nosuch` printed the main help with exit 0, and `--verison` got no
     /// "did you mean".
     @Test func helpOfNoSuchCommandAndAMistypedOptionAreUsageErrorsWithASuggestion() {
         #expect(RootUsage.problem(in: ["help", "nosuch"]) == "unknown subcommand 'nosuch'")

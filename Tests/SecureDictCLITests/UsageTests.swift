@@ -73,7 +73,7 @@ import Testing
         #expect(try CLIHarness.cli(["--version"]).text == "\(latest)\n")
     }
 
-    /// Issue 28: `--version`, which argument-parser refused as an unknown option.
+    /// `--version`, which argument-parser once refused as an unknown option.
     @Test func versionIsPrinted() throws {
         let version = try CLIHarness.cli(["--version"])
         #expect(version.status == 0, "\(version)")
@@ -81,7 +81,7 @@ import Testing
         #expect(version.stderr.isEmpty)
     }
 
-    /// Issue 28: bare `secure-dict` printed its 60 lines of help on standard output with exit 0.
+    /// Before: bare `secure-dict` printed its 60 lines of help on standard output with exit 0.
     @Test func bareCommandPrintsAShortUsageOnStandardErrorAndExits64() throws {
         let bare = try CLIHarness.cli([])
         #expect(bare.status == 64, "\(bare)")
@@ -91,7 +91,7 @@ import Testing
         #expect(bare.stderr.split(separator: "\n").count <= 5, "\(bare)")
     }
 
-    /// Issue 28: "did you mean" for a mistyped subcommand; a word close to none gets the usage alone.
+    /// "Did you mean" for a mistyped subcommand; a word close to none gets the usage alone.
     @Test func aMistypedSubcommandNamesTheOneMeant() throws {
         for (typed, meant) in [("reed", "read"), ("lsit", "list"), ("exprot", "export"), ("Doctor", "doctor"), ("hlep", "help")] {
             let output = try CLIHarness.cli([typed, "--app", "cli.usage"])
@@ -104,7 +104,7 @@ import Testing
         #expect(far.status == 64 && far.stderr.hasPrefix("Error: unknown subcommand 'frobnicate'\nUsage: "), "\(far)")
     }
 
-    /// Issue 28: `doctor --unlock` was taken and did nothing (doctor shows no dialog); it is
+    /// `doctor --unlock` was once taken and did nothing (doctor shows no dialog); it is
     /// refused with the reason, and doctor's help does not offer it.
     @Test func doctorRefusesUnlock() throws {
         let output = try CLIHarness.cli(["doctor", "--unlock"])
@@ -133,7 +133,7 @@ import Testing
         ]
     }
 
-    /// Issue 36.3: with no session bus, `doctor` reported one cause as two problems, sent an
+    /// Before: with no session bus, `doctor` reported one cause as two problems, sent an
     /// SSH user to `dbus-run-session -- bash`, and the error pointed at `doctor` itself. One
     /// problem, whose fix is this project's answer for the environment: over SSH the
     /// passphrase store; in a container or service the credential store, and for tests
@@ -152,7 +152,7 @@ import Testing
         }
     }
 
-    /// Issue 36.3: a command with no bus names the `--store` options to a shell user, not the
+    /// A command with no bus names the `--store` options to a shell user, not the
     /// library's types (`EncryptedFileStore`, `AutomaticStore`).
     @Test func aCommandWithoutABusNamesTheStoreOptions() throws {
         let read = try CLIHarness.cli(["read", "--app", "cli.usage"], environment: Self.withoutABus(ssh: true))
@@ -164,7 +164,7 @@ import Testing
         #expect(automatic.stderr.contains("--file-key") && !automatic.stderr.contains("AutomaticStore"), "\(automatic)")
     }
 
-    /// Issue 36.9: `help nosuch` printed the main help and exited 0; `--verison` and a
+    /// Before: `help nosuch` printed the main help and exited 0; `--verison` and a
     /// subcommand's mistyped option got no "did you mean".
     @Test func aMistypedHelpTopicOrOptionIsAUsageErrorThatNamesTheOneMeant() throws {
         let help = try CLIHarness.cli(["help", "nosuch"])

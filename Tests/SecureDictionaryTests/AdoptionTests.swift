@@ -5,7 +5,7 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Issue 30: adopting per-key items, the rules decided without a keyring (the integration
+/// Adopting per-key items, the rules decided without a keyring (the integration
 /// suite `Adoption` does it against real providers and the real libraries' items).
 @Suite struct AdoptionTests {
     let store = ForeignItemsInMemory()
@@ -121,7 +121,7 @@ import Testing
         #expect(second.alreadyThere == ["alice"] && second.written.isEmpty)
     }
 
-    /// Issue 35.10: a store that keeps no per-key items is named as such, not as a missing
+    /// A store that keeps no per-key items is named as such, not as a missing
     /// keyring (`adopt --store credential` said "no usable keyring" while one ran).
     @Test func aStoreWithoutPerKeyItemsIsNamedAsSuch() throws {
         let files = InMemoryKeyringStore()
@@ -135,7 +135,7 @@ import Testing
         }
     }
 
-    /// Issue 35.10: the loser of two adoptions of the same items found them removed by the
+    /// Before: the loser of two adoptions of the same items found them removed by the
     /// winner and failed (on gnome-keyring, as a failed encrypted session). An item gone before
     /// it is read was adopted by nobody here and is left out; one gone before its retirement is
     /// held by the dictionary, and said so.
@@ -153,7 +153,7 @@ import Testing
         #expect(store.count == 0)
     }
 
-    /// Issue 36.8: a mistyped service matched nothing, and an empty dictionary was created.
+    /// Before: a mistyped service matched nothing, and an empty dictionary was created.
     @Test func nothingMatchedCreatesNothing() throws {
         for dryRun in [true, false] {
             let report = try SecureDictionary.adopt(
@@ -164,7 +164,7 @@ import Testing
         #expect(try SecureDictionary.names(applicationID: app, options: .init(store: store)).isEmpty)
     }
 
-    /// Issue 35.13: two keys that are one text in two Unicode forms (NFC "é", NFD "e" and a
+    /// Two keys that are one text in two Unicode forms (NFC "é", NFD "e" and a
     /// combining accent) are one key of a dictionary (Swift compares strings so), and
     /// `export-items` gave one item back for two. They are a conflict: nothing changes.
     @Test func keysDifferingOnlyInUnicodeFormAreAConflict() throws {
@@ -191,7 +191,7 @@ import Testing
         #expect(again.conflicts.count == 1 && single.count == 1, "\(again.items)")
     }
 
-    /// Issue 35.11: a key holding NUL (which `import` accepts) was written as the item of the
+    /// Before: a key holding NUL (which `import` accepts) was written as the item of the
     /// key cut at the NUL, and counted written. It is refused, and nothing is written for it.
     @Test func aKeyHoldingNULIsRefusedByExport() throws {
         try tokens().update { entries in

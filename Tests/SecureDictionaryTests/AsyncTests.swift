@@ -68,7 +68,7 @@ extension DispatchSemaphore {
         try settings.setValue(1, forKey: "sync")  // sync calls still compile inside async code
     }
 
-    /// Issue 28.2: the async API takes and gives plain values, as the sync one does (this did
+    /// The async API takes and gives plain values, as the sync one does (this did
     /// not compile: "cannot convert value of type 'Date' to expected argument type 'Value'").
     @Test func asyncFormsTakePlainValues() async throws {
         let options = SecureDictionary.Options(store: InMemoryKeyringStore())

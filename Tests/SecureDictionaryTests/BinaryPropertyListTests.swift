@@ -246,7 +246,7 @@ struct BinaryPropertyListFoundationTests {
         #expect(identical(decoded, Self.sample))
     }
 
-    @Test("Foundation's 16-byte integer above Int.max opens exactly (issue 10, finding 6)")
+    @Test("Foundation's 16-byte integer above Int.max opens exactly")
     func foundationHugeInteger() throws {
         let blob = try PropertyListSerialization.data(
             fromPropertyList: ["k": NSNumber(value: UInt64.max)], format: .binary, options: 0)

@@ -60,7 +60,7 @@ import Testing
         #expect(await collect(stream, count: 1) == [.init(key: "k", kind: .inserted, oldValue: nil, newValue: "planted")])
     }
 
-    /// Issue 28.5: events follow the stored bits. A NaN fired `updated` on every write and
+    /// Events follow the stored bits. A NaN once fired `updated` on every write and
     /// reload (it is not `==` to itself), while 0.0 → -0.0 and "é" → "e" + U+0301 (`==` to what
     /// they replace) fired nothing.
     @Test func changesFollowTheStoredBits() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Issue 9: a write rests on what the keyring holds, never on what this process believes it
+/// A write rests on what the keyring holds, never on what this process believes it
 /// holds; and one deadline bounds the whole call.
 @Suite struct CheckBeforeWriteTests {
     let store = InMemoryKeyringStore()

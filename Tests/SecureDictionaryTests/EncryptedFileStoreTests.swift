@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 @testable import SecureDictionaryFileStore
 
-/// Issue 31: the key sources of ``EncryptedFileStore`` in one process, with passphrases
+/// The key sources of ``EncryptedFileStore`` in one process, with passphrases
 /// given on a pipe (the terminal, the kernel keyring shared between processes and real
 /// systemd credentials are in KeyringIntegrationTests' `FileStoreProcesses`).
 @Suite struct EncryptedFileStoreTests {

@@ -2,9 +2,9 @@ import Foundation
 import SecureDictionaryTestSupport
 import Testing
 
-/// Issue 32: the list of errors users read is the one list, and it names every case of the
+/// The list of errors users read is the one list, and it names every case of the
 /// enum: a case added without a line there fails here. (The README, the DocC article and the
-/// enum had drifted apart: each lacked cases the others had.) Issue 38: each product lists
+/// enum had drifted apart: each lacked cases the others had.) Each product lists
 /// its own errors in its own catalog.
 @Suite struct ErrorListTests {
     /// A product's error enum and the article that lists its cases.

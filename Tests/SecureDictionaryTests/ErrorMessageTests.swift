@@ -4,7 +4,7 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Issue 28.3: every message says what happened in one short sentence and names the one fix
+/// Every message says what happened in one short sentence and names the one fix
 /// for the provider and environment it happened in. (The `locked` message was one line of
 /// about 700 characters covering every provider and environment.)
 @Suite struct ErrorMessageTests {
@@ -83,7 +83,7 @@ import Testing
         }
     }
 
-    /// Issue 36.3: a library message never assumes that the command-line tool is installed:
+    /// A library message never assumes that the command-line tool is installed:
     /// it may name it only as optional.
     @Test func noMessageAssumesTheCommandLineTool() {
         for context in Self.contexts {
@@ -140,7 +140,7 @@ import Testing
         #expect(ErrorContext.surroundings(["DISPLAY": ""]) == .headless)
     }
 
-    /// Issue 36.3: with no keyring, the message names this project's answers for the
+    /// With no keyring, the message names this project's answers for the
     /// environment (the encrypted-file stores; for tests, a private keyring), as an API: a
     /// library message never assumes the command-line tool is installed, and never sends the
     /// user to `dbus-run-session -- bash` or to `secure-dict doctor`.
@@ -163,7 +163,7 @@ import Testing
         }
     }
 
-    /// Issue 36.5: an `InMemoryKeyringStore` that is locked gives no gnome-keyring shell advice.
+    /// An `InMemoryKeyringStore` that is locked gives no gnome-keyring shell advice.
     @Test func aLockedInMemoryStoreSaysHowToUnlockItNotAKeyring() throws {
         let store = InMemoryKeyringStore()
         let settings = try SecureDictionary(name: "locked", applicationID: "test.messages", options: .init(store: store))
@@ -185,8 +185,8 @@ import Testing
         }
     }
 
-    /// Issue 36.7: the size error names the option that raises the limit; a provider other
-    /// than KWallet is not told to update KWallet (issue 35.10, on gnome-keyring).
+    /// The size error names the option that raises the limit; a provider other than KWallet is
+    /// not told to update KWallet (gnome-keyring was, when another client had removed an item).
     @Test func theSizeLimitAndTheSessionAdviceNameWhatApplies() {
         for context in Self.contexts {
             #expect(

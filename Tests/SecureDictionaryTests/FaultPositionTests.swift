@@ -1,7 +1,7 @@
 import SecureDictionaryTestSupport
 import Testing
 
-// Issue 3, scenario 2: a fault at every position. The check itself lives in
+// A fault at every position (the reliability suite's scenario 2). The check itself lives in
 // SecureDictionaryTestSupport, which the reliability suite runs too.
 
 @Suite("A fault at every keyring call")

@@ -6,7 +6,7 @@ import Testing
 @testable import SecureDictionary
 @testable import SecureDictionaryFileStore
 
-/// Issue 31: the file format's first version, as the Secret portal store wrote it with
+/// The file format's first version, as the Secret portal store wrote it with
 /// swift-crypto's AES.GCM and HKDF, is still read by the encryption that now runs in
 /// CFileStoreShim (BoringSSL directly), and the next write replaces it by version 2: the two
 /// implementations agree byte for byte on the same construction.
@@ -16,7 +16,7 @@ import Testing
         let master = Array(repeating: UInt8(0x5a), count: 64)
         let item = try KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")
         let blob = try BinaryPropertyList.encode(["token": "from version 1"], limits: PropertyListLimits(maximumSize: 1 << 20))
-        // Version 1, as the Secret portal's store wrote it before issue 31.
+        // Version 1, as the Secret portal's store wrote it with swift-crypto.
         let identity = EncryptedItemFile.identity(of: item)
         let salt = (0..<32).map { _ in UInt8.random(in: 0...255) }
         let nonce = AES.GCM.Nonce()

@@ -6,7 +6,7 @@ import Testing
 @testable import SecureDictionary
 @testable import SecureDictionaryFileStore
 
-/// Issue 35: the holes an adversarial run found in the encrypted-file stores, on real files
+/// The holes an adversarial run found in the encrypted-file stores, on real files
 /// and the real kernel keyring of this process's session. Each test failed before its fix
 /// (see the commit messages); the same holes across processes, as another user and through
 /// `secure-dict` are in `FileStoreProcesses` and `StoreOption`.

@@ -6,7 +6,7 @@ import Testing
 @testable import SecureDictionary
 @testable import SecureDictionaryFileStore
 
-/// Issue 31, first part: the holes found in the Secret portal store's files, which every
+/// The holes found in the Secret portal store's files, which every
 /// encrypted-file store shares. Each test failed before its fix (see the commit messages).
 @Suite struct FileStoreHoleTests {
     let base: String
@@ -104,7 +104,7 @@ import Testing
     /// Two stores over two spellings of one folder (so that threads of this process do not
     /// queue on one in-process lock, as processes would not), 2 threads each × 50 writes,
     /// while another thread removes every lock and pid file and puts folders in their place
-    /// every 2 ms. Before issue 31: writers lost each other's writes, without an error.
+    /// every 2 ms. Before: writers lost each other's writes, without an error.
     @Test func writersLoseNothingWhileTheirLockFilesAreRemovedAndReplaced() async throws {
         let folder = "\(base)/store"
         let stores = [store(folder), store("\(folder)/.")]

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Issue 37: what the library keeps of a dictionary is a `Generation`, the stored blob in a
+/// What the library keeps of a dictionary is a `Generation`, the stored blob in a
 /// region of its own. Its writer copies stored entries from region to region and encodes only
 /// new values; these tests hold it to the full encode of the same values, byte for byte.
 @Suite("Generations: the stored blob, kept in the library's own memory")

@@ -3,7 +3,7 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Issue 10, finding 7: read, await, then write only if nobody changed what was read.
+/// Read, await, then write only if nobody changed what was read.
 @Suite struct OptimisticUpdateTests {
     let store = InMemoryKeyringStore()
 

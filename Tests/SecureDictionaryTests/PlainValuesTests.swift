@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 extension SecureDictionary.Keys {
-    // Issue 10, finding 3: the short spelling compiles inside `extension SecureDictionary.Keys`.
+    // The short spelling compiles inside `extension SecureDictionary.Keys`.
     fileprivate static let attempts = Key<Int>("attempts", default: 3)
     fileprivate static let nickname = Key<String?>("nickname")
 }
@@ -15,7 +15,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
     var joined: Date
 }
 
-/// Issue 10, findings 2–6: plain Swift values, typed keys like Defaults, errors a newcomer can
+/// Plain Swift values, typed keys like Defaults, errors a newcomer can
 /// print and match, an instance delete, and property lists other tools write.
 @Suite struct PlainValuesTests {
     let store = InMemoryKeyringStore()
@@ -207,7 +207,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         21230000000000000101000000000000000500000000000000000000000000000025
         """)
 
-    /// Issue 37: keys match by their Unicode scalars, as Python, the Secret Service and the
+    /// Keys match by their Unicode scalars, as Python, the Secret Service and the
     /// stored plist tell them apart, so the dictionary Python wrote opens with both keys, each
     /// read by its own scalars, and a write keeps both. (Before, Swift's canonical equivalence
     /// made them one key, and the item did not open.)

@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDictionary
 
 /// The read rule: an instance is always loaded, so its non-throwing reads answer from memory
-/// and never load, wait or fail; to forget the secrets, release every instance. (Issue 28:
+/// and never load, wait or fail; to forget the secrets, release every instance. (A former
 /// `forget()` made a later non-throwing read stop the program, also from another thread, and
 /// was removed.) Every read API is checked, threads included.
 @Suite struct ReadRuleTests {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Issue 12, part 4: which sandbox this is, and what to tell the user.
+/// Which sandbox this is, and what to tell the user.
 @Suite struct SandboxTests {
     @Test func aFlatpakIsNamedFromItsInfoFile() {
         let info =
@@ -14,7 +14,7 @@ import Testing
         #expect(sandbox?.advice.contains("org.example.Notes") == true)
     }
 
-    /// Issue 31: only a file Flatpak really writes (an `[Application]` group with a name) is a
+    /// Only a file Flatpak really writes (an `[Application]` group with a name) is a
     /// Flatpak. An empty `/.flatpak-info` (a stray mount point) made every process on the
     /// machine believe it was sandboxed.
     @Test func aFlatpakInfoWithoutAnApplicationNameIsNoSandbox() {

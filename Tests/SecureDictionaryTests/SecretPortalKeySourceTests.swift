@@ -6,7 +6,7 @@ import Testing
 @testable import SecureDictionary
 @testable import SecureDictionaryFileStore
 
-/// Issue 12, part 4: the encrypted files of the Secret portal path, with a master secret
+/// The encrypted files of the Secret portal path, with a master secret
 /// given by the test (the real portal is in KeyringIntegrationTests' `SecretPortal` suite).
 @Suite struct SecretPortalKeySourceTests {
     let folder: String
@@ -70,7 +70,7 @@ import Testing
     @Test func anotherAppsSecretCannotReadTheFile() throws {
         try dictionary(store()).setValue("x", forKey: "k")
         let other = store(secret: SecretBytes(copying: Array(repeating: 0x5b, count: 64)))
-        // The key check in the header tells another secret from a damaged file (issue 31).
+        // The key check in the header tells another secret from a damaged file.
         #expect(throws: SecureDictionaryError.store(FileStoreError.wrongKey(source: "the Secret portal"))) {
             try dictionary(other)
         }
@@ -105,7 +105,7 @@ import Testing
             outcomes[outcome { try dictionary(store()) }, default: 0] += 1
         }
         // Nothing opens: the header is authenticated too, a version byte changed is named, a
-        // changed key check is another key, a lowered generation an old copy (issue 31).
+        // changed key check is another key, a lowered generation an old copy.
         #expect(
             Set(outcomes.keys).isSubset(of: ["corrupt", "unsupportedFormatVersion", "wrongKey", "rolledBack"]), "\(outcomes)")
         #expect(outcomes["corrupt", default: 0] >= good.count * 2)
@@ -156,7 +156,7 @@ import Testing
     @Test func aReadOnlyFolderFailsTheWriteAndKeepsTheFile() throws {
         guard getuid() != 0 else {
             // root ignores permissions; use a folder whose parent is a file instead (refused as
-            // no folder before any write, since issue 31).
+            // no folder before any write).
             let blocked = EncryptedFileStore(folderPath: "/proc/self/status/sd") { _ throws(SecureDictionaryError) in secret }
             #expect(outcome { try dictionary(blocked).setValue(1, forKey: "a") } == "unsafePath")
             return

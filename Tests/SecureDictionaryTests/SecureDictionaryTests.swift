@@ -220,7 +220,7 @@ import Testing
         #expect(settings["k"] == nil)
     }
 
-    /// Issue 10, finding 1: a failed load is an error, never empty, and swallows nothing.
+    /// A failed load is an error, never empty, and swallows nothing.
     @Test func aFailedLoadIsAnErrorNeverEmpty() throws {
         let failures = Failures()
         var options = options

@@ -16,7 +16,7 @@ extension SecureDictionary.Keys {
     fileprivate static let expires = Key<Date>("expiresAt", default: .distantPast)
 }
 
-/// Issue 39.2, in one process: `value(forKey:lockWait:refreshingIf:refresh:)` refreshes once,
+/// In one process: `value(forKey:lockWait:refreshingIf:refresh:)` refreshes once,
 /// whoever asks, holding the item's locks from its check across the refresh to its write.
 /// (Across processes, on the real keyrings and the file store: `TokenRefresh`.)
 @Suite struct TokenRefreshTests {

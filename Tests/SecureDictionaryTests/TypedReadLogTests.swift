@@ -5,8 +5,8 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Issue 36.10: a non-throwing typed read that finds another type returns `nil` (or the
-/// key's default), as documented, and logged that at `error` level: on the application's
+/// A non-throwing typed read that finds another type returns `nil` (or the
+/// key's default), as documented, and once logged that at `error` level: on the application's
 /// standard error with swift-log's default handler, as if something had failed. It is logged
 /// at `debug`; a write that fails is still an error.
 @Suite struct TypedReadLogTests {

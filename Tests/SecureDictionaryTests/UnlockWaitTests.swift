@@ -4,7 +4,7 @@ import Testing
 
 @testable import SecureDictionary
 
-/// Issue 12, part 2: waiting for the keyring to be unlocked, without a prompt.
+/// Waiting for the keyring to be unlocked, without a prompt.
 @Suite struct UnlockWaitTests {
     @Test func waitsUntilTheStoreIsUnlockedThenLoads() async throws {
         let store = InMemoryKeyringStore()

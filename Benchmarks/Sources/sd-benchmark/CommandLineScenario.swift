@@ -59,7 +59,7 @@ struct ProcessRun {
 }
 
 extension Benchmark {
-    /// Issue 13's command-line rows: `secure-dict read`/`write` of one key against
+    /// The command-line rows: `secure-dict read`/`write` of one key against
     /// `secret-tool lookup`/`store` of the same value, each a new process, alternating; and
     /// `secure-dict --help`. `SD_BENCHMARK_CLI` names the `secure-dict` to run (scripts/benchmark
     /// builds it in release).

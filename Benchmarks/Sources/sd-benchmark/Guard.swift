@@ -1,6 +1,6 @@
 import Foundation
 
-/// The regression guard of `--quick` runs (issue 13), read from `Benchmarks/quick-guard.json`.
+/// The regression guard of `--quick` runs, read from `Benchmarks/quick-guard.json`.
 ///
 /// A quick run has too few samples to judge a target, but it can tell a regression from
 /// noise. Every row of the file holds the row's ratio in several quick runs of one commit on
@@ -205,7 +205,7 @@ enum GuardCalibration {
         }
         let machine = runs[0].machine
         let file = QuickGuard(
-            about: "The --quick regression guard (issue 13), read by scripts/benchmark --quick: see Benchmarks/README.md. "
+            about: "The --quick regression guard, read by scripts/benchmark --quick: see Benchmarks/README.md. "
                 + "Remake it with scripts/benchmark --calibrate-guard N on the machine CI runs on.",
             calibration: .init(
                 commit: commit, date: machine.date, machine: "\(machine.cpuModel), \(machine.cpus) CPUs, \(machine.kernel)",

@@ -2,7 +2,7 @@ import Foundation
 import SecureDictionary
 import SecureDictionaryTestSupport
 
-/// Issue 37's rows: `update { }` on a dictionary of some size, and the resident memory of
+/// The memory rows: `update { }` on a dictionary of some size, and the resident memory of
 /// many open dictionaries (what the library keeps per loaded dictionary).
 extension Benchmark {
     /// Keys `update-1000` changes: ten of the dictionary's own.
@@ -54,7 +54,8 @@ extension Benchmark {
     static let residentEntries = 1000
 
     /// Resident memory of a process holding 100 open 1,000-entry dictionaries, against the same
-    /// entries decoded into 100 `Mutex<[String: Value]>` (what the cache held before issue 37).
+    /// entries decoded into 100 `Mutex<[String: Value]>` (what the cache held before it kept
+    /// the stored blob in locked pages).
     func residentMemory(worker: WorkerLauncher) throws {
         let options = SecureDictionary.Options(collection: .session, timeout: .seconds(20))
         for index in 0..<Self.residentDictionaries {

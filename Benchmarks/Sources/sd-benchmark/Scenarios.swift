@@ -147,7 +147,7 @@ final class Benchmark {
                 library: library.scaled(by: perRead), baselineName: "Mutex<[String: Value]> lookup",
                 baseline: baseline.scaled(by: perRead), kind: .atMost, target: 3,
                 note: "per read; each sample times \(keys.count) reads of random keys; the library builds the "
-                    + "caller's copy from its wiped memory (issue 37: at most 3×)"))
+                    + "caller's copy from its wiped memory (at most 3×)"))
         try cleanUp(name)
     }
 
@@ -438,7 +438,7 @@ final class Benchmark {
                 try cleanUp(name)
             }
         }
-        // Issue 13's target: no more than raw libsecret's own peak for the same blob plus one
+        // The target: no more than raw libsecret's own peak for the same blob plus one
         // copy of the blob (the encoded buffer the library must hold while it writes).
         let allowed = Stats(rawPeaks.map { $0 + Double(blobBytes) })
         let libraryStats = Stats(library)
@@ -656,7 +656,7 @@ final class Benchmark {
 }
 
 extension Benchmark {
-    /// What the first write of a session costs (issue 11): a one-key write on a new store (a
+    /// What the first write of a session costs: a one-key write on a new store (a
     /// new session, proven by the load of the item when it opens, so not read back) vs the
     /// same write on a store whose session was proven by a write. Before a load could prove
     /// a session, the first write read the item once more and read it back after.

@@ -1,4 +1,4 @@
-// sd-reliability: the reliability suite of SecureDictionary (issue 3).
+// sd-reliability: the reliability suite of SecureDictionary.
 //
 //   sd-reliability [--full] [--json FILE] [--only 1,5,…] [--root DIR]
 //

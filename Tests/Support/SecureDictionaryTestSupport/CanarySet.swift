@@ -1,6 +1,6 @@
 import Foundation
 
-/// Canaries for core-dump scans (issue 37), made at run time, and the dictionaries that hold
+/// Canaries for core-dump scans, made at run time, and the dictionaries that hold
 /// them, written by Python's `plistlib` (another program's layout, as a planted item has).
 ///
 /// ```swift

@@ -1,4 +1,4 @@
-// Issue 3, scenario 2: a fault at every keyring call. One implementation, run by
+// A fault at every keyring call (the reliability suite's scenario 2). One implementation, run by
 // `scripts/test` (Tests/SecureDictionaryTests/FaultPositionTests.swift) and by the
 // reliability suite (Reliability/…/Scenarios/FaultPositions.swift), which reports its figure.
 import Foundation

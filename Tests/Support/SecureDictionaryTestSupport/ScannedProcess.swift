@@ -5,7 +5,7 @@ public import SecureDictionary
     import Glibc
 #endif
 
-/// The process a core scan looks at (issue 37), as `sd-test-writer scan` runs it for the
+/// The process a core scan looks at, as `sd-test-writer scan` runs it for the
 /// keyring tests and `sd-reliability worker hygiene` for scenario 9: it holds dictionaries
 /// planted by another process, reloaded once, while ``CoreScan`` takes its core.
 ///

@@ -7,7 +7,7 @@ import SecureDictionaryTestSupport
 #endif
 
 /// `sd-test-writer scan APP COUNT loaded|released|control`: the process a core-dump scan looks
-/// at (issue 37), `ScannedProcess.run` with the library's locked regions on its "ready" line:
+/// at, `ScannedProcess.run` with the library's locked regions on its "ready" line:
 /// "ready VMLCK_KB LOCKED_REGIONS UNLOCKED_REGIONS LOCK_FAILURES".
 enum MemoryScan {
     static func run(app: String, count: Int, mode: String, options: SecureDictionary.Options) throws {

@@ -3,7 +3,7 @@ import SecureDictionary
 import SecureDictionaryFileStore
 import SecureDictionaryTestSupport
 
-/// Scenario 15 (issue 35.1): `AutomaticStore` (with a file store under a credential) while
+/// Scenario 15: `AutomaticStore` (with a file store under a credential) while
 /// the keyring is stopped and started again: the writes that went to the files, which must
 /// be none (they split the dictionary in two). Before the fix a process started during a 2 s
 /// stop wrote 109 and 114 times to the files after the keyring came back, and 1 of 20 writers
@@ -31,7 +31,7 @@ enum AutomaticRestart {
         ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".sdict") }.count
     }
 
-    /// The issue's case: a store that used the keyring, a process started during a 2 s stop,
+    /// The case as reported: a store that used the keyring, a process started during a 2 s stop,
     /// writing back to back for 5 s after.
     static func processStartedDuringAStop(_ harness: Harness, _ report: Report, credentials: String) {
         let rounds = harness.sizes.restartRounds

@@ -4,7 +4,7 @@ import SecureDictionary
 import SecureDictionaryTestSupport
 import Synchronization
 
-/// Scenario 12 (issue 9): writers are served in turn, one deadline bounds a whole call, and a
+/// Scenario 12: writers are served in turn, one deadline bounds a whole call, and a
 /// stuck lock holder is named.
 enum FairWaiting {
     static func run(_ harness: Harness, _ report: Report) {
@@ -54,7 +54,7 @@ enum FairWaiting {
     /// The bound is 25 × a single write: each writer waits for the 15 queued ahead of it, and
     /// a turn is the keyring's read and write, so 15 turns is the floor. It was 20 × while a
     /// write gave the lock on as its CreateItem was sent (on gnome-keyring), which let turns
-    /// overlap; that mechanism brought two lost-update bugs and was removed (issue 27).
+    /// overlap; that mechanism brought two lost-update bugs and was removed.
     static let fairnessBound = 25.0
 
     static func manyBackToBackWriters(_ harness: Harness, _ report: Report, single: Double) {

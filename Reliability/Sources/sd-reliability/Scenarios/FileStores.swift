@@ -3,7 +3,7 @@ import SecureDictionary
 import SecureDictionaryFileStore
 import SecureDictionaryTestSupport
 
-/// Scenario 13: the encrypted-file stores against the holes of issue 35, each across
+/// Scenario 13: the encrypted-file stores against the holes an adversarial run found, each across
 /// processes (`sd-reliability worker files …`): an old copy put back and read through other
 /// spellings of its folder; a user who is not root (uid 65534 when run as root) writing many
 /// dictionaries, and one whose kernel key quota another program filled; a planted scrypt cost.
@@ -14,7 +14,7 @@ enum FileStores {
         plantedCost(harness, report)
     }
 
-    // MARK: Issue 35.2: every spelling of the folder
+    // MARK: Every spelling of the folder
 
     static func spellings(_ harness: Harness, _ report: Report) {
         let check = "an old copy put back, read and written through 6 spellings of its folder, each by a new process"
@@ -56,7 +56,7 @@ enum FileStores {
             pass: reads == 6 && writes == 6 && unchanged)
     }
 
-    // MARK: Issue 35.3: the kernel key quota of a user who is not root
+    // MARK: The kernel key quota of a user who is not root
 
     static func quota(_ harness: Harness, _ report: Report) {
         let count = harness.sizes.full ? 600 : 240
@@ -155,7 +155,7 @@ enum FileStores {
         return directory
     }
 
-    // MARK: Issue 35.5: a planted scrypt cost
+    // MARK: A planted scrypt cost
 
     static func plantedCost(_ harness: Harness, _ report: Report) {
         let folder = harness.scratchFile("files-planted").path

@@ -7,7 +7,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// Scenario 14 (issue 35.4): the session bus itself frozen (its dbus-daemon stopped with
+/// Scenario 14: the session bus itself frozen (its dbus-daemon stopped with
 /// SIGSTOP) for longer than the deadline, under writers that write back to back with a 1 s
 /// deadline: the longest call against its deadline. Before the fix the next call after a
 /// timed-out one waited for the bus to thaw (9,004 ms of a 10 s stop; 2,045 ms with two

@@ -6,7 +6,7 @@ import SecureDictionaryTestSupport
     import Glibc
 #endif
 
-/// Scenario 9 (issue 37): no key or value the library keeps outlives its dictionary, and none
+/// Scenario 9: no key or value the library keeps outlives its dictionary, and none
 /// reaches a core dump while it lives. Dictionaries holding canaries (a key with a string
 /// value, `Data`, strings nested in an array and a dictionary, a `Codable`-shaped dictionary),
 /// written by Python's `plistlib`, are planted over D-Bus by this process, so the worker holds

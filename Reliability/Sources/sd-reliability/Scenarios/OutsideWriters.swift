@@ -4,7 +4,7 @@ import SecureDictionary
 import SecureDictionaryTestSupport
 import Synchronization
 
-/// Scenario 11 (issue 9): no acknowledged write is lost to a writer the library did not see:
+/// Scenario 11: no acknowledged write is lost to a writer the library did not see:
 /// writers in other environments, another tool between a load and a write; no file outside
 /// the keyring; and the width of the one window left.
 enum OutsideWriters {
