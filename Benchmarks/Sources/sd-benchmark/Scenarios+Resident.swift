@@ -12,40 +12,17 @@ extension Benchmark {
     /// store of the same blob: a working copy (`Entries`), the check, the write.
     func updateTenOfThousand() throws {
         let name = "update-1000"
-        var entries = Fixtures.mixedEntries(count: 1000)
-        let values = { (sample: Int) in Fixtures.alternatingValues(sample) }
-        let blobs = try (0..<2).map { sample -> [UInt8] in
-            for key in Self.updatedKeys { entries[key] = values(sample) }
-            return try Fixtures.blob(entries)
+        let writes = try compareWrites(
+            name, entries: Fixtures.mixedEntries(count: 1000), plan.writes, rawLookupFirst: true, inOneUpdate: true
+        ) { sample in
+            let value = Fixtures.alternatingValues(sample)
+            return Self.updatedKeys.map { ($0, value) }
         }
-        let rawService = Self.rawService(name)
-        let dictionary = try open(name)
-        try dictionary.update { $0.dictionary = entries }
-        try raw.store(blobs[1], service: rawService)
-        var librarySample = 0
-        var rawSample = 0
-        let (library, baseline) = try Timer.compare(
-            plan.writes,
-            Side {
-                let value = values(librarySample)
-                try dictionary.update { entries in
-                    for key in Self.updatedKeys { entries[key] = value }
-                }
-                librarySample += 1
-            },
-            Side {
-                guard try self.raw.lookupLength(service: rawService) == blobs[(rawSample + 1) % 2].count else {
-                    throw BenchmarkError("raw lookup returned another blob")
-                }
-                try self.raw.store(blobs[rawSample % 2], service: rawService)
-                rawSample += 1
-            })
-        try verifyStored(name, blobs[(librarySample - 1) % 2])
         report.rows.append(
             TargetRow(
                 id: "update-1000", operation: "update { } changing 10 entries, 1,000-entry dictionary", unit: .seconds,
-                library: library, baselineName: "raw lookup + raw store", baseline: baseline, kind: .atMost, target: 1.15,
-                blobBytes: blobs[0].count))
+                library: writes.library, baselineName: "raw lookup + raw store", baseline: writes.baseline, kind: .atMost,
+                target: 1.15, blobBytes: writes.blobs[0].count))
         try cleanUp(name)
     }
 

@@ -460,20 +460,20 @@ final class Benchmark {
             var entries = Fixtures.mixedEntries(count: max(0, count - 1))
             entries[Fixtures.mutatedKey] = Fixtures.alternatingValues(1)
             try growthPoint(series: .entries, parameter: count, entries: entries) { sample in
-                (Fixtures.mutatedKey, Fixtures.alternatingValues(sample))
+                [(Fixtures.mutatedKey, Fixtures.alternatingValues(sample))]
             }
         }
         for size in plan.growthValueBytes {
             let values = (0..<2).map { PropertyListValue.data(Fixtures.bytes(size, seed: UInt64(size + $0))) }
             try growthPoint(series: .valueBytes, parameter: size, entries: ["value": values[1]]) { sample in
-                ("value", values[sample % 2])
+                [("value", values[sample % 2])]
             }
         }
     }
 
     private func growthPoint(
         series: GrowthPoint.Series, parameter: Int, entries initial: [String: PropertyListValue],
-        change: @escaping (Int) -> (String, PropertyListValue)
+        change: @escaping (Int) -> [(String, PropertyListValue)]
     ) throws {
         let name = "growth-\(series.rawValue)-\(parameter)"
         log("  growth \(series.rawValue) \(parameter)")
@@ -491,7 +491,7 @@ final class Benchmark {
     }
 
     /// What `compareWrites` measured, and what it left in the keyring.
-    private struct Writes {
+    struct Writes {
         var library: Stats
         var baseline: Stats
         /// The item's bytes after an even and after an odd sample.
@@ -503,24 +503,25 @@ final class Benchmark {
     }
 
     /// The key a mutation scenario changes, to one of its two alternating values.
-    private static func mutatedKeyChange(_ sample: Int) -> (String, PropertyListValue) {
-        (Fixtures.mutatedKey, Fixtures.alternatingValues(sample))
+    private static func mutatedKeyChange(_ sample: Int) -> [(String, PropertyListValue)] {
+        [(Fixtures.mutatedKey, Fixtures.alternatingValues(sample))]
     }
 
-    /// Times a write that sets `change(sample)` on a dictionary of `entries` (which holds
-    /// `change(1)` already) against a raw store of the same blob, preceded, when
+    /// Times a write that sets the entries `change(sample)` on a dictionary of `entries` (which
+    /// holds `change(1)` already; with `setValue`, or all in one `update { }` when
+    /// `inOneUpdate`) against a raw store of the same blob, preceded, when
     /// `rawLookupFirst`, by a raw lookup that must find the blob stored before (what a
     /// correct write needs, since every write checks the stored item first); `pause` runs
     /// untimed before every sample of either side. Checks the bytes the library stored; its
     /// instance is gone when this returns.
-    private func compareWrites(
+    func compareWrites(
         _ name: String, entries initial: [String: PropertyListValue], _ sampling: Sampling, rawLookupFirst: Bool,
-        pause: @escaping () -> Void = {}, change: @escaping (Int) -> (String, PropertyListValue)
+        pause: @escaping () -> Void = {}, inOneUpdate: Bool = false,
+        change: @escaping (Int) -> [(String, PropertyListValue)]
     ) throws -> Writes {
         var entries = initial
         let blobs = try (0..<2).map { sample -> [UInt8] in
-            let (key, value) = change(sample)
-            entries[key] = value
+            for (key, value) in change(sample) { entries[key] = value }
             return try Fixtures.blob(entries)
         }
         let rawService = Self.rawService(name)
@@ -534,8 +535,14 @@ final class Benchmark {
             Side(
                 prepare: pause,
                 run: {
-                    let (key, value) = change(librarySample)
-                    try dictionary.setValue(value, forKey: key)
+                    let changes = change(librarySample)
+                    if inOneUpdate {
+                        try dictionary.update { entries in
+                            for (key, value) in changes { entries[key] = value }
+                        }
+                    } else {
+                        for (key, value) in changes { try dictionary.setValue(value, forKey: key) }
+                    }
                     librarySample += 1
                 }),
             Side(
