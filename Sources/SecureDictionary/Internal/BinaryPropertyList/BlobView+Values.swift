@@ -50,50 +50,9 @@ extension BlobView {
 
     // MARK: Identity
 
-    /// Whether object `index` is stored as `value` would be: strings and keys by their scalars,
-    /// reals and dates by their bits, integer, real and bool apart (as a change event tells).
-    func holds(_ index: Int, identicalTo value: PropertyListValue) throws(BinaryPropertyListError) -> Bool {
-        let offset = try objectOffset(index)
-        let marker = byte(at: offset)
-        switch (marker & 0xF0, value) {
-        case (0x50, .string(let string)), (0x60, .string(let string)):
-            return try self.string(marker: marker, offset: offset)!.equals(string)
-        case (0x40, .data(let data)):
-            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
-            return count == data.count
-                && data.withUnsafeBytes { count == 0 || memcmp(base + start, $0.baseAddress!, count) == 0 }
-        case (0xA0, .array(let elements)):
-            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
-            guard count == elements.count else { return false }
-            for (element, value) in elements.enumerated()
-            where !(try holds(reference(at: start + element * objectRefSize), identicalTo: value)) {
-                return false
-            }
-            return true
-        case (0xD0, .dictionary(let entries)):
-            let (count, start) = try container(index)
-            guard count == entries.count else { return false }
-            // Both in the writer's key order, then pairwise.
-            let order = try keys(count: count, references: start).order
-            var keys = BinaryPropertyListWriter.SortedKeys(entries.keys)
-            defer { keys.wipe() }
-            let values = start + count * objectRefSize
-            for (entry, key) in keys.order.enumerated() {
-                let stored = order?[entry] ?? entry
-                guard try string(reference(at: start + stored * objectRefSize)).equals(entries.keys[key.position]),
-                    try holds(reference(at: values + stored * objectRefSize), identicalTo: entries.values[key.position])
-                else { return false }
-            }
-            return true
-        case (0x40, _), (0x50, _), (0x60, _), (0xA0, _), (0xD0, _):
-            return false
-        default:
-            return try scalar(marker: marker, offset: offset).isStoredIdentically(to: value)
-        }
-    }
-
-    /// Whether object `index` here and object `other` of `view` are stored identically (see
-    /// ``holds(_:identicalTo:)``).
+    /// Whether object `index` here and object `other` of `view` are stored identically, as a
+    /// change event tells values apart: strings and keys by their scalars, reals and dates by
+    /// their bits, integer, real and bool apart.
     func holds(_ index: Int, identicalTo other: Int, of view: BlobView) throws(BinaryPropertyListError) -> Bool {
         let (offset, otherOffset) = (try objectOffset(index), try view.objectOffset(other))
         let (marker, otherMarker) = (byte(at: offset), view.byte(at: otherOffset))

@@ -26,11 +26,19 @@ extension Generation {
     func dictionary() -> [String: PropertyListValue] { try! view.entries(of: view.topObject) }
 
     /// Whether `key` holds a value stored identically to `value` (`nil`: whether there is no
-    /// such entry), compared in place: strings by their scalars, reals and dates by their bits.
+    /// such entry), as ``BlobView/holds(_:identicalTo:of:)`` tells them apart: `value` is
+    /// written in the stored form into a ``SecureRegion`` of its own and compared in place
+    /// there, so neither side is copied into ordinary memory. A value the writer refuses (an
+    /// unsigned integer up to `Int.max`, a keyed archive) is held nowhere.
     func holds(_ key: String, identicalTo value: PropertyListValue?) -> Bool {
         guard let entry = entry(forKey: key) else { return value == nil }
-        guard let value else { return false }
-        return try! view.holds(valueObject(entry), identicalTo: value)
+        var census = Census()
+        guard let value, (try? census.count(value, depth: 1, maximumDepth: .max)) != nil else { return false }
+        let region = SecureRegion(byteCount: BinaryPropertyListWriter.size(of: census))
+        var writer = BinaryPropertyListWriter(into: region.base, census: census)
+        writer.write(value, index: 0)
+        let written = try! BlobView(region.bytes(0..<writer.finish()))
+        return withExtendedLifetime(region) { try! view.holds(valueObject(entry), identicalTo: written.topObject, of: written) }
     }
 
     /// The change of the entry `key` (the same Unicode scalars) from `old` to this
