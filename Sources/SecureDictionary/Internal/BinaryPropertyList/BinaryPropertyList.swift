@@ -66,7 +66,7 @@ enum BinaryPropertyList {
     /// Encodes `entries` as a standard `bplist00` whose root is that dictionary.
     ///
     /// The same dictionary always gives the same bytes: keys are written sorted by their UTF-8
-    /// bytes (the order of `String`'s `<` for keys in NFC; see ``BinaryPropertyListWriter/SortedKeys``).
+    /// bytes (the order of `String`'s `<` for keys in NFC; see ``BinaryPropertyListWriter/sortedKeys(_:)``).
     /// Throws ``BinaryPropertyListError/invalidValue(reason:)`` for what the reader would
     /// reject (nesting deeper than `limits.maximumDepth`, a dictionary that reads as a keyed
     /// archive) and ``BinaryPropertyListError/tooLarge(size:limit:)`` when the result exceeds

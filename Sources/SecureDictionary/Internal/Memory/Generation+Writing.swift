@@ -33,8 +33,7 @@ extension Generation {
     ) throws(SecureDictionaryError) -> Generation {
         do throws(BinaryPropertyListError) {
             let base = overlay.dropsStored ? nil : base
-            var keys = BinaryPropertyListWriter.SortedKeys(overlay.edits.keys.lazy.map(\.text))
-            defer { keys.wipe() }
+            let keys = BinaryPropertyListWriter.sortedKeys(overlay.edits.keys.lazy.map(\.text))
             let plan = try Plan(base: base, overlay: overlay, keys: keys, maximumDepth: limits.maximumDepth)
             let written = try Generation(
                 writingWith: plan.census, count: plan.sources.count, logger: logger,
@@ -63,8 +62,6 @@ extension Generation {
         }
     }
 
-    typealias ChangedKeys = BinaryPropertyListWriter.SortedKeys<LazyMapCollection<Overlay.Edits.Keys, String>>
-
     /// The new root's entries, in the writer's order, and the census of the new blob.
     private struct Plan {
         enum Source {
@@ -86,27 +83,28 @@ extension Generation {
         private var dropped: BinaryPropertyListReader?
 
         /// Merges the stored entries (in the writer's order) with the changed keys (sorted).
-        init(base: Generation?, overlay: Overlay, keys: ChangedKeys, maximumDepth: Int) throws(BinaryPropertyListError) {
+        init(base: Generation?, overlay: Overlay, keys: [Overlay.Edits.Index], maximumDepth: Int) throws(BinaryPropertyListError)
+        {
             let stored = base?.count ?? 0
             census = base.map { $0.census - .container(count: stored, references: 2 * stored) } ?? Census()
-            sources.reserveCapacity(stored + keys.order.count)
-            var merge = SortedMerge(leftCount: stored, rightCount: keys.order.count)
+            sources.reserveCapacity(stored + keys.count)
+            var merge = SortedMerge(leftCount: stored, rightCount: keys.count)
             while let step = try merge.next(comparing: { (position, change) throws(BinaryPropertyListError) in
-                try base!.key(base!.entry(inOrder: position)).compare(to: overlay.edits.keys[keys.order[change].position].text)
+                try base!.key(base!.entry(inOrder: position)).compare(to: overlay.edits.keys[keys[change]].text)
             }) {
                 switch step {
                 case .left(let position):  // an entry the changes leave alone
                     sources.append(.stored(base!.entry(inOrder: position)))
                     try base!.key(base!.entry(inOrder: position)).noteArchiveKey(in: &archiveKeys)
                 case .right(let change):
-                    try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
+                    try add(keys[change], of: overlay, maximumDepth: maximumDepth)
                 case .both(let position, let change):
                     // Replaced or removed: its objects go.
                     let entry = base!.entry(inOrder: position)
                     dropped = dropped ?? BinaryPropertyListReader(base!.view, maximumDepth: .max)
                     try dropped!.validate(base!.keyObject(entry), depth: 2)
                     try dropped!.validate(base!.valueObject(entry), depth: 2)
-                    try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
+                    try add(keys[change], of: overlay, maximumDepth: maximumDepth)
                 }
             }
             if archiveKeys.archiver && archiveKeys.objects { throw Census.keyedArchive }
