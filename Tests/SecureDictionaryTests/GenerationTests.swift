@@ -167,7 +167,7 @@ struct GenerationTests {
         units.withUnsafeBytes { buffer in
             let stored = StoredString(start: buffer.baseAddress!, count: key.utf16.count, isUTF16: true)
             #expect(stored.hashValue == StoredString.hashValue(key))
-            #expect(stored.equals(key) && stored.string() == key)
+            #expect(stored.compare(to: key) == 0 && stored.string() == key)
         }
     }
 

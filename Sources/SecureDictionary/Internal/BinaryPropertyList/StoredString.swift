@@ -9,7 +9,7 @@
 ///
 /// ```swift
 /// let key = try view.string(index)             // no copy of the text
-/// if key.equals("apiToken") { … }              // by Unicode scalars
+/// if key.compare(to: "apiToken") == 0 { … }   // by Unicode scalars
 /// let copy = key.string()                      // the caller's copy, when one is asked for
 /// ```
 ///
@@ -78,14 +78,12 @@ struct StoredString {
         return Self.compareScalars(&mine) { theirs.next()?.value }
     }
 
-    func equals(_ key: String) -> Bool { compare(to: key) == 0 }
-
     /// Notes in `found` whether this key is `$archiver` or `$objects`, however stored: a
     /// dictionary holding both reads as a keyed archive, which the reader rejects.
     func noteArchiveKey(in found: inout (archiver: Bool, objects: Bool)) {
         guard count > 0, (isUTF16 ? unit(0) : UInt32(start.load(as: UInt8.self))) == 0x24 else { return }
-        found.archiver = found.archiver || equals("$archiver")
-        found.objects = found.objects || equals("$objects")
+        found.archiver = found.archiver || compare(to: "$archiver") == 0
+        found.objects = found.objects || compare(to: "$objects") == 0
     }
 
     /// The caller's copy of the text, built in one allocation of its final storage (a
