@@ -25,7 +25,7 @@ enum BinaryPropertyList {
     static func decode(
         _ bytes: UnsafeRawBufferPointer,
         limits: PropertyListLimits
-    ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
+    ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
         _ = try validate(bytes, limits: limits)
         let view = try BlobView(bytes)
         return try view.entries(of: view.topObject)
@@ -35,7 +35,7 @@ enum BinaryPropertyList {
     /// ``BinaryPropertyListReader``'s rules. Makes no value of it; returns its root, and what
     /// the writer writes for its whole tree.
     @discardableResult
-    static func validate(_ bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws(BinaryPropertyListError)
+    static func validate(_ bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws(SecureDictionaryError)
         -> (root: BinaryPropertyListReader.Root, census: Census)
     {
         guard bytes.count <= limits.maximumSize else {
@@ -55,10 +55,10 @@ enum BinaryPropertyList {
     static func decode(
         _ bytes: [UInt8],
         limits: PropertyListLimits
-    ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
-        let result: Result<[String: PropertyListValue], BinaryPropertyListError> =
+    ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
+        let result: Result<[String: PropertyListValue], SecureDictionaryError> =
             bytes.withUnsafeBytes { buffer in
-                Result { () throws(BinaryPropertyListError) in try decode(buffer, limits: limits) }
+                Result { () throws(SecureDictionaryError) in try decode(buffer, limits: limits) }
             }
         return try result.get()
     }
@@ -67,14 +67,14 @@ enum BinaryPropertyList {
     ///
     /// The same dictionary always gives the same bytes: keys are written sorted by their UTF-8
     /// bytes (the order of `String`'s `<` for keys in NFC; see ``BinaryPropertyListWriter/sortedKeys(_:)``).
-    /// Throws ``BinaryPropertyListError/invalidValue(reason:)`` for what the reader would
+    /// Throws ``SecureDictionaryError/invalidValue(reason:)`` for what the reader would
     /// reject (nesting deeper than `limits.maximumDepth`, a dictionary that reads as a keyed
-    /// archive) and ``BinaryPropertyListError/tooLarge(size:limit:)`` when the result exceeds
+    /// archive) and ``SecureDictionaryError/tooLarge(size:limit:)`` when the result exceeds
     /// `limits.maximumSize`.
     static func encode(
         _ entries: [String: PropertyListValue],
         limits: PropertyListLimits
-    ) throws(BinaryPropertyListError) -> [UInt8] {
+    ) throws(SecureDictionaryError) -> [UInt8] {
         var census = Census()
         try census.count(.dictionary(entries), depth: 1, maximumDepth: limits.maximumDepth)
         // Allocated once at its largest size: the array never grows (which would leave a

@@ -47,7 +47,7 @@ struct BinaryPropertyListReader {
     /// writer counts objects of a stored blob it drops); for a dictionary, returns whether its
     /// keys ascend already.
     @discardableResult
-    mutating func validate(_ index: Int, depth: Int) throws(BinaryPropertyListError) -> Bool {
+    mutating func validate(_ index: Int, depth: Int) throws(SecureDictionaryError) -> Bool {
         let offset = try view.objectOffset(index)
         let marker = view.byte(at: offset)
         switch marker & 0xF0 {
@@ -100,7 +100,7 @@ extension BlobView {
 
     /// Checks the `count` keys whose references start at `references` (of a dictionary at
     /// nesting level `depth`): strings, none twice, not those of a keyed archive.
-    func keys(count: Int, references: Int, depth: Int = 0) throws(BinaryPropertyListError) -> Keys {
+    func keys(count: Int, references: Int, depth: Int = 0) throws(SecureDictionaryError) -> Keys {
         var bytes = 0
         var previous: StoredString?
         var ascending = true
@@ -119,7 +119,7 @@ extension BlobView {
         if archiveKeys.archiver && archiveKeys.objects { throw .corrupt(reason: "keyed archives are not supported") }
         guard !ascending else { return Keys(order: nil, bytes: bytes) }
         // Not in the writer's order: sort (a blob another program wrote), then look for twins.
-        let keys = try (0..<count).map { entry throws(BinaryPropertyListError) in
+        let keys = try (0..<count).map { entry throws(SecureDictionaryError) in
             try string(reference(at: references + entry * objectRefSize))
         }
         let order = keys.indices.sorted { StoredString.compare(keys[$0], keys[$1]) < 0 }
@@ -131,7 +131,7 @@ extension BlobView {
         return Keys(order: order, bytes: bytes)
     }
 
-    private static func duplicateKey(_ earlier: Int, _ later: Int, depth: Int) -> BinaryPropertyListError {
+    private static func duplicateKey(_ earlier: Int, _ later: Int, depth: Int) -> SecureDictionaryError {
         .corrupt(
             reason: "duplicate key: entries \(earlier + 1) and \(later + 1) of a dictionary at depth \(depth) "
                 + "have the same text (the same Unicode scalars)")

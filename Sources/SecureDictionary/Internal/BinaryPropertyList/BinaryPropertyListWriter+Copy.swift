@@ -8,7 +8,7 @@
 /// each read inside the blob.
 extension BinaryPropertyListWriter {
     /// Copies object `object` of `view` (with all it contains) as object `index`.
-    mutating func copy(_ object: Int, of view: BlobView, index: Int) throws(BinaryPropertyListError) {
+    mutating func copy(_ object: Int, of view: BlobView, index: Int) throws(SecureDictionaryError) {
         markObject(index)
         let offset = try view.objectOffset(object)
         let marker = view.byte(at: offset)

@@ -13,7 +13,7 @@ extension BlobView {
     /// Decodes the scalar at `offset` whose marker byte is `marker`. The common ones are read
     /// here, inlined in the caller; ``otherScalar(marker:offset:)`` reads the rest.
     @inline(__always)
-    func scalar(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+    func scalar(marker: UInt8, offset: Int) throws(SecureDictionaryError) -> PropertyListValue {
         switch marker {
         case 0x08:
             return .bool(false)
@@ -48,7 +48,7 @@ extension BlobView {
     }
 
     /// ``scalar(marker:offset:)`` for the types it does not read inline, and the rejected ones.
-    private func otherScalar(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+    private func otherScalar(marker: UInt8, offset: Int) throws(SecureDictionaryError) -> PropertyListValue {
         switch marker {
         case 0x14:
             // 16 bytes: how Apple and Python write values above `Int64.max`; accepted across the
@@ -91,7 +91,7 @@ extension BlobView {
     /// ends, so it may start before the string: every object starts past the 8-byte header,
     /// so that read never leaves the blob (checked all the same).
     @inline(__always)
-    func shortASCIIString(count: Int, at start: Int) throws(BinaryPropertyListError) -> String {
+    func shortASCIIString(count: Int, at start: Int) throws(SecureDictionaryError) -> String {
         guard count > 0 else { return "" }
         guard start + count >= 8 else {
             let source = UnsafeRawBufferPointer(start: base + start, count: count)

@@ -17,14 +17,14 @@
 /// recursions here trust that no container is referenced twice and that the depth is bounded.
 extension BlobView {
     /// The caller's copy of object `index`.
-    func value(of index: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+    func value(of index: Int) throws(SecureDictionaryError) -> PropertyListValue {
         let offset = try objectOffset(index)
         let marker = byte(at: offset)
         switch marker & 0xF0 {
         case 0xA0:
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
             return .array(
-                try (0..<count).map { element throws(BinaryPropertyListError) in
+                try (0..<count).map { element throws(SecureDictionaryError) in
                     try value(of: reference(at: start + element * objectRefSize))
                 })
         case 0xD0:
@@ -37,7 +37,7 @@ extension BlobView {
     /// The caller's copy of the dictionary `index`. Keys that differ in their scalars but are
     /// canonically equivalent (`é` as U+00E9 and as `e` + U+0301) are one key to a Swift
     /// dictionary: the copy holds one of them.
-    func entries(of index: Int) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
+    func entries(of index: Int) throws(SecureDictionaryError) -> [String: PropertyListValue] {
         let (count, start) = try container(index)
         var entries = [String: PropertyListValue](minimumCapacity: count)
         let values = start + count * objectRefSize
@@ -53,7 +53,7 @@ extension BlobView {
     /// Whether object `index` here and object `other` of `view` are stored identically, as a
     /// change event tells values apart: strings and keys by their scalars, reals and dates by
     /// their bits, integer, real and bool apart.
-    func holds(_ index: Int, identicalTo other: Int, of view: BlobView) throws(BinaryPropertyListError) -> Bool {
+    func holds(_ index: Int, identicalTo other: Int, of view: BlobView) throws(SecureDictionaryError) -> Bool {
         let (offset, otherOffset) = (try objectOffset(index), try view.objectOffset(other))
         let (marker, otherMarker) = (byte(at: offset), view.byte(at: otherOffset))
         switch (marker & 0xF0, otherMarker & 0xF0) {

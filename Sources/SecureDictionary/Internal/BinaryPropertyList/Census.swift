@@ -63,10 +63,10 @@ struct Census: Equatable, Sendable {
 
     /// Counts `value` at nesting level `depth`.
     ///
-    /// - Throws: ``BinaryPropertyListError/invalidValue(reason:)`` for what the reader would
+    /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` for what the reader would
     ///   reject: nesting deeper than `maximumDepth`, a dictionary that reads as a keyed
     ///   archive, a ``PropertyListValue/unsignedInteger(_:)`` that must be an integer.
-    mutating func count(_ value: PropertyListValue, depth: Int, maximumDepth: Int) throws(BinaryPropertyListError) {
+    mutating func count(_ value: PropertyListValue, depth: Int, maximumDepth: Int) throws(SecureDictionaryError) {
         switch value {
         case .dictionary(let entries):
             guard depth <= maximumDepth else { throw .invalidValue(reason: "containers nest deeper than the depth limit") }
@@ -90,6 +90,6 @@ struct Census: Equatable, Sendable {
         }
     }
 
-    static let keyedArchive = BinaryPropertyListError.invalidValue(
+    static let keyedArchive = SecureDictionaryError.invalidValue(
         reason: "a dictionary with both \"$archiver\" and \"$objects\" keys reads as a keyed archive")
 }

@@ -190,7 +190,7 @@ struct StoredString {
 
 extension BlobView {
     /// The string object `index`, checked: a dictionary key, which must be a string.
-    func string(_ index: Int) throws(BinaryPropertyListError) -> StoredString {
+    func string(_ index: Int) throws(SecureDictionaryError) -> StoredString {
         let offset = try objectOffset(index)
         guard let string = try string(marker: byte(at: offset), offset: offset) else {
             throw .corrupt(reason: "dictionary key is not a string")
@@ -200,7 +200,7 @@ extension BlobView {
 
     /// The string at `offset`, checked (ASCII bytes below 0x80, UTF-16 surrogates paired);
     /// `nil` when the object is not a string.
-    func string(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> StoredString? {
+    func string(marker: UInt8, offset: Int) throws(SecureDictionaryError) -> StoredString? {
         switch marker & 0xF0 {
         case 0x50:
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)

@@ -53,7 +53,7 @@ extension Generation {
         guard old !== self else { return [] }
         var changes: [SecureDictionary.Change] = []
         var merge = SortedMerge(leftCount: old.count, rightCount: count)
-        while let step = try! merge.next(comparing: { (before, after) throws(BinaryPropertyListError) in
+        while let step = try! merge.next(comparing: { (before, after) throws(SecureDictionaryError) in
             StoredString.compare(try old.key(old.entry(inOrder: before)), try key(entry(inOrder: after)))
         }) {
             let (before, after): (Int?, Int?)
@@ -72,7 +72,7 @@ extension Generation {
     /// (`nil`: not there). The two values are compared in place, and decoded only when they
     /// differ: the listener's copies.
     private func change(of key: String, from before: Int?, in old: Generation, to after: Int?)
-        throws(BinaryPropertyListError) -> SecureDictionary.Change?
+        throws(SecureDictionaryError) -> SecureDictionary.Change?
     {
         switch (before, after) {
         case (nil, nil):

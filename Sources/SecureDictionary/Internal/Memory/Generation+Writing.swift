@@ -31,35 +31,31 @@ extension Generation {
     static func writing(
         _ overlay: Overlay, onto base: Generation?, limits: PropertyListLimits, logger: Logger? = nil
     ) throws(SecureDictionaryError) -> Generation {
-        do throws(BinaryPropertyListError) {
-            let base = overlay.dropsStored ? nil : base
-            let keys = BinaryPropertyListWriter.sortedKeys(overlay.edits.keys.lazy.map(\.text))
-            let plan = try Plan(base: base, overlay: overlay, keys: keys, maximumDepth: limits.maximumDepth)
-            let written = try Generation(
-                writingWith: plan.census, count: plan.sources.count, logger: logger,
-                hash: { entry in plan.sources[entry].stored.map { base!.hashTag($0) } }
-            ) { writer throws(BinaryPropertyListError) in
-                let firstKey = writer.startContainer(0xD0, count: plan.sources.count, index: 0)
-                let firstValue = firstKey + plan.sources.count
-                for (entry, source) in plan.sources.enumerated() {
-                    switch source {
-                    case .stored(let stored): writer.copyString(try base!.key(stored), index: firstKey + entry)
-                    case .new(let position): writer.write(.string(overlay.edits.keys[position].text), index: firstKey + entry)
-                    }
-                }
-                for (entry, source) in plan.sources.enumerated() {
-                    switch source {
-                    case .stored(let stored):
-                        try writer.copy(base!.valueObject(stored), of: base!.view, index: firstValue + entry)
-                    case .new(let position): writer.write(overlay.edits.values[position].value!, index: firstValue + entry)
-                    }
+        let base = overlay.dropsStored ? nil : base
+        let keys = BinaryPropertyListWriter.sortedKeys(overlay.edits.keys.lazy.map(\.text))
+        let plan = try Plan(base: base, overlay: overlay, keys: keys, maximumDepth: limits.maximumDepth)
+        let written = try Generation(
+            writingWith: plan.census, count: plan.sources.count, logger: logger,
+            hash: { entry in plan.sources[entry].stored.map { base!.hashTag($0) } }
+        ) { writer throws(SecureDictionaryError) in
+            let firstKey = writer.startContainer(0xD0, count: plan.sources.count, index: 0)
+            let firstValue = firstKey + plan.sources.count
+            for (entry, source) in plan.sources.enumerated() {
+                switch source {
+                case .stored(let stored): writer.copyString(try base!.key(stored), index: firstKey + entry)
+                case .new(let position): writer.write(.string(overlay.edits.keys[position].text), index: firstKey + entry)
                 }
             }
-            guard written.size <= limits.maximumSize else { throw .tooLarge(size: written.size, limit: limits.maximumSize) }
-            return written
-        } catch {
-            throw SecureDictionaryError(error)
+            for (entry, source) in plan.sources.enumerated() {
+                switch source {
+                case .stored(let stored):
+                    try writer.copy(base!.valueObject(stored), of: base!.view, index: firstValue + entry)
+                case .new(let position): writer.write(overlay.edits.values[position].value!, index: firstValue + entry)
+                }
+            }
         }
+        guard written.size <= limits.maximumSize else { throw .tooLarge(size: written.size, limit: limits.maximumSize) }
+        return written
     }
 
     /// The new root's entries, in the writer's order, and the census of the new blob.
@@ -83,13 +79,12 @@ extension Generation {
         private var dropped: BinaryPropertyListReader?
 
         /// Merges the stored entries (in the writer's order) with the changed keys (sorted).
-        init(base: Generation?, overlay: Overlay, keys: [Overlay.Edits.Index], maximumDepth: Int) throws(BinaryPropertyListError)
-        {
+        init(base: Generation?, overlay: Overlay, keys: [Overlay.Edits.Index], maximumDepth: Int) throws(SecureDictionaryError) {
             let stored = base?.count ?? 0
             census = base.map { $0.census - .container(count: stored, references: 2 * stored) } ?? Census()
             sources.reserveCapacity(stored + keys.count)
             var merge = SortedMerge(leftCount: stored, rightCount: keys.count)
-            while let step = try merge.next(comparing: { (position, change) throws(BinaryPropertyListError) in
+            while let step = try merge.next(comparing: { (position, change) throws(SecureDictionaryError) in
                 try base!.key(base!.entry(inOrder: position)).compare(to: overlay.edits.keys[keys[change]].text)
             }) {
                 switch step {
@@ -112,7 +107,7 @@ extension Generation {
         }
 
         private mutating func add(_ edit: Overlay.Edits.Index, of overlay: Overlay, maximumDepth: Int)
-            throws(BinaryPropertyListError)
+            throws(SecureDictionaryError)
         {
             guard case .value(let value) = overlay.edits.values[edit] else { return }  // a removal
             let key = overlay.edits.keys[edit].text

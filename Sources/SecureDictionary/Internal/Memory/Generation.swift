@@ -50,25 +50,21 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     convenience init(copying bytes: UnsafeRawBufferPointer, limits: PropertyListLimits, logger: Logger? = nil)
         throws(SecureDictionaryError)
     {
-        do throws(BinaryPropertyListError) {
-            let (validated, census) = try BinaryPropertyList.validate(bytes, limits: limits)
-            let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: validated.count).size, logger: logger)
-            region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-            let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
-            let order = validated.keysAscend ? nil : try view.keys(count: validated.count, references: validated.references).order
-            try self.init(
-                region: region, view: view, size: bytes.count, root: validated, order: order, census: census, hash: nil)
-        } catch {
-            throw SecureDictionaryError(error)
-        }
+        let (validated, census) = try BinaryPropertyList.validate(bytes, limits: limits)
+        let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: validated.count).size, logger: logger)
+        region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
+        let order = validated.keysAscend ? nil : try view.keys(count: validated.count, references: validated.references).order
+        try self.init(
+            region: region, view: view, size: bytes.count, root: validated, order: order, census: census, hash: nil)
     }
 
     /// A generation written by `write` into a region sized from `census` (its root holding
     /// `count` entries), keys hashed by `hash` (entry number → hash, `nil` to compute it).
     convenience init(
         writingWith census: Census, count: Int, logger: Logger?, hash: ((Int) -> UInt32?)? = nil,
-        _ write: (inout BinaryPropertyListWriter) throws(BinaryPropertyListError) -> Void
-    ) throws(BinaryPropertyListError) {
+        _ write: (inout BinaryPropertyListWriter) throws(SecureDictionaryError) -> Void
+    ) throws(SecureDictionaryError) {
         let capacity = BinaryPropertyListWriter.size(of: census)
         let region = SecureRegion(byteCount: Self.layout(blob: capacity, entries: count).size, logger: logger)
         var writer = BinaryPropertyListWriter(into: region.base, census: census)
@@ -85,7 +81,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     private init(
         region: SecureRegion, view: BlobView, size: Int, root: BinaryPropertyListReader.Root, order: [Int]?, census: Census,
         hash: ((Int) -> UInt32?)?, blobCapacity: Int? = nil
-    ) throws(BinaryPropertyListError) {
+    ) throws(SecureDictionaryError) {
         self.region = region
         self.view = view
         self.size = size
@@ -119,15 +115,15 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     // MARK: Entries
 
-    func key(_ entry: Int) throws(BinaryPropertyListError) -> StoredString {
+    func key(_ entry: Int) throws(SecureDictionaryError) -> StoredString {
         try view.string(view.reference(at: references + entry * view.objectRefSize))
     }
 
-    func valueObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
+    func valueObject(_ entry: Int) throws(SecureDictionaryError) -> Int {
         try view.reference(at: references + (count + entry) * view.objectRefSize)
     }
 
-    func keyObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
+    func keyObject(_ entry: Int) throws(SecureDictionaryError) -> Int {
         try view.reference(at: references + entry * view.objectRefSize)
     }
 
