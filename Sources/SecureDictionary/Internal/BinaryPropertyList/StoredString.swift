@@ -86,8 +86,7 @@ struct StoredString {
         found.objects = found.objects || compare(to: "$objects") == 0
     }
 
-    /// The caller's copy of the text, built in one allocation of its final storage (a
-    /// buffer that grew would leave a copy of the text behind in the one it replaced).
+    /// The caller's copy of the text, built in one allocation of its final storage (why: ``Census``).
     func string() -> String {
         guard isUTF16 else { return String(decoding: UnsafeRawBufferPointer(start: start, count: count), as: UTF8.self) }
         // A unit takes at most 3 UTF-8 bytes, a surrogate pair 4 for 2 units.
@@ -102,15 +101,6 @@ struct StoredString {
     }
 
     // MARK: Hashing
-
-    /// Feeds the UTF-8 bytes of the text to `hasher`: the same as ``hash(_:into:)`` of an equal
-    /// `String`. (A `Hasher` gives the same value for the same bytes however they are split
-    /// into `combine` calls; `hashingIsSplitIndependent` checks it.)
-    func hash(into hasher: inout Hasher) {
-        guard isUTF16 else { return hasher.combine(bytes: UnsafeRawBufferPointer(start: start, count: count)) }
-        var scalars = self.scalars
-        Self.hashUTF8(of: { scalars.next() }, into: &hasher)
-    }
 
     /// Feeds the UTF-8 bytes of `key` to `hasher`, in place when the string is contiguous.
     static func hash(_ key: String, into hasher: inout Hasher) {
@@ -127,9 +117,16 @@ struct StoredString {
         return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
+    /// ``hashValue(_:)`` of the text, from its UTF-8 bytes (a `Hasher` gives the same value for
+    /// the same bytes however they are split into `combine` calls: `hashingIsSplitIndependent`).
     var hashValue: UInt64 {
         var hasher = Hasher()
-        hash(into: &hasher)
+        if isUTF16 {
+            var scalars = self.scalars
+            Self.hashUTF8(of: { scalars.next() }, into: &hasher)
+        } else {
+            hasher.combine(bytes: UnsafeRawBufferPointer(start: start, count: count))
+        }
         return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
