@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
 /// Our own codec for the stored secret: a binary property list (`bplist00`) whose root is a
 /// dictionary with `String` keys.
 ///
@@ -63,22 +57,19 @@ enum BinaryPropertyList {
         return try result.get()
     }
 
-    /// Encodes `entries` as a standard `bplist00` whose root is that dictionary.
+    /// Encodes `entries` as a standard `bplist00` whose root is that dictionary: the same bytes
+    /// for the same dictionary (``BinaryPropertyListWriter/sortedKeys(_:)``).
     ///
-    /// The same dictionary always gives the same bytes: keys are written sorted by their UTF-8
-    /// bytes (the order of `String`'s `<` for keys in NFC; see ``BinaryPropertyListWriter/sortedKeys(_:)``).
-    /// Throws ``SecureDictionaryError/invalidValue(reason:)`` for what the reader would
-    /// reject (nesting deeper than `limits.maximumDepth`, a dictionary that reads as a keyed
-    /// archive) and ``SecureDictionaryError/tooLarge(size:limit:)`` when the result exceeds
-    /// `limits.maximumSize`.
+    /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` for what the reader would
+    ///   reject (``Census/count(_:depth:maximumDepth:)``), ``SecureDictionaryError/tooLarge(size:limit:)``
+    ///   when the result exceeds `limits.maximumSize`.
     static func encode(
         _ entries: [String: PropertyListValue],
         limits: PropertyListLimits
     ) throws(SecureDictionaryError) -> [UInt8] {
         var census = Census()
         try census.count(.dictionary(entries), depth: 1, maximumDepth: limits.maximumDepth)
-        // Allocated once at its largest size: the array never grows (which would leave a
-        // copy of the secrets behind, unwiped) and is never copied.
+        // Allocated once at its final size (why: `Census`), never copied.
         var bytes = [UInt8](unsafeUninitializedCapacity: BinaryPropertyListWriter.size(of: census)) { buffer, initialized in
             var writer = BinaryPropertyListWriter(into: buffer.baseAddress!, census: census)
             writer.write(.dictionary(entries), index: 0)

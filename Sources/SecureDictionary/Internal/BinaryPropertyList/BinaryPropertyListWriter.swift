@@ -7,19 +7,15 @@
 /// Writes a binary property list into memory sized beforehand from a ``Census``, in the one
 /// canonical form the library stores.
 ///
-/// The form: the root dictionary is object 0. A container takes the next free object numbers
+/// The form: the top object is object 0. A container takes the next free object numbers
 /// for its children (keys first, then values), writes their references, then writes the
 /// children themselves, so objects are not in number order in the file (the format allows
 /// it: the offset table maps each number to its offset). Dictionary keys are sorted by their
 /// UTF-8 bytes. Nothing is uniqued. Integers use the smallest of 1, 2 or 4 unsigned bytes,
 /// else 8 signed bytes (negative ones always 8, as Apple writes them); reals are always 8
 /// bytes so they read back bit for bit; strings are ASCII (0x5n) when every scalar is below
-/// 0x80, else UTF-16 big-endian (0x6n).
-///
-/// Objects come from two sources: the caller's values (``write(_:index:)``) and objects of a
-/// stored blob, copied in the same form (``copy(_:of:index:)``, in
-/// BinaryPropertyListWriter+Copy.swift): so a dictionary written from a stored generation
-/// plus some changes is byte for byte the one written from its values.
+/// 0x80, else UTF-16 big-endian (0x6n). It writes the caller's values (``write(_:index:)``)
+/// and copies a stored blob's objects in the same form (``copy(_:of:index:)``).
 struct BinaryPropertyListWriter {
     /// The output, `capacity` bytes sized from the census; never written past.
     private let base: UnsafeMutableRawPointer

@@ -20,9 +20,7 @@ extension Generation {
     /// The caller's copies of the keys, in the stored order.
     var keys: [String] { (0..<count).map { entry in try! key(entry).string() } }
 
-    /// The caller's copy of every entry. Keys canonically equivalent but of other scalars
-    /// (`é` as U+00E9 and as `e` + U+0301) are one key to a Swift dictionary: it holds one
-    /// of them, as ``BlobView/entries(of:)`` says.
+    /// The caller's copy of every entry (of canonically equivalent keys, one: ``BlobView/entries(of:)``).
     func dictionary() -> [String: PropertyListValue] { try! view.entries(of: view.topObject) }
 
     /// Whether `key` holds a value stored identically to `value` (`nil`: whether there is no

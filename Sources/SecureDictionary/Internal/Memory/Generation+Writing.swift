@@ -25,9 +25,8 @@ extension Generation {
     /// `base` (unless `overlay` drops it) with `overlay`'s changes, in a new generation.
     ///
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)`` when the result exceeds
-    ///   `limits.maximumSize` (its region is wiped and freed);
-    ///   ``SecureDictionaryError/invalidValue(reason:)`` for a value the reader would reject
-    ///   (nesting deeper than the limit, a keyed archive, an unsigned integer up to `Int.max`).
+    ///   `limits.maximumSize` (its region is wiped and freed), ``SecureDictionaryError/invalidValue(reason:)``
+    ///   for a value the reader would reject (``Census/count(_:depth:maximumDepth:)``).
     static func writing(
         _ overlay: Overlay, onto base: Generation?, limits: PropertyListLimits, logger: Logger? = nil
     ) throws(SecureDictionaryError) -> Generation {

@@ -14,10 +14,8 @@ import Logging
 /// The region's layout: the blob, then per entry the 32 bits of its key's hash (keyed per
 /// process, ``StoredString/hashValue``), then an open-addressed table (linear probing, at
 /// most half full) of entry numbers + 1, 0 for an empty slot. Entries are numbered as the
-/// root dictionary stores them. Keys match by their Unicode scalars (``StoredString``).
-/// Immutable once made; the region is wiped when the last reference goes (the item's state
-/// moved on to a newer generation, or its last instance was released, and no read, update
-/// or observer holds it any more).
+/// root dictionary stores them; keys match by their Unicode scalars (``StoredString``).
+/// Immutable once made; the region is wiped when no state, read or observer holds it.
 final class Generation: @unchecked Sendable {  // every property is a let; the region is written in init only
     let region: SecureRegion
     let view: BlobView
@@ -40,10 +38,9 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         _ = writer.startContainer(0xD0, count: 0, index: 0)
     }
 
-    /// A generation holding a copy of `bytes`, a stored blob, once it is validated as hostile
-    /// input (``BinaryPropertyList/validate(_:limits:)``). `bytes` are
-    /// validated where they are (the caller's buffer, which it wipes), so a hostile blob's
-    /// claims size nothing; the region is allocated for a valid one only.
+    /// A generation holding a copy of the stored blob `bytes`, validated as hostile input
+    /// where they are first (``BinaryPropertyList/validate(_:limits:)``): the region is sized
+    /// for a valid blob only, never by a hostile one's claims.
     ///
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)``, ``SecureDictionaryError/corrupt(reason:)``,
     ///   ``SecureDictionaryError/unsupportedFormatVersion(_:)``.
