@@ -42,7 +42,7 @@ enum BinaryPropertyList {
         let (count, references) = try view.container(view.topObject)
         var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
         let keysAscend = try reader.validate(view.topObject, depth: 1)
-        return (.init(count: count, references: references, keysAscend: keysAscend), reader.census)
+        return ((count, references, keysAscend), reader.census)
     }
 
     /// Decodes a stored blob held in an array.

@@ -71,7 +71,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         let (root, references) = try view.container(view.topObject)
         precondition(root == count, "the root was written with another entry count than planned")
         try self.init(
-            region: region, view: view, size: size, root: .init(count: count, references: references, keysAscend: true),
+            region: region, view: view, size: size, root: (count, references, true),
             order: nil, census: census, hash: hash, blobCapacity: capacity)
     }
 
