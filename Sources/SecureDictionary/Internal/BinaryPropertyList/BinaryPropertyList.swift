@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 /// Our own codec for the stored secret: a binary property list (`bplist00`) whose root is a
 /// dictionary with `String` keys.
 ///
@@ -15,14 +21,19 @@
 /// These functions make or take the caller's values; what the library keeps of a dictionary
 /// is a ``Generation`` (the blob in a region of its own, read in place).
 enum BinaryPropertyList {
-    /// Validates a stored blob (size limit first) and returns the caller's copy of its entries.
-    static func decode(
-        _ bytes: UnsafeRawBufferPointer,
-        limits: PropertyListLimits
-    ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        _ = try validate(bytes, limits: limits)
-        let view = try BlobView(bytes)
-        return try view.entries(of: view.topObject)
+    /// Validates a stored blob (size limit first), read where it is, and returns the caller's
+    /// copy of its entries.
+    static func decode(_ bytes: some ContiguousBytes, limits: PropertyListLimits) throws(SecureDictionaryError)
+        -> [String: PropertyListValue]
+    {
+        let result: Result<[String: PropertyListValue], SecureDictionaryError> = bytes.withUnsafeBytes { bytes in
+            Result { () throws(SecureDictionaryError) in
+                try validate(bytes, limits: limits)
+                let view = try BlobView(bytes)
+                return try view.entries(of: view.topObject)
+            }
+        }
+        return try result.get()
     }
 
     /// Validates a stored blob where it is, as hostile input: size limit first, then
@@ -43,18 +54,6 @@ enum BinaryPropertyList {
         var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
         let keysAscend = try reader.validate(view.topObject, depth: 1)
         return ((count, references, keysAscend), reader.census)
-    }
-
-    /// Decodes a stored blob held in an array.
-    static func decode(
-        _ bytes: [UInt8],
-        limits: PropertyListLimits
-    ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        let result: Result<[String: PropertyListValue], SecureDictionaryError> =
-            bytes.withUnsafeBytes { buffer in
-                Result { () throws(SecureDictionaryError) in try decode(buffer, limits: limits) }
-            }
-        return try result.get()
     }
 
     /// Encodes `entries` as a standard `bplist00` whose root is that dictionary: the same bytes

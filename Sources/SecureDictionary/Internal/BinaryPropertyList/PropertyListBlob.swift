@@ -34,12 +34,7 @@ package enum PropertyListBlob {
         _ data: Data,
         maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        let result: Result<[String: PropertyListValue], SecureDictionaryError> = data.withUnsafeBytes { bytes in
-            Result { () throws(SecureDictionaryError) in
-                try BinaryPropertyList.decode(bytes, limits: PropertyListLimits(maximumSize: maximumSize))
-            }
-        }
-        return try result.get()
+        try BinaryPropertyList.decode(data, limits: PropertyListLimits(maximumSize: maximumSize))
     }
 
     /// How many keys the stored blob `secret` holds, validated as a load validates it and
