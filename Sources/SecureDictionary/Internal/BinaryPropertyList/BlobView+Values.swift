@@ -52,10 +52,8 @@ extension BlobView {
         let (marker, otherMarker) = (byte(at: offset), view.byte(at: otherOffset))
         switch (marker & 0xF0, otherMarker & 0xF0) {
         case (0x50, 0x50), (0x50, 0x60), (0x60, 0x50), (0x60, 0x60):
-            let (mine, theirs) = (
-                try string(marker: marker, offset: offset)!, try view.string(marker: otherMarker, offset: otherOffset)!
-            )
-            return StoredString.compare(mine, theirs) == 0
+            let mine = try string(marker: marker, offset: offset)!
+            return try StoredString.compare(mine, view.string(marker: otherMarker, offset: otherOffset)!) == 0
         case (0x40, 0x40):
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
             let (otherCount, otherStart) = try view.countAndStart(marker: otherMarker, offset: otherOffset, unitSize: 1)
@@ -76,11 +74,9 @@ extension BlobView {
                     let otherKey = try view.string(view.reference(at: otherStart + theirs * view.objectRefSize))
                     guard StoredString.compare(key, otherKey) == 0 else { return false }
                 }
-                guard
-                    try holds(
-                        reference(at: start + (values + mine) * objectRefSize),
-                        identicalTo: view.reference(at: otherStart + (values + theirs) * view.objectRefSize), of: view)
-                else { return false }
+                let value = try reference(at: start + (values + mine) * objectRefSize)
+                let otherValue = try view.reference(at: otherStart + (values + theirs) * view.objectRefSize)
+                guard try holds(value, identicalTo: otherValue, of: view) else { return false }
             }
             return true
         case (0x40, _), (0x50, _), (0x60, _), (0xA0, _), (0xD0, _), (_, 0x40), (_, 0x50), (_, 0x60), (_, 0xA0), (_, 0xD0):
