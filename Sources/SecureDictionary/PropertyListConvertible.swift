@@ -96,16 +96,12 @@ extension Data: PropertyListConvertible {
 
 extension Array: PropertyListConvertible where Element: PropertyListConvertible {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        let elements = try value.required(value.arrayValue, as: Self.self)
-        self = []
-        reserveCapacity(elements.count)
-        for element in elements { append(try Element(propertyListValue: element)) }
+        self = try value.required(value.arrayValue, as: Self.self).map { element throws(SecureDictionaryError) in
+            try Element(propertyListValue: element)
+        }
     }
     public func propertyListValue() throws(SecureDictionaryError) -> PropertyListValue {
-        var elements: [PropertyListValue] = []
-        elements.reserveCapacity(count)
-        for element in self { elements.append(try element.propertyListValue()) }
-        return .array(elements)
+        try .array(map { element throws(SecureDictionaryError) in try element.propertyListValue() })
     }
 }
 
