@@ -78,6 +78,9 @@ struct GenerationTests {
         #expect(!generation.holds("one", identicalTo: true))
         #expect(generation.holds("list", identicalTo: ["a", 1.5]))
         #expect(!generation.holds("list", identicalTo: ["a", 1.5, 2]))
+        // A value the writer refuses is held nowhere (it is written before it is compared).
+        #expect(!generation.holds("one", identicalTo: .unsignedInteger(1)))
+        #expect(!generation.holds("list", identicalTo: ["$archiver": 1, "$objects": 2]))
     }
 
     @Test("the changes between two generations are the per-key differences, in key order")
