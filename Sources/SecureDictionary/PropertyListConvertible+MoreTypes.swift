@@ -23,8 +23,7 @@ extension PropertyListConvertible where Self: FixedWidthInteger & Codable {
             case .unsignedInteger(let integer): Self(exactly: integer)
             default: nil
             }
-        guard let converted else { throw value.mismatch(Self.self) }
-        self = converted
+        self = try value.required(converted)
     }
 
     /// ``PropertyListValue/integer(_:)``, or ``PropertyListValue/unsignedInteger(_:)`` above `Int.max`.
@@ -47,8 +46,7 @@ extension UInt64: PropertyListConvertible {}
 extension Float: PropertyListConvertible {
     /// Reads any stored real, rounded to the nearest `Float`.
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let real = value.realValue else { throw value.mismatch(Self.self) }
-        self = Float(real)
+        self = try Float(value.required(value.realValue, as: Self.self))
     }
 
     public func propertyListValue() -> PropertyListValue { .real(Double(self)) }
@@ -57,8 +55,7 @@ extension Float: PropertyListConvertible {
 extension UUID: PropertyListConvertible {
     /// Stored as its string form (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`).
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let text = value.stringValue, let uuid = UUID(uuidString: text) else { throw value.mismatch(Self.self) }
-        self = uuid
+        self = try value.required(value.stringValue.flatMap(UUID.init(uuidString:)))
     }
 
     public func propertyListValue() -> PropertyListValue { .string(uuidString) }
@@ -67,8 +64,7 @@ extension UUID: PropertyListConvertible {
 extension URL: PropertyListConvertible {
     /// Stored as its absolute string.
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let text = value.stringValue, let url = URL(string: text) else { throw value.mismatch(Self.self) }
-        self = url
+        self = try value.required(value.stringValue.flatMap { URL(string: $0) })
     }
 
     public func propertyListValue() -> PropertyListValue { .string(absoluteString) }

@@ -36,8 +36,14 @@ public protocol PropertyListConvertible: Sendable {
 
 extension PropertyListValue {
     /// The error for a stored value that is not a `T`.
-    func mismatch<T>(_ type: T.Type) -> SecureDictionaryError {
+    func mismatch(_ type: Any.Type) -> SecureDictionaryError {
         .typeMismatch(expected: String(describing: type), found: typeName)
+    }
+
+    /// `unwrapped` (what an accessor of this value gave), or ``mismatch(_:)`` when it is `nil`.
+    func required<T>(_ unwrapped: T?, as type: Any.Type = T.self) throws(SecureDictionaryError) -> T {
+        guard let unwrapped else { throw mismatch(type) }
+        return unwrapped
     }
 }
 
@@ -48,70 +54,60 @@ extension PropertyListValue: PropertyListConvertible {
 
 extension String: PropertyListConvertible {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let string = value.stringValue else { throw value.mismatch(Self.self) }
-        self = string
+        self = try value.required(value.stringValue)
     }
     public func propertyListValue() -> PropertyListValue { .string(self) }
 }
 
 extension Int: PropertyListConvertible {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let integer = value.integerValue else { throw value.mismatch(Self.self) }
-        self = integer
+        self = try value.required(value.integerValue)
     }
     public func propertyListValue() -> PropertyListValue { .integer(self) }
 }
 
 extension Double: PropertyListConvertible {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let real = value.realValue else { throw value.mismatch(Self.self) }
-        self = real
+        self = try value.required(value.realValue)
     }
     public func propertyListValue() -> PropertyListValue { .real(self) }
 }
 
 extension Bool: PropertyListConvertible {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let bool = value.boolValue else { throw value.mismatch(Self.self) }
-        self = bool
+        self = try value.required(value.boolValue)
     }
     public func propertyListValue() -> PropertyListValue { .bool(self) }
 }
 
 extension Date: PropertyListConvertible {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let date = value.dateValue else { throw value.mismatch(Self.self) }
-        self = date
+        self = try value.required(value.dateValue)
     }
     public func propertyListValue() -> PropertyListValue { .date(self) }
 }
 
 extension Data: PropertyListConvertible {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let data = value.dataValue else { throw value.mismatch(Self.self) }
-        self = data
+        self = try value.required(value.dataValue)
     }
     public func propertyListValue() -> PropertyListValue { .data(self) }
 }
 
 extension Array: PropertyListConvertible where Element: PropertyListConvertible {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let elements = value.arrayValue else { throw value.mismatch(Self.self) }
-        self = []
-        reserveCapacity(elements.count)
-        for element in elements { append(try Element(propertyListValue: element)) }
+        self = try value.required(value.arrayValue, as: Self.self).map { element throws(SecureDictionaryError) in
+            try Element(propertyListValue: element)
+        }
     }
     public func propertyListValue() throws(SecureDictionaryError) -> PropertyListValue {
-        var elements: [PropertyListValue] = []
-        elements.reserveCapacity(count)
-        for element in self { elements.append(try element.propertyListValue()) }
-        return .array(elements)
+        try .array(map { element throws(SecureDictionaryError) in try element.propertyListValue() })
     }
 }
 
 extension Dictionary: PropertyListConvertible where Key == String, Value: PropertyListConvertible {
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        guard let entries = value.dictionaryValue else { throw value.mismatch(Self.self) }
+        let entries = try value.required(value.dictionaryValue, as: Self.self)
         self = [:]
         for (key, entry) in entries { self[key] = try Value(propertyListValue: entry) }
     }

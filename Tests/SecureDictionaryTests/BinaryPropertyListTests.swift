@@ -193,7 +193,7 @@ struct BinaryPropertyListRoundTripTests {
         let fromPointer = try blob.withUnsafeBytes { try BinaryPropertyList.decode($0, limits: .default) }
         #expect(fromPointer == (try BinaryPropertyList.decode(blob, limits: .default)))
         let empty = UnsafeRawBufferPointer(start: nil, count: 0)
-        #expect(throws: BinaryPropertyListError.self) { try BinaryPropertyList.decode(empty, limits: .default) }
+        #expect(throws: SecureDictionaryError.self) { try BinaryPropertyList.decode(empty, limits: .default) }
     }
 
     @Test("reads valid but unusual encodings: wide sizes, long-form counts, shared scalars, float32")
@@ -289,10 +289,10 @@ struct BinaryPropertyListHostileTests {
 
     @Test("another version is unsupported, with only the two version characters, made printable")
     func versions() {
-        #expect(decodeError(Array("bplist15".utf8)) == .unsupportedVersion("15"))
+        #expect(decodeError(Array("bplist15".utf8)) == .unsupportedFormatVersion("15"))
         #expect(
             decodeError(Array("bplist1".utf8) + [0xFF] + Self.validBlob.dropFirst(8))
-                == .unsupportedVersion("1?"))
+                == .unsupportedFormatVersion("1?"))
     }
 
     @Test("every truncation of a valid blob is corrupt")
@@ -369,7 +369,7 @@ struct BinaryPropertyListHostileTests {
                 limits: .default) == ["$archiver": true])
         let archiveShaped: PropertyListValue = ["$archiver": "x", "$objects": []]
         for entries in [["$archiver": "x", "$objects": []], ["k": [archiveShaped]]] as [[String: PropertyListValue]] {
-            #expect(throws: BinaryPropertyListError.self) { try BinaryPropertyList.encode(entries, limits: .default) }
+            #expect(throws: SecureDictionaryError.self) { try BinaryPropertyList.encode(entries, limits: .default) }
         }
     }
 
@@ -382,7 +382,7 @@ struct BinaryPropertyListHostileTests {
         }
         let deepest = try BinaryPropertyList.encode(nested(levels: 64), limits: .default)
         #expect(try identical(BinaryPropertyList.decode(deepest, limits: .default), nested(levels: 64)))
-        #expect(throws: BinaryPropertyListError.invalidValue(reason: "containers nest deeper than the depth limit")) {
+        #expect(throws: SecureDictionaryError.invalidValue(reason: "containers nest deeper than the depth limit")) {
             try BinaryPropertyList.encode(nested(levels: 65), limits: .default)
         }
         let tooDeep = try BinaryPropertyList.encode(
@@ -484,7 +484,7 @@ struct BinaryPropertyListHostileTests {
         #expect(decodeError(garbage, limits: limits) == .tooLarge(size: garbage.count, limit: garbage.count - 1))
         let entries = try BinaryPropertyList.decode(Self.validBlob, limits: .default)
         let smaller = PropertyListLimits(maximumSize: Self.validBlob.count - 1)
-        #expect(throws: BinaryPropertyListError.tooLarge(size: Self.validBlob.count, limit: Self.validBlob.count - 1)) {
+        #expect(throws: SecureDictionaryError.tooLarge(size: Self.validBlob.count, limit: Self.validBlob.count - 1)) {
             try BinaryPropertyList.encode(entries, limits: smaller)
         }
     }
@@ -680,7 +680,7 @@ private func identical(_ lhs: [String: PropertyListValue], _ rhs: [String: Prope
     lhs.count == rhs.count && lhs.allSatisfy { key, value in rhs[key].map { identical(value, $0) } ?? false }
 }
 
-private func decodeError(_ bytes: [UInt8], limits: PropertyListLimits = .default) -> BinaryPropertyListError? {
+private func decodeError(_ bytes: [UInt8], limits: PropertyListLimits = .default) -> SecureDictionaryError? {
     do {
         _ = try BinaryPropertyList.decode(bytes, limits: limits)
         return nil

@@ -195,7 +195,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
     }
 
     @Test func aNonCanonicalUnsignedIntegerIsRefused() {
-        #expect(throws: BinaryPropertyListError.self) {
+        #expect(throws: SecureDictionaryError.self) {
             try BinaryPropertyList.encode(["n": .unsignedInteger(5)], limits: .default)
         }
     }
@@ -236,7 +236,7 @@ private struct Member: Codable, PropertyListConvertible, Equatable {
         #expect {
             try BinaryPropertyList.decode(blob, limits: .default)
         } throws: { error in
-            guard case BinaryPropertyListError.corrupt(let reason) = error else { return false }
+            guard case SecureDictionaryError.corrupt(let reason) = error else { return false }
             return reason.contains("entries 1 and 2") && !reason.contains("\"k\"")  // positions, never the text
         }
     }

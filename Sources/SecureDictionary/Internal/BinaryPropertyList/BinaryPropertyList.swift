@@ -21,21 +21,26 @@
 /// These functions make or take the caller's values; what the library keeps of a dictionary
 /// is a ``Generation`` (the blob in a region of its own, read in place).
 enum BinaryPropertyList {
-    /// Validates a stored blob (size limit first) and returns the caller's copy of its entries.
-    static func decode(
-        _ bytes: UnsafeRawBufferPointer,
-        limits: PropertyListLimits
-    ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
-        _ = try validate(bytes, limits: limits)
-        let view = try BlobView(bytes)
-        return try view.entries(of: view.topObject)
+    /// Validates a stored blob (size limit first), read where it is, and returns the caller's
+    /// copy of its entries.
+    static func decode(_ bytes: some ContiguousBytes, limits: PropertyListLimits) throws(SecureDictionaryError)
+        -> [String: PropertyListValue]
+    {
+        let result: Result<[String: PropertyListValue], SecureDictionaryError> = bytes.withUnsafeBytes { bytes in
+            Result { () throws(SecureDictionaryError) in
+                try validate(bytes, limits: limits)
+                let view = try BlobView(bytes)
+                return try view.entries(of: view.topObject)
+            }
+        }
+        return try result.get()
     }
 
     /// Validates a stored blob where it is, as hostile input: size limit first, then
     /// ``BinaryPropertyListReader``'s rules. Makes no value of it; returns its root, and what
     /// the writer writes for its whole tree.
     @discardableResult
-    static func validate(_ bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws(BinaryPropertyListError)
+    static func validate(_ bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws(SecureDictionaryError)
         -> (root: BinaryPropertyListReader.Root, census: Census)
     {
         guard bytes.count <= limits.maximumSize else {
@@ -48,37 +53,22 @@ enum BinaryPropertyList {
         let (count, references) = try view.container(view.topObject)
         var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
         let keysAscend = try reader.validate(view.topObject, depth: 1)
-        return (.init(count: count, references: references, keysAscend: keysAscend), reader.census)
+        return ((count, references, keysAscend), reader.census)
     }
 
-    /// Decodes a stored blob held in an array.
-    static func decode(
-        _ bytes: [UInt8],
-        limits: PropertyListLimits
-    ) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
-        let result: Result<[String: PropertyListValue], BinaryPropertyListError> =
-            bytes.withUnsafeBytes { buffer in
-                Result { () throws(BinaryPropertyListError) in try decode(buffer, limits: limits) }
-            }
-        return try result.get()
-    }
-
-    /// Encodes `entries` as a standard `bplist00` whose root is that dictionary.
+    /// Encodes `entries` as a standard `bplist00` whose root is that dictionary: the same bytes
+    /// for the same dictionary (``BinaryPropertyListWriter/sortedKeys(_:)``).
     ///
-    /// The same dictionary always gives the same bytes: keys are written sorted by their UTF-8
-    /// bytes (the order of `String`'s `<` for keys in NFC; see ``BinaryPropertyListWriter/SortedKeys``).
-    /// Throws ``BinaryPropertyListError/invalidValue(reason:)`` for what the reader would
-    /// reject (nesting deeper than `limits.maximumDepth`, a dictionary that reads as a keyed
-    /// archive) and ``BinaryPropertyListError/tooLarge(size:limit:)`` when the result exceeds
-    /// `limits.maximumSize`.
+    /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` for what the reader would
+    ///   reject (``Census/count(_:depth:maximumDepth:)``), ``SecureDictionaryError/tooLarge(size:limit:)``
+    ///   when the result exceeds `limits.maximumSize`.
     static func encode(
         _ entries: [String: PropertyListValue],
         limits: PropertyListLimits
-    ) throws(BinaryPropertyListError) -> [UInt8] {
+    ) throws(SecureDictionaryError) -> [UInt8] {
         var census = Census()
         try census.count(.dictionary(entries), depth: 1, maximumDepth: limits.maximumDepth)
-        // Allocated once at its largest size: the array never grows (which would leave a
-        // copy of the secrets behind, unwiped) and is never copied.
+        // Allocated once at its final size (why: `Census`), never copied.
         var bytes = [UInt8](unsafeUninitializedCapacity: BinaryPropertyListWriter.size(of: census)) { buffer, initialized in
             var writer = BinaryPropertyListWriter(into: buffer.baseAddress!, census: census)
             writer.write(.dictionary(entries), index: 0)

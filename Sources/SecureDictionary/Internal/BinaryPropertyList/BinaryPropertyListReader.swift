@@ -36,18 +36,14 @@ struct BinaryPropertyListReader {
 
     /// The root dictionary: its entry count, where its key references start (its value
     /// references follow them), and whether its keys are in the writer's order already.
-    struct Root {
-        let count: Int
-        let references: Int
-        let keysAscend: Bool
-    }
+    typealias Root = (count: Int, references: Int, keysAscend: Bool)
 
     /// Validates object `index`, a container at nesting level `depth` if it is one, and adds
     /// what the writer writes for it and all it contains to ``census`` (which is how the
     /// writer counts objects of a stored blob it drops); for a dictionary, returns whether its
     /// keys ascend already.
     @discardableResult
-    mutating func validate(_ index: Int, depth: Int) throws(BinaryPropertyListError) -> Bool {
+    mutating func validate(_ index: Int, depth: Int) throws(SecureDictionaryError) -> Bool {
         let offset = try view.objectOffset(index)
         let marker = view.byte(at: offset)
         switch marker & 0xF0 {
@@ -76,16 +72,14 @@ struct BinaryPropertyListReader {
             return ascending
         case 0x40:
             let (count, _) = try view.countAndStart(marker: marker, offset: offset, unitSize: 1)
-            census.objects += 1
             census.bytes += Census.headerLength(count) + count
         case 0x50, 0x60:
-            census.objects += 1
             census.bytes += try view.string(marker: marker, offset: offset)!.canonicalLength
         default:
             // Numbers, dates and booleans: no secret bytes on the heap. Rejects the rest.
-            census.objects += 1
             census.bytes += Census.scalarLength(try view.scalar(marker: marker, offset: offset))
         }
+        census.objects += 1
         return true
     }
 }
@@ -93,14 +87,11 @@ struct BinaryPropertyListReader {
 extension BlobView {
     /// The keys of a dictionary, checked: their order, `nil` when they ascend already (one
     /// comparison per key, the writer's own blobs), and the bytes the writer gives them.
-    struct Keys {
-        var order: [Int]?
-        var bytes: Int
-    }
+    typealias Keys = (order: [Int]?, bytes: Int)
 
     /// Checks the `count` keys whose references start at `references` (of a dictionary at
     /// nesting level `depth`): strings, none twice, not those of a keyed archive.
-    func keys(count: Int, references: Int, depth: Int = 0) throws(BinaryPropertyListError) -> Keys {
+    func keys(count: Int, references: Int, depth: Int = 0) throws(SecureDictionaryError) -> Keys {
         var bytes = 0
         var previous: StoredString?
         var ascending = true
@@ -117,9 +108,9 @@ extension BlobView {
             previous = key
         }
         if archiveKeys.archiver && archiveKeys.objects { throw .corrupt(reason: "keyed archives are not supported") }
-        guard !ascending else { return Keys(order: nil, bytes: bytes) }
+        guard !ascending else { return (nil, bytes) }
         // Not in the writer's order: sort (a blob another program wrote), then look for twins.
-        let keys = try (0..<count).map { entry throws(BinaryPropertyListError) in
+        let keys = try (0..<count).map { entry throws(SecureDictionaryError) in
             try string(reference(at: references + entry * objectRefSize))
         }
         let order = keys.indices.sorted { StoredString.compare(keys[$0], keys[$1]) < 0 }
@@ -128,10 +119,10 @@ extension BlobView {
             let pair = (order[position - 1], order[position])
             throw Self.duplicateKey(min(pair.0, pair.1), max(pair.0, pair.1), depth: depth)
         }
-        return Keys(order: order, bytes: bytes)
+        return (order, bytes)
     }
 
-    private static func duplicateKey(_ earlier: Int, _ later: Int, depth: Int) -> BinaryPropertyListError {
+    private static func duplicateKey(_ earlier: Int, _ later: Int, depth: Int) -> SecureDictionaryError {
         .corrupt(
             reason: "duplicate key: entries \(earlier + 1) and \(later + 1) of a dictionary at depth \(depth) "
                 + "have the same text (the same Unicode scalars)")

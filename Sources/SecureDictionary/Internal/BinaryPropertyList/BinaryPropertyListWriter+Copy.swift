@@ -8,29 +8,25 @@
 /// each read inside the blob.
 extension BinaryPropertyListWriter {
     /// Copies object `object` of `view` (with all it contains) as object `index`.
-    mutating func copy(_ object: Int, of view: BlobView, index: Int) throws(BinaryPropertyListError) {
+    mutating func copy(_ object: Int, of view: BlobView, index: Int) throws(SecureDictionaryError) {
         markObject(index)
         let offset = try view.objectOffset(object)
         let marker = view.byte(at: offset)
         switch marker & 0xF0 {
-        case 0xA0:
-            let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: view.objectRefSize)
-            let first = startContainer(0xA0, count: count, index: index)
-            for element in 0..<count {
-                try copy(view.reference(at: start + element * view.objectRefSize), of: view, index: first + element)
-            }
-        case 0xD0:
-            let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: 2 * view.objectRefSize)
-            let firstKey = startContainer(0xD0, count: count, index: index)
-            let order = try view.keys(count: count, references: start).order
-            let values = start + count * view.objectRefSize
-            for entry in 0..<count {
-                let key = order?[entry] ?? entry
-                try copyString(view.string(view.reference(at: start + key * view.objectRefSize)), index: firstKey + entry)
+        case 0xA0, 0xD0:
+            let (count, start) = try view.container(object)
+            let first = startContainer(marker & 0xF0, count: count, index: index)
+            // A dictionary's keys in the writer's order, then its values in the same order.
+            let isDictionary = marker & 0xF0 == 0xD0
+            let order = try isDictionary ? view.keys(count: count, references: start).order : nil
+            let values = isDictionary ? count : 0
+            for entry in 0..<count where isDictionary {
+                let key = try view.string(view.reference(at: start + (order?[entry] ?? entry) * view.objectRefSize))
+                copyString(key, index: first + entry)
             }
             for entry in 0..<count {
-                let key = order?[entry] ?? entry
-                try copy(view.reference(at: values + key * view.objectRefSize), of: view, index: firstKey + count + entry)
+                let stored = try view.reference(at: start + (values + (order?[entry] ?? entry)) * view.objectRefSize)
+                try copy(stored, of: view, index: first + values + entry)
             }
         case 0x40:
             let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: 1)

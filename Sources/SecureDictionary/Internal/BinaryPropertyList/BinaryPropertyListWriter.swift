@@ -7,19 +7,15 @@
 /// Writes a binary property list into memory sized beforehand from a ``Census``, in the one
 /// canonical form the library stores.
 ///
-/// The form: the root dictionary is object 0. A container takes the next free object numbers
+/// The form: the top object is object 0. A container takes the next free object numbers
 /// for its children (keys first, then values), writes their references, then writes the
 /// children themselves, so objects are not in number order in the file (the format allows
 /// it: the offset table maps each number to its offset). Dictionary keys are sorted by their
 /// UTF-8 bytes. Nothing is uniqued. Integers use the smallest of 1, 2 or 4 unsigned bytes,
 /// else 8 signed bytes (negative ones always 8, as Apple writes them); reals are always 8
 /// bytes so they read back bit for bit; strings are ASCII (0x5n) when every scalar is below
-/// 0x80, else UTF-16 big-endian (0x6n).
-///
-/// Objects come from two sources: the caller's values (``write(_:index:)``) and objects of a
-/// stored blob, copied in the same form (``copy(_:of:index:)``, in
-/// BinaryPropertyListWriter+Copy.swift): so a dictionary written from a stored generation
-/// plus some changes is byte for byte the one written from its values.
+/// 0x80, else UTF-16 big-endian (0x6n). It writes the caller's values (``write(_:index:)``)
+/// and copies a stored blob's objects in the same form (``copy(_:of:index:)``).
 struct BinaryPropertyListWriter {
     /// The output, `capacity` bytes sized from the census; never written past.
     private let base: UnsafeMutableRawPointer
@@ -77,33 +73,29 @@ struct BinaryPropertyListWriter {
         return first
     }
 
-    private mutating func writeDictionary(_ entries: [String: PropertyListValue], index: Int) {
-        let firstKey = startContainer(0xD0, count: entries.count, index: index)
-        var keys = SortedKeys(entries.keys)
-        defer { keys.wipe() }
-        keys.utf8.withUnsafeBufferPointer { utf8 in
-            for (entry, key) in keys.order.enumerated() {
-                offsets[firstKey + entry] = position
-                let keyUTF8 = UnsafeBufferPointer(rebasing: utf8[key.start..<(key.start + key.count)])
-                appendString(utf8: keyUTF8) { entries.keys[key.position] }
-            }
-        }
-        for (entry, key) in keys.order.enumerated() {
-            write(entries.values[key.position], index: firstKey + entries.count + entry)
-        }
-    }
-
     mutating func write(_ value: PropertyListValue, index: Int) {
         offsets[index] = position
         switch value {
         case .dictionary(let entries):
-            writeDictionary(entries, index: index)
+            let firstKey = startContainer(0xD0, count: entries.count, index: index)
+            let keys = Self.sortedKeys(entries.keys)
+            for (entry, key) in keys.enumerated() { write(.string(entries.keys[key]), index: firstKey + entry) }
+            for (entry, key) in keys.enumerated() { write(entries.values[key], index: firstKey + keys.count + entry) }
         case .array(let elements):
             let first = startContainer(0xA0, count: elements.count, index: index)
             for (element, value) in elements.enumerated() { write(value, index: first + element) }
         case .string(let string):
+            // ASCII when every byte of its UTF-8 is below 0x80, else UTF-16 big-endian.
             var contiguous = string
-            contiguous.withUTF8 { utf8 in appendString(utf8: utf8) { string } }
+            contiguous.withUTF8 { utf8 in
+                if BlobView.isASCII(UnsafeRawBufferPointer(utf8)) {
+                    appendHeader(0x50, count: utf8.count)
+                    append(contentsOf: UnsafeRawBufferPointer(utf8))
+                } else {
+                    appendHeader(0x60, count: string.utf16.count)
+                    for unit in string.utf16 { appendBigEndian(UInt64(unit), width: 2) }
+                }
+            }
         case .integer(let integer):
             appendInteger(integer)
         case .unsignedInteger(let integer):
@@ -122,19 +114,6 @@ struct BinaryPropertyListWriter {
         case .data(let data):
             appendHeader(0x40, count: data.count)
             data.withUnsafeBytes { append(contentsOf: $0) }
-        }
-    }
-
-    /// A string object: ASCII when every byte of `utf8` (the string's UTF-8) is below 0x80,
-    /// else UTF-16 big-endian (of `string()`, asked for only then).
-    private mutating func appendString(utf8: UnsafeBufferPointer<UInt8>, string: () -> String) {
-        if BlobView.isASCII(UnsafeRawBufferPointer(utf8)) {
-            appendHeader(0x50, count: utf8.count)
-            append(contentsOf: UnsafeRawBufferPointer(utf8))
-        } else {
-            let utf16 = string().utf16
-            appendHeader(0x60, count: utf16.count)
-            for unit in utf16 { appendBigEndian(UInt64(unit), width: 2) }
         }
     }
 

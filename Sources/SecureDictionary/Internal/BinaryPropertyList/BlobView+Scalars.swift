@@ -7,27 +7,21 @@
 /// Scalar objects: booleans, integers, reals, dates, data and strings, as the caller's
 /// values (``PropertyListValue``), each built in one allocation of its final storage.
 ///
-/// Every read is bounds-checked against the object area first (`requireBytes`,
-/// `countAndStart`); the loads themselves are then unchecked, and unaligned.
+/// Reads are bounds-checked first (``BlobView``); the loads are then unchecked, and unaligned.
 extension BlobView {
     /// Decodes the scalar at `offset` whose marker byte is `marker`. The common ones are read
     /// here, inlined in the caller; ``otherScalar(marker:offset:)`` reads the rest.
     @inline(__always)
-    func scalar(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+    func scalar(marker: UInt8, offset: Int) throws(SecureDictionaryError) -> PropertyListValue {
         switch marker {
         case 0x08:
             return .bool(false)
         case 0x09:
             return .bool(true)
-        case 0x10:  // 1, 2 and 4-byte integers are unsigned, 8-byte ones signed
-            try requireBytes(1, at: offset + 1)
-            return .integer(Int(byte(at: offset + 1)))
-        case 0x11:
-            try requireBytes(2, at: offset + 1)
-            return .integer(Int(unsigned(at: offset + 1, size: 2)))
-        case 0x12:
-            try requireBytes(4, at: offset + 1)
-            return .integer(Int(unsigned(at: offset + 1, size: 4)))
+        case 0x10...0x12:  // 1, 2 and 4-byte integers are unsigned, 8-byte ones signed
+            let size = 1 << Int(marker & 0x0F)
+            try requireBytes(size, at: offset + 1)
+            return .integer(Int(unsigned(at: offset + 1, size: size)))
         case 0x13:
             try requireBytes(8, at: offset + 1)
             return .integer(Int(truncatingIfNeeded: Int64(bitPattern: unsigned(at: offset + 1, size: 8))))
@@ -48,7 +42,7 @@ extension BlobView {
     }
 
     /// ``scalar(marker:offset:)`` for the types it does not read inline, and the rejected ones.
-    private func otherScalar(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+    private func otherScalar(marker: UInt8, offset: Int) throws(SecureDictionaryError) -> PropertyListValue {
         switch marker {
         case 0x14:
             // 16 bytes: how Apple and Python write values above `Int64.max`; accepted across the
@@ -91,7 +85,7 @@ extension BlobView {
     /// ends, so it may start before the string: every object starts past the 8-byte header,
     /// so that read never leaves the blob (checked all the same).
     @inline(__always)
-    func shortASCIIString(count: Int, at start: Int) throws(BinaryPropertyListError) -> String {
+    func shortASCIIString(count: Int, at start: Int) throws(SecureDictionaryError) -> String {
         guard count > 0 else { return "" }
         guard start + count >= 8 else {
             let source = UnsafeRawBufferPointer(start: base + start, count: count)

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -17,14 +11,14 @@
 /// recursions here trust that no container is referenced twice and that the depth is bounded.
 extension BlobView {
     /// The caller's copy of object `index`.
-    func value(of index: Int) throws(BinaryPropertyListError) -> PropertyListValue {
+    func value(of index: Int) throws(SecureDictionaryError) -> PropertyListValue {
         let offset = try objectOffset(index)
         let marker = byte(at: offset)
         switch marker & 0xF0 {
         case 0xA0:
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
             return .array(
-                try (0..<count).map { element throws(BinaryPropertyListError) in
+                try (0..<count).map { element throws(SecureDictionaryError) in
                     try value(of: reference(at: start + element * objectRefSize))
                 })
         case 0xD0:
@@ -37,7 +31,7 @@ extension BlobView {
     /// The caller's copy of the dictionary `index`. Keys that differ in their scalars but are
     /// canonically equivalent (`é` as U+00E9 and as `e` + U+0301) are one key to a Swift
     /// dictionary: the copy holds one of them.
-    func entries(of index: Int) throws(BinaryPropertyListError) -> [String: PropertyListValue] {
+    func entries(of index: Int) throws(SecureDictionaryError) -> [String: PropertyListValue] {
         let (count, start) = try container(index)
         var entries = [String: PropertyListValue](minimumCapacity: count)
         let values = start + count * objectRefSize
@@ -50,59 +44,16 @@ extension BlobView {
 
     // MARK: Identity
 
-    /// Whether object `index` is stored as `value` would be: strings and keys by their scalars,
-    /// reals and dates by their bits, integer, real and bool apart (as a change event tells).
-    func holds(_ index: Int, identicalTo value: PropertyListValue) throws(BinaryPropertyListError) -> Bool {
-        let offset = try objectOffset(index)
-        let marker = byte(at: offset)
-        switch (marker & 0xF0, value) {
-        case (0x50, .string(let string)), (0x60, .string(let string)):
-            return try self.string(marker: marker, offset: offset)!.equals(string)
-        case (0x40, .data(let data)):
-            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
-            return count == data.count
-                && data.withUnsafeBytes { count == 0 || memcmp(base + start, $0.baseAddress!, count) == 0 }
-        case (0xA0, .array(let elements)):
-            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
-            guard count == elements.count else { return false }
-            for (element, value) in elements.enumerated()
-            where !(try holds(reference(at: start + element * objectRefSize), identicalTo: value)) {
-                return false
-            }
-            return true
-        case (0xD0, .dictionary(let entries)):
-            let (count, start) = try container(index)
-            guard count == entries.count else { return false }
-            // Both in the writer's key order, then pairwise.
-            let order = try keys(count: count, references: start).order
-            var keys = BinaryPropertyListWriter.SortedKeys(entries.keys)
-            defer { keys.wipe() }
-            let values = start + count * objectRefSize
-            for (entry, key) in keys.order.enumerated() {
-                let stored = order?[entry] ?? entry
-                guard try string(reference(at: start + stored * objectRefSize)).equals(entries.keys[key.position]),
-                    try holds(reference(at: values + stored * objectRefSize), identicalTo: entries.values[key.position])
-                else { return false }
-            }
-            return true
-        case (0x40, _), (0x50, _), (0x60, _), (0xA0, _), (0xD0, _):
-            return false
-        default:
-            return try scalar(marker: marker, offset: offset).isStoredIdentically(to: value)
-        }
-    }
-
-    /// Whether object `index` here and object `other` of `view` are stored identically (see
-    /// ``holds(_:identicalTo:)``).
-    func holds(_ index: Int, identicalTo other: Int, of view: BlobView) throws(BinaryPropertyListError) -> Bool {
+    /// Whether object `index` here and object `other` of `view` are stored identically, as a
+    /// change event tells values apart: strings and keys by their scalars, reals and dates by
+    /// their bits, integer, real and bool apart.
+    func holds(_ index: Int, identicalTo other: Int, of view: BlobView) throws(SecureDictionaryError) -> Bool {
         let (offset, otherOffset) = (try objectOffset(index), try view.objectOffset(other))
         let (marker, otherMarker) = (byte(at: offset), view.byte(at: otherOffset))
         switch (marker & 0xF0, otherMarker & 0xF0) {
         case (0x50, 0x50), (0x50, 0x60), (0x60, 0x50), (0x60, 0x60):
-            let (mine, theirs) = (
-                try string(marker: marker, offset: offset)!, try view.string(marker: otherMarker, offset: otherOffset)!
-            )
-            return StoredString.compare(mine, theirs) == 0
+            let mine = try string(marker: marker, offset: offset)!
+            return try StoredString.compare(mine, view.string(marker: otherMarker, offset: otherOffset)!) == 0
         case (0x40, 0x40):
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)
             let (otherCount, otherStart) = try view.countAndStart(marker: otherMarker, offset: otherOffset, unitSize: 1)
@@ -123,11 +74,9 @@ extension BlobView {
                     let otherKey = try view.string(view.reference(at: otherStart + theirs * view.objectRefSize))
                     guard StoredString.compare(key, otherKey) == 0 else { return false }
                 }
-                guard
-                    try holds(
-                        reference(at: start + (values + mine) * objectRefSize),
-                        identicalTo: view.reference(at: otherStart + (values + theirs) * view.objectRefSize), of: view)
-                else { return false }
+                let value = try reference(at: start + (values + mine) * objectRefSize)
+                let otherValue = try view.reference(at: otherStart + (values + theirs) * view.objectRefSize)
+                guard try holds(value, identicalTo: otherValue, of: view) else { return false }
             }
             return true
         case (0x40, _), (0x50, _), (0x60, _), (0xA0, _), (0xD0, _), (_, 0x40), (_, 0x50), (_, 0x60), (_, 0xA0), (_, 0xD0):

@@ -23,7 +23,7 @@ struct BlobView {
     static let trailerSize = 32
 
     /// Checks the magic, the version and the trailer of `bytes`.
-    init(_ bytes: UnsafeRawBufferPointer) throws(BinaryPropertyListError) {
+    init(_ bytes: UnsafeRawBufferPointer) throws(SecureDictionaryError) {
         let size = bytes.count
         guard size >= Self.headerSize, let base = bytes.baseAddress else {
             throw .corrupt(reason: "shorter than a binary property list header")
@@ -32,8 +32,9 @@ struct BlobView {
             throw .corrupt(reason: "not a binary property list")
         }
         guard bytes[6] == UInt8(ascii: "0"), bytes[7] == UInt8(ascii: "0") else {
+            // Only the two version characters, made printable: an error never quotes the input.
             let printable = [bytes[6], bytes[7]].map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }
-            throw .unsupportedVersion(String(decoding: printable, as: UTF8.self))
+            throw .unsupportedFormatVersion(String(decoding: printable, as: UTF8.self))
         }
         guard size >= Self.headerSize + Self.trailerSize + 1 else {
             throw .corrupt(reason: "too short for a trailer and an object")
@@ -88,7 +89,7 @@ struct BlobView {
 
     /// Where object `index` starts; `index` is below `objectCount`.
     @inline(__always)
-    func objectOffset(_ index: Int) throws(BinaryPropertyListError) -> Int {
+    func objectOffset(_ index: Int) throws(SecureDictionaryError) -> Int {
         let offset = unsigned(at: objectsEnd + index * offsetIntSize, size: offsetIntSize)
         guard offset >= UInt64(Self.headerSize), offset < UInt64(objectsEnd) else {
             throw .corrupt(reason: "object offset out of range")
@@ -98,7 +99,7 @@ struct BlobView {
 
     /// The object reference stored at `offset`; the caller checked bounds.
     @inline(__always)
-    func reference(at offset: Int) throws(BinaryPropertyListError) -> Int {
+    func reference(at offset: Int) throws(SecureDictionaryError) -> Int {
         let index = unsigned(at: offset, size: objectRefSize)
         guard index < UInt64(objectCount) else {
             throw .corrupt(reason: "object reference out of range")
@@ -108,7 +109,7 @@ struct BlobView {
 
     /// Checks that `length` bytes from `start` lie inside the object area.
     @inline(__always)
-    func requireBytes(_ length: Int, at start: Int) throws(BinaryPropertyListError) {
+    func requireBytes(_ length: Int, at start: Int) throws(SecureDictionaryError) {
         guard start <= objectsEnd, length <= objectsEnd - start else {
             throw .corrupt(reason: "object extends past the object area")
         }
@@ -118,7 +119,7 @@ struct BlobView {
     /// 0xF) and where the contents start, after checking that `count * unitSize` bytes fit.
     func countAndStart(
         marker: UInt8, offset: Int, unitSize: Int
-    ) throws(BinaryPropertyListError) -> (count: Int, start: Int) {
+    ) throws(SecureDictionaryError) -> (count: Int, start: Int) {
         var count = Int(marker & 0x0F)
         var start = offset + 1
         if count == 0x0F {
@@ -146,7 +147,7 @@ struct BlobView {
 
     /// The container of object `index`: its element count and where its references start.
     /// For a dictionary, keys come first (`count` references), then values.
-    func container(_ index: Int) throws(BinaryPropertyListError) -> (count: Int, start: Int) {
+    func container(_ index: Int) throws(SecureDictionaryError) -> (count: Int, start: Int) {
         let offset = try objectOffset(index)
         let marker = byte(at: offset)
         return try countAndStart(marker: marker, offset: offset, unitSize: (marker & 0xF0 == 0xD0 ? 2 : 1) * objectRefSize)

@@ -38,34 +38,35 @@ struct Census: Equatable, Sendable {
         count < 15 ? 1 : 2 + BinaryPropertyListWriter.byteWidth(of: UInt64(count))
     }
 
-    /// The bytes of a scalar that is no string or data, as the writer writes it.
+    /// The bytes of an object that is no container, as the writer writes it (a string as
+    /// ASCII when it can be, else UTF-16).
     static func scalarLength(_ value: PropertyListValue) -> Int {
         switch value {
         case .integer(let integer): integer < 0 ? 9 : 1 + BinaryPropertyListWriter.byteWidth(of: UInt64(integer))
         case .unsignedInteger: 17
         case .real, .date: 9
         case .bool: 1
-        case .string, .data, .array, .dictionary: preconditionFailure("not a plain scalar")
+        case .data(let data): headerLength(data.count) + data.count
+        case .string(let string):
+            if string.utf8.withContiguousStorageIfAvailable({ BlobView.isASCII(UnsafeRawBufferPointer($0)) })
+                ?? string.utf8.allSatisfy({ $0 < 0x80 })
+            {
+                headerLength(string.utf8.count) + string.utf8.count
+            } else {
+                headerLength(string.utf16.count) + 2 * string.utf16.count
+            }
+        case .array, .dictionary: preconditionFailure("not a scalar")
         }
-    }
-
-    /// The bytes of a string object: ASCII when it can be, else UTF-16.
-    static func stringLength(_ string: String) -> Int {
-        let ascii =
-            string.utf8.withContiguousStorageIfAvailable { BlobView.isASCII(UnsafeRawBufferPointer($0)) }
-            ?? string.utf8.allSatisfy { $0 < 0x80 }
-        let units = ascii ? string.utf8.count : string.utf16.count
-        return headerLength(units) + (ascii ? units : 2 * units)
     }
 
     // MARK: Values the caller gives
 
     /// Counts `value` at nesting level `depth`.
     ///
-    /// - Throws: ``BinaryPropertyListError/invalidValue(reason:)`` for what the reader would
+    /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` for what the reader would
     ///   reject: nesting deeper than `maximumDepth`, a dictionary that reads as a keyed
     ///   archive, a ``PropertyListValue/unsignedInteger(_:)`` that must be an integer.
-    mutating func count(_ value: PropertyListValue, depth: Int, maximumDepth: Int) throws(BinaryPropertyListError) {
+    mutating func count(_ value: PropertyListValue, depth: Int, maximumDepth: Int) throws(SecureDictionaryError) {
         switch value {
         case .dictionary(let entries):
             guard depth <= maximumDepth else { throw .invalidValue(reason: "containers nest deeper than the depth limit") }
@@ -81,20 +82,14 @@ struct Census: Equatable, Sendable {
             guard depth <= maximumDepth else { throw .invalidValue(reason: "containers nest deeper than the depth limit") }
             self = self + .container(count: elements.count, references: elements.count)
             for element in elements { try count(element, depth: depth + 1, maximumDepth: maximumDepth) }
-        case .string(let string):
-            objects += 1
-            bytes += Self.stringLength(string)
-        case .data(let data):
-            objects += 1
-            bytes += Self.headerLength(data.count) + data.count
         case .unsignedInteger(let integer) where integer <= UInt64(Int.max):
             throw .invalidValue(reason: "an unsigned integer up to Int.max must be stored as .integer")
-        case .integer, .unsignedInteger, .real, .date, .bool:
+        case .string, .data, .integer, .unsignedInteger, .real, .date, .bool:
             objects += 1
             bytes += Self.scalarLength(value)
         }
     }
 
-    static let keyedArchive = BinaryPropertyListError.invalidValue(
+    static let keyedArchive = SecureDictionaryError.invalidValue(
         reason: "a dictionary with both \"$archiver\" and \"$objects\" keys reads as a keyed archive")
 }

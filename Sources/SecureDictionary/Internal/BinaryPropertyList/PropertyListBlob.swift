@@ -13,9 +13,8 @@
 /// let entries = try PropertyListBlob.decode(blob)               // hostile-input safe
 /// ```
 ///
-/// Encoding is deterministic (keys sorted), and decoding applies the same limits as loading
-/// from the keyring: size cap first, bounded depth, no reference expansion, no sets, UIDs or
-/// keyed archives. Foundation's parser never sees the bytes.
+/// Encoding and decoding are ``BinaryPropertyList``'s, decoding with a load's limits; both
+/// read the caller's bytes in place, so no copy of a secret is left to wipe.
 package enum PropertyListBlob {
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)``,
     ///   ``SecureDictionaryError/invalidValue(reason:)``.
@@ -23,13 +22,9 @@ package enum PropertyListBlob {
         _ entries: [String: PropertyListValue],
         maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> Data {
-        do throws(BinaryPropertyListError) {
-            var bytes = try BinaryPropertyList.encode(entries, limits: PropertyListLimits(maximumSize: maximumSize))
-            defer { Wipe.bytes(&bytes) }
-            return Data(bytes)
-        } catch {
-            throw SecureDictionaryError(error)
-        }
+        var bytes = try BinaryPropertyList.encode(entries, limits: PropertyListLimits(maximumSize: maximumSize))
+        defer { Wipe.bytes(&bytes) }
+        return Data(bytes)
     }
 
     /// - Throws: ``SecureDictionaryError/corrupt(reason:)``,
@@ -39,19 +34,12 @@ package enum PropertyListBlob {
         _ data: Data,
         maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        // Read in place (the size limit is checked first, as ever): no copy of the secret
-        // bytes is made, so none is left to wipe.
-        let result: Result<[String: PropertyListValue], BinaryPropertyListError> = data.withUnsafeBytes { bytes in
-            Result { () throws(BinaryPropertyListError) in
-                try BinaryPropertyList.decode(bytes, limits: PropertyListLimits(maximumSize: maximumSize))
-            }
-        }
-        return try result.mapError { SecureDictionaryError($0) }.get()
+        try BinaryPropertyList.decode(data, limits: PropertyListLimits(maximumSize: maximumSize))
     }
 
-    /// How many keys the stored blob `secret` holds, validated in place as hostile input (the
-    /// same rules as a load) and nothing decoded: no key or value is copied, so none is left to
-    /// wipe. For `secure-dict doctor --find`, which counts a copy's keys and never shows them.
+    /// How many keys the stored blob `secret` holds, validated as a load validates it and
+    /// nothing decoded. For `secure-dict doctor --find`, which counts a copy's keys and never
+    /// shows them.
     ///
     /// ```swift
     /// let keys = try PropertyListBlob.entryCount(of: secret)   // 3
@@ -63,11 +51,8 @@ package enum PropertyListBlob {
     package static func entryCount(
         of secret: SecretBytes, maximumSize: Int = SecureDictionary.Options.defaultMaximumSize
     ) throws(SecureDictionaryError) -> Int {
-        let result: Result<Int, BinaryPropertyListError> = secret.withUnsafeBytes { bytes in
-            Result { () throws(BinaryPropertyListError) in
-                try BinaryPropertyList.validate(bytes, limits: PropertyListLimits(maximumSize: maximumSize)).root.count
-            }
+        try secret.withUnsafeBytes { bytes throws(SecureDictionaryError) in
+            try BinaryPropertyList.validate(bytes, limits: PropertyListLimits(maximumSize: maximumSize)).root.count
         }
-        return try result.mapError { SecureDictionaryError($0) }.get()
     }
 }

@@ -5,11 +5,9 @@
 /// let entries = try BinaryPropertyList.decode(blob, limits: limits)
 /// ```
 ///
-/// The size limit is checked before a stored blob is parsed at all, and after an encode
-/// (the blob is never written when it is too large). The depth limit bounds how deeply
-/// containers may nest: the root dictionary is depth 1, a container inside it depth 2, and so
-/// on. Both the reader and the writer recurse once per nesting level, so keep `maximumDepth`
-/// modest (the default, 64, is far beyond what a settings dictionary needs).
+/// The size limit is checked before a stored blob is parsed at all, and after an encode (a
+/// blob too large is never written). The reader and the writer recurse once per nesting
+/// level, so `maximumDepth` stays modest (64 is far beyond what settings need).
 struct PropertyListLimits: Sendable, Equatable {
     /// The largest accepted blob, in bytes.
     var maximumSize: Int

@@ -9,7 +9,7 @@
 ///
 /// ```swift
 /// let key = try view.string(index)             // no copy of the text
-/// if key.equals("apiToken") { … }              // by Unicode scalars
+/// if key.compare(to: "apiToken") == 0 { … }   // by Unicode scalars
 /// let copy = key.string()                      // the caller's copy, when one is asked for
 /// ```
 ///
@@ -78,18 +78,15 @@ struct StoredString {
         return Self.compareScalars(&mine) { theirs.next()?.value }
     }
 
-    func equals(_ key: String) -> Bool { compare(to: key) == 0 }
-
     /// Notes in `found` whether this key is `$archiver` or `$objects`, however stored: a
     /// dictionary holding both reads as a keyed archive, which the reader rejects.
     func noteArchiveKey(in found: inout (archiver: Bool, objects: Bool)) {
         guard count > 0, (isUTF16 ? unit(0) : UInt32(start.load(as: UInt8.self))) == 0x24 else { return }
-        found.archiver = found.archiver || equals("$archiver")
-        found.objects = found.objects || equals("$objects")
+        found.archiver = found.archiver || compare(to: "$archiver") == 0
+        found.objects = found.objects || compare(to: "$objects") == 0
     }
 
-    /// The caller's copy of the text, built in one allocation of its final storage (a
-    /// buffer that grew would leave a copy of the text behind in the one it replaced).
+    /// The caller's copy of the text, built in one allocation of its final storage (why: ``Census``).
     func string() -> String {
         guard isUTF16 else { return String(decoding: UnsafeRawBufferPointer(start: start, count: count), as: UTF8.self) }
         // A unit takes at most 3 UTF-8 bytes, a surrogate pair 4 for 2 units.
@@ -104,15 +101,6 @@ struct StoredString {
     }
 
     // MARK: Hashing
-
-    /// Feeds the UTF-8 bytes of the text to `hasher`: the same as ``hash(_:into:)`` of an equal
-    /// `String`. (A `Hasher` gives the same value for the same bytes however they are split
-    /// into `combine` calls; `hashingIsSplitIndependent` checks it.)
-    func hash(into hasher: inout Hasher) {
-        guard isUTF16 else { return hasher.combine(bytes: UnsafeRawBufferPointer(start: start, count: count)) }
-        var scalars = self.scalars
-        Self.hashUTF8(of: { scalars.next() }, into: &hasher)
-    }
 
     /// Feeds the UTF-8 bytes of `key` to `hasher`, in place when the string is contiguous.
     static func hash(_ key: String, into hasher: inout Hasher) {
@@ -129,9 +117,16 @@ struct StoredString {
         return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
+    /// ``hashValue(_:)`` of the text, from its UTF-8 bytes (a `Hasher` gives the same value for
+    /// the same bytes however they are split into `combine` calls: `hashingIsSplitIndependent`).
     var hashValue: UInt64 {
         var hasher = Hasher()
-        hash(into: &hasher)
+        if isUTF16 {
+            var scalars = self.scalars
+            Self.hashUTF8(of: { scalars.next() }, into: &hasher)
+        } else {
+            hasher.combine(bytes: UnsafeRawBufferPointer(start: start, count: count))
+        }
         return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
@@ -192,7 +187,7 @@ struct StoredString {
 
 extension BlobView {
     /// The string object `index`, checked: a dictionary key, which must be a string.
-    func string(_ index: Int) throws(BinaryPropertyListError) -> StoredString {
+    func string(_ index: Int) throws(SecureDictionaryError) -> StoredString {
         let offset = try objectOffset(index)
         guard let string = try string(marker: byte(at: offset), offset: offset) else {
             throw .corrupt(reason: "dictionary key is not a string")
@@ -202,7 +197,7 @@ extension BlobView {
 
     /// The string at `offset`, checked (ASCII bytes below 0x80, UTF-16 surrogates paired);
     /// `nil` when the object is not a string.
-    func string(marker: UInt8, offset: Int) throws(BinaryPropertyListError) -> StoredString? {
+    func string(marker: UInt8, offset: Int) throws(SecureDictionaryError) -> StoredString? {
         switch marker & 0xF0 {
         case 0x50:
             let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: 1)

@@ -20,17 +20,23 @@ extension Generation {
     /// The caller's copies of the keys, in the stored order.
     var keys: [String] { (0..<count).map { entry in try! key(entry).string() } }
 
-    /// The caller's copy of every entry. Keys canonically equivalent but of other scalars
-    /// (`é` as U+00E9 and as `e` + U+0301) are one key to a Swift dictionary: it holds one
-    /// of them, as ``BlobView/entries(of:)`` says.
+    /// The caller's copy of every entry (of canonically equivalent keys, one: ``BlobView/entries(of:)``).
     func dictionary() -> [String: PropertyListValue] { try! view.entries(of: view.topObject) }
 
     /// Whether `key` holds a value stored identically to `value` (`nil`: whether there is no
-    /// such entry), compared in place: strings by their scalars, reals and dates by their bits.
+    /// such entry), as ``BlobView/holds(_:identicalTo:of:)`` tells them apart: `value` is
+    /// written in the stored form into a ``SecureRegion`` of its own and compared in place
+    /// there, so neither side is copied into ordinary memory. A value the writer refuses (an
+    /// unsigned integer up to `Int.max`, a keyed archive) is held nowhere.
     func holds(_ key: String, identicalTo value: PropertyListValue?) -> Bool {
         guard let entry = entry(forKey: key) else { return value == nil }
-        guard let value else { return false }
-        return try! view.holds(valueObject(entry), identicalTo: value)
+        var census = Census()
+        guard let value, (try? census.count(value, depth: 1, maximumDepth: .max)) != nil else { return false }
+        let region = SecureRegion(byteCount: BinaryPropertyListWriter.size(of: census))
+        var writer = BinaryPropertyListWriter(into: region.base, census: census)
+        writer.write(value, index: 0)
+        let written = try! BlobView(region.bytes(0..<writer.finish()))
+        return withExtendedLifetime(region) { try! view.holds(valueObject(entry), identicalTo: written.topObject, of: written) }
     }
 
     /// The change of the entry `key` (the same Unicode scalars) from `old` to this
@@ -45,7 +51,7 @@ extension Generation {
         guard old !== self else { return [] }
         var changes: [SecureDictionary.Change] = []
         var merge = SortedMerge(leftCount: old.count, rightCount: count)
-        while let step = try! merge.next(comparing: { (before, after) throws(BinaryPropertyListError) in
+        while let step = try! merge.next(comparing: { (before, after) throws(SecureDictionaryError) in
             StoredString.compare(try old.key(old.entry(inOrder: before)), try key(entry(inOrder: after)))
         }) {
             let (before, after): (Int?, Int?)
@@ -64,7 +70,7 @@ extension Generation {
     /// (`nil`: not there). The two values are compared in place, and decoded only when they
     /// differ: the listener's copies.
     private func change(of key: String, from before: Int?, in old: Generation, to after: Int?)
-        throws(BinaryPropertyListError) -> SecureDictionary.Change?
+        throws(SecureDictionaryError) -> SecureDictionary.Change?
     {
         switch (before, after) {
         case (nil, nil):

@@ -25,45 +25,37 @@ extension Generation {
     /// `base` (unless `overlay` drops it) with `overlay`'s changes, in a new generation.
     ///
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)`` when the result exceeds
-    ///   `limits.maximumSize` (its region is wiped and freed);
-    ///   ``SecureDictionaryError/invalidValue(reason:)`` for a value the reader would reject
-    ///   (nesting deeper than the limit, a keyed archive, an unsigned integer up to `Int.max`).
+    ///   `limits.maximumSize` (its region is wiped and freed), ``SecureDictionaryError/invalidValue(reason:)``
+    ///   for a value the reader would reject (``Census/count(_:depth:maximumDepth:)``).
     static func writing(
         _ overlay: Overlay, onto base: Generation?, limits: PropertyListLimits, logger: Logger? = nil
     ) throws(SecureDictionaryError) -> Generation {
-        do throws(BinaryPropertyListError) {
-            let base = overlay.dropsStored ? nil : base
-            var keys = BinaryPropertyListWriter.SortedKeys(overlay.edits.keys.lazy.map(\.text))
-            defer { keys.wipe() }
-            let plan = try Plan(base: base, overlay: overlay, keys: keys, maximumDepth: limits.maximumDepth)
-            let written = try Generation(
-                writingWith: plan.census, count: plan.sources.count, logger: logger,
-                hash: { entry in plan.sources[entry].stored.map { base!.hashTag($0) } }
-            ) { writer throws(BinaryPropertyListError) in
-                let firstKey = writer.startContainer(0xD0, count: plan.sources.count, index: 0)
-                let firstValue = firstKey + plan.sources.count
-                for (entry, source) in plan.sources.enumerated() {
-                    switch source {
-                    case .stored(let stored): writer.copyString(try base!.key(stored), index: firstKey + entry)
-                    case .new(let position): writer.write(.string(overlay.edits.keys[position].text), index: firstKey + entry)
-                    }
-                }
-                for (entry, source) in plan.sources.enumerated() {
-                    switch source {
-                    case .stored(let stored):
-                        try writer.copy(base!.valueObject(stored), of: base!.view, index: firstValue + entry)
-                    case .new(let position): writer.write(overlay.edits.values[position].value!, index: firstValue + entry)
-                    }
+        let base = overlay.dropsStored ? nil : base
+        let keys = BinaryPropertyListWriter.sortedKeys(overlay.edits.keys.lazy.map(\.text))
+        let plan = try Plan(base: base, overlay: overlay, keys: keys, maximumDepth: limits.maximumDepth)
+        let written = try Generation(
+            writingWith: plan.census, count: plan.sources.count, logger: logger,
+            hash: { entry in plan.sources[entry].stored.map { base!.hashTag($0) } }
+        ) { writer throws(SecureDictionaryError) in
+            let firstKey = writer.startContainer(0xD0, count: plan.sources.count, index: 0)
+            let firstValue = firstKey + plan.sources.count
+            for (entry, source) in plan.sources.enumerated() {
+                switch source {
+                case .stored(let stored): writer.copyString(try base!.key(stored), index: firstKey + entry)
+                case .new(let position): writer.write(.string(overlay.edits.keys[position].text), index: firstKey + entry)
                 }
             }
-            guard written.size <= limits.maximumSize else { throw .tooLarge(size: written.size, limit: limits.maximumSize) }
-            return written
-        } catch {
-            throw SecureDictionaryError(error)
+            for (entry, source) in plan.sources.enumerated() {
+                switch source {
+                case .stored(let stored):
+                    try writer.copy(base!.valueObject(stored), of: base!.view, index: firstValue + entry)
+                case .new(let position): writer.write(overlay.edits.values[position].value!, index: firstValue + entry)
+                }
+            }
         }
+        guard written.size <= limits.maximumSize else { throw .tooLarge(size: written.size, limit: limits.maximumSize) }
+        return written
     }
-
-    typealias ChangedKeys = BinaryPropertyListWriter.SortedKeys<LazyMapCollection<Overlay.Edits.Keys, String>>
 
     /// The new root's entries, in the writer's order, and the census of the new blob.
     private struct Plan {
@@ -86,27 +78,27 @@ extension Generation {
         private var dropped: BinaryPropertyListReader?
 
         /// Merges the stored entries (in the writer's order) with the changed keys (sorted).
-        init(base: Generation?, overlay: Overlay, keys: ChangedKeys, maximumDepth: Int) throws(BinaryPropertyListError) {
+        init(base: Generation?, overlay: Overlay, keys: [Overlay.Edits.Index], maximumDepth: Int) throws(SecureDictionaryError) {
             let stored = base?.count ?? 0
             census = base.map { $0.census - .container(count: stored, references: 2 * stored) } ?? Census()
-            sources.reserveCapacity(stored + keys.order.count)
-            var merge = SortedMerge(leftCount: stored, rightCount: keys.order.count)
-            while let step = try merge.next(comparing: { (position, change) throws(BinaryPropertyListError) in
-                try base!.key(base!.entry(inOrder: position)).compare(to: overlay.edits.keys[keys.order[change].position].text)
+            sources.reserveCapacity(stored + keys.count)
+            var merge = SortedMerge(leftCount: stored, rightCount: keys.count)
+            while let step = try merge.next(comparing: { (position, change) throws(SecureDictionaryError) in
+                try base!.key(base!.entry(inOrder: position)).compare(to: overlay.edits.keys[keys[change]].text)
             }) {
                 switch step {
                 case .left(let position):  // an entry the changes leave alone
                     sources.append(.stored(base!.entry(inOrder: position)))
                     try base!.key(base!.entry(inOrder: position)).noteArchiveKey(in: &archiveKeys)
                 case .right(let change):
-                    try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
+                    try add(keys[change], of: overlay, maximumDepth: maximumDepth)
                 case .both(let position, let change):
                     // Replaced or removed: its objects go.
                     let entry = base!.entry(inOrder: position)
                     dropped = dropped ?? BinaryPropertyListReader(base!.view, maximumDepth: .max)
                     try dropped!.validate(base!.keyObject(entry), depth: 2)
                     try dropped!.validate(base!.valueObject(entry), depth: 2)
-                    try add(keys.order[change].position, of: overlay, maximumDepth: maximumDepth)
+                    try add(keys[change], of: overlay, maximumDepth: maximumDepth)
                 }
             }
             if archiveKeys.archiver && archiveKeys.objects { throw Census.keyedArchive }
@@ -114,7 +106,7 @@ extension Generation {
         }
 
         private mutating func add(_ edit: Overlay.Edits.Index, of overlay: Overlay, maximumDepth: Int)
-            throws(BinaryPropertyListError)
+            throws(SecureDictionaryError)
         {
             guard case .value(let value) = overlay.edits.values[edit] else { return }  // a removal
             let key = overlay.edits.keys[edit].text

@@ -14,10 +14,8 @@ import Logging
 /// The region's layout: the blob, then per entry the 32 bits of its key's hash (keyed per
 /// process, ``StoredString/hashValue``), then an open-addressed table (linear probing, at
 /// most half full) of entry numbers + 1, 0 for an empty slot. Entries are numbered as the
-/// root dictionary stores them. Keys match by their Unicode scalars (``StoredString``).
-/// Immutable once made; the region is wiped when the last reference goes (the item's state
-/// moved on to a newer generation, or its last instance was released, and no read, update
-/// or observer holds it any more).
+/// root dictionary stores them; keys match by their Unicode scalars (``StoredString``).
+/// Immutable once made; the region is wiped when no state, read or observer holds it.
 final class Generation: @unchecked Sendable {  // every property is a let; the region is written in init only
     let region: SecureRegion
     let view: BlobView
@@ -40,35 +38,30 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         _ = writer.startContainer(0xD0, count: 0, index: 0)
     }
 
-    /// A generation holding a copy of `bytes`, a stored blob, once it is validated as hostile
-    /// input (``BinaryPropertyList/validate(_:limits:)``). `bytes` are
-    /// validated where they are (the caller's buffer, which it wipes), so a hostile blob's
-    /// claims size nothing; the region is allocated for a valid one only.
+    /// A generation holding a copy of the stored blob `bytes`, validated as hostile input
+    /// where they are first (``BinaryPropertyList/validate(_:limits:)``): the region is sized
+    /// for a valid blob only, never by a hostile one's claims.
     ///
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)``, ``SecureDictionaryError/corrupt(reason:)``,
     ///   ``SecureDictionaryError/unsupportedFormatVersion(_:)``.
     convenience init(copying bytes: UnsafeRawBufferPointer, limits: PropertyListLimits, logger: Logger? = nil)
         throws(SecureDictionaryError)
     {
-        do throws(BinaryPropertyListError) {
-            let (validated, census) = try BinaryPropertyList.validate(bytes, limits: limits)
-            let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: validated.count).size, logger: logger)
-            region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-            let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
-            let order = validated.keysAscend ? nil : try view.keys(count: validated.count, references: validated.references).order
-            try self.init(
-                region: region, view: view, size: bytes.count, root: validated, order: order, census: census, hash: nil)
-        } catch {
-            throw SecureDictionaryError(error)
-        }
+        let (validated, census) = try BinaryPropertyList.validate(bytes, limits: limits)
+        let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: validated.count).size, logger: logger)
+        region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
+        let order = validated.keysAscend ? nil : try view.keys(count: validated.count, references: validated.references).order
+        try self.init(
+            region: region, view: view, size: bytes.count, root: validated, order: order, census: census, hash: nil)
     }
 
     /// A generation written by `write` into a region sized from `census` (its root holding
     /// `count` entries), keys hashed by `hash` (entry number → hash, `nil` to compute it).
     convenience init(
         writingWith census: Census, count: Int, logger: Logger?, hash: ((Int) -> UInt32?)? = nil,
-        _ write: (inout BinaryPropertyListWriter) throws(BinaryPropertyListError) -> Void
-    ) throws(BinaryPropertyListError) {
+        _ write: (inout BinaryPropertyListWriter) throws(SecureDictionaryError) -> Void
+    ) throws(SecureDictionaryError) {
         let capacity = BinaryPropertyListWriter.size(of: census)
         let region = SecureRegion(byteCount: Self.layout(blob: capacity, entries: count).size, logger: logger)
         var writer = BinaryPropertyListWriter(into: region.base, census: census)
@@ -78,14 +71,14 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         let (root, references) = try view.container(view.topObject)
         precondition(root == count, "the root was written with another entry count than planned")
         try self.init(
-            region: region, view: view, size: size, root: .init(count: count, references: references, keysAscend: true),
+            region: region, view: view, size: size, root: (count, references, true),
             order: nil, census: census, hash: hash, blobCapacity: capacity)
     }
 
     private init(
         region: SecureRegion, view: BlobView, size: Int, root: BinaryPropertyListReader.Root, order: [Int]?, census: Census,
         hash: ((Int) -> UInt32?)?, blobCapacity: Int? = nil
-    ) throws(BinaryPropertyListError) {
+    ) throws(SecureDictionaryError) {
         self.region = region
         self.view = view
         self.size = size
@@ -119,15 +112,15 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     // MARK: Entries
 
-    func key(_ entry: Int) throws(BinaryPropertyListError) -> StoredString {
+    func key(_ entry: Int) throws(SecureDictionaryError) -> StoredString {
         try view.string(view.reference(at: references + entry * view.objectRefSize))
     }
 
-    func valueObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
+    func valueObject(_ entry: Int) throws(SecureDictionaryError) -> Int {
         try view.reference(at: references + (count + entry) * view.objectRefSize)
     }
 
-    func keyObject(_ entry: Int) throws(BinaryPropertyListError) -> Int {
+    func keyObject(_ entry: Int) throws(SecureDictionaryError) -> Int {
         try view.reference(at: references + entry * view.objectRefSize)
     }
 

@@ -12,8 +12,7 @@
 /// The values are the caller's own (what they set); the stored entries stay in the
 /// generation's region and are never copied here.
 struct Overlay: Sendable {
-    /// A key compared by its Unicode scalars, as stored keys are (Swift's `==` would equate
-    /// `é` as U+00E9 with `e` + U+0301, which are two keys in the stored dictionary).
+    /// A key compared by its Unicode scalars, as stored keys are (``StoredString``).
     struct Key: Hashable, Sendable {
         let text: String
 

@@ -22,12 +22,10 @@ import Synchronization
 ///   other allocation shares a page: memory locks do not stack, so one `munlock` of a page
 ///   shared by two owners would unlock both.
 /// - **Each call's result is checked.** `MADV_DONTDUMP` keeps the pages out of core dumps
-///   (`gcore`, `coredumpctl`, crash reports); `MADV_WIPEONFORK` gives a `fork()` child zeros
-///   where the parent has these pages (Linux 4.14 and later; a failure is logged once and
-///   counted like the others); `mlock` keeps them out of swap. When `mlock` fails
-///   (`RLIMIT_MEMLOCK` too small, typically), the region works unlocked: that is said once in
-///   the log and in ``SecureMemory/status`` (which `secure-dict doctor` reports), and no call
-///   ever fails for it.
+///   (`gcore`, `coredumpctl`, crash reports), `MADV_WIPEONFORK` out of a `fork()` child
+///   (zeros there; Linux 4.14 and later), `mlock` out of swap. A failure (for `mlock`,
+///   typically `RLIMIT_MEMLOCK` too small) leaves the region working: it is logged once and
+///   counted in ``SecureMemory/status`` (which `secure-dict doctor` reports); no call fails.
 /// - **Written before it is shared, read-only after.** Its creator fills it before handing
 ///   it to anyone; nothing writes it afterwards but `deinit`, which wipes it.
 final class SecureRegion: @unchecked Sendable {  // written only before it is shared (see above), then read

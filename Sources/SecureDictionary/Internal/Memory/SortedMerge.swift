@@ -12,9 +12,8 @@
 /// }
 /// ```
 ///
-/// The two walks over sorted keys, writing a generation onto a stored one
-/// (``Generation/writing(_:onto:limits:logger:)``) and the changes between two generations
-/// (``Generation/changes(since:)``), are this one.
+/// Both walks over sorted keys (``Generation/writing(_:onto:limits:logger:)``,
+/// ``Generation/changes(since:)``) are this one.
 struct SortedMerge {
     enum Step: Equatable {
         case left(Int)
