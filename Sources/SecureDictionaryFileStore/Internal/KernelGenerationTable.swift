@@ -53,14 +53,13 @@ struct KernelGenerationTable {
 
     /// The newest generation recorded for `file` (a `GenerationRecord.fileID`), if any.
     func generation(of file: UInt64) -> UInt64? {
-        guard let bytes = KernelKeyring.read(description, capacity: Self.capacity) else { return nil }
-        return bytes.withUnsafeBytes { Self.entries(Array($0))[file] }
+        KernelKeyring.read(description, capacity: Self.capacity).map(Self.entries)?[file]
     }
 
     /// Records `generation` as the newest written of `file` (`path`, for the log).
     func record(_ generation: UInt64, of file: UInt64, path: String) {
-        let stored = KernelKeyring.read(description, capacity: Self.capacity).map { $0.withUnsafeBytes { Array($0) } }
-        var entries = stored.map(Self.entries) ?? [:]
+        let stored = KernelKeyring.read(description, capacity: Self.capacity).map(Self.entries)
+        var entries = stored ?? [:]
         entries[file] = max(entries[file] ?? 0, generation)
         if entries.count > Self.maximumFiles {
             let dropped = entries.sorted { $0.value < $1.value }.prefix(entries.count - Self.maximumFiles)
@@ -104,7 +103,7 @@ struct KernelGenerationTable {
         let others = KernelKeyring.keys(withPrefix: Self.prefix).filter { $0.description != description }
         guard others.count >= Self.maximumFolders else { return }
         let byAge = others.map { key in
-            (key.serial, KernelKeyring.payload(of: key.serial, capacity: Self.capacity).map(Self.entries)?.values.max() ?? 0)
+            (key.serial, KernelKeyring.read(serial: key.serial, capacity: Self.capacity).map(Self.entries)?.values.max() ?? 0)
         }.sorted { $0.1 < $1.1 }
         for (serial, _) in byAge.prefix(others.count - Self.maximumFolders + 1) { KernelKeyring.revoke(serial: serial) }
         let text =
@@ -137,7 +136,8 @@ struct KernelGenerationTable {
         fileStoreLogger.warning("\(text)")
     }
 
-    static func entries(_ bytes: [UInt8]) -> [UInt64: UInt64] {
+    static func entries(_ payload: SecretBytes) -> [UInt64: UInt64] {
+        let bytes = payload.withUnsafeBytes { Array($0) }
         guard bytes.first == version, (bytes.count - 1) % entrySize == 0 else { return [:] }
         var entries: [UInt64: UInt64] = [:]
         var offset = 1

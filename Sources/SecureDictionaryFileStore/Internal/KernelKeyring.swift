@@ -55,12 +55,15 @@ enum KernelKeyring {
     /// The payload of the key `description` (at most `capacity` bytes), or `nil` when there
     /// is none this process possesses (none, expired, revoked).
     static func read(_ description: String, capacity: Int) -> SecretBytes? {
-        guard let keyring = session else { return nil }
-        let key = sd_keyring_search(keyring, description)
-        guard key > 0 else { return nil }
+        serial(of: description).flatMap { read(serial: $0, capacity: capacity) }
+    }
+
+    /// The payload of the key `serial`, through a buffer that is wiped; `nil` when it cannot
+    /// be read or holds more than `capacity` bytes.
+    static func read(serial: Int32, capacity: Int) -> SecretBytes? {
         var buffer = [UInt8](repeating: 0, count: capacity)
         defer { Wipe.bytes(&buffer) }
-        let length = buffer.withUnsafeMutableBytes { sd_keyring_read(Int32(truncatingIfNeeded: key), $0.baseAddress, $0.count) }
+        let length = buffer.withUnsafeMutableBytes { sd_keyring_read(serial, $0.baseAddress, $0.count) }
         guard length >= 0, length <= capacity else { return nil }
         return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<length])) }
     }
@@ -69,11 +72,16 @@ enum KernelKeyring {
     /// session keyring. Returns whether there was one.
     @discardableResult
     static func revoke(_ description: String) -> Bool {
-        guard let keyring = session else { return false }
-        let key = sd_keyring_search(keyring, description)
-        guard key > 0 else { return false }
-        revoke(serial: Int32(truncatingIfNeeded: key))
+        guard let serial = serial(of: description) else { return false }
+        revoke(serial: serial)
         return true
+    }
+
+    /// The serial of the key `description` that this process possesses, if any.
+    private static func serial(of description: String) -> Int32? {
+        guard let keyring = session else { return nil }
+        let key = sd_keyring_search(keyring, description)
+        return key > 0 ? Int32(truncatingIfNeeded: key) : nil
     }
 
     /// The keys of the session keyring (not of keyrings linked in it) whose description
@@ -95,14 +103,6 @@ enum KernelKeyring {
             found.append((serial, String(fields[4])))
         }
         return found
-    }
-
-    /// The payload of the key `serial` (a record, not a secret), at most `capacity` bytes.
-    static func payload(of serial: Int32, capacity: Int) -> [UInt8]? {
-        var buffer = [UInt8](repeating: 0, count: capacity)
-        let length = buffer.withUnsafeMutableBytes { sd_keyring_read(serial, $0.baseAddress, $0.count) }
-        guard length >= 0, length <= capacity else { return nil }
-        return Array(buffer.prefix(length))
     }
 
     /// Revokes the key `serial` and unlinks it from the session keyring.
