@@ -59,7 +59,7 @@ struct FileCopies {
             var exists = false
             var headers: [(name: String, header: EncryptedItemFile.Header)] = []
             do {
-                exists = try files.withFolder(create: false) { _ in true } ?? false
+                exists = try files.withFolder(create: false) { _, _ in true } ?? false
                 headers = exists ? try files.headers() : []
             } catch {
                 problem = error

@@ -31,7 +31,7 @@ extension EncryptedFileStore {
             folderProblem: nil, folderExists: false, fileCount: 0, rollbackRecordProblem: KernelGenerationTable.problem(),
             folderOrigin: folderOrigin)
         do {
-            let count = try folder.withFolder(create: false) { descriptor in
+            let count = try folder.withFolder(create: false) { descriptor, _ in
                 folder.itemFileNames(in: descriptor).count
             }
             diagnosis.folderExists = count != nil

@@ -150,9 +150,9 @@ extension EncryptedFileStore {
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
         let found = try folder.withFolder(create: false) {
-            descriptor throws(SecureDictionaryError) -> (bytes: [UInt8], record: GenerationRecord, newest: UInt64)? in
+            descriptor, identity throws(SecureDictionaryError) -> (bytes: [UInt8], record: GenerationRecord, newest: UInt64)? in
             // The record before the file (`GenerationRecord`'s rule "read the record first").
-            let record = try folder.record(of: name, in: descriptor)
+            let record = folder.record(of: name, in: identity)
             let newest = record.newest
             guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { return nil }
             return (bytes, record, newest)
@@ -170,11 +170,11 @@ extension EncryptedFileStore {
         try available?()
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
-        _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
+        _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
             let replaced = try? folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumHeaderSize)
                 .flatMap { try EncryptedItemFile.header(of: $0) }
             let (block, master) = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
-            let record = try folder.record(of: name, in: descriptor)
+            let record = folder.record(of: name, in: identity)
             let generation = record.next(after: replaced?.generation ?? 0)
             let file = try EncryptedItemFile.seal(secret, for: item, key: block, secret: master, generation: generation)
             try folder.replace(name, in: descriptor, with: file)
@@ -249,13 +249,13 @@ extension EncryptedFileStore {
         // Every file decrypted with the old passphrase first: a wrong one changes nothing.
         var files: [(name: String, item: KeyringItem, header: EncryptedItemFile.Header, blob: SecretBytes)] = []
         var oldParameters: Set<ScryptParameters> = []
-        _ = try folder.withFolder(create: false) { descriptor throws(SecureDictionaryError) in
+        _ = try folder.withFolder(create: false) { descriptor, identity throws(SecureDictionaryError) in
             for name in folder.itemFileNames(in: descriptor) {
                 guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { continue }
                 let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
                 let item = try header.item()
                 guard ItemFileFolder.fileName(of: item) == name else { continue }  // a file under another's name
-                let record = try folder.record(of: name, in: descriptor)
+                let record = folder.record(of: name, in: identity)
                 guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
                 let secret = try passphrase.secret(
                     opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
@@ -264,9 +264,9 @@ extension EncryptedFileStore {
             }
         }
         let (block, secret) = try passphrase.newPassphrase(input: newPassphrase)
-        _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
+        _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
             for file in files {
-                let record = try folder.record(of: file.name, in: descriptor)
+                let record = folder.record(of: file.name, in: identity)
                 let generation = record.next(after: file.header.generation)
                 let sealed = try EncryptedItemFile.seal(
                     file.blob, for: file.item, key: block, secret: secret, generation: generation)

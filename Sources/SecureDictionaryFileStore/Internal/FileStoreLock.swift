@@ -106,7 +106,7 @@ final class FileStoreLock: ItemWriterLock {
 
     /// Opens the folder (creating it, checked) and locks it; returns the locked descriptor.
     private func lockFolder(until deadline: Deadline) throws(SecureDictionaryError) -> Int32 {
-        let opened = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) -> Int32 in
+        let opened = try folder.withFolder(create: true) { descriptor, _ throws(SecureDictionaryError) -> Int32 in
             let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
             guard copy >= 0 else { throw .fileUnavailable(path: folder.path, reason: String(cString: strerror(errno))) }
             return copy
@@ -126,7 +126,7 @@ final class FileStoreLock: ItemWriterLock {
     private func lockFile(_ name: String, until deadline: Deadline) throws(SecureDictionaryError) -> Int32 {
         let path = "\(folder.path)/\(name)"
         while true {
-            let opened = try folder.withFolder(create: true) { directory throws(SecureDictionaryError) -> Int32 in
+            let opened = try folder.withFolder(create: true) { directory, _ throws(SecureDictionaryError) -> Int32 in
                 let descriptor = openat(directory, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 guard descriptor >= 0 else {
                     let reason = errno == ELOOP ? "the lock file is a symbolic link: remove it" : String(cString: strerror(errno))

@@ -8,27 +8,11 @@ import Synchronization
     import Foundation
 #endif
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// What identifies a store folder, however its path is spelled (`X/`, `X//…`, `X/./…`,
-/// through a link above it): its device and inode, read from the open folder.
+/// What identifies a store folder however its path is spelled: its device and inode, read
+/// from the open folder (`FolderSafety.checkFolder(_:path:)`).
 struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
     let device: UInt64
     let inode: UInt64
-
-    /// The identity of the open folder `descriptor`.
-    ///
-    /// - Throws: ``FileStoreError/fileUnavailable(path:reason:)`` when `fstat` fails.
-    init(of descriptor: Int32, path: String) throws(SecureDictionaryError) {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw .fileUnavailable(path: path, reason: String(cString: strerror(errno)))
-        }
-        device = UInt64(status.st_dev)
-        inode = UInt64(status.st_ino)
-    }
 
     /// `DEVICE:INODE`, as the kernel keyring's records name the folder.
     var description: String { "\(device):\(inode)" }
@@ -38,8 +22,8 @@ struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
 /// read or written: an older file is an old copy put back (a rollback).
 ///
 /// ```swift
-/// let record = GenerationRecord(folder: FolderIdentity(of: descriptor, path: path), file: name, path: file)
-/// let newest = record.newest                     // first: see "read the record first"
+/// let record = folder.record(of: name, in: identity)   // in `ItemFileFolder.withFolder(create:_:)`
+/// let newest = record.newest                           // first: see "read the record first"
 /// let header = try EncryptedItemFile.wholeFileHeader(of: try read(file))
 /// guard header.generation >= newest else { throw .rolledBack(path: file) }
 /// record.note(header.generation, written: false)

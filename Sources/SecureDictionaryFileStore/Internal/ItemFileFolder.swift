@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// ```swift
 /// let folder = ItemFileFolder(path: "/home/me/.local/share/securedictionary")
-/// let bytes = try folder.withFolder(create: true) { descriptor in
+/// let bytes = try folder.withFolder(create: true) { descriptor, identity in
 ///     try folder.replace(name, in: descriptor, with: encrypted)   // write, fsync, rename, fsync the folder
 ///     return try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize)   // nil: no file
 /// }
@@ -56,13 +56,15 @@ final class ItemFileFolder: Sendable {
 
     // MARK: The folder
 
-    /// Runs `body` with the folder open (checked), or returns `nil` when there is no folder
-    /// yet and `create` is `false`.
+    /// Runs `body` with the folder open (checked) and what it is, or returns `nil` when there
+    /// is no folder yet and `create` is `false`.
     ///
     /// - Throws: ``FileStoreError/unsafePath(path:reason:)`` for a folder someone else
     ///   could swap or write to; ``FileStoreError/fileUnavailable(path:reason:)`` when
     ///   it cannot be opened or created.
-    func withFolder<T>(create: Bool, _ body: (Int32) throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T? {
+    func withFolder<T>(create: Bool, _ body: (Int32, FolderIdentity) throws(SecureDictionaryError) -> T)
+        throws(SecureDictionaryError) -> T?
+    {
         if !ancestorsChecked.load(ordering: .acquiring) {
             try FolderSafety.checkAncestors(of: path)
             ancestorsChecked.store(true, ordering: .releasing)
@@ -79,14 +81,13 @@ final class ItemFileFolder: Sendable {
         }
         guard descriptor >= 0 else { throw FolderSafety.openFailure(path, errno: errno) }
         defer { close(descriptor) }
-        try FolderSafety.checkFolder(descriptor, path: path)
-        return try body(descriptor)
+        return try body(descriptor, try FolderSafety.checkFolder(descriptor, path: path))
     }
 
-    /// The rollback record of the file `name` in the open folder: keyed by what the folder
-    /// is (device and inode), not by how `path` spells it.
-    func record(of name: String, in folder: Int32) throws(SecureDictionaryError) -> GenerationRecord {
-        GenerationRecord(folder: try FolderIdentity(of: folder, path: path), file: name, path: "\(path)/\(name)")
+    /// The rollback record of the file `name` in the open folder `identity`: keyed by what
+    /// the folder is (device and inode), not by how `path` spells it.
+    func record(of name: String, in identity: FolderIdentity) -> GenerationRecord {
+        GenerationRecord(folder: identity, file: name, path: "\(path)/\(name)")
     }
 
     // MARK: Item files
@@ -193,7 +194,7 @@ final class ItemFileFolder: Sendable {
 
     /// Removes `item`'s file; returns whether there was one.
     func remove(_ item: KeyringItem) throws(SecureDictionaryError) -> Bool {
-        let result = try withFolder(create: false) { folder throws(SecureDictionaryError) -> Bool in
+        let result = try withFolder(create: false) { folder, _ throws(SecureDictionaryError) -> Bool in
             if unlinkat(folder, Self.fileName(of: item), 0) == 0 {
                 fsync(folder)
                 return true
@@ -221,10 +222,10 @@ final class ItemFileFolder: Sendable {
         return DirectoryEntries.names(in: listing)
     }
 
-    /// The headers of every item file, unverified (listing needs no key): the first bytes of
-    /// each file that parse as a header. Files that cannot be read are left out.
+    /// The headers of the item files, unverified (listing needs no key); files that cannot be
+    /// read or parsed are left out.
     func headers() throws(SecureDictionaryError) -> [(name: String, header: EncryptedItemFile.Header)] {
-        let result = try withFolder(create: false) { folder in
+        let result = try withFolder(create: false) { folder, _ in
             itemFileNames(in: folder).compactMap { name -> (name: String, header: EncryptedItemFile.Header)? in
                 guard let bytes = try? read(name, in: folder, upTo: EncryptedItemFile.maximumHeaderSize),
                     let header = try? EncryptedItemFile.header(of: bytes)
