@@ -121,17 +121,9 @@ final class ItemFileFolder: Sendable {
         if size > EncryptedItemFile.maximumFileSize && limit >= EncryptedItemFile.maximumFileSize {
             throw .tooLarge(size: size, limit: EncryptedItemFile.maximumFileSize)
         }
-        let wanted = min(size, limit)
-        var bytes = [UInt8](repeating: 0, count: wanted)
-        var total = 0
-        while total < wanted {
-            let got = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + total, wanted - total) }
-            if got < 0, errno == EINTR { continue }
-            guard got >= 0 else { throw unusable(file) }
-            if got == 0 { break }  // shrank meanwhile: it was replaced, never truncated
-            total += got
-        }
-        if total < wanted { bytes.removeLast(wanted - total) }
+        var bytes = [UInt8](repeating: 0, count: min(size, limit))
+        guard let total = readFully(descriptor, into: &bytes) else { throw unusable(file) }
+        bytes.removeLast(bytes.count - total)  // shrank meanwhile: it was replaced, never truncated
         return bytes
     }
 
@@ -240,6 +232,19 @@ final class ItemFileFolder: Sendable {
     private func unusable(_ file: String) -> SecureDictionaryError {
         .fileUnavailable(path: file, reason: String(cString: strerror(errno)))
     }
+}
+
+/// Reads `descriptor` into `buffer` until it is full or the file ends: how many bytes came,
+/// or `nil` on an error (`errno` says which).
+func readFully(_ descriptor: Int32, into buffer: inout [UInt8]) -> Int? {
+    var total = 0
+    while total < buffer.count {
+        let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + total, $0.count - total) }
+        if got < 0, errno == EINTR { continue }
+        guard got > 0 else { return got == 0 ? total : nil }
+        total += got
+    }
+    return total
 }
 
 /// `bytes` in lowercase hexadecimal, two digits each.
