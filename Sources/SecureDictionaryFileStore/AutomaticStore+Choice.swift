@@ -57,9 +57,8 @@ extension AutomaticStore {
     private func whileNobodyOwns(_ name: String, because absence: String, until deadline: Deadline)
         throws(SecureDictionaryError) -> Made
     {
-        guard let fileStore else { throw .noStoreAvailable(reason: absence) }
-        let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
-        let recorded = readRecord(record)
+        guard let record = choiceRecord else { throw .noStoreAvailable(reason: absence) }
+        let recorded = readRecord()
         if recorded == .secretService {
             if try SessionBusName.awaitOwner(of: name, starting: false, until: deadline) == .owned {
                 return try secretServiceThatAnswers(until: deadline)
@@ -82,11 +81,11 @@ extension AutomaticStore {
         return try withoutSecretService(because: absence + waited)
     }
 
-    /// No Secret Service here: the file store, or `noStoreAvailable`.
+    /// No Secret Service here: the file store (recorded as chosen when nothing is recorded
+    /// now), or `noStoreAvailable`.
     private func withoutSecretService(because absence: String) throws(SecureDictionaryError) -> Made {
         guard let fileStore else { throw .noStoreAvailable(reason: absence) }
-        let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
-        if readRecord(record) == nil { writeRecord(.encryptedFiles, record) }
+        if readRecord() == nil { writeRecord(.encryptedFiles) }
         let reason = "no Secret Service here (\(absence.prefix(120))); \(fileStore.keySource) in \(fileStore.folderPath)"
         return (fileStore, Choice(chosen: .encryptedFiles, reason: reason))
     }
@@ -94,10 +93,7 @@ extension AutomaticStore {
     /// The name has an owner: the Secret Service it is, unless it cannot be reached after all.
     private func secretServiceThatAnswers(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
         let made = try askSecretService(until: deadline)
-        if let fileStore {
-            let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
-            if readRecord(record) != .secretService { writeRecord(.secretService, record) }
-        }
+        if readRecord() != .secretService { writeRecord(.secretService) }
         return made
     }
 
@@ -129,9 +125,13 @@ extension AutomaticStore {
         return (secretService, Choice(chosen: .secretService, reason: reason))
     }
 
-    /// The record, or `nil` when it cannot be read (logged): a folder the file store could not
-    /// use either.
-    private func readRecord(_ record: AutomaticStoreRecord) -> Chosen? {
+    /// The record in the file store's folder; `nil` without a file store.
+    private var choiceRecord: AutomaticStoreRecord? { fileStore.map { AutomaticStoreRecord(folderPath: $0.folderPath) } }
+
+    /// The record, or `nil` when there is none or it cannot be read (logged): a folder the
+    /// file store could not use either.
+    private func readRecord() -> Chosen? {
+        guard let record = choiceRecord else { return nil }
         do {
             return try record.read()
         } catch {
@@ -141,7 +141,8 @@ extension AutomaticStore {
         }
     }
 
-    private func writeRecord(_ chosen: Chosen, _ record: AutomaticStoreRecord) {
+    private func writeRecord(_ chosen: Chosen) {
+        guard let record = choiceRecord else { return }
         do {
             try record.write(chosen)
         } catch {
