@@ -92,15 +92,9 @@ enum EncryptedItemFile {
     static func hkdf(_ secret: SecretBytes, salt: [UInt8], info: [UInt8], count: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         let done = secret.withUnsafeBytes { secret in
-            salt.withUnsafeBufferPointer { salt in
-                info.withUnsafeBufferPointer { info in
-                    out.withUnsafeMutableBufferPointer { out in
-                        sd_hkdf_sha256(
-                            out.baseAddress, out.count, secret.baseAddress?.assumingMemoryBound(to: UInt8.self), secret.count,
-                            salt.baseAddress, salt.count, info.baseAddress, info.count)
-                    }
-                }
-            }
+            sd_hkdf_sha256(
+                &out, count, secret.baseAddress?.assumingMemoryBound(to: UInt8.self), secret.count, salt, salt.count, info,
+                info.count)
         }
         precondition(done == 1, "HKDF-SHA256 of 16 or 32 bytes cannot fail")
         return out

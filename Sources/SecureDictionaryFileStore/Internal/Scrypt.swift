@@ -31,14 +31,10 @@ struct ScryptParameters: Sendable, Hashable {
     /// - Throws: `SecureDictionaryError.corrupt(reason:)` for parameters out of bounds
     ///   (they come from a file, which is hostile input).
     init(log2N: UInt8, r: UInt8, p: UInt8, salt: [UInt8]) throws(SecureDictionaryError) {
-        guard (1...24).contains(log2N), r >= 1, p >= 1, salt.count == Self.saltSize else {
-            throw .corrupt(reason: "the passphrase's scrypt parameters are out of bounds")
-        }
-        let memory = 128 * Int(r) * (1 << Int(log2N))
-        guard memory <= Self.memoryLimit, memory * Int(p) <= Self.workLimit else {
-            throw .corrupt(reason: "the passphrase's scrypt parameters are out of bounds")
-        }
         (self.log2N, self.r, self.p, self.salt) = (log2N, r, p, salt)
+        guard (1...24).contains(log2N), r >= 1, p >= 1, salt.count == Self.saltSize, work / Int(p) <= Self.memoryLimit,
+            work <= Self.workLimit
+        else { throw .corrupt(reason: "the passphrase's scrypt parameters are out of bounds") }
     }
 
     /// - Throws: `SecureDictionaryError.invalidValue(reason:)` for a cost out of bounds.
@@ -104,11 +100,8 @@ struct ScryptParameters: Sendable, Hashable {
         _ password: UnsafeRawBufferPointer, salt: [UInt8], log2N: Int, r: Int, p: Int, into key: UnsafeMutableRawBufferPointer
     ) -> Bool {
         let blocks = (1 << log2N) + p + 1
-        return salt.withUnsafeBufferPointer { salt in
-            sd_scrypt(
-                password.baseAddress?.assumingMemoryBound(to: UInt8.self), password.count, salt.baseAddress, salt.count,
-                UInt32(log2N), UInt32(r), UInt32(p), 128 * r * blocks + 4096,
-                key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count)
-        } == 1
+        return sd_scrypt(
+            password.baseAddress?.assumingMemoryBound(to: UInt8.self), password.count, salt, salt.count, UInt32(log2N),
+            UInt32(r), UInt32(p), 128 * r * blocks + 4096, key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count) == 1
     }
 }
