@@ -92,7 +92,6 @@ enum PassphraseReader {
         }
         if count > 0 && buffer[count - 1] == 13 { count -= 1 }  // a CR LF line
         guard count > 0 else { throw .passphraseUnavailable(reason: "\(what) gave an empty passphrase") }
-        guard count <= maximumLength else { throw .passphraseUnavailable(reason: "longer than \(maximumLength) bytes") }
         return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
     }
 }
