@@ -31,13 +31,7 @@ import Synchronization
 /// - **Stopped from anywhere**: ``stop()`` only wakes the thread, which closes its
 ///   descriptors itself, so it may be called from `onChange` (the last dictionary going).
 final class FolderWatcher: ChangeWatch, Sendable {
-    /// The write end of the pipe that wakes the thread to stop; `-1` once the thread closed it.
-    private let stopSignal: Wake
-
-    private final class Wake: Sendable {
-        let writeEnd: Mutex<Int32>
-        init(_ descriptor: Int32) { writeEnd = Mutex(descriptor) }
-    }
+    private let loop: Loop
 
     /// Starts watching `folder`; `nil` when inotify is not available.
     init?(folder: String, _ onChange: @escaping @Sendable () -> Void) {
@@ -49,14 +43,7 @@ final class FolderWatcher: ChangeWatch, Sendable {
             return nil
         }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        let wake = Wake(ends[1])
-        stopSignal = wake
-        let loop = Loop(folder: folder, events: events, stopSignal: ends[0], onChange: onChange) {
-            wake.writeEnd.withLock { end in
-                close(end)
-                end = -1
-            }
-        }
+        loop = Loop(folder: folder, events: events, stopSignal: ends[0], wake: ends[1], onChange: onChange)
         var thread = pthread_t()
         let started = pthread_create(
             &thread, nil,
@@ -74,40 +61,41 @@ final class FolderWatcher: ChangeWatch, Sendable {
     }
 
     func stop() {
-        stopSignal.writeEnd.withLock { end in
+        loop.wake.withLock { end in
             guard end >= 0 else { return }
             var byte: UInt8 = 1
             _ = write(end, &byte, 1)
         }
     }
 
-    /// The watching thread's state: all of it is that thread's.
-    private final class Loop: @unchecked Sendable {  // used by the watching thread alone once started
+    /// The watching thread's state.
+    private final class Loop: @unchecked Sendable {  // its `var`s are the watching thread's alone
         let folder: String
         let events: Int32
         let stopSignal: Int32
+        /// The write end of the pipe that wakes the thread to stop; `-1` once the thread closed it.
+        let wake: Mutex<Int32>
         let onChange: @Sendable () -> Void
-        let closeWake: @Sendable () -> Void
         /// The watch, and whether it is on the folder itself (else on a folder above it).
         var watch: Int32 = -1
         var watchesTheFolder = false
 
-        init(
-            folder: String, events: Int32, stopSignal: Int32, onChange: @escaping @Sendable () -> Void,
-            closeWake: @escaping @Sendable () -> Void
-        ) {
+        init(folder: String, events: Int32, stopSignal: Int32, wake: Int32, onChange: @escaping @Sendable () -> Void) {
             self.folder = ItemFileFolder(path: folder).path
             self.events = events
             self.stopSignal = stopSignal
+            self.wake = Mutex(wake)
             self.onChange = onChange
-            self.closeWake = closeWake
         }
 
         func run() {
             defer {
                 close(events)
                 close(stopSignal)
-                closeWake()
+                wake.withLock { end in
+                    close(end)
+                    end = -1
+                }
             }
             watchNearest()
             var buffer = [UInt8](repeating: 0, count: 16 * 1024)
