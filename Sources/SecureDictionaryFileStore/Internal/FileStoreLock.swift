@@ -112,12 +112,7 @@ final class FileStoreLock: ItemWriterLock {
             return copy
         }
         guard let descriptor = opened else { throw .fileUnavailable(path: folder.path, reason: "the folder vanished") }
-        do throws(SecureDictionaryError) {
-            try Self.exclusive(descriptor, until: deadline, path: folder.path)
-        } catch {
-            close(descriptor)
-            throw error
-        }
+        try Self.exclusive(descriptor, until: deadline, path: folder.path)
         folder.removeTemporaries(in: descriptor)
         return descriptor
     }
@@ -132,12 +127,7 @@ final class FileStoreLock: ItemWriterLock {
                     let reason = errno == ELOOP ? "the lock file is a symbolic link: remove it" : String(cString: strerror(errno))
                     throw errno == ELOOP ? .unsafePath(path: path, reason: reason) : .fileUnavailable(path: path, reason: reason)
                 }
-                do throws(SecureDictionaryError) {
-                    try Self.exclusive(descriptor, until: deadline, path: path)
-                } catch {
-                    close(descriptor)
-                    throw error
-                }
+                try Self.exclusive(descriptor, until: deadline, path: path)
                 guard Self.isNamed(descriptor, name, in: directory) else {
                     close(descriptor)  // removed or replaced meanwhile: lock the file named now
                     return -1
@@ -157,7 +147,8 @@ final class FileStoreLock: ItemWriterLock {
         return open.st_dev == named.st_dev && open.st_ino == named.st_ino && named.st_mode & S_IFMT == S_IFREG
     }
 
-    /// Locks `descriptor` exclusively, trying until `deadline` (once when it has passed).
+    /// Locks `descriptor` exclusively, trying until `deadline` (once when it has passed);
+    /// closes it when it throws.
     ///
     /// - Throws: `SecureDictionaryError.lockHeld(pid:command:)` when another holds it at the
     ///   deadline, naming the holder the kernel lists (`LockHolder`);
@@ -168,11 +159,13 @@ final class FileStoreLock: ItemWriterLock {
             let failure = errno
             if failure == EINTR { continue }
             guard failure == EWOULDBLOCK else {
+                close(descriptor)
                 throw .fileUnavailable(
                     path: path, reason: "cannot lock \(path) (\(String(cString: strerror(failure)))): use a local folder")
             }
             guard deadline.remaining > .zero else {
                 let holder = LockHolder.of(descriptor)
+                close(descriptor)
                 throw .lockHeld(pid: holder.map { Int($0.pid) }, command: holder?.command)
             }
             usleep(pause)
