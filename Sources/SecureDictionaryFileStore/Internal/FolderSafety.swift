@@ -53,11 +53,9 @@ enum FolderSafety {
         }
         let real = String(cString: resolved)
         free(resolved)
-        var prefixes = ["/"]
-        for component in real.split(separator: "/") {
-            prefixes.append((prefixes.count == 1 ? "" : prefixes.last!) + "/" + component)
-        }
-        for prefix in prefixes {
+        let components = real.split(separator: "/")
+        for count in 0...components.count {
+            let prefix = "/" + components.prefix(count).joined(separator: "/")
             var status = stat()
             guard stat(prefix, &status) == 0 else {
                 throw .fileUnavailable(path: prefix, reason: String(cString: strerror(errno)))
