@@ -139,17 +139,13 @@ final class ItemFileFolder: Sendable {
         let descriptor = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw unusable("\(path)/\(temporary)") }
         var written = 0
-        var failed = false
         while written < bytes.count {
             let put = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, bytes.count - written) }
             if put < 0, errno == EINTR { continue }
-            if put <= 0 {
-                failed = true
-                break
-            }
+            guard put > 0 else { break }
             written += put
         }
-        if !failed, fsync(descriptor) != 0 { failed = true }
+        let failed = written < bytes.count || fsync(descriptor) != 0
         let error = errno
         close(descriptor)
         guard !failed, renameat(folder, temporary, folder, name) == 0 else {
