@@ -112,7 +112,7 @@ enum EncryptedItemFile {
         let nonce = (0..<nonceSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let identity = identity(of: item)
         var header = magic + [version, UInt8(identity.count >> 8), UInt8(identity.count & 0xff)] + identity
-        header += key.encoded
+        header += [key.kind.rawValue] + (key.scrypt.map { [$0.log2N, $0.r, $0.p] + $0.salt } ?? []) + key.check
         header += (0..<8).reversed().map { UInt8(truncatingIfNeeded: generation >> (UInt64($0) * 8)) }
         header += salt + nonce
         var file = header + [UInt8](repeating: 0, count: blob.count + tagSize)
@@ -273,10 +273,4 @@ struct KeyBlock: Sendable, Hashable {
     /// For `Kind.passphrase` only.
     var scrypt: ScryptParameters?
     var check: [UInt8]
-
-    var encoded: [UInt8] {
-        var bytes = [kind.rawValue]
-        if let scrypt { bytes += [scrypt.log2N, scrypt.r, scrypt.p] + scrypt.salt }
-        return bytes + check
-    }
 }

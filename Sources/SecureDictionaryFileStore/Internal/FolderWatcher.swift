@@ -117,7 +117,9 @@ final class FolderWatcher: ChangeWatch, Sendable {
                         while offset + MemoryLayout<inotify_event>.size <= count {
                             let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
                             let nameStart = offset + MemoryLayout<inotify_event>.size
-                            let name = Self.name(bytes[nameStart..<min(count, nameStart + Int(event.len))])
+                            let name = String(  // NUL-padded
+                                decoding: bytes[nameStart..<min(count, nameStart + Int(event.len))].prefix { $0 != 0 },
+                                as: UTF8.self)
                             offset = nameStart + Int(event.len)
                             guard event.wd == watch else { continue }  // a watch given up (its IN_IGNORED)
                             if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
@@ -160,11 +162,6 @@ final class FolderWatcher: ChangeWatch, Sendable {
             watch = added
             watchesTheFolder = added >= 0 && isFolder
             return watchesTheFolder && !before
-        }
-
-        /// The NUL-padded name of an event.
-        static func name(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
-            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
         }
     }
 }
