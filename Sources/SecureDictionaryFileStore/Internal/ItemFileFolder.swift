@@ -21,14 +21,13 @@ import Synchronization
 /// Why atomic replacement: a reader (another process) sees the old file or the new one,
 /// never half of one, and a crash or full disk leaves the old file in place.
 ///
-/// Every call opens the folder itself first, as OpenSSH checks `~/.ssh` (see
-/// `FolderSafety`): not a symbolic link, this user's, writable by nobody else; and then
-/// works inside that open folder (`openat`, `renameat`), so the folder checked is the
-/// folder used. An item file must be a regular file of this user, never a link.
+/// Every call opens and checks the folder first (`FolderSafety`), then works inside that open
+/// folder (`openat`, `renameat`), so the folder checked is the folder used. An item file must
+/// be a regular file of this user, never a link.
 final class ItemFileFolder: Sendable {
     let path: String
-    /// Whether the folders above `path` passed `FolderSafety.checkAncestors(of:)`: once
-    /// per store, as ssh checks once per connection.
+    /// Whether the folders above passed `FolderSafety.checkAncestors(of:)`: once per store,
+    /// as ssh checks once per connection.
     private let ancestorsChecked = Atomic<Bool>(false)
 
     init(path: String) {
@@ -37,8 +36,8 @@ final class ItemFileFolder: Sendable {
         self.path = path
     }
 
-    /// What tells whether two stores share the folder at `path`: its real path (the path as
-    /// given while the folder does not exist).
+    /// What tells whether two stores share the folder at `path`: its real path (as given
+    /// while the folder does not exist).
     static func place(of path: String) -> String {
         let given = ItemFileFolder(path: path).path
         guard let real = realpath(given, nil) else { return "the files in \(given)" }
@@ -46,8 +45,7 @@ final class ItemFileFolder: Sendable {
         return "the files in \(String(cString: real))"
     }
 
-    /// The file name of `item`: a hash of its identity, so that any item name makes a valid,
-    /// short file name.
+    /// The file name of `item`: a hash of its identity, so any item name makes a short one.
     static func fileName(of item: KeyringItem) -> String {
         hex(SHA256.hash(data: EncryptedItemFile.identity(of: item)).prefix(16)) + ".sdict"
     }
@@ -92,9 +90,9 @@ final class ItemFileFolder: Sendable {
 
     // MARK: Item files
 
-    /// Reads the file `name` of the open folder: `nil` when there is none. At most `limit`
-    /// bytes are read; a larger file is `SecureDictionaryError.tooLarge(size:limit:)`
-    /// unless `limit` is below `EncryptedItemFile.maximumFileSize` (a header read).
+    /// The first `limit` bytes of the file `name` of the open folder; `nil` when there is none.
+    /// A file above `EncryptedItemFile.maximumFileSize` is `SecureDictionaryError.tooLarge(size:limit:)`
+    /// unless `limit` is below it (a header read).
     ///
     /// - Throws: ``FileStoreError/unsafePath(path:reason:)`` for a link or another user's
     ///   file; ``FileStoreError/fileUnavailable(path:reason:)`` when it cannot be read.
@@ -128,8 +126,7 @@ final class ItemFileFolder: Sendable {
     }
 
     /// Writes `bytes` as the file `name` of the open folder: to a new file beside it (mode
-    /// 0600), flushed to disk, then renamed over the old one, and the folder flushed so the
-    /// rename is durable.
+    /// 0600), flushed, renamed over the old one, and the folder flushed (a durable rename).
     ///
     /// - Throws: ``FileStoreError/fileUnavailable(path:reason:)`` when the folder cannot be
     ///   written (full disk, read-only); the old file is then unchanged.
@@ -167,9 +164,8 @@ final class ItemFileFolder: Sendable {
             && !digits.isEmpty && digits.count <= 20 && digits.allSatisfy { (48...57).contains($0) }
     }
 
-    /// Removes the temporaries left by writers killed mid-write, from the open folder whose
-    /// write lock the caller holds (see `FileStoreLock`): regular files of this user whose
-    /// names are exactly the temporaries' pattern. Failures are ignored (nothing depends on it).
+    /// Removes the temporaries of writers killed mid-write (`FileStoreLock`'s "nothing left
+    /// behind"), regular files of this user only. Failures are ignored: nothing depends on it.
     func removeTemporaries(in folder: Int32) {
         for name in Self.names(in: folder) where Self.isTemporary(name) {
             var status = stat()
@@ -198,8 +194,7 @@ final class ItemFileFolder: Sendable {
         Self.names(in: folder).filter { $0.hasSuffix(".sdict") && !$0.hasPrefix(".") }.sorted()
     }
 
-    /// Every name in the open folder (read through a copy of its descriptor); none when it
-    /// cannot be listed.
+    /// Every name in the open folder (through a copy of its descriptor); none if unlistable.
     private static func names(in folder: Int32) -> [String] {
         let copy = dup(folder)
         guard copy >= 0, let listing = fdopendir(copy) else {

@@ -13,9 +13,8 @@ import Synchronization
 /// ```
 ///
 /// Why scrypt: it is memory-hard (a guess costs 128·r·N bytes of memory, not just time, so
-/// GPUs and ASICs gain little), and BoringSSL, which swift-crypto links in, has it. It runs
-/// through `sd_scrypt` (CFileStoreShim) so that the key is written straight into a buffer
-/// this module wipes.
+/// GPUs and ASICs gain little), and BoringSSL, which swift-crypto links in, has it
+/// (`sd_scrypt`: the key goes straight into wiped memory).
 struct ScryptParameters: Sendable, Hashable {
     static let saltSize = 16
     /// The most memory (1 GiB) and work (memory × p) a file's parameters may ask for, so
@@ -47,14 +46,12 @@ struct ScryptParameters: Sendable, Hashable {
         return try ScryptParameters(log2N: log2N, r: r, p: p, salt: salt)
     }
 
-    /// What a stretch costs: its memory (128 × r × N bytes) times p, the number of times it
-    /// is filled.
+    /// What a stretch costs: its memory (128 × r × N bytes) times p, the times it is filled.
     var work: Int { 128 * Int(r) * (1 << Int(log2N)) * Int(p) }
 
     /// `derive(_:)` on a thread of its own, waited for until `deadline`: past it the call
-    /// throws `SecureDictionaryError.timedOut`, and the stretch (which BoringSSL cannot
-    /// interrupt) goes on to its end, where `late` receives its key, so that the next call
-    /// need not stretch again.
+    /// throws `SecureDictionaryError.timedOut`, and the stretch (BoringSSL cannot interrupt
+    /// it) goes on to its end, where `late` receives its key for the next call.
     func derive(
         _ passphrase: SecretBytes, until deadline: Deadline, late: @escaping @Sendable (SecretBytes) -> Void
     ) throws(SecureDictionaryError) -> SecretBytes {

@@ -22,10 +22,8 @@ enum SystemdCredential {
     static let minimumSize = 32
     static let maximumSize = 4096
 
-    /// - Throws: ``FileStoreError/credentialUnavailable(name:reason:)`` when the
-    ///   variable is unset, the file missing or unreadable, or its size out of bounds; the
-    ///   reason names the fix for each (a unit line for a missing credential, the command
-    ///   that makes a new one for a wrong size).
+    /// - Throws: ``FileStoreError/credentialUnavailable(name:reason:)`` when the variable is
+    ///   unset, the file missing or unreadable, or its size out of bounds (with the fix).
     static func read(named name: String, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(SecureDictionaryError) -> SecretBytes
     {
