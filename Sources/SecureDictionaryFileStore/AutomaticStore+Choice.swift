@@ -5,22 +5,21 @@ import SecureDictionary
 /// How ``AutomaticStore`` chooses, once, within the deadline of the call that needs a store.
 ///
 /// Rules, and why:
-/// - **Only a positive absence moves on.** No session bus at all is one ("no Secret Service
-///   here"). On a session bus, nobody owning `org.freedesktop.secrets` at this instant is
-///   not: the keyring may be restarting, or starting after the program. So the bus is asked
-///   (`NameHasOwner`, `ListActivatableNames`): a name it can start is started
-///   (`StartServiceByName`) and awaited until the deadline, which is `timedOut` if it does not
-///   come (nothing is chosen; the next call asks again); a name it cannot start is awaited
-///   (`NameOwnerChanged`) as the record below says. (Choosing the files in that window split
-///   the dictionary in two: 1 of 20 CLI writes while the keyring started went to the files,
-///   and a process started during a 2 s stop wrote 109 times to the files after it came
-///   back.)
-/// - **A store that chose the keyring before keeps choosing it** (``AutomaticStoreRecord``,
-///   in the file store's folder): with the keyring stopped, it waits for it until the
-///   deadline, and then throws `serviceUnavailable`; never the files.
-/// - **A first choice waits for half the time left**, for a keyring that is starting, before
-///   it takes the files (and records that): one that chose the files before takes them at
-///   once. Without a file store there is nothing to split: `noStoreAvailable` at once.
+/// - **Only a positive absence moves on.** No session bus at all is one. Nobody owning
+///   `org.freedesktop.secrets` at this instant is not: the keyring may be restarting, or
+///   starting after the program. So the bus is asked (`NameHasOwner`, `ListActivatableNames`):
+///   a name it can start is started (`StartServiceByName`) and awaited until the deadline
+///   (`timedOut` if it does not come: nothing is chosen, the next call asks again); a name it
+///   cannot start is awaited (`NameOwnerChanged`) as the record says. (Choosing the files in
+///   that window split the dictionary in two: 1 of 20 CLI writes while the keyring started
+///   went to the files, and a process started during a 2 s stop wrote 109 times to the files
+///   after it came back.)
+/// - **A store that chose the keyring before keeps choosing it** (``AutomaticStoreRecord``):
+///   with the keyring stopped, it waits for it until the deadline, then throws
+///   `serviceUnavailable`; never the files.
+/// - **A first choice waits for half the time left** for a keyring that is starting, before it
+///   takes (and records) the files; one that chose the files before takes them at once.
+///   Without a file store there is nothing to split: `noStoreAvailable` at once.
 /// - **Never silently**: see ``AutomaticStore``.
 /// - **A sandbox** keeps its own rule: the Secret portal when the Secret Service cannot be
 ///   reached from it (the bus proxy hides the name, so the bus cannot tell).
@@ -52,8 +51,8 @@ extension AutomaticStore {
     }
 
     /// Nobody owns the Secret Service's name and the bus cannot start it: the record decides
-    /// how long to wait for it, and whether the files may be chosen after. (`absence` comes
-    /// first in `noStoreAvailable`'s description, which shows 40 characters of it.)
+    /// how long to wait, and whether the files may follow. (`absence` comes first: the
+    /// description of `noStoreAvailable` shows 40 characters of it.)
     private func whileNobodyOwns(_ name: String, because absence: String, until deadline: Deadline)
         throws(SecureDictionaryError) -> Made
     {
@@ -106,9 +105,9 @@ extension AutomaticStore {
         }
     }
 
-    /// The Secret Service, once it answered: locked, refusing a session or failing, it is the
-    /// Secret Service, with its error to fix. A timeout, a cancel, or a service that cannot be
-    /// reached (gone again, or hidden by a sandbox) decides nothing: rethrown.
+    /// The Secret Service, once it answered, even locked, refusing a session or failing (its
+    /// error to fix). A timeout, a cancel, or a service that cannot be reached (gone again, or
+    /// hidden by a sandbox) decides nothing: rethrown.
     private func askSecretService(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
         let reason: String
         do {

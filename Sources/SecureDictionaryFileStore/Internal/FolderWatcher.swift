@@ -6,26 +6,24 @@ import Synchronization
 #endif
 
 /// Tells, on a thread of its own, that an item file of one folder was written, replaced or
-/// removed, whoever did it: another process of this app, another app, `secure-dict`. What
-/// ``SecureDictionary/changes()`` rests on for the encrypted-file stores, as the Secret
-/// Service's signals are for the keyring: the store only says "something changed"; the
-/// dictionary reads its item and reports what differs.
+/// removed, by anyone: what ``SecureDictionary/changes()`` rests on for the encrypted-file
+/// stores (the store says "something changed"; the dictionary reads its item and compares).
 ///
 /// ```swift
 /// let watcher = FolderWatcher(folder: "/home/me/.local/share/securedictionary") { reload() }
 /// watcher?.stop()
 /// ```
 ///
-/// Why inotify on the folder: writers replace an item file by renaming a temporary over it
+/// Why inotify on the folder: writers rename a temporary over an item file
 /// (`ItemFileFolder.replace`), which the folder's watch sees (`IN_MOVED_TO`), as it sees a
-/// removal and a file written in place; a watch on the file itself would follow the old
-/// file away. Every file of the folder wakes every watcher of the folder (the names are
-/// hashes); the reload that follows reads one file and decodes it only when it differs.
+/// removal and a write in place; a watch on the file would follow the old file away. Any file
+/// wakes every watcher of the folder (names are hashes); the reload that follows reads one
+/// file and decodes it only when it differs.
 ///
 /// Invariants, and why:
-/// - **A folder that does not exist yet is waited for**: until it exists, the nearest folder
-///   above it that exists is watched, so a dictionary observed before its first write hears
-///   that write too. Test: `StoreContract.aChangeByAnotherProcessReachesChanges`.
+/// - **A folder that does not exist yet is waited for**: until then the nearest existing folder
+///   above it is watched, so a dictionary observed before its first write hears that write
+///   too. Test: `StoreContract.aChangeByAnotherProcessReachesChanges`.
 /// - **Once per batch**: `onChange` runs once for all the events read together, on the
 ///   watcher's thread; events that come while it runs make one more run.
 /// - **Stopped from anywhere**: ``stop()`` only wakes the thread, which closes its

@@ -21,24 +21,21 @@ let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
 /// let newest = table.generation(of: record.fileID)            // nil: none recorded
 /// ```
 ///
-/// Invariant, *bounded*: the library never keeps more than `maximumFolders` keys of at most
-/// 1,025 bytes each (8 keys and 8.6 KB of the 200 keys and 20,000 bytes the kernel gives a
-/// user who is not root; 17 bytes for a folder of one dictionary). With a key per file ever
-/// written, as an older version kept, the quota was full after about 200 files: every other
-/// program of the user failed to add a key, and the next files had no record, so their
-/// rollback went unnoticed. Test:
+/// Invariant, *bounded*: at most `maximumFolders` keys of at most 1,025 bytes (8 keys and
+/// 8.6 KB of the 200 keys and 20,000 bytes the kernel gives a user who is not root; 17 bytes
+/// for a folder of one dictionary). With a key per file ever written, as an older version
+/// kept, the quota was full after about 200 files: every other program of the user failed to
+/// add a key, and the next files' rollback went unnoticed. Test:
 /// `FileStoreProcesses.aUserWithManyDictionariesKeepsFewKernelKeysAndRollbackIsStillRefused`.
-/// Beyond the bounds, the record of the file (of `maximumFiles`) or the folder (of
-/// `maximumFolders`) written least recently is dropped, logged at `debug` once per process
-/// (a bound, not a failure).
+/// Beyond the bounds, the file's or folder's record written least recently is dropped
+/// (logged at `debug` once per process: a bound, not a failure).
 ///
-/// Invariant, *never silent*: a record that cannot be stored because the quota is full
-/// (`EDQUOT`) is logged with the quota's use (`warning`, once per folder and process), and
-/// ``problem()`` tells `secure-dict doctor` (which also tells a session without a kernel
-/// keyring, logged at `debug` only: that is how Docker's and Flatpak's sandboxes are). Test:
-/// `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
+/// Invariant, *never silent*: a record refused for a full quota (`EDQUOT`) is logged with the
+/// quota's use (`warning`, once per folder and process), and ``problem()`` tells `secure-dict
+/// doctor` (as it tells a session without a kernel keyring, logged at `debug` only: that is
+/// how Docker's and Flatpak's sandboxes are). Test: `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
 ///
-/// Changes are read-modify-write of one key: the folder's writer lock serialises them.
+/// Changes are read-modify-write of one key, serialised by the folder's writer lock.
 struct KernelGenerationTable {
     static let prefix = "securedictionary:generations:"
     static let maximumFiles = 64
@@ -78,9 +75,8 @@ struct KernelGenerationTable {
         if let failure { Self.report(failure, folder: folderName(path)) }
     }
 
-    /// Why the generations cannot be recorded for the session now (a rollback is then
-    /// noticed only by the process that saw the newer copy), or `nil` when they can. For
-    /// `secure-dict doctor`.
+    /// Why the generations cannot be recorded for the session now, or `nil` when they can.
+    /// For `secure-dict doctor`.
     static func problem() -> String? {
         guard KernelKeyring.session != nil else {
             return "the kernel keyring is unavailable here (a seccomp filter?): a rollback is noticed only by the "
@@ -117,8 +113,7 @@ struct KernelGenerationTable {
     /// Whether `what` is logged for the first time in this process.
     private static func firstTime(_ what: String) -> Bool { reported.withLock { $0.insert(what).inserted } }
 
-    /// A full quota is a warning; no kernel keyring here is how the environment is (see
-    /// `problem()`), logged at `debug`.
+    /// A full quota is a warning; no kernel keyring here is how the environment is: `debug`.
     private static func report(_ failure: Int32, folder: String) {
         guard firstTime("\(failure) \(folder)") else { return }
         guard failure == EDQUOT else {

@@ -15,18 +15,16 @@ import SecureDictionary
 /// KernelKeyring.revoke("securedictionary:example")
 /// ```
 ///
-/// Which keyring: the session keyring this process already has, never a new one, so that
-/// the next process of the session finds what this one stored. After an SSH or console
-/// login (`pam_keyinit`) that is the login's own keyring; in a container, a service or CI
-/// without one, the kernel gives the user's default session keyring, which every process of
-/// the user without a session keyring of its own shares. In a container without a user
-/// namespace that includes the same uid's processes of other containers on the host: see
-/// the README. Keys are readable only by processes that possess them (reach them through
-/// their own session keyring); the kernel keeps them out of swap and core dumps.
+/// Which keyring: the session keyring this process already has, never a new one, so that the
+/// session's next process finds what this one stored: after an SSH or console login
+/// (`pam_keyinit`) the login's own; in a container, a service or CI without one, the user's
+/// default session keyring, shared by every process of the user without one of its own (in a
+/// container without a user namespace, also by the same uid's processes of other containers:
+/// see the README). Only processes that possess a key (through their own session keyring)
+/// can read it; the kernel keeps keys out of swap and core dumps.
 ///
-/// Every call fails softly (`nil` or `false`): where the kernel keyring is unavailable
-/// (seccomp in Docker's and Flatpak's default profiles answers ENOSYS or EPERM), callers
-/// go on without it.
+/// Every call fails softly (`nil` or `false`), so that callers go on without a kernel keyring
+/// (seccomp in Docker's and Flatpak's default profiles answers ENOSYS or EPERM).
 enum KernelKeyring {
     /// The session keyring's serial, or `nil` when the kernel keyring cannot be used.
     static var session: Int32? {
@@ -34,9 +32,9 @@ enum KernelKeyring {
         return serial > 0 ? Int32(truncatingIfNeeded: serial) : nil
     }
 
-    /// Stores `payload` under `description` (replacing a key of that description) and sets
-    /// its timeout (`nil`: none). Returns why it failed: the `errno` of the call (`EDQUOT`: this
-    /// user's key quota is full; `ENOSYS`, `EPERM`: no kernel keyring here), `nil` once stored.
+    /// Stores `payload` under `description` (replacing a key of that description) with its
+    /// timeout (`nil`: none). Returns `nil` once stored, else the call's `errno` (`EDQUOT`: this
+    /// user's key quota is full; `ENOSYS`, `EPERM`: no kernel keyring here).
     static func failureToStore(_ description: String, _ payload: UnsafeRawBufferPointer, timeout: Duration?) -> Int32? {
         guard let keyring = session else { return errno == 0 ? ENOSYS : errno }
         let key = sd_keyring_add(description, payload.baseAddress, payload.count, keyring)

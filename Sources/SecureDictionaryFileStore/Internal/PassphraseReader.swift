@@ -12,8 +12,8 @@ import SecureDictionary
 /// let passphrase = try PassphraseReader.read(.terminal(), prompt: "Passphrase: ")   // SecretBytes
 /// ```
 ///
-/// The bytes go into one fixed buffer that is wiped after they were copied into the
-/// returned `SecretBytes`; the terminal's own line buffer is the kernel's.
+/// The bytes go into one fixed buffer, wiped once copied into the returned `SecretBytes`; the
+/// terminal's own line buffer is the kernel's.
 enum PassphraseReader {
     static let maximumLength = 1024
 
