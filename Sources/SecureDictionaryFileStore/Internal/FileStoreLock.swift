@@ -178,24 +178,19 @@ enum LockHolder {
     /// The holder of the `flock` on the open folder `descriptor`, or `nil` when unknown.
     static func of(_ descriptor: Int32) -> (pid: Int32, command: String?)? {
         var status = stat()
-        guard fstat(descriptor, &status) == 0, let file = fopen("/proc/locks", "r") else { return nil }
-        defer { fclose(file) }
+        guard fstat(descriptor, &status) == 0 else { return nil }
         let device = UInt64(status.st_dev)
         let wanted = [
             ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff), (device & 0xff) | ((device >> 12) & ~0xff),
             UInt64(status.st_ino),
         ]
-        var line = [CChar](repeating: 0, count: 512)
-        while fgets(&line, Int32(line.count), file) != nil {
-            // "3: FLOCK  ADVISORY  WRITE 473 fe:00:16220702 0 EOF"; waiters have "->" after the number.
-            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-            guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]), pid > 0, numbers(fields[5]) == wanted
-            else { continue }
-            guard stillHolds(pid, device: status.st_dev, inode: status.st_ino) else { return nil }
-            return (pid, ProcessName.command(of: pid))
+        // "3: FLOCK  ADVISORY  WRITE 473 fe:00:16220702 0 EOF"; waiters have "->" after the number.
+        let holder = firstLine(of: "/proc/locks") { fields in
+            fields.count >= 6 && fields[1] == "FLOCK" && (Int32(fields[4]) ?? 0) > 0 && numbers(fields[5]) == wanted
         }
-        return nil
+        guard let pid = holder.flatMap({ Int32($0[4]) }), stillHolds(pid, device: status.st_dev, inode: status.st_ino)
+        else { return nil }
+        return (pid, ProcessName.command(of: pid))
     }
 
     /// The major, minor (hexadecimal) and inode of `fe:00:123`, as numbers: `fe:0:123` is the

@@ -126,19 +126,25 @@ enum KernelKeyring {
 
     /// This user's quota, or `nil` when `/proc/key-users` cannot be read.
     static func quota(of user: uid_t = geteuid()) -> Quota? {
-        guard let file = fopen("/proc/key-users", "r") else { return nil }
-        defer { fclose(file) }
-        var line = [CChar](repeating: 0, count: 256)
-        while fgets(&line, Int32(line.count), file) != nil {
-            // "  1000:    12 11/11 9/200 140/20000"
-            let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(
-                whereSeparator: { $0 == " " || $0 == "\n" })
-            guard fields.count == 5, fields[0] == "\(user):" else { continue }
-            let keys = fields[3].split(separator: "/").compactMap { Int($0) }
-            let bytes = fields[4].split(separator: "/").compactMap { Int($0) }
-            guard keys.count == 2, bytes.count == 2 else { return nil }
-            return Quota(keys: keys[0], maximumKeys: keys[1], bytes: bytes[0], maximumBytes: bytes[1])
-        }
-        return nil
+        // "  1000:    12 11/11 9/200 140/20000"
+        guard let fields = firstLine(of: "/proc/key-users", where: { $0.count == 5 && $0[0] == "\(user):" }) else { return nil }
+        let keys = fields[3].split(separator: "/").compactMap { Int($0) }
+        let bytes = fields[4].split(separator: "/").compactMap { Int($0) }
+        guard keys.count == 2, bytes.count == 2 else { return nil }
+        return Quota(keys: keys[0], maximumKeys: keys[1], bytes: bytes[0], maximumBytes: bytes[1])
     }
+}
+
+/// The fields (split at spaces) of the first line of the system file `path` (`/proc/…`) that
+/// `matches`; `nil` when none does or the file cannot be read.
+func firstLine(of path: String, where matches: ([Substring]) -> Bool) -> [Substring]? {
+    guard let file = fopen(path, "r") else { return nil }
+    defer { fclose(file) }
+    var line = [CChar](repeating: 0, count: 512)
+    while fgets(&line, Int32(line.count), file) != nil {
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        if matches(fields) { return fields }
+    }
+    return nil
 }
