@@ -67,10 +67,8 @@ struct KernelGenerationTable {
             if Self.firstTime("files") { fileStoreLogger.debug("\(text)") }
         }
         if stored == nil { makeRoomForAFolder(path) }
-        var payload = [Self.version]
-        for (id, newest) in entries.sorted(by: { $0.value > $1.value }) {
-            payload += Self.bigEndian(id) + Self.bigEndian(newest)
-        }
+        let payload =
+            [Self.version] + entries.sorted { $0.value > $1.value }.flatMap { Self.bigEndian($0.key) + Self.bigEndian($0.value) }
         let failure = payload.withUnsafeBytes { KernelKeyring.failureToStore(description, $0, timeout: nil) }
         if let failure { Self.report(failure, folder: folderName(path)) }
     }
@@ -135,12 +133,10 @@ struct KernelGenerationTable {
         let bytes = payload.withUnsafeBytes { Array($0) }
         guard bytes.first == version, (bytes.count - 1) % entrySize == 0 else { return [:] }
         var entries: [UInt64: UInt64] = [:]
-        var offset = 1
-        while offset < bytes.count {
+        for offset in stride(from: 1, to: bytes.count, by: entrySize) {
             let id = bytes[offset..<(offset + 8)].reduce(0) { $0 << 8 | UInt64($1) }
             let generation = bytes[(offset + 8)..<(offset + 16)].reduce(0) { $0 << 8 | UInt64($1) }
             entries[id] = max(entries[id] ?? 0, generation)
-            offset += entrySize
         }
         return entries
     }
