@@ -78,9 +78,7 @@ final class PassphraseKeySource: MasterKeySource {
             defer { state = ([:], nil) }
             return Set(state.secrets.keys)
         }
-        for header in (try? folder.headers()) ?? [] {
-            if let scrypt = header.header.key?.scrypt { parameters.insert(scrypt) }
-        }
+        parameters.formUnion(((try? folder.headers()) ?? []).compactMap { $0.header.key?.scrypt })
         for parameter in parameters { KernelKeyring.revoke(Self.cacheDescription(parameter)) }
     }
 
