@@ -173,12 +173,11 @@ public struct DictionaryCopies: Sendable {
                 let place = Copy.Place.keyring(
                     provider: survey.providerName, collectionPath: collection.path, label: collection.label,
                     aliases: collection.aliases)
-                for copy in collection.copies {
-                    copies.append(
-                        Copy(
-                            applicationID: applicationID, dictionaryName: copy.dictionaryName, place: place,
-                            modified: copy.modified.map { Date(timeIntervalSince1970: TimeInterval($0)) }, generation: nil,
-                            size: copy.size, keyCount: copy.keyCount, problem: copy.problem))
+                copies += collection.copies.map { copy in
+                    Copy(
+                        applicationID: applicationID, dictionaryName: copy.dictionaryName, place: place,
+                        modified: copy.modified.map { Date(timeIntervalSince1970: TimeInterval($0)) }, generation: nil,
+                        size: copy.size, keyCount: copy.keyCount, problem: copy.problem)
                 }
                 return Collection(
                     path: collection.path, label: collection.label, aliases: collection.aliases,
