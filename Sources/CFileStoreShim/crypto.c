@@ -3,7 +3,8 @@
 // BoringSSL allocates and wipes when it frees it, and the stack these calls used is wiped
 // before returning. (swift-crypto's AES.GCM keeps the context in a Swift object whose memory
 // is freed without being wiped: the key schedule, whose first 32 bytes are the AES-256 key,
-// was found in a core dump; BoringSSL's HKDF leaves its last output block on the stack.)
+// was found in a core dump; its `KDF.Scrypt` returns the key in a `Data` freed unwiped;
+// BoringSSL's HKDF leaves its last output block on the stack.)
 #include "CFileStoreShim.h"
 
 #include <string.h>

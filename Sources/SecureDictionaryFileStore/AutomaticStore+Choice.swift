@@ -5,22 +5,21 @@ import SecureDictionary
 /// How ``AutomaticStore`` chooses, once, within the deadline of the call that needs a store.
 ///
 /// Rules, and why:
-/// - **Only a positive absence moves on.** No session bus at all is one ("no Secret Service
-///   here"). On a session bus, nobody owning `org.freedesktop.secrets` at this instant is
-///   not: the keyring may be restarting, or starting after the program. So the bus is asked
-///   (`NameHasOwner`, `ListActivatableNames`): a name it can start is started
-///   (`StartServiceByName`) and awaited until the deadline, which is `timedOut` if it does not
-///   come (nothing is chosen; the next call asks again); a name it cannot start is awaited
-///   (`NameOwnerChanged`) as the record below says. (Choosing the files in that window split
-///   the dictionary in two: 1 of 20 CLI writes while the keyring started went to the files,
-///   and a process started during a 2 s stop wrote 109 times to the files after it came
-///   back.)
-/// - **A store that chose the keyring before keeps choosing it** (``AutomaticStoreRecord``,
-///   in the file store's folder): with the keyring stopped, it waits for it until the
-///   deadline, and then throws `serviceUnavailable`; never the files.
-/// - **A first choice waits for half the time left**, for a keyring that is starting, before
-///   it takes the files (and records that): one that chose the files before takes them at
-///   once. Without a file store there is nothing to split: `noStoreAvailable` at once.
+/// - **Only a positive absence moves on.** No session bus at all is one. Nobody owning
+///   `org.freedesktop.secrets` at this instant is not: the keyring may be restarting, or
+///   starting after the program. So the bus is asked (`NameHasOwner`, `ListActivatableNames`):
+///   a name it can start is started (`StartServiceByName`) and awaited until the deadline
+///   (`timedOut` if it does not come: nothing is chosen, the next call asks again); a name it
+///   cannot start is awaited (`NameOwnerChanged`) as the record says. (Choosing the files in
+///   that window split the dictionary in two: 1 of 20 CLI writes while the keyring started
+///   went to the files, and a process started during a 2 s stop wrote 109 times to the files
+///   after it came back.)
+/// - **A store that chose the keyring before keeps choosing it** (``AutomaticStoreRecord``):
+///   with the keyring stopped, it waits for it until the deadline, then throws
+///   `serviceUnavailable`; never the files.
+/// - **A first choice waits for half the time left** for a keyring that is starting, before it
+///   takes (and records) the files; one that chose the files before takes them at once.
+///   Without a file store there is nothing to split: `noStoreAvailable` at once.
 /// - **Never silently**: see ``AutomaticStore``.
 /// - **A sandbox** keeps its own rule: the Secret portal when the Secret Service cannot be
 ///   reached from it (the bus proxy hides the name, so the bus cannot tell).
@@ -52,14 +51,13 @@ extension AutomaticStore {
     }
 
     /// Nobody owns the Secret Service's name and the bus cannot start it: the record decides
-    /// how long to wait for it, and whether the files may be chosen after. (`absence` comes
-    /// first in `noStoreAvailable`'s description, which shows 40 characters of it.)
+    /// how long to wait, and whether the files may follow. (`absence` comes first: the
+    /// description of `noStoreAvailable` shows 40 characters of it.)
     private func whileNobodyOwns(_ name: String, because absence: String, until deadline: Deadline)
         throws(SecureDictionaryError) -> Made
     {
-        guard let fileStore else { throw .noStoreAvailable(reason: absence) }
-        let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
-        let recorded = readRecord(record)
+        guard let record = choiceRecord else { throw .noStoreAvailable(reason: absence) }
+        let recorded = readRecord()
         if recorded == .secretService {
             if try SessionBusName.awaitOwner(of: name, starting: false, until: deadline) == .owned {
                 return try secretServiceThatAnswers(until: deadline)
@@ -82,11 +80,11 @@ extension AutomaticStore {
         return try withoutSecretService(because: absence + waited)
     }
 
-    /// No Secret Service here: the file store, or `noStoreAvailable`.
+    /// No Secret Service here: the file store (recorded as chosen when nothing is recorded
+    /// now), or `noStoreAvailable`.
     private func withoutSecretService(because absence: String) throws(SecureDictionaryError) -> Made {
         guard let fileStore else { throw .noStoreAvailable(reason: absence) }
-        let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
-        if readRecord(record) == nil { writeRecord(.encryptedFiles, record) }
+        if readRecord() == nil { writeRecord(.encryptedFiles) }
         let reason = "no Secret Service here (\(absence.prefix(120))); \(fileStore.keySource) in \(fileStore.folderPath)"
         return (fileStore, Choice(chosen: .encryptedFiles, reason: reason))
     }
@@ -94,10 +92,7 @@ extension AutomaticStore {
     /// The name has an owner: the Secret Service it is, unless it cannot be reached after all.
     private func secretServiceThatAnswers(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
         let made = try askSecretService(until: deadline)
-        if let fileStore {
-            let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
-            if readRecord(record) != .secretService { writeRecord(.secretService, record) }
-        }
+        if readRecord() != .secretService { writeRecord(.secretService) }
         return made
     }
 
@@ -110,9 +105,9 @@ extension AutomaticStore {
         }
     }
 
-    /// The Secret Service, once it answered: locked, refusing a session or failing, it is the
-    /// Secret Service, with its error to fix. A timeout, a cancel, or a service that cannot be
-    /// reached (gone again, or hidden by a sandbox) decides nothing: rethrown.
+    /// The Secret Service, once it answered, even locked, refusing a session or failing (its
+    /// error to fix). A timeout, a cancel, or a service that cannot be reached (gone again, or
+    /// hidden by a sandbox) decides nothing: rethrown.
     private func askSecretService(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
         let reason: String
         do {
@@ -129,9 +124,13 @@ extension AutomaticStore {
         return (secretService, Choice(chosen: .secretService, reason: reason))
     }
 
-    /// The record, or `nil` when it cannot be read (logged): a folder the file store could not
-    /// use either.
-    private func readRecord(_ record: AutomaticStoreRecord) -> Chosen? {
+    /// The record in the file store's folder; `nil` without a file store.
+    private var choiceRecord: AutomaticStoreRecord? { fileStore.map { AutomaticStoreRecord(folderPath: $0.folderPath) } }
+
+    /// The record, or `nil` when there is none or it cannot be read (logged): a folder the
+    /// file store could not use either.
+    private func readRecord() -> Chosen? {
+        guard let record = choiceRecord else { return nil }
         do {
             return try record.read()
         } catch {
@@ -141,7 +140,8 @@ extension AutomaticStore {
         }
     }
 
-    private func writeRecord(_ chosen: Chosen, _ record: AutomaticStoreRecord) {
+    private func writeRecord(_ chosen: Chosen) {
+        guard let record = choiceRecord else { return }
         do {
             try record.write(chosen)
         } catch {

@@ -17,16 +17,13 @@ import Synchronization
 /// The choice is made on the first call that needs a store, within its deadline, and kept
 /// for the store's life: a keyring that stops answering later is an error
 /// (`SecureDictionaryError.serviceUnavailable(reason:)`), never a switch to files, which
-/// would split the dictionary in two. Only a positive "no Secret Service here" moves on: no
-/// session bus, or nobody owning `org.freedesktop.secrets` on it while the bus cannot start
-/// it and none comes for half the time left. A keyring the bus can start is started and
-/// awaited; a keyring that answers locked, slowly or with an error is the Secret Service.
-/// The choice is recorded in the file store's folder (`automatic-store-choice`): a store
-/// that chose the keyring once then never takes the files while a session bus runs (a
-/// keyring restarting is an error until it is back; remove that file to let the files be
-/// used), and one that chose the files takes them at once. `choice` says what was chosen and
-/// why (`secure-dict doctor --store auto` reports it); choosing the files is logged at
-/// `info`, the rest at `debug`.
+/// would split the dictionary in two. Only a positive "no Secret Service here" moves on (the
+/// rules: AutomaticStore+Choice.swift); a keyring that answers locked, slowly or with an
+/// error is the Secret Service. The choice is recorded in the file store's folder
+/// (`automatic-store-choice`): a store that chose the keyring never takes the files while a
+/// session bus runs (remove that file to let it), and one that chose the files takes them at
+/// once. `choice` says what was chosen and why (`secure-dict doctor --store auto`); choosing
+/// the files is logged at `info`, the rest at `debug`.
 ///
 /// - Throws (from every call): ``FileStoreError/noStoreAvailable(reason:)`` when
 ///   nothing fits; `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this
@@ -91,10 +88,8 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
 
     /// Makes the choice now (if not made yet) and says what it is.
     ///
-    /// - Throws: ``FileStoreError/noStoreAvailable(reason:)`` when nothing fits;
-    ///   `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this store chose
-    ///   before is not running; `SecureDictionaryError.timedOut` when the Secret Service did
-    ///   not say in time whether it is there (nothing is chosen then; the next call tries again).
+    /// - Throws: what every call throws (see ``AutomaticStore``); after `timedOut` nothing is
+    ///   chosen, and the next call tries again.
     @discardableResult
     public func choose(timeout: Duration = .seconds(3)) throws(SecureDictionaryError) -> Choice {
         try decide(until: Deadline(after: timeout)).choice

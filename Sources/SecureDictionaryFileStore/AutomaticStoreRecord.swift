@@ -25,7 +25,7 @@ struct AutomaticStoreRecord: Sendable {
     ///
     /// - Throws: what reading the folder throws (``FileStoreError/unsafePath(path:reason:)``…).
     func read() throws(SecureDictionaryError) -> AutomaticStore.Chosen? {
-        let bytes = try folder.withFolder(create: false) { descriptor throws(SecureDictionaryError) in
+        let bytes = try folder.withFolder(create: false) { descriptor, _ throws(SecureDictionaryError) in
             try folder.read(Self.fileName, in: descriptor, upTo: 4_096)
         }
         guard let bytes = bytes ?? nil else { return nil }
@@ -54,7 +54,7 @@ struct AutomaticStoreRecord: Sendable {
             AutomaticStore chose the encrypted files of this folder: where no Secret Service runs, they are used at once.
 
             """
-        _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
+        _ = try folder.withFolder(create: true) { descriptor, _ throws(SecureDictionaryError) in
             try folder.replace(Self.fileName, in: descriptor, with: Array(text.utf8))
         }
     }

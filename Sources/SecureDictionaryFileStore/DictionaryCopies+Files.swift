@@ -6,17 +6,13 @@ import SecureDictionary
     import Foundation
 #endif
 
-/// The encrypted files' part of ``DictionaryCopies``: the copies in each folder this user's
-/// configuration points at, read from their headers (no key needed) and counted where the key
-/// is at hand without a prompt.
+/// The encrypted files' part of ``DictionaryCopies``: the copies in each folder, read from
+/// their headers (no key needed) and counted where the key is at hand without a prompt.
 struct FileCopies {
     var copies: [DictionaryCopies.Copy] = []
     var folders: [DictionaryCopies.Folder] = []
 
-    /// The folders to search, each with why, without repeats: `EncryptedFileStore`'s default for
-    /// a credential (`$STATE_DIRECTORY/securedictionary` in a service) and for a passphrase,
-    /// the Secret portal's (the same `$XDG_DATA_HOME/securedictionary` outside a sandbox), a
-    /// Flatpak's data folder of `applicationID`, then `extra`.
+    /// The folders to search (`DictionaryCopies.find`'s `folders`), each with why, once each.
     static func folders(for applicationID: String, extra: [String], environment: [String: String])
         -> [(path: String, reason: String)]
     {
@@ -59,7 +55,7 @@ struct FileCopies {
             var exists = false
             var headers: [(name: String, header: EncryptedItemFile.Header)] = []
             do {
-                exists = try files.withFolder(create: false) { _ in true } ?? false
+                exists = try files.withFolder(create: false) { _, _ in true } ?? false
                 headers = exists ? try files.headers() : []
             } catch {
                 problem = error

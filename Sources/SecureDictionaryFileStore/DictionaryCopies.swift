@@ -8,9 +8,9 @@ public import SecureDictionary
 
 /// Every copy of an application's dictionaries that this process can find: in each collection
 /// of the Secret Service that runs now, and in the encrypted-file folders this user's
-/// configuration points at. For "my secrets are gone" reports, which are mostly splits: another
-/// provider took the Secret Service, the item is in a collection that is not the default any
-/// more, a fallback wrote files while the keyring was away.
+/// configuration points at. For "my secrets are gone" reports, mostly splits: another provider
+/// took the Secret Service, the item's collection is no longer the default, a fallback wrote
+/// files while the keyring was away.
 ///
 /// ```swift
 /// let found = DictionaryCopies.find(applicationID: "com.example.app", dictionaryName: "tokens")
@@ -18,10 +18,9 @@ public import SecureDictionary
 /// if let split = found.splits.first { logger.warning("\(split.count) copies of \(split[0].dictionaryName)") }
 /// ```
 ///
-/// It changes nothing and shows no prompt unless `unlock` asks for the provider's unlock
-/// dialog: it never merges, moves or deletes. A copy's keys are counted in place, nothing
-/// decoded is kept. A provider that does not own the Secret Service's bus name now cannot be
-/// asked: its copies are not listed (start it, then search again).
+/// It changes nothing (never merges, moves or deletes) and shows no prompt unless `unlock`
+/// asks for the provider's unlock dialog. A copy's keys are counted in place; nothing decoded
+/// is kept. A provider that does not own the Secret Service's bus name now is not asked.
 public struct DictionaryCopies: Sendable {
     /// One stored copy of a dictionary.
     public struct Copy: Sendable, CustomStringConvertible {
@@ -162,8 +161,7 @@ public struct DictionaryCopies: Sendable {
         -> (copies: [Copy], collections: [Collection], providerName: String?, problem: SecureDictionaryError?)
     {
         do throws(SecureDictionaryError) {
-            // Only a provider that runs is asked: opening the service would start an
-            // activatable one, a change this search does not make.
+            // Only a provider that runs: opening the service would start one, a change.
             guard try SessionBusName.presence(of: SessionBusName.secretService, until: Deadline(after: timeout)) == .owned
             else {
                 throw .serviceUnavailable(reason: "no provider owns \(SessionBusName.secretService) now")
@@ -175,12 +173,11 @@ public struct DictionaryCopies: Sendable {
                 let place = Copy.Place.keyring(
                     provider: survey.providerName, collectionPath: collection.path, label: collection.label,
                     aliases: collection.aliases)
-                for copy in collection.copies {
-                    copies.append(
-                        Copy(
-                            applicationID: applicationID, dictionaryName: copy.dictionaryName, place: place,
-                            modified: copy.modified.map { Date(timeIntervalSince1970: TimeInterval($0)) }, generation: nil,
-                            size: copy.size, keyCount: copy.keyCount, problem: copy.problem))
+                copies += collection.copies.map { copy in
+                    Copy(
+                        applicationID: applicationID, dictionaryName: copy.dictionaryName, place: place,
+                        modified: copy.modified.map { Date(timeIntervalSince1970: TimeInterval($0)) }, generation: nil,
+                        size: copy.size, keyCount: copy.keyCount, problem: copy.problem)
                 }
                 return Collection(
                     path: collection.path, label: collection.label, aliases: collection.aliases,

@@ -9,15 +9,13 @@ package struct FileStoreDiagnosis: Sendable {
     /// The dictionaries' files in the folder.
     package var fileCount: Int
     /// Why the key cannot be had without a person: a missing credential, or no sandbox for
-    /// the Secret portal. `nil` for a passphrase (it can always be asked), for a credential
-    /// that is there, and for the portal inside a sandbox (not asked: it may show a dialog).
+    /// the Secret portal (inside one it is not asked: it may show a dialog). `nil` otherwise.
     package var keyProblem: SecureDictionaryError?
     /// For a passphrase: whether the session's kernel keyring keeps it now (the next call
     /// asks for it when not). `nil` for other sources, or when the folder has no file yet.
     package var passphraseKept: Bool?
-    /// Why the files' generations cannot be recorded in the session's kernel keyring now, so
-    /// that an old copy put back goes unnoticed by the next process: this user's key quota
-    /// is full, or there is no kernel keyring here. `nil` when they can be.
+    /// `KernelGenerationTable.problem()`: why an old copy put back would go unnoticed by the
+    /// next process now; `nil` when it would not.
     package var rollbackRecordProblem: String?
     /// How the folder was chosen, and, for a service without `StateDirectory=`, the fix
     /// (`FolderOrigin.warning`).
@@ -31,7 +29,7 @@ extension EncryptedFileStore {
             folderProblem: nil, folderExists: false, fileCount: 0, rollbackRecordProblem: KernelGenerationTable.problem(),
             folderOrigin: folderOrigin)
         do {
-            let count = try folder.withFolder(create: false) { descriptor in
+            let count = try folder.withFolder(create: false) { descriptor, _ in
                 folder.itemFileNames(in: descriptor).count
             }
             diagnosis.folderExists = count != nil

@@ -9,10 +9,9 @@
 package struct FolderOrigin: Sendable, Equatable {
     /// E.g. `$STATE_DIRECTORY/securedictionary (the unit's StateDirectory=)`.
     package var description: String
-    /// What is wrong with the choice, and the fix, or `nil`: set for a systemd service (one
-    /// that has `$CREDENTIALS_DIRECTORY`) under a credential without `$STATE_DIRECTORY`,
-    /// whose files then land in the user's data folder, where the service's next run (given
-    /// `StateDirectory=` meanwhile) or the tool do not look (they would say "no such dictionary").
+    /// What is wrong with the choice, and the fix, or `nil`: set for a systemd service (it has
+    /// `$CREDENTIALS_DIRECTORY`) under a credential without `$STATE_DIRECTORY`, whose files
+    /// land where its next run (given `StateDirectory=`) or the tool do not look.
     package var warning: String?
 }
 
@@ -53,9 +52,8 @@ extension EncryptedFileStore {
         return "\(home)/.local/share/securedictionary"
     }
 
-    /// `path` made absolute: a relative one is taken from the current folder now, so that the
-    /// store's folder is the one the caller meant, whatever the current folder is at its first
-    /// write (its folders are made from `/` down).
+    /// `path` made absolute from the current folder now, so that the store's folder is the one
+    /// meant, whatever the current folder is at the first write (folders are made from `/` down).
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }

@@ -24,9 +24,8 @@ extension EncryptedFileStore {
             KeySource(kind: .systemdCredential(name: name))
         }
 
-        /// A passphrase, asked when the store first needs it (see ``PassphraseInput``),
-        /// stretched with scrypt at `cost`, and kept for the login session in the kernel
-        /// keyring (see ``PassphraseCache``), so that the next process does not ask again.
+        /// A passphrase, asked when the store first needs it (``PassphraseInput``), stretched
+        /// with scrypt at `cost`, and kept for the login session (``PassphraseCache``).
         public static func passphrase(
             _ input: PassphraseInput = .terminal(), cache: PassphraseCache = .kernelKeyring(),
             cost: PassphraseCost = .standard
@@ -36,11 +35,10 @@ extension EncryptedFileStore {
 
         /// The master secret that the desktop's Secret portal (`org.freedesktop.portal.Secret`,
         /// served by xdg-desktop-portal with the host keyring's backend, e.g. gnome-keyring)
-        /// gives this sandboxed app (Flatpak, snap), and the host keyring keeps for it: for
-        /// apps that may not talk to the Secret Service. Fetched on the first call that needs
-        /// it and kept until ``EncryptedFileStore/forgetKey()``. Outside a sandbox, where the
-        /// portal never serves, every call that reads or writes throws
-        /// ``FileStoreError/portalUnavailable(reason:)`` before it reads or creates anything.
+        /// gives this sandboxed app (Flatpak, snap), kept by the host keyring: for apps that may
+        /// not talk to the Secret Service. Fetched when first needed, kept until
+        /// ``EncryptedFileStore/forgetKey()``. Outside a sandbox every call that reads or writes
+        /// throws ``FileStoreError/portalUnavailable(reason:)``, before anything is read or made.
         public static let secretPortal = KeySource(kind: .secretPortal)
 
         /// E.g. `systemd credential 'securedictionary'`, `passphrase from the terminal,
@@ -101,11 +99,10 @@ extension EncryptedFileStore {
         public var parallelism: Int
 
         /// N = 2^17, r = 8, p = 1: 128 MiB, and 0.5 to 0.75 s per derivation in a release build
-        /// on 2 shared cores (see the README); debug builds take about 5 s.
+        /// on 2 shared cores (the README); debug builds take about 5 s.
         public static let standard = PassphraseCost(log2N: 17)
 
-        /// A cost of your own; a higher one makes guessing slower, and every first use of
-        /// the session slower too.
+        /// A cost of your own: a higher one makes guessing slower, and each session's first use.
         ///
         /// ```swift
         /// let store = EncryptedFileStore(keySource: .passphrase(cost: .init(log2N: 18)))   // 256 MiB

@@ -22,29 +22,25 @@ import Synchronization
 /// ```
 ///
 /// Each file is encrypted and authenticated with AES-256-GCM under a key derived from the
-/// master secret with HKDF-SHA256 (a new salt and nonce on every write), and its header names
-/// the item, authenticated too, so a file cannot be swapped for another item's. Files are
-/// replaced atomically (write, `fsync`, rename), each write checks the stored file first, and
-/// what is read is decoded as hostile input, as from the keyring. Moreover:
+/// master secret with HKDF-SHA256 (a new salt and nonce on every write); its authenticated
+/// header names the item, so a file cannot be swapped for another item's. Files are replaced
+/// atomically (write, `fsync`, rename), each write checks the stored file first, and what is
+/// read is decoded as hostile input. Moreover:
 /// - the folder is checked as OpenSSH checks `~/.ssh`: no symbolic link, this user's, and
 ///   writable by nobody else, nor any folder above it (``FileStoreError/unsafePath(path:reason:)``);
-/// - a writer locks its item (an empty `.NAME.lock` file beside the item's file), and
-///   from its check to its write the folder itself, which nobody else can remove or swap;
-///   it never writes without both. A token refresh holds its item's lock across its network
-///   call and the folder's only for its write, so it never holds up the folder's other
-///   dictionaries;
-/// - `SecureDictionary.changes()` hears other processes' writes (inotify on the folder),
-///   as it hears the keyring's signals;
-/// - each file carries a generation; one older than this process or this login session has
-///   seen is refused (``FileStoreError/rolledBack(path:)``), whatever path spells the
-///   folder;
-/// - a key other than the one the files were written with is a typed error
-///   (``FileStoreError/wrongPassphrase``, ``FileStoreError/wrongKey(source:)``),
-///   never empty; a damaged file is `SecureDictionaryError.corrupt(reason:)`, never a wrong
-///   key, and a planted scrypt cost is refused before any stretch.
+/// - a writer locks its item (an empty `.NAME.lock` file beside its file) and, from its check
+///   to its write, the folder; it never writes without both. A token refresh holds the
+///   folder's lock only for its write, so it never holds up the folder's other dictionaries;
+/// - `SecureDictionary.changes()` hears other processes' writes (inotify on the folder);
+/// - a file older than this process or login session has seen is refused
+///   (``FileStoreError/rolledBack(path:)``), whatever path spells the folder;
+/// - another key is a typed error (``FileStoreError/wrongPassphrase``,
+///   ``FileStoreError/wrongKey(source:)``), never empty; a damaged file is
+///   `SecureDictionaryError.corrupt(reason:)`, never a wrong key; a planted scrypt cost is
+///   refused before any stretch.
 ///
-/// The master secret (and, for a passphrase, its stretched key) is kept in wiped memory
-/// until `forgetKey()` or the store's release.
+/// The master secret (and a passphrase's stretched key) is kept in wiped memory until
+/// `forgetKey()` or the store's release.
 ///
 /// - Important: the files are as safe as the key source: whoever reads both the folder and
 ///   the credential (root, the service itself) or the host keyring (for the portal: any
@@ -66,19 +62,17 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     private static let warned = Mutex<Set<String>>([])
     let folder: ItemFileFolder
     let keys: any MasterKeySource
-    /// Throws when the store cannot work here at all, before anything is read or created
-    /// (the Secret portal outside a sandbox, where otherwise a dictionary without a file
-    /// would open empty and a refused write would create the folder).
+    /// Throws when the store cannot work here at all, before anything is read or created: the
+    /// Secret portal outside a sandbox, where a dictionary without a file would otherwise open
+    /// empty, and a refused write create the folder.
     let available: (@Sendable () throws(SecureDictionaryError) -> Void)?
 
     /// A store in `folderPath`, by default `$STATE_DIRECTORY/securedictionary` for a systemd
     /// credential when systemd set `STATE_DIRECTORY` (`StateDirectory=` in the unit), else
     /// `$XDG_DATA_HOME/securedictionary` (or `~/.local/share/securedictionary`; inside a
-    /// Flatpak, the app's own `~/.var/app/APP-ID/data/securedictionary`).
-    ///
-    /// A relative `folderPath` is taken from the current folder when the store is made.
-    /// Creates nothing until the first write, and asks nothing until the first call that
-    /// needs the key (or `unlock(timeout:)`).
+    /// Flatpak, the app's own `~/.var/app/APP-ID/data/securedictionary`). A relative
+    /// `folderPath` is taken from the current folder now. Creates nothing until the first
+    /// write, and asks nothing until the first call that needs the key (or `unlock(timeout:)`).
     public init(folderPath: String? = nil, keySource: KeySource) {
         folderOrigin = Self.folderOrigin(given: folderPath, for: keySource)
         let folderPath = folderPath.map(Self.absolute) ?? Self.defaultFolderPath(for: keySource)
@@ -120,8 +114,8 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     }
 
     /// Gets the key now, so that later calls need no prompt: reads the credential, fetches the
-    /// Secret portal's secret, or takes the passphrase from the session's kernel keyring or
-    /// asks it (a new one, twice on a terminal, when the folder has no file yet).
+    /// portal's secret, or takes the passphrase from the kernel keyring or asks it (a new one,
+    /// twice on a terminal, when the folder has no file yet).
     ///
     /// - Throws: ``FileStoreError/wrongPassphrase``, ``FileStoreError/passphraseUnavailable(reason:)``,
     ///   ``FileStoreError/credentialUnavailable(name:reason:)``, ``FileStoreError/portalUnavailable(reason:)``,
@@ -138,21 +132,17 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     }
 }
 
-// The `KeyringStore` calls. A load reads the file, refuses one older than the session has
-// seen (`GenerationRecord`), gets the master secret its key block asks for, and decrypts. A
-// store (under the folder's write lock, after the check) reads the replaced file's header,
-// writes the new file under the same key with a larger generation, and records it. Writers
-// lock their item and, from the check to the write, the folder (`FileStoreLock`); changes
-// are watched in the folder (`FolderWatcher`).
+// The `KeyringStore` calls. `store` runs under the folder's write lock (`FileStoreLock`),
+// after the check, and keeps the replaced file's key.
 extension EncryptedFileStore {
     public func load(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes? {
         try available?()
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
         let found = try folder.withFolder(create: false) {
-            descriptor throws(SecureDictionaryError) -> (bytes: [UInt8], record: GenerationRecord, newest: UInt64)? in
+            descriptor, identity throws(SecureDictionaryError) -> (bytes: [UInt8], record: GenerationRecord, newest: UInt64)? in
             // The record before the file (`GenerationRecord`'s rule "read the record first").
-            let record = try folder.record(of: name, in: descriptor)
+            let record = folder.record(of: name, in: identity)
             let newest = record.newest
             guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { return nil }
             return (bytes, record, newest)
@@ -170,11 +160,11 @@ extension EncryptedFileStore {
         try available?()
         let deadline = Deadline(after: timeout)
         let name = ItemFileFolder.fileName(of: item)
-        _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
+        _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
             let replaced = try? folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumHeaderSize)
                 .flatMap { try EncryptedItemFile.header(of: $0) }
             let (block, master) = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
-            let record = try folder.record(of: name, in: descriptor)
+            let record = folder.record(of: name, in: identity)
             let generation = record.next(after: replaced?.generation ?? 0)
             let file = try EncryptedItemFile.seal(secret, for: item, key: block, secret: master, generation: generation)
             try folder.replace(name, in: descriptor, with: file)
@@ -217,11 +207,11 @@ extension EncryptedFileStore {
 }
 
 extension EncryptedFileStore {
-    /// Re-encrypts every file of the folder under a new passphrase (with a new salt), each
-    /// read back and compared before the next, holding the folder's writer lock throughout.
-    /// The old passphrase is taken from memory or the kernel keyring, or asked; the new one
-    /// is read from `newPassphrase` (default: where the store reads its passphrase). The
-    /// old one's kernel keyring entry is revoked. Returns how many files were re-encrypted.
+    /// Re-encrypts every file of the folder under a new passphrase (and salt), each read back
+    /// and compared before the next, under the folder's write lock throughout. The old
+    /// passphrase comes from memory or the kernel keyring, or is asked, and is then revoked
+    /// there; the new one from `newPassphrase` (default: the store's input). Returns how many
+    /// files were re-encrypted.
     ///
     /// ```swift
     /// let store = EncryptedFileStore(keySource: .passphrase(.terminal()))
@@ -249,13 +239,13 @@ extension EncryptedFileStore {
         // Every file decrypted with the old passphrase first: a wrong one changes nothing.
         var files: [(name: String, item: KeyringItem, header: EncryptedItemFile.Header, blob: SecretBytes)] = []
         var oldParameters: Set<ScryptParameters> = []
-        _ = try folder.withFolder(create: false) { descriptor throws(SecureDictionaryError) in
+        _ = try folder.withFolder(create: false) { descriptor, identity throws(SecureDictionaryError) in
             for name in folder.itemFileNames(in: descriptor) {
                 guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { continue }
                 let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
                 let item = try header.item()
                 guard ItemFileFolder.fileName(of: item) == name else { continue }  // a file under another's name
-                let record = try folder.record(of: name, in: descriptor)
+                let record = folder.record(of: name, in: identity)
                 guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
                 let secret = try passphrase.secret(
                     opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
@@ -264,9 +254,9 @@ extension EncryptedFileStore {
             }
         }
         let (block, secret) = try passphrase.newPassphrase(input: newPassphrase)
-        _ = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) in
+        _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
             for file in files {
-                let record = try folder.record(of: file.name, in: descriptor)
+                let record = folder.record(of: file.name, in: identity)
                 let generation = record.next(after: file.header.generation)
                 let sealed = try EncryptedItemFile.seal(
                     file.blob, for: file.item, key: block, secret: secret, generation: generation)

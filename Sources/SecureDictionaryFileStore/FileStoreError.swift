@@ -6,9 +6,6 @@ public import SecureDictionary
 /// keeps its own case there.
 ///
 /// ```swift
-/// import SecureDictionary
-/// import SecureDictionaryFileStore
-///
 /// let store = EncryptedFileStore(keySource: .passphrase(.terminal()))
 /// do {
 ///     try store.unlock()
@@ -25,38 +22,36 @@ public import SecureDictionary
 /// ```
 ///
 /// No case carries a key, a value or secret bytes: paths, credential names and reasons only.
-/// Its `description` says what happened, then the one fix.
+/// Its `description` says what happened, then the one fix. Unless a case says otherwise,
+/// nothing was read or written.
 public enum FileStoreError: KeyringStoreError {
     /// The Secret portal cannot give this app its master secret
     /// (``EncryptedFileStore/KeySource/secretPortal``): it is missing, has no Secret backend,
-    /// or this process is not a sandboxed app. Nothing was read or written.
+    /// or this process is not a sandboxed app.
     case portalUnavailable(reason: String)
     /// A file cannot be read or written (a full disk, a read-only or missing folder). A
     /// write that fails with it left the previous file in place.
     case fileUnavailable(path: String, reason: String)
     /// A folder or file that someone else could swap or read: a symbolic link, a folder of
     /// another user, or one that others may write to. `reason` says which, and the fix.
-    /// Nothing was read or written.
     case unsafePath(path: String, reason: String)
-    /// The passphrase given is not the one the files were written with. Nothing was read or
-    /// written, and the passphrase was not kept.
+    /// The passphrase given is not the one the files were written with; it was not kept.
     case wrongPassphrase
     /// A file was written under another key than the store's (`source`: another systemd
-    /// credential, another app's portal secret, or another kind of key). Nothing was read or
-    /// written.
+    /// credential, another app's portal secret, or another kind of key).
     case wrongKey(source: String)
     /// The systemd credential `name` that holds the key is missing or unusable: `reason`
     /// says why, and the fix (the unit's line for a missing one, the command that makes a new
-    /// one for one of the wrong size). Nothing was read or written.
+    /// one for one of the wrong size).
     case credentialUnavailable(name: String, reason: String)
     /// The store needs its passphrase and none could be read (`reason`: no terminal, an
-    /// empty or closed descriptor, nobody typed it in time). Nothing was read or written.
+    /// empty or closed descriptor, nobody typed it in time).
     case passphraseUnavailable(reason: String)
     /// A file is older than a version this login session (or this process) already read or
     /// wrote: an old copy was put back. Nothing was read or written over it.
     case rolledBack(path: String)
     /// ``AutomaticStore`` found no Secret Service (`reason`), no sandbox for the Secret
-    /// portal, and no encrypted-file store configured. Nothing was read or written.
+    /// portal, and no encrypted-file store configured.
     case noStoreAvailable(reason: String)
 
     /// What happened, in one sentence, then the one fix. Never a key or a value.

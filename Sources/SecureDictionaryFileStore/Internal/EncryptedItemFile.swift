@@ -10,9 +10,8 @@ import SecureDictionary
 /// let blob = try EncryptedItemFile.open(file, for: item, secret: secret)
 /// ```
 ///
-/// Layout of version 2 (integers big-endian), every byte before the ciphertext
-/// authenticated as associated data, so no header field can be changed or moved to another
-/// item's file:
+/// Layout of version 2 (integers big-endian); every byte before the ciphertext is
+/// authenticated, so no header field can be changed or moved to another item's file:
 ///
 /// | bytes | field |
 /// | --- | --- |
@@ -34,11 +33,9 @@ import SecureDictionary
 ///
 /// The file key is HKDF-SHA256 of the master secret with the salt and the label
 /// `io.github.securedictionary.file.v1`: a new key for every write, so a random nonce never
-/// meets the same key twice. The identity is in clear (item names are not secret; the
-/// keyring shows them too) so that listing needs no key. The key check tells a wrong key
-/// (a wrong passphrase, another credential) from a damaged file without decrypting; it
-/// gives a guesser nothing the ciphertext's tag does not (for a passphrase, each guess
-/// still costs one scrypt).
+/// meets the same key twice. The identity is in clear (item names are not secret; the keyring
+/// shows them too) so that listing needs no key. The key check (its use: `MasterKeySource`)
+/// gives a guesser nothing the tag does not (for a passphrase, each guess still costs a scrypt).
 enum EncryptedItemFile {
     static let magic: [UInt8] = Array("SDCRYPT".utf8) + [0]
     static let version: UInt8 = 2
@@ -49,7 +46,7 @@ enum EncryptedItemFile {
     static let keyLabel = Array("io.github.securedictionary.file.v1".utf8)
     static let checkLabel = Array("io.github.securedictionary.key-check.v1".utf8)
     /// The largest file read: D-Bus cannot carry a larger secret either, and a dictionary's
-    /// own size cap is far below it.
+    /// size cap is far below.
     static let maximumFileSize = (1 << 26) + 4096
     /// Enough bytes for any header (identities are at most 3 × 255 bytes).
     static let maximumHeaderSize = 4096
@@ -92,15 +89,9 @@ enum EncryptedItemFile {
     static func hkdf(_ secret: SecretBytes, salt: [UInt8], info: [UInt8], count: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         let done = secret.withUnsafeBytes { secret in
-            salt.withUnsafeBufferPointer { salt in
-                info.withUnsafeBufferPointer { info in
-                    out.withUnsafeMutableBufferPointer { out in
-                        sd_hkdf_sha256(
-                            out.baseAddress, out.count, secret.baseAddress?.assumingMemoryBound(to: UInt8.self), secret.count,
-                            salt.baseAddress, salt.count, info.baseAddress, info.count)
-                    }
-                }
-            }
+            sd_hkdf_sha256(
+                &out, count, secret.baseAddress?.assumingMemoryBound(to: UInt8.self), secret.count, salt, salt.count, info,
+                info.count)
         }
         precondition(done == 1, "HKDF-SHA256 of 16 or 32 bytes cannot fail")
         return out
@@ -118,7 +109,7 @@ enum EncryptedItemFile {
         let nonce = (0..<nonceSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let identity = identity(of: item)
         var header = magic + [version, UInt8(identity.count >> 8), UInt8(identity.count & 0xff)] + identity
-        header += key.encoded
+        header += [key.kind.rawValue] + (key.scrypt.map { [$0.log2N, $0.r, $0.p] + $0.salt } ?? []) + key.check
         header += (0..<8).reversed().map { UInt8(truncatingIfNeeded: generation >> (UInt64($0) * 8)) }
         header += salt + nonce
         var file = header + [UInt8](repeating: 0, count: blob.count + tagSize)
@@ -279,10 +270,4 @@ struct KeyBlock: Sendable, Hashable {
     /// For `Kind.passphrase` only.
     var scrypt: ScryptParameters?
     var check: [UInt8]
-
-    var encoded: [UInt8] {
-        var bytes = [kind.rawValue]
-        if let scrypt { bytes += [scrypt.log2N, scrypt.r, scrypt.p] + scrypt.salt }
-        return bytes + check
-    }
 }

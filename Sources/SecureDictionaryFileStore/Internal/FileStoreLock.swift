@@ -9,14 +9,13 @@ import Synchronization
 /// The two locks of an encrypted-file store, each an exclusive `flock` taken behind this
 /// process's `LockQueue` of the lock's name (`flock` locks belong to the open file, not the
 /// thread):
-/// - the folder's **write lock** (`itemFile` `nil`): `flock` on the store's folder itself,
-///   held by a writer of any of its items from the check of the stored file to its
-///   replacement (milliseconds; `CoordinatedStore.writeLock(for:logger:)`), never across a
-///   token refresh's network call;
-/// - an item's **writer lock**: `flock` on the item's own lock file, `.<the item file's
-///   name>.lock` beside it, held by every writer of the item from its check to its write, and
-///   by a token refresh across its network call. So a refresh blocks its item, never its
-///   neighbours: they wait only for the write lock, which a refresh takes for its write alone.
+/// - the folder's **write lock** (`itemFile` `nil`): `flock` on the store's folder, held by a
+///   writer of any item from the check of the stored file to its replacement (milliseconds;
+///   `CoordinatedStore.writeLock(for:logger:)`);
+/// - an item's **writer lock**: `flock` on `.<the item file's name>.lock` beside it, held by
+///   every writer of the item from its check to its write, and by a token refresh across its
+///   network call. So a refresh blocks its item, never its neighbours: they wait only for the
+///   write lock, which a refresh takes for its write alone.
 ///
 /// ```swift
 /// let lock = FileStoreLock(folder: folder, itemFile: FileStoreLock.lockFileName(of: item), available: nil)
@@ -24,45 +23,35 @@ import Synchronization
 /// defer { held.release() }
 /// ```
 ///
-/// Why the folder and not a lock file per item for the write lock: a lock file can be removed
-/// or replaced while a writer holds it, and the next writer then locks a new file and writes
-/// beside the first (measured on the Secret portal store with a lock file per item: 4
-/// writers × 50 lost 123, 143 and 141 of 200 writes with the lock file replaced by a folder,
-/// and 42 to 89 with it deleted every 2 ms, without an error). The folder cannot be removed
-/// while it holds files, nor swapped by anyone but this user (`FolderSafety`), and nothing
-/// outside the app writes these files: so, unlike the keyring's, this lock is never
-/// skipped, and a broken item lock file costs at most a second refresh, never a write. When
-/// it cannot be taken (`flock` unsupported, as on some network file systems) the write
-/// fails with ``FileStoreError/fileUnavailable(path:reason:)``; it never goes on
-/// unlocked. The check under the lock then makes the read-compare-write of a mutation
-/// airtight: a file has no window between check and write. It also guards what the items
-/// of a folder share: the first write's new key, the rollback records.
-///
-/// A waiter that reaches its deadline names the holder as the kernel tells it (`LockHolder`:
-/// `/proc/locks`), or says it is unknown (`SecureDictionaryError.lockHeld(pid:command:)`).
+/// Why the folder for the write lock: a lock file can be removed or replaced while a writer
+/// holds it, and the next writer then locks a new file and writes beside the first (measured
+/// on the Secret portal store with a lock file per item: 4 writers × 50 lost 123, 143 and 141
+/// of 200 writes with the lock file replaced by a folder, and 42 to 89 with it deleted every
+/// 2 ms, without an error). The folder cannot be removed while it holds files, nor swapped by
+/// anyone but this user (`FolderSafety`), and nothing outside the app writes these files: so,
+/// unlike the keyring's, this lock is never skipped (where `flock` is unsupported, as on some
+/// network file systems, the write fails with ``FileStoreError/fileUnavailable(path:reason:)``),
+/// and a broken item lock file costs at most a second refresh, never a write. It makes a
+/// mutation's read-compare-write airtight, and guards what a folder's items share: the first
+/// write's new key, the rollback records. A waiter at its deadline names the holder the kernel
+/// lists (`LockHolder`), or says it is unknown (`SecureDictionaryError.lockHeld(pid:command:)`).
 ///
 /// Invariants, and why:
-/// - **Nothing left behind** (write lock): a writer killed between creating its temporary
-///   file and renaming it leaves `.NAME.RANDOM.tmp` (`ItemFileFolder.replace`); the next
-///   holder of the lock removes such files. Sound because temporaries are made only under
-///   this lock: while it is held, no other writer is between its temporary and its rename,
-///   so every temporary found is one whose writer is gone. Only names of exactly that
-///   pattern, regular files of this user, are removed. Test:
+/// - **Nothing left behind** (write lock): a writer killed between creating its temporary and
+///   renaming it leaves `.NAME.RANDOM.tmp` (`ItemFileFolder.replace`), which the next holder
+///   removes: temporaries are made only under this lock, so every one found is one whose
+///   writer is gone. Only names of exactly that pattern, regular files of this user, go. Test:
 ///   `FileStoreAdversarialTests.aWriteRemovesTheTemporariesOfKilledWritersAndNothingElse`.
-/// - **The file locked is the file named** (writer lock). A lock file can be removed or
-///   replaced while someone holds it; after the `flock`, the descriptor and the name are
-///   compared (device and inode), and a lock on a file no longer named so is dropped and
-///   taken again, so writers that arrive later all meet on one file. What a same-user process
-///   that deletes the file while it is held can still do is let two writers of the item in at
-///   once: then two refreshes may run, but no write is lost, because every check and its
-///   write hold the write lock too.
-/// - **Never removed** (writer lock). A lock file stays after its item is deleted (removing
-///   it would let a writer holding the old file and one holding a new file in at once). It
-///   is empty.
-/// - **Nothing before the folder checks.** `available` and the folder's checks
-///   (`FolderSafety`) run before anything is created, as for every write.
-/// - **Killed, released.** The lock goes with the holder's descriptors: a process killed
-///   while it holds it frees it at once.
+/// - **The file locked is the file named** (writer lock): after the `flock`, the descriptor
+///   and the name are compared (device and inode), and a lock on a file no longer so named is
+///   taken again, so later writers all meet on one file. A same-user process that deletes the
+///   file while it is held can let two writers of the item in at once: two refreshes may run,
+///   but no write is lost, since every check and its write hold the write lock too.
+/// - **Never removed** (writer lock): the empty lock file stays after its item is deleted;
+///   removing it would let a writer holding the old file and one holding a new file in at once.
+/// - **Nothing before the folder checks**: `available` (see `EncryptedFileStore.available`) and
+///   `FolderSafety` run before anything is created, as for every write.
+/// - **Killed, released**: the lock goes with the holder's descriptors.
 final class FileStoreLock: ItemWriterLock {
     private let folder: ItemFileFolder
     /// The item's lock file; `nil` for the folder's write lock.
@@ -72,7 +61,6 @@ final class FileStoreLock: ItemWriterLock {
     /// The locked descriptor, while the lock is held.
     private let held = Mutex<Int32?>(nil)
 
-    /// `available` runs first, before anything is created (see `EncryptedFileStore.available`).
     init(folder: ItemFileFolder, itemFile: String?, available: (@Sendable () throws(SecureDictionaryError) -> Void)?) {
         self.folder = folder
         self.itemFile = itemFile
@@ -106,18 +94,13 @@ final class FileStoreLock: ItemWriterLock {
 
     /// Opens the folder (creating it, checked) and locks it; returns the locked descriptor.
     private func lockFolder(until deadline: Deadline) throws(SecureDictionaryError) -> Int32 {
-        let opened = try folder.withFolder(create: true) { descriptor throws(SecureDictionaryError) -> Int32 in
+        let opened = try folder.withFolder(create: true) { descriptor, _ throws(SecureDictionaryError) -> Int32 in
             let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
             guard copy >= 0 else { throw .fileUnavailable(path: folder.path, reason: String(cString: strerror(errno))) }
             return copy
         }
         guard let descriptor = opened else { throw .fileUnavailable(path: folder.path, reason: "the folder vanished") }
-        do throws(SecureDictionaryError) {
-            try Self.exclusive(descriptor, until: deadline, path: folder.path)
-        } catch {
-            close(descriptor)
-            throw error
-        }
+        try Self.exclusive(descriptor, until: deadline, path: folder.path)
         folder.removeTemporaries(in: descriptor)
         return descriptor
     }
@@ -126,18 +109,13 @@ final class FileStoreLock: ItemWriterLock {
     private func lockFile(_ name: String, until deadline: Deadline) throws(SecureDictionaryError) -> Int32 {
         let path = "\(folder.path)/\(name)"
         while true {
-            let opened = try folder.withFolder(create: true) { directory throws(SecureDictionaryError) -> Int32 in
+            let opened = try folder.withFolder(create: true) { directory, _ throws(SecureDictionaryError) -> Int32 in
                 let descriptor = openat(directory, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 guard descriptor >= 0 else {
                     let reason = errno == ELOOP ? "the lock file is a symbolic link: remove it" : String(cString: strerror(errno))
                     throw errno == ELOOP ? .unsafePath(path: path, reason: reason) : .fileUnavailable(path: path, reason: reason)
                 }
-                do throws(SecureDictionaryError) {
-                    try Self.exclusive(descriptor, until: deadline, path: path)
-                } catch {
-                    close(descriptor)
-                    throw error
-                }
+                try Self.exclusive(descriptor, until: deadline, path: path)
                 guard Self.isNamed(descriptor, name, in: directory) else {
                     close(descriptor)  // removed or replaced meanwhile: lock the file named now
                     return -1
@@ -157,7 +135,8 @@ final class FileStoreLock: ItemWriterLock {
         return open.st_dev == named.st_dev && open.st_ino == named.st_ino && named.st_mode & S_IFMT == S_IFREG
     }
 
-    /// Locks `descriptor` exclusively, trying until `deadline` (once when it has passed).
+    /// Locks `descriptor` exclusively, trying until `deadline` (once when it has passed);
+    /// closes it when it throws.
     ///
     /// - Throws: `SecureDictionaryError.lockHeld(pid:command:)` when another holds it at the
     ///   deadline, naming the holder the kernel lists (`LockHolder`);
@@ -168,11 +147,13 @@ final class FileStoreLock: ItemWriterLock {
             let failure = errno
             if failure == EINTR { continue }
             guard failure == EWOULDBLOCK else {
+                close(descriptor)
                 throw .fileUnavailable(
                     path: path, reason: "cannot lock \(path) (\(String(cString: strerror(failure)))): use a local folder")
             }
             guard deadline.remaining > .zero else {
                 let holder = LockHolder.of(descriptor)
+                close(descriptor)
                 throw .lockHeld(pid: holder.map { Int($0.pid) }, command: holder?.command)
             }
             usleep(pause)
@@ -197,34 +178,27 @@ enum LockHolder {
     /// The holder of the `flock` on the open folder `descriptor`, or `nil` when unknown.
     static func of(_ descriptor: Int32) -> (pid: Int32, command: String?)? {
         var status = stat()
-        guard fstat(descriptor, &status) == 0, let file = fopen("/proc/locks", "r") else { return nil }
-        defer { fclose(file) }
+        guard fstat(descriptor, &status) == 0 else { return nil }
         let device = UInt64(status.st_dev)
-        let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
-        let minor = (device & 0xff) | ((device >> 12) & ~0xff)
-        let wanted = String(major, radix: 16) + ":" + String(minor, radix: 16) + ":" + String(status.st_ino)
-        var line = [CChar](repeating: 0, count: 512)
-        while fgets(&line, Int32(line.count), file) != nil {
-            // "3: FLOCK  ADVISORY  WRITE 473 fe:00:16220702 0 EOF"; waiters have "->" after the number.
-            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-            guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]), pid > 0 else { continue }
-            guard sameDevice(String(fields[5]), wanted) else { continue }
-            guard stillHolds(pid, device: status.st_dev, inode: status.st_ino) else { return nil }
-            return (pid, ProcessName.command(of: pid))
+        let wanted = [
+            ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff), (device & 0xff) | ((device >> 12) & ~0xff),
+            UInt64(status.st_ino),
+        ]
+        // "3: FLOCK  ADVISORY  WRITE 473 fe:00:16220702 0 EOF"; waiters have "->" after the number.
+        let holder = firstLine(of: "/proc/locks") { fields in
+            fields.count >= 6 && fields[1] == "FLOCK" && (Int32(fields[4]) ?? 0) > 0 && numbers(fields[5]) == wanted
         }
-        return nil
+        guard let pid = holder.flatMap({ Int32($0[4]) }), stillHolds(pid, device: status.st_dev, inode: status.st_ino)
+        else { return nil }
+        return (pid, ProcessName.command(of: pid))
     }
 
-    /// `fe:00:123` and `fe:0:123` are one device: compares the numbers, not the text.
-    private static func sameDevice(_ listed: String, _ wanted: String) -> Bool {
-        let parse = { (text: String) -> [UInt64] in
-            let parts = text.split(separator: ":")
-            guard parts.count == 3 else { return [] }
-            return [UInt64(parts[0], radix: 16), UInt64(parts[1], radix: 16), UInt64(parts[2])].compactMap { $0 }
-        }
-        let listedNumbers = parse(listed)
-        return listedNumbers.count == 3 && listedNumbers == parse(wanted)
+    /// The major, minor (hexadecimal) and inode of `fe:00:123`, as numbers: `fe:0:123` is the
+    /// same file.
+    private static func numbers(_ listed: Substring) -> [UInt64] {
+        let parts = listed.split(separator: ":")
+        guard parts.count == 3 else { return [] }
+        return [UInt64(parts[0], radix: 16), UInt64(parts[1], radix: 16), UInt64(parts[2])].compactMap { $0 }
     }
 
     /// Whether `pid` runs and has the folder open (or runs as a user whose descriptors this

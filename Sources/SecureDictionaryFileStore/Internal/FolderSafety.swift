@@ -13,13 +13,14 @@ import SecureDictionary
 /// whole folder) for their own, roll them back, or break the writers' lock; a folder
 /// reached through a link is wherever the link's owner points it.
 enum FolderSafety {
-    /// Checks the open store folder `descriptor` (opened with `O_NOFOLLOW`).
-    static func checkFolder(_ descriptor: Int32, path: String) throws(SecureDictionaryError) {
+    /// Checks the open store folder `descriptor` (opened with `O_NOFOLLOW`); returns what it is.
+    static func checkFolder(_ descriptor: Int32, path: String) throws(SecureDictionaryError) -> FolderIdentity {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             throw .fileUnavailable(path: path, reason: String(cString: strerror(errno)))
         }
         try check(status, path: path, isStoreFolder: true)
+        return FolderIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
 
     /// The error for a store folder that `open` refused with `errno`.
@@ -52,11 +53,9 @@ enum FolderSafety {
         }
         let real = String(cString: resolved)
         free(resolved)
-        var prefixes = ["/"]
-        for component in real.split(separator: "/") {
-            prefixes.append((prefixes.count == 1 ? "" : prefixes.last!) + "/" + component)
-        }
-        for prefix in prefixes {
+        let components = real.split(separator: "/")
+        for count in 0...components.count {
+            let prefix = "/" + components.prefix(count).joined(separator: "/")
             var status = stat()
             guard stat(prefix, &status) == 0 else {
                 throw .fileUnavailable(path: prefix, reason: String(cString: strerror(errno)))

@@ -6,38 +6,30 @@ import Synchronization
 #endif
 
 /// Tells, on a thread of its own, that an item file of one folder was written, replaced or
-/// removed, whoever did it: another process of this app, another app, `secure-dict`. What
-/// ``SecureDictionary/changes()`` rests on for the encrypted-file stores, as the Secret
-/// Service's signals are for the keyring: the store only says "something changed"; the
-/// dictionary reads its item and reports what differs.
+/// removed, by anyone: what ``SecureDictionary/changes()`` rests on for the encrypted-file
+/// stores (the store says "something changed"; the dictionary reads its item and compares).
 ///
 /// ```swift
 /// let watcher = FolderWatcher(folder: "/home/me/.local/share/securedictionary") { reload() }
 /// watcher?.stop()
 /// ```
 ///
-/// Why inotify on the folder: writers replace an item file by renaming a temporary over it
+/// Why inotify on the folder: writers rename a temporary over an item file
 /// (`ItemFileFolder.replace`), which the folder's watch sees (`IN_MOVED_TO`), as it sees a
-/// removal and a file written in place; a watch on the file itself would follow the old
-/// file away. Every file of the folder wakes every watcher of the folder (the names are
-/// hashes); the reload that follows reads one file and decodes it only when it differs.
+/// removal and a write in place; a watch on the file would follow the old file away. Any file
+/// wakes every watcher of the folder (names are hashes); the reload that follows reads one
+/// file and decodes it only when it differs.
 ///
 /// Invariants, and why:
-/// - **A folder that does not exist yet is waited for**: until it exists, the nearest folder
-///   above it that exists is watched, so a dictionary observed before its first write hears
-///   that write too. Test: `StoreContract.aChangeByAnotherProcessReachesChanges`.
+/// - **A folder that does not exist yet is waited for**: until then the nearest existing folder
+///   above it is watched, so a dictionary observed before its first write hears that write
+///   too. Test: `StoreContract.aChangeByAnotherProcessReachesChanges`.
 /// - **Once per batch**: `onChange` runs once for all the events read together, on the
 ///   watcher's thread; events that come while it runs make one more run.
 /// - **Stopped from anywhere**: ``stop()`` only wakes the thread, which closes its
 ///   descriptors itself, so it may be called from `onChange` (the last dictionary going).
 final class FolderWatcher: ChangeWatch, Sendable {
-    /// The write end of the pipe that wakes the thread to stop; `-1` once the thread closed it.
-    private let stopSignal: Wake
-
-    private final class Wake: Sendable {
-        let writeEnd: Mutex<Int32>
-        init(_ descriptor: Int32) { writeEnd = Mutex(descriptor) }
-    }
+    private let loop: Loop
 
     /// Starts watching `folder`; `nil` when inotify is not available.
     init?(folder: String, _ onChange: @escaping @Sendable () -> Void) {
@@ -49,14 +41,7 @@ final class FolderWatcher: ChangeWatch, Sendable {
             return nil
         }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        let wake = Wake(ends[1])
-        stopSignal = wake
-        let loop = Loop(folder: folder, events: events, stopSignal: ends[0], onChange: onChange) {
-            wake.writeEnd.withLock { end in
-                close(end)
-                end = -1
-            }
-        }
+        loop = Loop(folder: folder, events: events, stopSignal: ends[0], wake: ends[1], onChange: onChange)
         var thread = pthread_t()
         let started = pthread_create(
             &thread, nil,
@@ -74,40 +59,41 @@ final class FolderWatcher: ChangeWatch, Sendable {
     }
 
     func stop() {
-        stopSignal.writeEnd.withLock { end in
+        loop.wake.withLock { end in
             guard end >= 0 else { return }
             var byte: UInt8 = 1
             _ = write(end, &byte, 1)
         }
     }
 
-    /// The watching thread's state: all of it is that thread's.
-    private final class Loop: @unchecked Sendable {  // used by the watching thread alone once started
+    /// The watching thread's state.
+    private final class Loop: @unchecked Sendable {  // its `var`s are the watching thread's alone
         let folder: String
         let events: Int32
         let stopSignal: Int32
+        /// The write end of the pipe that wakes the thread to stop; `-1` once the thread closed it.
+        let wake: Mutex<Int32>
         let onChange: @Sendable () -> Void
-        let closeWake: @Sendable () -> Void
         /// The watch, and whether it is on the folder itself (else on a folder above it).
         var watch: Int32 = -1
         var watchesTheFolder = false
 
-        init(
-            folder: String, events: Int32, stopSignal: Int32, onChange: @escaping @Sendable () -> Void,
-            closeWake: @escaping @Sendable () -> Void
-        ) {
+        init(folder: String, events: Int32, stopSignal: Int32, wake: Int32, onChange: @escaping @Sendable () -> Void) {
             self.folder = ItemFileFolder(path: folder).path
             self.events = events
             self.stopSignal = stopSignal
+            self.wake = Mutex(wake)
             self.onChange = onChange
-            self.closeWake = closeWake
         }
 
         func run() {
             defer {
                 close(events)
                 close(stopSignal)
-                closeWake()
+                wake.withLock { end in
+                    close(end)
+                    end = -1
+                }
             }
             watchNearest()
             var buffer = [UInt8](repeating: 0, count: 16 * 1024)
@@ -129,7 +115,9 @@ final class FolderWatcher: ChangeWatch, Sendable {
                         while offset + MemoryLayout<inotify_event>.size <= count {
                             let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
                             let nameStart = offset + MemoryLayout<inotify_event>.size
-                            let name = Self.name(bytes[nameStart..<min(count, nameStart + Int(event.len))])
+                            let name = String(  // NUL-padded
+                                decoding: bytes[nameStart..<min(count, nameStart + Int(event.len))].prefix { $0 != 0 },
+                                as: UTF8.self)
                             offset = nameStart + Int(event.len)
                             guard event.wd == watch else { continue }  // a watch given up (its IN_IGNORED)
                             if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
@@ -172,11 +160,6 @@ final class FolderWatcher: ChangeWatch, Sendable {
             watch = added
             watchesTheFolder = added >= 0 && isFolder
             return watchesTheFolder && !before
-        }
-
-        /// The NUL-padded name of an event.
-        static func name(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
-            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
         }
     }
 }

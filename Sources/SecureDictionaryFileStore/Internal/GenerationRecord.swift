@@ -8,27 +8,11 @@ import Synchronization
     import Foundation
 #endif
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// What identifies a store folder, however its path is spelled (`X/`, `X//…`, `X/./…`,
-/// through a link above it): its device and inode, read from the open folder.
+/// What identifies a store folder however its path is spelled: its device and inode, read
+/// from the open folder (`FolderSafety.checkFolder(_:path:)`).
 struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
     let device: UInt64
     let inode: UInt64
-
-    /// The identity of the open folder `descriptor`.
-    ///
-    /// - Throws: ``FileStoreError/fileUnavailable(path:reason:)`` when `fstat` fails.
-    init(of descriptor: Int32, path: String) throws(SecureDictionaryError) {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw .fileUnavailable(path: path, reason: String(cString: strerror(errno)))
-        }
-        device = UInt64(status.st_dev)
-        inode = UInt64(status.st_ino)
-    }
 
     /// `DEVICE:INODE`, as the kernel keyring's records name the folder.
     var description: String { "\(device):\(inode)" }
@@ -38,40 +22,36 @@ struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
 /// read or written: an older file is an old copy put back (a rollback).
 ///
 /// ```swift
-/// let record = GenerationRecord(folder: FolderIdentity(of: descriptor, path: path), file: name, path: file)
-/// let newest = record.newest                     // first: see "read the record first"
+/// let record = folder.record(of: name, in: identity)   // in `ItemFileFolder.withFolder(create:_:)`
+/// let newest = record.newest                           // first: see "read the record first"
 /// let header = try EncryptedItemFile.wholeFileHeader(of: try read(file))
 /// guard header.generation >= newest else { throw .rolledBack(path: file) }
 /// record.note(header.generation, written: false)
 /// ```
 ///
 /// Why two places: nothing in the folder can say what the newest file was (whoever can put
-/// an old file back can put back everything beside it), so the record is kept where the
-/// files' writer cannot reach by writing files: this process's memory (always), and the
-/// kernel keyring of the login session (`KernelGenerationTable`: one small key per folder),
-/// so that the next process of the session knows too. Every write records its generation
-/// there; reads only compare (a read of a newer file needs no record: its writer recorded
-/// it). What is not detected: a rollback across a reboot or logout, in a session without
-/// the kernel keyring (Flatpak's seccomp filter), of a file whose record the bounds of
-/// `KernelGenerationTable` dropped (logged), or by someone who can also change this user's
-/// kernel keyring (a process of the same user).
+/// an old file back can put back everything beside it), so the record is kept where writing
+/// files cannot reach: this process's memory, and the login session's kernel keyring
+/// (`KernelGenerationTable`), for the session's next process. Writes record; reads only
+/// compare (a newer file's writer recorded it). Not detected: a rollback across a reboot or
+/// logout, in a session without the kernel keyring (Flatpak's seccomp filter), of a file
+/// whose record `KernelGenerationTable`'s bounds dropped (logged), or by someone who can
+/// also change this user's kernel keyring (a process of the same user).
 ///
-/// Invariant, *a file is known by what it is*: the record is keyed by the folder's device
-/// and inode and the file's name, never by the path string, so that every spelling of the
-/// folder meets the same record (keyed by the path string, `X/` read an old copy that `X` refused, and its
-/// next write gave that copy a newer generation). Test:
+/// Invariant, *a file is known by what it is*: the record is keyed by the folder's device and
+/// inode and the file's name, so every spelling of the folder (`X/`, `X//…`, `X/./…`, through a
+/// link above it) meets the same record (keyed by the path string, `X/` read an old copy that
+/// `X` refused, and its next write gave that copy a newer generation). Test:
 /// `FileStoreAdversarialTests.anOldCopyPutBackIsRefusedThroughEverySpellingOfItsFolder`.
 ///
-/// Invariant, *read the record first*: a reader takes ``newest`` before it reads the file.
-/// A writer records a generation only after its file is in place, so every generation seen
-/// before the read is in that file or an older one than what the read finds; read after the
-/// file, a write landing in between makes the genuine file look rolled back (measured: 34-39
-/// of about 400 reads beside one writer). Test:
-/// `FileStoreAdversarialTests.aReadBesideAWriterIsNeverARollback`.
+/// Invariant, *read the record first*: a reader takes ``newest`` before it reads the file. A
+/// writer records a generation only once its file is in place, so every generation seen
+/// before the read is in the file the read finds or an older one; read after the file, a
+/// write in between makes the genuine file look rolled back (measured: 34-39 of about 400
+/// reads beside one writer). Test: `FileStoreAdversarialTests.aReadBesideAWriterIsNeverARollback`.
 ///
-/// Generations are microseconds since 1970, and larger than the file's previous one: so a
-/// dictionary deleted and written anew by another session still gets a generation above
-/// every copy older than the deletion.
+/// Generations are microseconds since 1970, and above the file's previous one: so a
+/// dictionary deleted and written anew by another session still outranks every older copy.
 struct GenerationRecord: Sendable {
     let folder: FolderIdentity
     /// The file's name in the folder.

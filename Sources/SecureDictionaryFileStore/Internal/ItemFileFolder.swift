@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// ```swift
 /// let folder = ItemFileFolder(path: "/home/me/.local/share/securedictionary")
-/// let bytes = try folder.withFolder(create: true) { descriptor in
+/// let bytes = try folder.withFolder(create: true) { descriptor, identity in
 ///     try folder.replace(name, in: descriptor, with: encrypted)   // write, fsync, rename, fsync the folder
 ///     return try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize)   // nil: no file
 /// }
@@ -21,14 +21,13 @@ import Synchronization
 /// Why atomic replacement: a reader (another process) sees the old file or the new one,
 /// never half of one, and a crash or full disk leaves the old file in place.
 ///
-/// Every call opens the folder itself first, as OpenSSH checks `~/.ssh` (see
-/// `FolderSafety`): not a symbolic link, this user's, writable by nobody else; and then
-/// works inside that open folder (`openat`, `renameat`), so the folder checked is the
-/// folder used. An item file must be a regular file of this user, never a link.
+/// Every call opens and checks the folder first (`FolderSafety`), then works inside that open
+/// folder (`openat`, `renameat`), so the folder checked is the folder used. An item file must
+/// be a regular file of this user, never a link.
 final class ItemFileFolder: Sendable {
     let path: String
-    /// Whether the folders above `path` passed `FolderSafety.checkAncestors(of:)`: once
-    /// per store, as ssh checks once per connection.
+    /// Whether the folders above passed `FolderSafety.checkAncestors(of:)`: once per store,
+    /// as ssh checks once per connection.
     private let ancestorsChecked = Atomic<Bool>(false)
 
     init(path: String) {
@@ -37,8 +36,8 @@ final class ItemFileFolder: Sendable {
         self.path = path
     }
 
-    /// What tells whether two stores share the folder at `path`: its real path (the path as
-    /// given while the folder does not exist).
+    /// What tells whether two stores share the folder at `path`: its real path (as given
+    /// while the folder does not exist).
     static func place(of path: String) -> String {
         let given = ItemFileFolder(path: path).path
         guard let real = realpath(given, nil) else { return "the files in \(given)" }
@@ -46,8 +45,7 @@ final class ItemFileFolder: Sendable {
         return "the files in \(String(cString: real))"
     }
 
-    /// The file name of `item`: a hash of its identity, so that any item name makes a valid,
-    /// short file name.
+    /// The file name of `item`: a hash of its identity, so any item name makes a short one.
     static func fileName(of item: KeyringItem) -> String {
         hex(SHA256.hash(data: EncryptedItemFile.identity(of: item)).prefix(16)) + ".sdict"
     }
@@ -56,13 +54,15 @@ final class ItemFileFolder: Sendable {
 
     // MARK: The folder
 
-    /// Runs `body` with the folder open (checked), or returns `nil` when there is no folder
-    /// yet and `create` is `false`.
+    /// Runs `body` with the folder open (checked) and what it is, or returns `nil` when there
+    /// is no folder yet and `create` is `false`.
     ///
     /// - Throws: ``FileStoreError/unsafePath(path:reason:)`` for a folder someone else
     ///   could swap or write to; ``FileStoreError/fileUnavailable(path:reason:)`` when
     ///   it cannot be opened or created.
-    func withFolder<T>(create: Bool, _ body: (Int32) throws(SecureDictionaryError) -> T) throws(SecureDictionaryError) -> T? {
+    func withFolder<T>(create: Bool, _ body: (Int32, FolderIdentity) throws(SecureDictionaryError) -> T)
+        throws(SecureDictionaryError) -> T?
+    {
         if !ancestorsChecked.load(ordering: .acquiring) {
             try FolderSafety.checkAncestors(of: path)
             ancestorsChecked.store(true, ordering: .releasing)
@@ -79,21 +79,20 @@ final class ItemFileFolder: Sendable {
         }
         guard descriptor >= 0 else { throw FolderSafety.openFailure(path, errno: errno) }
         defer { close(descriptor) }
-        try FolderSafety.checkFolder(descriptor, path: path)
-        return try body(descriptor)
+        return try body(descriptor, try FolderSafety.checkFolder(descriptor, path: path))
     }
 
-    /// The rollback record of the file `name` in the open folder: keyed by what the folder
-    /// is (device and inode), not by how `path` spells it.
-    func record(of name: String, in folder: Int32) throws(SecureDictionaryError) -> GenerationRecord {
-        GenerationRecord(folder: try FolderIdentity(of: folder, path: path), file: name, path: "\(path)/\(name)")
+    /// The rollback record of the file `name` in the open folder `identity`: keyed by what
+    /// the folder is (device and inode), not by how `path` spells it.
+    func record(of name: String, in identity: FolderIdentity) -> GenerationRecord {
+        GenerationRecord(folder: identity, file: name, path: "\(path)/\(name)")
     }
 
     // MARK: Item files
 
-    /// Reads the file `name` of the open folder: `nil` when there is none. At most `limit`
-    /// bytes are read; a larger file is `SecureDictionaryError.tooLarge(size:limit:)`
-    /// unless `limit` is below `EncryptedItemFile.maximumFileSize` (a header read).
+    /// The first `limit` bytes of the file `name` of the open folder; `nil` when there is none.
+    /// A file above `EncryptedItemFile.maximumFileSize` is `SecureDictionaryError.tooLarge(size:limit:)`
+    /// unless `limit` is below it (a header read).
     ///
     /// - Throws: ``FileStoreError/unsafePath(path:reason:)`` for a link or another user's
     ///   file; ``FileStoreError/fileUnavailable(path:reason:)`` when it cannot be read.
@@ -120,23 +119,14 @@ final class ItemFileFolder: Sendable {
         if size > EncryptedItemFile.maximumFileSize && limit >= EncryptedItemFile.maximumFileSize {
             throw .tooLarge(size: size, limit: EncryptedItemFile.maximumFileSize)
         }
-        let wanted = min(size, limit)
-        var bytes = [UInt8](repeating: 0, count: wanted)
-        var total = 0
-        while total < wanted {
-            let got = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + total, wanted - total) }
-            if got < 0, errno == EINTR { continue }
-            guard got >= 0 else { throw unusable(file) }
-            if got == 0 { break }  // shrank meanwhile: it was replaced, never truncated
-            total += got
-        }
-        if total < wanted { bytes.removeLast(wanted - total) }
+        var bytes = [UInt8](repeating: 0, count: min(size, limit))
+        guard let total = readFully(descriptor, into: &bytes) else { throw unusable(file) }
+        bytes.removeLast(bytes.count - total)  // shrank meanwhile: it was replaced, never truncated
         return bytes
     }
 
     /// Writes `bytes` as the file `name` of the open folder: to a new file beside it (mode
-    /// 0600), flushed to disk, then renamed over the old one, and the folder flushed so the
-    /// rename is durable.
+    /// 0600), flushed, renamed over the old one, and the folder flushed (a durable rename).
     ///
     /// - Throws: ``FileStoreError/fileUnavailable(path:reason:)`` when the folder cannot be
     ///   written (full disk, read-only); the old file is then unchanged.
@@ -146,17 +136,13 @@ final class ItemFileFolder: Sendable {
         let descriptor = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw unusable("\(path)/\(temporary)") }
         var written = 0
-        var failed = false
         while written < bytes.count {
             let put = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, bytes.count - written) }
             if put < 0, errno == EINTR { continue }
-            if put <= 0 {
-                failed = true
-                break
-            }
+            guard put > 0 else { break }
             written += put
         }
-        if !failed, fsync(descriptor) != 0 { failed = true }
+        let failed = written < bytes.count || fsync(descriptor) != 0
         let error = errno
         close(descriptor)
         guard !failed, renameat(folder, temporary, folder, name) == 0 else {
@@ -178,9 +164,8 @@ final class ItemFileFolder: Sendable {
             && !digits.isEmpty && digits.count <= 20 && digits.allSatisfy { (48...57).contains($0) }
     }
 
-    /// Removes the temporaries left by writers killed mid-write, from the open folder whose
-    /// write lock the caller holds (see `FileStoreLock`): regular files of this user whose
-    /// names are exactly the temporaries' pattern. Failures are ignored (nothing depends on it).
+    /// Removes the temporaries of writers killed mid-write (`FileStoreLock`'s "nothing left
+    /// behind"), regular files of this user only. Failures are ignored: nothing depends on it.
     func removeTemporaries(in folder: Int32) {
         for name in Self.names(in: folder) where Self.isTemporary(name) {
             var status = stat()
@@ -193,7 +178,7 @@ final class ItemFileFolder: Sendable {
 
     /// Removes `item`'s file; returns whether there was one.
     func remove(_ item: KeyringItem) throws(SecureDictionaryError) -> Bool {
-        let result = try withFolder(create: false) { folder throws(SecureDictionaryError) -> Bool in
+        let result = try withFolder(create: false) { folder, _ throws(SecureDictionaryError) -> Bool in
             if unlinkat(folder, Self.fileName(of: item), 0) == 0 {
                 fsync(folder)
                 return true
@@ -209,8 +194,7 @@ final class ItemFileFolder: Sendable {
         Self.names(in: folder).filter { $0.hasSuffix(".sdict") && !$0.hasPrefix(".") }.sorted()
     }
 
-    /// Every name in the open folder (read through a copy of its descriptor); none when it
-    /// cannot be listed.
+    /// Every name in the open folder (through a copy of its descriptor); none if unlistable.
     private static func names(in folder: Int32) -> [String] {
         let copy = dup(folder)
         guard copy >= 0, let listing = fdopendir(copy) else {
@@ -221,10 +205,10 @@ final class ItemFileFolder: Sendable {
         return DirectoryEntries.names(in: listing)
     }
 
-    /// The headers of every item file, unverified (listing needs no key): the first bytes of
-    /// each file that parse as a header. Files that cannot be read are left out.
+    /// The headers of the item files, unverified (listing needs no key); files that cannot be
+    /// read or parsed are left out.
     func headers() throws(SecureDictionaryError) -> [(name: String, header: EncryptedItemFile.Header)] {
-        let result = try withFolder(create: false) { folder in
+        let result = try withFolder(create: false) { folder, _ in
             itemFileNames(in: folder).compactMap { name -> (name: String, header: EncryptedItemFile.Header)? in
                 guard let bytes = try? read(name, in: folder, upTo: EncryptedItemFile.maximumHeaderSize),
                     let header = try? EncryptedItemFile.header(of: bytes)
@@ -239,6 +223,19 @@ final class ItemFileFolder: Sendable {
     private func unusable(_ file: String) -> SecureDictionaryError {
         .fileUnavailable(path: file, reason: String(cString: strerror(errno)))
     }
+}
+
+/// Reads `descriptor` into `buffer` until it is full or the file ends: how many bytes came,
+/// or `nil` on an error (`errno` says which).
+func readFully(_ descriptor: Int32, into buffer: inout [UInt8]) -> Int? {
+    var total = 0
+    while total < buffer.count {
+        let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + total, $0.count - total) }
+        if got < 0, errno == EINTR { continue }
+        guard got > 0 else { return got == 0 ? total : nil }
+        total += got
+    }
+    return total
 }
 
 /// `bytes` in lowercase hexadecimal, two digits each.

@@ -21,24 +21,21 @@ let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
 /// let newest = table.generation(of: record.fileID)            // nil: none recorded
 /// ```
 ///
-/// Invariant, *bounded*: the library never keeps more than `maximumFolders` keys of at most
-/// 1,025 bytes each (8 keys and 8.6 KB of the 200 keys and 20,000 bytes the kernel gives a
-/// user who is not root; 17 bytes for a folder of one dictionary). With a key per file ever
-/// written, as an older version kept, the quota was full after about 200 files: every other
-/// program of the user failed to add a key, and the next files had no record, so their
-/// rollback went unnoticed. Test:
+/// Invariant, *bounded*: at most `maximumFolders` keys of at most 1,025 bytes (8 keys and
+/// 8.6 KB of the 200 keys and 20,000 bytes the kernel gives a user who is not root; 17 bytes
+/// for a folder of one dictionary). With a key per file ever written, as an older version
+/// kept, the quota was full after about 200 files: every other program of the user failed to
+/// add a key, and the next files' rollback went unnoticed. Test:
 /// `FileStoreProcesses.aUserWithManyDictionariesKeepsFewKernelKeysAndRollbackIsStillRefused`.
-/// Beyond the bounds, the record of the file (of `maximumFiles`) or the folder (of
-/// `maximumFolders`) written least recently is dropped, logged at `debug` once per process
-/// (a bound, not a failure).
+/// Beyond the bounds, the file's or folder's record written least recently is dropped
+/// (logged at `debug` once per process: a bound, not a failure).
 ///
-/// Invariant, *never silent*: a record that cannot be stored because the quota is full
-/// (`EDQUOT`) is logged with the quota's use (`warning`, once per folder and process), and
-/// ``problem()`` tells `secure-dict doctor` (which also tells a session without a kernel
-/// keyring, logged at `debug` only: that is how Docker's and Flatpak's sandboxes are). Test:
-/// `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
+/// Invariant, *never silent*: a record refused for a full quota (`EDQUOT`) is logged with the
+/// quota's use (`warning`, once per folder and process), and ``problem()`` tells `secure-dict
+/// doctor` (as it tells a session without a kernel keyring, logged at `debug` only: that is
+/// how Docker's and Flatpak's sandboxes are). Test: `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
 ///
-/// Changes are read-modify-write of one key: the folder's writer lock serialises them.
+/// Changes are read-modify-write of one key, serialised by the folder's writer lock.
 struct KernelGenerationTable {
     static let prefix = "securedictionary:generations:"
     static let maximumFiles = 64
@@ -53,14 +50,13 @@ struct KernelGenerationTable {
 
     /// The newest generation recorded for `file` (a `GenerationRecord.fileID`), if any.
     func generation(of file: UInt64) -> UInt64? {
-        guard let bytes = KernelKeyring.read(description, capacity: Self.capacity) else { return nil }
-        return bytes.withUnsafeBytes { Self.entries(Array($0))[file] }
+        KernelKeyring.read(description, capacity: Self.capacity).map(Self.entries)?[file]
     }
 
     /// Records `generation` as the newest written of `file` (`path`, for the log).
     func record(_ generation: UInt64, of file: UInt64, path: String) {
-        let stored = KernelKeyring.read(description, capacity: Self.capacity).map { $0.withUnsafeBytes { Array($0) } }
-        var entries = stored.map(Self.entries) ?? [:]
+        let stored = KernelKeyring.read(description, capacity: Self.capacity).map(Self.entries)
+        var entries = stored ?? [:]
         entries[file] = max(entries[file] ?? 0, generation)
         if entries.count > Self.maximumFiles {
             let dropped = entries.sorted { $0.value < $1.value }.prefix(entries.count - Self.maximumFiles)
@@ -71,17 +67,14 @@ struct KernelGenerationTable {
             if Self.firstTime("files") { fileStoreLogger.debug("\(text)") }
         }
         if stored == nil { makeRoomForAFolder(path) }
-        var payload = [Self.version]
-        for (id, newest) in entries.sorted(by: { $0.value > $1.value }) {
-            payload += Self.bigEndian(id) + Self.bigEndian(newest)
-        }
+        let payload =
+            [Self.version] + entries.sorted { $0.value > $1.value }.flatMap { Self.bigEndian($0.key) + Self.bigEndian($0.value) }
         let failure = payload.withUnsafeBytes { KernelKeyring.failureToStore(description, $0, timeout: nil) }
         if let failure { Self.report(failure, folder: folderName(path)) }
     }
 
-    /// Why the generations cannot be recorded for the session now (a rollback is then
-    /// noticed only by the process that saw the newer copy), or `nil` when they can. For
-    /// `secure-dict doctor`.
+    /// Why the generations cannot be recorded for the session now, or `nil` when they can.
+    /// For `secure-dict doctor`.
     static func problem() -> String? {
         guard KernelKeyring.session != nil else {
             return "the kernel keyring is unavailable here (a seccomp filter?): a rollback is noticed only by the "
@@ -104,7 +97,7 @@ struct KernelGenerationTable {
         let others = KernelKeyring.keys(withPrefix: Self.prefix).filter { $0.description != description }
         guard others.count >= Self.maximumFolders else { return }
         let byAge = others.map { key in
-            (key.serial, KernelKeyring.payload(of: key.serial, capacity: Self.capacity).map(Self.entries)?.values.max() ?? 0)
+            (key.serial, KernelKeyring.read(serial: key.serial, capacity: Self.capacity).map(Self.entries)?.values.max() ?? 0)
         }.sorted { $0.1 < $1.1 }
         for (serial, _) in byAge.prefix(others.count - Self.maximumFolders + 1) { KernelKeyring.revoke(serial: serial) }
         let text =
@@ -118,8 +111,7 @@ struct KernelGenerationTable {
     /// Whether `what` is logged for the first time in this process.
     private static func firstTime(_ what: String) -> Bool { reported.withLock { $0.insert(what).inserted } }
 
-    /// A full quota is a warning; no kernel keyring here is how the environment is (see
-    /// `problem()`), logged at `debug`.
+    /// A full quota is a warning; no kernel keyring here is how the environment is: `debug`.
     private static func report(_ failure: Int32, folder: String) {
         guard firstTime("\(failure) \(folder)") else { return }
         guard failure == EDQUOT else {
@@ -137,15 +129,14 @@ struct KernelGenerationTable {
         fileStoreLogger.warning("\(text)")
     }
 
-    static func entries(_ bytes: [UInt8]) -> [UInt64: UInt64] {
+    static func entries(_ payload: SecretBytes) -> [UInt64: UInt64] {
+        let bytes = payload.withUnsafeBytes { Array($0) }
         guard bytes.first == version, (bytes.count - 1) % entrySize == 0 else { return [:] }
         var entries: [UInt64: UInt64] = [:]
-        var offset = 1
-        while offset < bytes.count {
+        for offset in stride(from: 1, to: bytes.count, by: entrySize) {
             let id = bytes[offset..<(offset + 8)].reduce(0) { $0 << 8 | UInt64($1) }
             let generation = bytes[(offset + 8)..<(offset + 16)].reduce(0) { $0 << 8 | UInt64($1) }
             entries[id] = max(entries[id] ?? 0, generation)
-            offset += entrySize
         }
         return entries
     }

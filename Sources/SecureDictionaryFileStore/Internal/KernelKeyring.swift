@@ -15,18 +15,16 @@ import SecureDictionary
 /// KernelKeyring.revoke("securedictionary:example")
 /// ```
 ///
-/// Which keyring: the session keyring this process already has, never a new one, so that
-/// the next process of the session finds what this one stored. After an SSH or console
-/// login (`pam_keyinit`) that is the login's own keyring; in a container, a service or CI
-/// without one, the kernel gives the user's default session keyring, which every process of
-/// the user without a session keyring of its own shares. In a container without a user
-/// namespace that includes the same uid's processes of other containers on the host: see
-/// the README. Keys are readable only by processes that possess them (reach them through
-/// their own session keyring); the kernel keeps them out of swap and core dumps.
+/// Which keyring: the session keyring this process already has, never a new one, so that the
+/// session's next process finds what this one stored: after an SSH or console login
+/// (`pam_keyinit`) the login's own; in a container, a service or CI without one, the user's
+/// default session keyring, shared by every process of the user without one of its own (in a
+/// container without a user namespace, also by the same uid's processes of other containers:
+/// see the README). Only processes that possess a key (through their own session keyring)
+/// can read it; the kernel keeps keys out of swap and core dumps.
 ///
-/// Every call fails softly (`nil` or `false`): where the kernel keyring is unavailable
-/// (seccomp in Docker's and Flatpak's default profiles answers ENOSYS or EPERM), callers
-/// go on without it.
+/// Every call fails softly (`nil` or `false`), so that callers go on without a kernel keyring
+/// (seccomp in Docker's and Flatpak's default profiles answers ENOSYS or EPERM).
 enum KernelKeyring {
     /// The session keyring's serial, or `nil` when the kernel keyring cannot be used.
     static var session: Int32? {
@@ -34,9 +32,9 @@ enum KernelKeyring {
         return serial > 0 ? Int32(truncatingIfNeeded: serial) : nil
     }
 
-    /// Stores `payload` under `description` (replacing a key of that description) and sets
-    /// its timeout (`nil`: none). Returns why it failed: the `errno` of the call (`EDQUOT`: this
-    /// user's key quota is full; `ENOSYS`, `EPERM`: no kernel keyring here), `nil` once stored.
+    /// Stores `payload` under `description` (replacing a key of that description) with its
+    /// timeout (`nil`: none). Returns `nil` once stored, else the call's `errno` (`EDQUOT`: this
+    /// user's key quota is full; `ENOSYS`, `EPERM`: no kernel keyring here).
     static func failureToStore(_ description: String, _ payload: UnsafeRawBufferPointer, timeout: Duration?) -> Int32? {
         guard let keyring = session else { return errno == 0 ? ENOSYS : errno }
         let key = sd_keyring_add(description, payload.baseAddress, payload.count, keyring)
@@ -55,12 +53,15 @@ enum KernelKeyring {
     /// The payload of the key `description` (at most `capacity` bytes), or `nil` when there
     /// is none this process possesses (none, expired, revoked).
     static func read(_ description: String, capacity: Int) -> SecretBytes? {
-        guard let keyring = session else { return nil }
-        let key = sd_keyring_search(keyring, description)
-        guard key > 0 else { return nil }
+        serial(of: description).flatMap { read(serial: $0, capacity: capacity) }
+    }
+
+    /// The payload of the key `serial`, through a buffer that is wiped; `nil` when it cannot
+    /// be read or holds more than `capacity` bytes.
+    static func read(serial: Int32, capacity: Int) -> SecretBytes? {
         var buffer = [UInt8](repeating: 0, count: capacity)
         defer { Wipe.bytes(&buffer) }
-        let length = buffer.withUnsafeMutableBytes { sd_keyring_read(Int32(truncatingIfNeeded: key), $0.baseAddress, $0.count) }
+        let length = buffer.withUnsafeMutableBytes { sd_keyring_read(serial, $0.baseAddress, $0.count) }
         guard length >= 0, length <= capacity else { return nil }
         return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<length])) }
     }
@@ -69,11 +70,16 @@ enum KernelKeyring {
     /// session keyring. Returns whether there was one.
     @discardableResult
     static func revoke(_ description: String) -> Bool {
-        guard let keyring = session else { return false }
-        let key = sd_keyring_search(keyring, description)
-        guard key > 0 else { return false }
-        revoke(serial: Int32(truncatingIfNeeded: key))
+        guard let serial = serial(of: description) else { return false }
+        revoke(serial: serial)
         return true
+    }
+
+    /// The serial of the key `description` that this process possesses, if any.
+    private static func serial(of description: String) -> Int32? {
+        guard let keyring = session else { return nil }
+        let key = sd_keyring_search(keyring, description)
+        return key > 0 ? Int32(truncatingIfNeeded: key) : nil
     }
 
     /// The keys of the session keyring (not of keyrings linked in it) whose description
@@ -95,14 +101,6 @@ enum KernelKeyring {
             found.append((serial, String(fields[4])))
         }
         return found
-    }
-
-    /// The payload of the key `serial` (a record, not a secret), at most `capacity` bytes.
-    static func payload(of serial: Int32, capacity: Int) -> [UInt8]? {
-        var buffer = [UInt8](repeating: 0, count: capacity)
-        let length = buffer.withUnsafeMutableBytes { sd_keyring_read(serial, $0.baseAddress, $0.count) }
-        guard length >= 0, length <= capacity else { return nil }
-        return Array(buffer.prefix(length))
     }
 
     /// Revokes the key `serial` and unlinks it from the session keyring.
@@ -128,19 +126,25 @@ enum KernelKeyring {
 
     /// This user's quota, or `nil` when `/proc/key-users` cannot be read.
     static func quota(of user: uid_t = geteuid()) -> Quota? {
-        guard let file = fopen("/proc/key-users", "r") else { return nil }
-        defer { fclose(file) }
-        var line = [CChar](repeating: 0, count: 256)
-        while fgets(&line, Int32(line.count), file) != nil {
-            // "  1000:    12 11/11 9/200 140/20000"
-            let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(
-                whereSeparator: { $0 == " " || $0 == "\n" })
-            guard fields.count == 5, fields[0] == "\(user):" else { continue }
-            let keys = fields[3].split(separator: "/").compactMap { Int($0) }
-            let bytes = fields[4].split(separator: "/").compactMap { Int($0) }
-            guard keys.count == 2, bytes.count == 2 else { return nil }
-            return Quota(keys: keys[0], maximumKeys: keys[1], bytes: bytes[0], maximumBytes: bytes[1])
-        }
-        return nil
+        // "  1000:    12 11/11 9/200 140/20000"
+        guard let fields = firstLine(of: "/proc/key-users", where: { $0.count == 5 && $0[0] == "\(user):" }) else { return nil }
+        let keys = fields[3].split(separator: "/").compactMap { Int($0) }
+        let bytes = fields[4].split(separator: "/").compactMap { Int($0) }
+        guard keys.count == 2, bytes.count == 2 else { return nil }
+        return Quota(keys: keys[0], maximumKeys: keys[1], bytes: bytes[0], maximumBytes: bytes[1])
     }
+}
+
+/// The fields (split at spaces) of the first line of the system file `path` (`/proc/…`) that
+/// `matches`; `nil` when none does or the file cannot be read.
+func firstLine(of path: String, where matches: ([Substring]) -> Bool) -> [Substring]? {
+    guard let file = fopen(path, "r") else { return nil }
+    defer { fclose(file) }
+    var line = [CChar](repeating: 0, count: 512)
+    while fgets(&line, Int32(line.count), file) != nil {
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        if matches(fields) { return fields }
+    }
+    return nil
 }

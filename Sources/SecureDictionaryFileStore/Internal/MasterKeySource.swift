@@ -7,38 +7,36 @@ import Synchronization
 /// ## When the key check differs
 ///
 /// A file's key check (HKDF of the master secret, in its header) tells before decrypting
-/// whether a key is the one the file was written with. When it differs, either the key is
-/// another (a wrong passphrase, another credential: `wrongPassphrase`, `wrongKey`) or the
-/// file is damaged (`corrupt`). Without these rules one flipped bit of one file's check read as
-/// "wrong passphrase, try again" with the right passphrase, and revoked the folder's kept key,
-/// so every other dictionary of the folder asked again. The rules, each sound:
-/// - *Restored check*: the file, its check put back as the key's own, authenticates under
-///   the key (AES-GCM's tag covers the whole header, under a key derived from the master
-///   secret): the key is the file's, and only its check is damaged → `corrupt`
-///   (`EncryptedItemFile.opensWithRestoredCheck`).
-/// - *One salt, one passphrase*: a passphrase's salt is random, made with the passphrase and
-///   never reused for another, so a key of the same salt and cost that is known to be right
-///   (kept after an earlier check, in memory or the kernel keyring, or matching the check of
-///   another file of the folder with that salt) makes any other check with that salt damage
-///   → `corrupt`.
-/// - Otherwise the key is another → `wrongPassphrase` or `wrongKey`. A key kept is never
-///   dropped because of one file: only `forgetKey()` or its timeout drop it.
-/// What stays ambiguous: a header whose salt was changed (planted) reads as
-/// `wrongPassphrase`, since a file of another passphrase looks the same (a passphrase change
-/// that stopped halfway leaves such files, and calling them corrupt would invite deleting
-/// them); its cost is bounded before any stretch (`PassphraseKeySource`).
+/// whether a key is the one the file was written with. When it differs, the key is another
+/// (`wrongPassphrase`, `wrongKey`) or the file is damaged (`corrupt`). Without these rules one
+/// flipped bit of one file's check read as "wrong passphrase, try again" with the right
+/// passphrase, and revoked the folder's kept key, so every other dictionary of the folder
+/// asked again. The rules, each sound:
+/// - *Restored check*: the file, its check put back as the key's own, authenticates under the
+///   key (AES-GCM's tag covers the whole header): the key is the file's, only its check is
+///   damaged → `corrupt` (`EncryptedItemFile.opensWithRestoredCheck`).
+/// - *One salt, one passphrase*: a passphrase's salt is random and never reused for another,
+///   so a key of that salt and cost known to be right (kept after an earlier check, or
+///   matching another file's check with that salt) makes any other check with it damage →
+///   `corrupt`.
+/// - Otherwise the key is another → `wrongPassphrase` or `wrongKey`. A kept key is dropped
+///   only by `forgetKey()` or its timeout, never because of one file.
+/// Ambiguous still: a header whose salt was changed (planted) reads as `wrongPassphrase`, as
+/// a file of another passphrase does (a passphrase change stopped halfway leaves such files,
+/// and calling them corrupt would invite deleting them); its cost is bounded before any
+/// stretch (`PassphraseKeySource`).
 /// Tests: `FileStoreAdversarialTests.aFlippedKeyCheckBitIsCorruptAndTheFolderKeepsItsKey`,
 /// `everyFlippedBitOfAKeyCheckIsCorrupt`.
 protocol MasterKeySource: Sendable {
     /// The source, for ``FileStoreError/wrongKey(source:)``: e.g. `systemd credential 'app'`.
     var name: String { get }
 
-    /// The master secret that opens `file` (whose block is `nil` for a version 1 file, which
-    /// only AES-GCM can check).
+    /// The master secret that opens `file` (whose block is `nil` in version 1: only AES-GCM
+    /// checks it).
     ///
-    /// - Throws: ``FileStoreError/wrongKey(source:)`` or
-    ///   ``FileStoreError/wrongPassphrase`` for another key, `SecureDictionaryError.corrupt(reason:)`
-    ///   for a damaged key check (the rules above); what getting the secret throws.
+    /// - Throws: ``FileStoreError/wrongKey(source:)`` or ``FileStoreError/wrongPassphrase`` for
+    ///   another key, `corrupt` for a damaged key check (the rules above); what getting the
+    ///   secret throws.
     func secret(opening file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
         -> SecretBytes
 
@@ -51,14 +49,13 @@ protocol MasterKeySource: Sendable {
     func forget(in folder: ItemFileFolder)
 }
 
-/// A file whose key is wanted: what its header says about the key, and how to tell a
-/// damaged key check from another key (see "When the key check differs" above).
+/// A file whose key is wanted: its header's key block, and how to tell a damaged key check
+/// from another key ("When the key check differs" above).
 struct KeyedFile {
     /// The file's name in the folder, `nil` when unknown.
     var name: String?
     var block: KeyBlock?
-    /// Whether a secret opens the file once its key check is put back as the secret's own
-    /// (`false` when only the header was read).
+    /// `EncryptedItemFile.opensWithRestoredCheck` (`false` when only the header was read).
     var opensWithRestoredCheck: (SecretBytes) -> Bool = { _ in false }
 
     /// The file `bytes` named `name`, whose header is `header`.

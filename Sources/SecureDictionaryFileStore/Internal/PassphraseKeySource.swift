@@ -6,29 +6,25 @@ import Synchronization
 /// so that the passphrase is asked once.
 ///
 /// Where a secret comes from, in order: this store's memory; the session's kernel keyring
-/// (`securedictionary:passphrase:SALT:COST`, 32 bytes, with the cache's timeout); the
-/// passphrase, asked (`PassphraseReader`), stretched and checked against the file's key
-/// check: a wrong one is ``FileStoreError/wrongPassphrase`` and is kept nowhere. A key
-/// check that differs is told from damage by the rules of "When the key check differs"
-/// (MasterKeySource.swift).
+/// (`cacheDescription(_:)`, with the cache's timeout); the passphrase, asked
+/// (`PassphraseReader`), stretched and checked against the file's key check: a wrong one is
+/// kept nowhere, and a check that differs is told from damage as `MasterKeySource` says.
 ///
-/// Invariant, *a planted cost is not stretched*: the file's header names scrypt's cost, and
-/// a header can be planted. A stretch is made only for a cost up to twice the larger of this
-/// store's `PassphraseCost` and the standard one (`readableWork`, 256 MiB by default):
-/// anything costlier is `corrupt` at once. A reader that accepted up to 4 GiB of
-/// work, and a planted header (2^20 × 8, p = 4) took 11.5 to 14 s and 1 GiB for a read with
-/// a 3 s deadline, then said "wrong passphrase". Test:
-/// `FileStoreAdversarialTests.aPlantedCostAboveWhatTheLibraryWritesIsCorruptWithoutAStretch`.
+/// Invariant, *a planted cost is not stretched*: a header, which names scrypt's cost, can be
+/// planted. A stretch is made only for a cost up to `readableWork` (twice the larger of this
+/// store's `PassphraseCost` and the standard one, 256 MiB by default); costlier is `corrupt`
+/// at once. A reader that accepted up to 4 GiB of work, given a planted header (2^20 × 8,
+/// p = 4), took 11.5 to 14 s and 1 GiB for a read with a 3 s deadline, then said "wrong
+/// passphrase". Test: `FileStoreAdversarialTests.aPlantedCostAboveWhatTheLibraryWritesIsCorruptWithoutAStretch`.
 ///
 /// Invariant, *the stretch keeps the deadline*: it runs on a thread of its own
-/// (`ScryptParameters.derive(_:until:late:)`), and the call ends at its deadline with
-/// `timedOut`; the time spent waiting for a person to type is not counted. A stretch that
-/// ends late is kept when it passes the check, so the next call does not stretch again. Test:
+/// (`ScryptParameters.derive(_:until:late:)`) and the call ends at its deadline with
+/// `timedOut`, not counting the time a person takes to type. A stretch that ends late is kept
+/// when it passes the check, so the next call does not stretch again. Test:
 /// `FileStoreAdversarialTests.aStretchLongerThanTheDeadlineEndsAtTheDeadline`.
 ///
-/// A folder has one salt: the first file written picks it, and later files reuse the salt
-/// of the file they replace, else of any file in the folder, so one passphrase and one
-/// scrypt serve them all.
+/// A folder has one salt: the first file written picks it, and later files reuse the salt of
+/// the file they replace, else of any file in the folder: one passphrase and scrypt serve all.
 final class PassphraseKeySource: MasterKeySource {
     let name = "passphrase"
     let input: EncryptedFileStore.PassphraseInput
@@ -82,9 +78,7 @@ final class PassphraseKeySource: MasterKeySource {
             defer { state = ([:], nil) }
             return Set(state.secrets.keys)
         }
-        for header in (try? folder.headers()) ?? [] {
-            if let scrypt = header.header.key?.scrypt { parameters.insert(scrypt) }
-        }
+        parameters.formUnion(((try? folder.headers()) ?? []).compactMap { $0.header.key?.scrypt })
         for parameter in parameters { KernelKeyring.revoke(Self.cacheDescription(parameter)) }
     }
 
@@ -153,8 +147,7 @@ final class PassphraseKeySource: MasterKeySource {
         throw .wrongPassphrase
     }
 
-    /// The most work (`ScryptParameters.work`) a file may ask a stretch for: twice the larger
-    /// of this store's cost and the standard one.
+    /// The most work (`ScryptParameters.work`) a file may ask a stretch for.
     var readableWork: Int {
         let standard = EncryptedFileStore.PassphraseCost.standard
         let own = 128 * cost.blockSize * (1 << min(cost.log2N, 40)) * cost.parallelism
@@ -169,9 +162,9 @@ final class PassphraseKeySource: MasterKeySource {
         }
     }
 
-    /// The secret of `parameters` from memory, else from the session's kernel keyring, when
-    /// it passes `file`'s check. One that does not is the right key of that salt (it passed a
-    /// check before it was kept), so the file is damaged: `corrupt`, and the key stays kept.
+    /// The secret of `parameters` from memory, else the kernel keyring. One that fails
+    /// `file`'s check is the right key of that salt (it passed one to be kept), so the file is
+    /// damaged: `corrupt`, and the key stays kept.
     private func remembered(_ parameters: ScryptParameters, for file: KeyedFile) throws(SecureDictionaryError)
         -> SecretBytes?
     {
@@ -201,8 +194,8 @@ final class PassphraseKeySource: MasterKeySource {
         }
     }
 
-    /// The kernel keyring key's description for `parameters`: the salt names the folder's
-    /// passphrase (the salt is not secret; the key is).
+    /// The kernel keyring key for `parameters` (32 bytes): the salt, not secret, names the
+    /// folder's passphrase.
     static func cacheDescription(_ parameters: ScryptParameters) -> String {
         "securedictionary:passphrase:\(hex(parameters.salt)):\(parameters.log2N).\(parameters.r).\(parameters.p)"
     }

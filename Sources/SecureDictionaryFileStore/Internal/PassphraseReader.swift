@@ -12,8 +12,8 @@ import SecureDictionary
 /// let passphrase = try PassphraseReader.read(.terminal(), prompt: "Passphrase: ")   // SecretBytes
 /// ```
 ///
-/// The bytes go into one fixed buffer that is wiped after they were copied into the
-/// returned `SecretBytes`; the terminal's own line buffer is the kernel's.
+/// The bytes go into one fixed buffer, wiped once copied into the returned `SecretBytes`; the
+/// terminal's own line buffer is the kernel's.
 enum PassphraseReader {
     static let maximumLength = 1024
 
@@ -66,13 +66,11 @@ enum PassphraseReader {
         defer { Wipe.bytes(&buffer) }
         let deadline = ContinuousClock.now.advanced(by: timeout)
         var count = 0
-        var ended = false
-        while !ended {
+        while true {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { throw .passphraseUnavailable(reason: "nothing was typed in time") }
             var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(clamping: left.milliseconds + 1)
-            let ready = poll(&poller, 1, milliseconds)
+            let ready = poll(&poller, 1, Int32(clamping: left.milliseconds + 1))
             if ready < 0 {
                 if errno == EINTR { continue }
                 throw .passphraseUnavailable(reason: "\(what): \(String(cString: strerror(errno)))")
@@ -84,15 +82,11 @@ enum PassphraseReader {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw .passphraseUnavailable(reason: "\(what): \(String(cString: strerror(errno)))")
             }
-            if got == 0 || buffer[count] == 10 {
-                ended = true
-            } else {
-                count += 1
-            }
+            if got == 0 || buffer[count] == 10 { break }
+            count += 1
         }
         if count > 0 && buffer[count - 1] == 13 { count -= 1 }  // a CR LF line
         guard count > 0 else { throw .passphraseUnavailable(reason: "\(what) gave an empty passphrase") }
-        guard count <= maximumLength else { throw .passphraseUnavailable(reason: "longer than \(maximumLength) bytes") }
         return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
     }
 }

@@ -13,9 +13,8 @@ import Synchronization
 /// ```
 ///
 /// Why scrypt: it is memory-hard (a guess costs 128·r·N bytes of memory, not just time, so
-/// GPUs and ASICs gain little), and BoringSSL, which swift-crypto links in, has it. It runs
-/// through `sd_scrypt` (CFileStoreShim) so that the key is written straight into a buffer
-/// this module wipes.
+/// GPUs and ASICs gain little), and BoringSSL, which swift-crypto links in, has it
+/// (`sd_scrypt`: the key goes straight into wiped memory).
 struct ScryptParameters: Sendable, Hashable {
     static let saltSize = 16
     /// The most memory (1 GiB) and work (memory × p) a file's parameters may ask for, so
@@ -31,14 +30,10 @@ struct ScryptParameters: Sendable, Hashable {
     /// - Throws: `SecureDictionaryError.corrupt(reason:)` for parameters out of bounds
     ///   (they come from a file, which is hostile input).
     init(log2N: UInt8, r: UInt8, p: UInt8, salt: [UInt8]) throws(SecureDictionaryError) {
-        guard (1...24).contains(log2N), r >= 1, p >= 1, salt.count == Self.saltSize else {
-            throw .corrupt(reason: "the passphrase's scrypt parameters are out of bounds")
-        }
-        let memory = 128 * Int(r) * (1 << Int(log2N))
-        guard memory <= Self.memoryLimit, memory * Int(p) <= Self.workLimit else {
-            throw .corrupt(reason: "the passphrase's scrypt parameters are out of bounds")
-        }
         (self.log2N, self.r, self.p, self.salt) = (log2N, r, p, salt)
+        guard (1...24).contains(log2N), r >= 1, p >= 1, salt.count == Self.saltSize, work / Int(p) <= Self.memoryLimit,
+            work <= Self.workLimit
+        else { throw .corrupt(reason: "the passphrase's scrypt parameters are out of bounds") }
     }
 
     /// - Throws: `SecureDictionaryError.invalidValue(reason:)` for a cost out of bounds.
@@ -51,14 +46,12 @@ struct ScryptParameters: Sendable, Hashable {
         return try ScryptParameters(log2N: log2N, r: r, p: p, salt: salt)
     }
 
-    /// What a stretch costs: its memory (128 × r × N bytes) times p, the number of times it
-    /// is filled.
+    /// What a stretch costs: its memory (128 × r × N bytes) times p, the times it is filled.
     var work: Int { 128 * Int(r) * (1 << Int(log2N)) * Int(p) }
 
     /// `derive(_:)` on a thread of its own, waited for until `deadline`: past it the call
-    /// throws `SecureDictionaryError.timedOut`, and the stretch (which BoringSSL cannot
-    /// interrupt) goes on to its end, where `late` receives its key, so that the next call
-    /// need not stretch again.
+    /// throws `SecureDictionaryError.timedOut`, and the stretch (BoringSSL cannot interrupt
+    /// it) goes on to its end, where `late` receives its key for the next call.
     func derive(
         _ passphrase: SecretBytes, until deadline: Deadline, late: @escaping @Sendable (SecretBytes) -> Void
     ) throws(SecureDictionaryError) -> SecretBytes {
@@ -104,11 +97,8 @@ struct ScryptParameters: Sendable, Hashable {
         _ password: UnsafeRawBufferPointer, salt: [UInt8], log2N: Int, r: Int, p: Int, into key: UnsafeMutableRawBufferPointer
     ) -> Bool {
         let blocks = (1 << log2N) + p + 1
-        return salt.withUnsafeBufferPointer { salt in
-            sd_scrypt(
-                password.baseAddress?.assumingMemoryBound(to: UInt8.self), password.count, salt.baseAddress, salt.count,
-                UInt32(log2N), UInt32(r), UInt32(p), 128 * r * blocks + 4096,
-                key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count)
-        } == 1
+        return sd_scrypt(
+            password.baseAddress?.assumingMemoryBound(to: UInt8.self), password.count, salt, salt.count, UInt32(log2N),
+            UInt32(r), UInt32(p), 128 * r * blocks + 4096, key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count) == 1
     }
 }

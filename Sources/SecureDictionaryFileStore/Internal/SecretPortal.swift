@@ -14,19 +14,17 @@ enum SecretPortal {
     /// The most bytes accepted (gnome-keyring's backend gives 64).
     static let capacity = 1024
 
-    /// Throws `portalUnavailable` outside a sandbox, where the portal never serves: checked
-    /// before any call of `EncryptedFileStore(keySource: .secretPortal)` reads or creates
-    /// anything, so that no dictionary opens empty there.
+    /// Throws `portalUnavailable` outside a sandbox, where the portal never serves (see
+    /// `EncryptedFileStore.available`).
     @Sendable static func requireSandbox() throws(SecureDictionaryError) {
         guard Sandbox.current == nil else { return }
         throw .portalUnavailable(
             reason: "the Secret portal serves sandboxed apps (Flatpak, snap) only; outside a sandbox use SecretServiceStore")
     }
 
-    /// Asks the portal for this app's master secret.
-    ///
-    /// When the host keyring is locked, gnome-keyring's backend shows its unlock dialog (if
-    /// a prompter runs) and answers once the user did: the call then waits up to `timeout`.
+    /// Asks the portal for this app's master secret. When the host keyring is locked,
+    /// gnome-keyring's backend shows its unlock dialog (if a prompter runs) and answers once
+    /// the user did: the call then waits up to `timeout`.
     ///
     /// - Throws: ``FileStoreError/portalUnavailable(reason:)`` when no portal with a
     ///   Secret backend is on the session bus; `SecureDictionaryError.locked` when the

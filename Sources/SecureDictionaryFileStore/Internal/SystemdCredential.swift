@@ -22,10 +22,8 @@ enum SystemdCredential {
     static let minimumSize = 32
     static let maximumSize = 4096
 
-    /// - Throws: ``FileStoreError/credentialUnavailable(name:reason:)`` when the
-    ///   variable is unset, the file missing or unreadable, or its size out of bounds; the
-    ///   reason names the fix for each (a unit line for a missing credential, the command
-    ///   that makes a new one for a wrong size).
+    /// - Throws: ``FileStoreError/credentialUnavailable(name:reason:)`` when the variable is
+    ///   unset, the file missing or unreadable, or its size out of bounds (with the fix).
     static func read(named name: String, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(SecureDictionaryError) -> SecretBytes
     {
@@ -47,15 +45,8 @@ enum SystemdCredential {
         defer { close(descriptor) }
         var buffer = [UInt8](repeating: 0, count: maximumSize + 1)
         defer { Wipe.bytes(&buffer) }
-        var total = 0
-        while total < buffer.count {
-            let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + total, $0.count - total) }
-            if got < 0, errno == EINTR { continue }
-            guard got >= 0 else {
-                throw .credentialUnavailable(name: name, reason: "it cannot be read (\(String(cString: strerror(errno))))")
-            }
-            if got == 0 { break }
-            total += got
+        guard let total = readFully(descriptor, into: &buffer) else {
+            throw .credentialUnavailable(name: name, reason: "it cannot be read (\(String(cString: strerror(errno))))")
         }
         guard total >= minimumSize, total <= maximumSize else {
             // The unit has the credential: it is the credential that is wrong, so the
