@@ -184,7 +184,7 @@ struct LibSecretClient: Sendable {
             }
             return diagnosis
         }
-        diagnosis.providerPID = SessionBusName.ownerPID(of: "org.freedesktop.secrets", until: deadline)
+        diagnosis.providerPID = SessionBusName.ownerPID(of: SessionBusName.secretService, until: deadline)
         return diagnosis
     }
 
