@@ -5,11 +5,9 @@ import CSecretShim
     import Glibc
 #endif
 
-/// One Swift function per Secret Service call, as swift-system wraps one C call per function:
-/// the only Swift code that calls libsecret (and the shim's calls to the service). Each takes
-/// plain Swift values, makes its call under the ``Call``'s cancellable, and reports a failure
-/// through ``KeyringErrorMapping``. Which calls to make, and in what order, is
-/// ``LibSecretClient``'s.
+/// One Swift function per Secret Service call (as swift-system wraps one C call per function),
+/// the only Swift code that calls libsecret: plain Swift values in, the ``Call``'s cancellable,
+/// failures through ``KeyringErrorMapping``. Which calls, in what order, is ``LibSecretClient``'s.
 enum SecretServiceCalls {
     /// `secret_service_read_alias_dbus_path_sync`: the object path of the aliased collection
     /// (cached by the connection for a moment).
@@ -30,9 +28,8 @@ enum SecretServiceCalls {
     }
 
     /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection;
-    /// with a `guess`, `sd_search_reading_one`: the secret of `guess` is asked for right behind
-    /// the search, in the same round trip, and `secret` is that secret when the service sent
-    /// one and the search found exactly that item.
+    /// with a `guess`, `sd_search_reading_one`, whose `secret` counts only when the search found
+    /// exactly that item.
     static func search(_ call: Call, attributes: [String: String], in collection: String, reading guess: String? = nil)
         throws(SecureDictionaryError) -> (unlocked: [String], locked: [String], secret: SecretBytes?)
     {
@@ -70,8 +67,7 @@ enum SecretServiceCalls {
         guard let value = secret_service_get_secret_for_dbus_path_sync(call.service, path, call.cancellable.pointer, &error)
         else {
             if error != nil { throw KeyringErrorMapping.map(error) }
-            // No secret and no error: the item was locked since the search, or libsecret could
-            // not decrypt what arrived (the two ends of the session derived different keys).
+            // No secret and no error: locked since the search, or not decryptable (keys differ).
             if try isLocked(call, collection: collection) { throw .locked }
             throw .sessionRejected(reason: "a secret arrived that the session could not decrypt")
         }
@@ -79,9 +75,9 @@ enum SecretServiceCalls {
         return bytes(of: value)
     }
 
-    /// `secret_service_create_item_dbus_path_sync` of an item with `label` and `attributes`,
-    /// replacing an item with the same attributes (another process may have created it since
-    /// the check). Returns the item's path. A prompt runs only inside ``confirming(_:_:)``.
+    /// `secret_service_create_item_dbus_path_sync`, replacing an item with the same attributes
+    /// (another process may have created it since the check): the item's path. A prompt runs
+    /// only inside ``confirming(_:dismissing:_:)``.
     static func createItem(
         _ call: Call, _ secret: SecretBytes, label: String, attributes: [String: String],
         contentType: String = "application/octet-stream", in collection: String
@@ -114,7 +110,7 @@ enum SecretServiceCalls {
         }
     }
 
-    /// `secret_service_delete_item_dbus_path_sync`. A prompt runs only inside ``confirming(_:_:)``.
+    /// `secret_service_delete_item_dbus_path_sync`. A prompt runs only inside ``confirming(_:dismissing:_:)``.
     static func deleteItem(_ call: Call, path: String) throws(SecureDictionaryError) {
         var error: UnsafeMutablePointer<GError>?
         if secret_service_delete_item_dbus_path_sync(call.service, path, call.cancellable.pointer, &error) == 0 {
@@ -122,8 +118,8 @@ enum SecretServiceCalls {
         }
     }
 
-    /// `secret_service_unlock_dbus_paths_sync`: how many of `paths` are unlocked now. A
-    /// prompt runs only inside ``confirming(_:_:)``; elsewhere one that is needed is `locked`.
+    /// `secret_service_unlock_dbus_paths_sync`: how many of `paths` are unlocked now. A needed
+    /// prompt is `locked`, except inside ``confirming(_:dismissing:_:)``.
     static func unlock(_ call: Call, paths: [String]) throws(SecureDictionaryError) -> Int {
         var error: UnsafeMutablePointer<GError>?
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
@@ -200,11 +196,10 @@ enum SecretServiceCalls {
         return value
     }
 
-    /// Runs `body` with the service allowed to run the prompts it returns (elsewhere none
-    /// runs): one that needs no human completes at once (KeePassXC returns one from every
-    /// `CreateItem` and `Item.Delete`); one that waits for a human throws
-    /// ``SecureDictionaryError/confirmationRequired`` at the deadline, and is dismissed then
-    /// if `dismissing` (``ProviderTraits/dismissesPrompts``).
+    /// Runs `body` with the service allowed to run the prompts it returns (`sd_service_allow_confirmations`):
+    /// KeePassXC returns one from every `CreateItem` and `Item.Delete`, which completes at once
+    /// when nothing needs confirming. One that waits for a human is ``SecureDictionaryError/confirmationRequired``
+    /// at the deadline, dismissed if `dismissing` (``ProviderTraits/dismissesPrompts``).
     static func confirming<T>(_ call: Call, dismissing: Bool = true, _ body: () throws(SecureDictionaryError) -> T)
         throws(SecureDictionaryError) -> T
     {
@@ -222,10 +217,8 @@ enum SecretServiceCalls {
         return table
     }
 
-    /// A secret value's bytes, where libsecret decrypted them, kept alive by the view (no
-    /// copy): libsecret keeps a decrypted secret in memory of its own that is locked, out of
-    /// core dumps and wiped when freed (egg-secure-memory), where a copy would be one more
-    /// in ordinary memory.
+    /// A secret value's bytes where libsecret decrypted them, kept alive by the view: that memory
+    /// is locked, out of core dumps and wiped when freed (egg-secure-memory); a copy would not be.
     private static func bytes(of value: OpaquePointer) -> SecretBytes {
         var length: gsize = 0
         guard let bytes = secret_value_get(value, &length), length > 0 else {
@@ -234,10 +227,9 @@ enum SecretServiceCalls {
         return SecretBytes(viewing: UnsafeRawBufferPointer(start: bytes, count: Int(length)), keptBy: HeldSecretValue(value))
     }
 
-    /// Runs `body` with a SecretValue of `contentType` that borrows `secret`'s bytes, neither
-    /// freeing nor wiping them (their owner wipes them): `secret_value_new` would copy them
-    /// into memory of libsecret's own, one more copy of the secret per write. They outlive the
-    /// value, since libsecret encrypts them during the call and the value is released first.
+    /// Runs `body` with a SecretValue that borrows `secret`'s bytes (their owner wipes them):
+    /// `secret_value_new` would make one more copy per write. They outlive the value, which
+    /// libsecret encrypts during the call and which is released first.
     private static func withBorrowedValue(
         _ secret: SecretBytes, contentType: String = "application/octet-stream",
         _ body: (OpaquePointer?) throws(SecureDictionaryError) -> Void
