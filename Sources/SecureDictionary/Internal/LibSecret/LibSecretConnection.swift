@@ -90,14 +90,12 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         itemPaths.removeAll()
     }
 
-    /// The cached path of `alias`, if read less than ``aliasLifetime`` ago.
-    func cachedPath(of alias: String) -> String? {
-        guard let entry = aliases[alias], ContinuousClock.now - entry.readAt < Self.aliasLifetime else { return nil }
-        return entry.path
-    }
-
-    func remember(_ path: String, for alias: String) {
+    /// The path of `alias`: the cached one if read less than ``aliasLifetime`` ago, else `read()`'s.
+    func path(of alias: String, _ read: () throws(SecureDictionaryError) -> String) throws(SecureDictionaryError) -> String {
+        if let entry = aliases[alias], ContinuousClock.now - entry.readAt < Self.aliasLifetime { return entry.path }
+        let path = try read()
         aliases[alias] = (path, ContinuousClock.now)
+        return path
     }
 
     /// Records what a lookup of `item` found in `collection` (`nil` path: no such item).

@@ -12,19 +12,18 @@ enum SecretServiceCalls {
     /// `secret_service_read_alias_dbus_path_sync`: the object path of the aliased collection
     /// (cached by the connection for a moment).
     static func collectionPath(_ call: Call, _ collection: KeyringCollection) throws(SecureDictionaryError) -> String {
-        if let cached = call.connection.cachedPath(of: collection.alias) { return cached }
-        var error: UnsafeMutablePointer<GError>?
-        guard
-            let path = secret_service_read_alias_dbus_path_sync(
-                call.service, collection.alias, call.cancellable.pointer, &error)
-        else {
-            if error != nil { throw KeyringErrorMapping.map(error) }
-            throw .noSuchCollection(alias: collection.alias)  // ReadAlias answered "/"
+        try call.connection.path(of: collection.alias) { () throws(SecureDictionaryError) in
+            var error: UnsafeMutablePointer<GError>?
+            guard
+                let path = secret_service_read_alias_dbus_path_sync(
+                    call.service, collection.alias, call.cancellable.pointer, &error)
+            else {
+                if error != nil { throw KeyringErrorMapping.map(error) }
+                throw .noSuchCollection(alias: collection.alias)  // ReadAlias answered "/"
+            }
+            defer { g_free(path) }
+            return String(cString: path)
         }
-        defer { g_free(path) }
-        let resolved = String(cString: path)
-        call.connection.remember(resolved, for: collection.alias)
-        return resolved
     }
 
     /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection;
@@ -133,59 +132,51 @@ enum SecretServiceCalls {
 
     /// The `Locked` property of a collection; a malformed answer is locked, never open.
     static func isLocked(_ call: Call, collection: String) throws(SecureDictionaryError) -> Bool {
-        guard let value = try property(call, collection, "Collection", "Locked", type: "b") else { return true }
-        defer { g_variant_unref(value) }
-        return g_variant_get_boolean(value) != 0
+        try property(call, collection, "Collection", "Locked", type: "b") { g_variant_get_boolean($0) != 0 } ?? true
     }
 
     /// The `Label` property of a collection.
     static func label(_ call: Call, collection: String) throws(SecureDictionaryError) -> String {
-        guard let value = try property(call, collection, "Collection", "Label", type: "s") else { return "" }
-        defer { g_variant_unref(value) }
-        return String(cString: g_variant_get_string(value, nil))
+        try property(call, collection, "Collection", "Label", type: "s") { String(cString: g_variant_get_string($0, nil)) } ?? ""
     }
 
     /// The service's Collections property: every collection's path.
     static func collections(_ call: Call) throws(SecureDictionaryError) -> [String] {
-        guard let value = try property(call, "/org/freedesktop/secrets", "Service", "Collections", type: "ao") else {
-            return []
-        }
-        defer { g_variant_unref(value) }
-        let list = g_variant_dup_objv(value, nil)
-        defer { g_strfreev(list) }
-        return strings(list)
+        try property(call, "/org/freedesktop/secrets", "Service", "Collections", type: "ao") { value in
+            let list = g_variant_dup_objv(value, nil)
+            defer { g_strfreev(list) }
+            return strings(list)
+        } ?? []
     }
 
     /// The item's Modified property: seconds since 1970, `nil` when the provider tells none.
     static func modified(_ call: Call, path: String) throws(SecureDictionaryError) -> Int64? {
-        guard let value = try property(call, path, "Item", "Modified", type: "t") else { return nil }
-        defer { g_variant_unref(value) }
-        let seconds = g_variant_get_uint64(value)
+        let seconds = try property(call, path, "Item", "Modified", type: "t") { g_variant_get_uint64($0) } ?? 0
         return seconds == 0 ? nil : Int64(clamping: seconds)
     }
 
     /// The item's `Attributes` property.
     static func attributes(_ call: Call, path: String) throws(SecureDictionaryError) -> [String: String] {
-        guard let value = try property(call, path, "Item", "Attributes", type: "a{ss}") else { return [:] }
-        defer { g_variant_unref(value) }
-        var result: [String: String] = [:]
-        for index in 0..<g_variant_n_children(value) {
-            let entry = g_variant_get_child_value(value, index)
-            let key = g_variant_get_child_value(entry, 0)
-            let text = g_variant_get_child_value(entry, 1)
-            result[String(cString: g_variant_get_string(key, nil))] = String(cString: g_variant_get_string(text, nil))
-            g_variant_unref(text)
-            g_variant_unref(key)
-            g_variant_unref(entry)
-        }
-        return result
+        try property(call, path, "Item", "Attributes", type: "a{ss}") { value in
+            var result: [String: String] = [:]
+            for index in 0..<g_variant_n_children(value) {
+                let entry = g_variant_get_child_value(value, index)
+                let key = g_variant_get_child_value(entry, 0)
+                let text = g_variant_get_child_value(entry, 1)
+                result[String(cString: g_variant_get_string(key, nil))] = String(cString: g_variant_get_string(text, nil))
+                g_variant_unref(text)
+                g_variant_unref(key)
+                g_variant_unref(entry)
+            }
+            return result
+        } ?? [:]
     }
 
     /// Property `name` of `org.freedesktop.Secret.<interface>` on the object at `path`
-    /// (`sd_object_property`): `nil` when the provider answered with another type than `type`.
-    private static func property(_ call: Call, _ path: String, _ interface: String, _ name: String, type: String)
-        throws(SecureDictionaryError) -> OpaquePointer?
-    {
+    /// (`sd_object_property`), as `read` reads it; `nil` when the provider answered with another type than `type`.
+    private static func property<T>(
+        _ call: Call, _ path: String, _ interface: String, _ name: String, type: String, _ read: (OpaquePointer) -> T
+    ) throws(SecureDictionaryError) -> T? {
         var value: OpaquePointer?
         var error: UnsafeMutablePointer<GError>?
         guard
@@ -193,7 +184,9 @@ enum SecretServiceCalls {
                 call.service, path, "org.freedesktop.Secret." + interface, name, type, &value, call.cancellable.pointer,
                 &error) != 0
         else { throw KeyringErrorMapping.map(error) }
-        return value
+        guard let value else { return nil }
+        defer { g_variant_unref(value) }
+        return read(value)
     }
 
     /// Runs `body` with the service allowed to run the prompts it returns (`sd_service_allow_confirmations`):
