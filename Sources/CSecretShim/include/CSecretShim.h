@@ -40,12 +40,10 @@ gboolean sd_item_set_secret(SecretService *service, const char *path, SecretValu
                             GCancellable *cancellable, GError **error);
 
 /* Service.SearchItems for `attributes` and, when `guess` is an item path and the session is
-   open, Service.GetSecrets of that item sent right behind it, without waiting for the first
-   answer: the check before a write then costs one round trip, not two. Returns the search's
-   unlocked and locked paths (free with g_strfreev) and, in *guessed, the guessed item's
-   secret when the service sent one the session decrypts (NULL otherwise: the caller reads
-   the path the search found); or FALSE with error set when the search failed. The secret
-   counts only if the search found exactly that item. */
+   open, Service.GetSecrets of it sent right behind, without waiting: one round trip, not two.
+   Returns the search's unlocked and locked paths (free with g_strfreev) and, in *guessed, the
+   guess's secret if one came that the session decrypts (it counts only if the search found
+   exactly that item); or FALSE with error set when the search failed. */
 gboolean sd_search_reading_one(SecretService *service, GHashTable *attributes, const char *guess,
                                char ***unlocked, char ***locked, SecretValue **guessed,
                                GCancellable *cancellable, GError **error);
@@ -78,7 +76,7 @@ int sd_bus_name_request_finish(SdNameRequest *request, gint64 answer_deadline_us
    connection. */
 void sd_bus_name_unlock(GDBusConnection *held, const char *name);
 
-/* ---- session_bus.c: the session bus, and who owns a well-known name ---------------- */
+/* ---- session_bus.c: the session bus, and who owns a well-known name --------------- */
 
 /* GLib's shared session bus connection (a new reference), set not to exit the process when
    it closes, once it is ready; NULL with error set when there is no session bus, or
@@ -88,19 +86,18 @@ GDBusConnection *sd_session_bus_until(gint64 deadline_us, GError **error);
 /* Iterates `context` until *done, or until deadline_us passed; returns *done. */
 gboolean sd_iterate_until(GMainContext *context, const gboolean *done, gint64 deadline_us);
 
-/* Whether the well-known `name` has an owner on the session bus (2), or can be started there
-   by D-Bus activation (1), or neither (0): NameHasOwner and ListActivatableNames, in one
-   round trip. -1 with error set when there is no session bus, or (G_IO_ERROR_TIMED_OUT) it
-   did not answer by deadline_us. */
+/* Whether the well-known `name` has an owner on the session bus (2), or can be started by
+   D-Bus activation (1), or neither (0), in one round trip. -1 with error set when there is no
+   session bus, or (G_IO_ERROR_TIMED_OUT) it did not answer by deadline_us. */
 int sd_bus_name_presence(const char *name, gint64 deadline_us, GError **error);
 
 /* The process id of the name's current owner, or -1 (no owner, or no answer by deadline_us). */
 gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
 
-/* Waits until `name` has an owner on the session bus (NameOwnerChanged), asking the bus to
-   start it first (StartServiceByName) when `start`. Returns 1 (it has one), 0 (the bus said
-   it has none, and none came by deadline_us), or -1 with error set: no session bus, no answer
-   from it (G_IO_ERROR_TIMED_OUT), or the bus's answer to the start (it cannot start it). */
+/* Waits until `name` has an owner, asking the bus to start it first (StartServiceByName)
+   when `start`. Returns 1 (it has one), 0 (the bus said none, and none came by deadline_us),
+   or -1 with error set: no session bus, no answer (G_IO_ERROR_TIMED_OUT), or the bus's
+   answer to the start (it cannot start it). */
 int sd_bus_name_await_owner(const char *name, gboolean start, gint64 deadline_us, GError **error);
 
 /* ---- watcher.c: changes in the keyring ------------------------------------------ */
@@ -121,8 +118,8 @@ void sd_watcher_stop(SdWatcher *watcher);
 
 /* ---- process.c: prctl, memfd and terminals, for the library and the tool ------------ */
 
-/* prctl(PR_SET_DUMPABLE, dumpable): 0 keeps the process out of core dumps and out of reach
-   of ptrace by other processes of the user. Returns 0, or -1 with errno. */
+/* prctl(PR_SET_DUMPABLE, dumpable): 0 keeps the process out of core dumps and ptrace.
+   Returns 0, or -1 with errno. */
 int sd_process_set_dumpable(int dumpable);
 
 /* prctl(PR_GET_DUMPABLE): 1 dumpable, 0 not, 2 readable by root only; -1 with errno. */
@@ -133,16 +130,15 @@ int sd_process_dumpable(void);
    with errno set. */
 int sd_process_become_child_subreaper(void);
 
-/* An anonymous in-memory file (memfd_create, on no file system) named `name`, holding the
-   `count` bytes at `bytes`, read from its start, readable by its owner only (0400), sealed
-   against writing, growing, shrinking and further seals; not close-on-exec, for a command to
-   inherit. Returns its descriptor, or -1 with errno set (nothing is left open). */
+/* An anonymous in-memory file (memfd_create) named `name` holding the `count` bytes at
+   `bytes`, read from its start, owner-readable only (0400), sealed against writing, resizing
+   and further seals, not close-on-exec (a command inherits it). Returns its descriptor, or
+   -1 with errno set (nothing is left open). */
 int sd_process_sealed_memory_file(const char *name, const void *bytes, size_t count);
 
-/* A new pseudo-terminal for a command's output, in place of the terminal `like`: its window
-   size copied from `like`, output passed as written (no OPOST). Returns the side this process
-   reads, and sets *replica to the side the command writes to (both close-on-exec); -1 with
-   errno set when none can be made. */
+/* A new pseudo-terminal for a command's output, in place of the terminal `like` (its window
+   size), output passed as written (no OPOST). Returns the side this process reads, and sets
+   *replica to the command's side (both close-on-exec); -1 with errno set. */
 int sd_process_open_output_terminal(int like, int *replica);
 
 /* Copies the window size of the terminal `from` to the terminal `to`. Returns 0, or -1. */

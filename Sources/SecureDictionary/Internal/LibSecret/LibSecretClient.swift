@@ -57,8 +57,7 @@ struct LibSecretClient: Sendable {
                 }
             }
         }
-        // A call stopped at its deadline while a confirmation prompt was up waited for a
-        // human, not for a hung keyring (the prompt was dismissed on the way out).
+        // Stopped at its deadline while a prompt was up: it waited for a human, not a hung keyring.
         guard let result else { throw cancellable.prompted ? .confirmationRequired : .timedOut }
         if explainsSandbox, case .failure(.serviceUnavailable) = result, let sandbox = Sandbox.current {
             throw .sandboxed(advice: sandbox.advice)
@@ -66,11 +65,10 @@ struct LibSecretClient: Sendable {
         return try result.get()
     }
 
-    /// What a failed try of ``perform(timeout:writes:_:)`` ends in: `nil` for another try on a
-    /// fresh connection, else the error to throw. A write whose first try died with the
-    /// connection may have landed, whatever a later try says: its outcome stays unknown. (A
-    /// read's later try gives its own answer: a read that met a restarted daemon once turned a
-    /// missing collection into `connectionLost`.)
+    /// What a failed try of ``perform(timeout:writes:explainsSandbox:_:)`` ends in: `nil` for
+    /// another try on a fresh connection, else the error to throw. A write whose try died with
+    /// the connection may have landed, whatever a later try says. (A read's later try gives its
+    /// own answer: once a read that met a restarted daemon turned a missing collection into `connectionLost`.)
     static func failure(after error: SecureDictionaryError, attempt: Int, outcomeUnknown: Bool) -> SecureDictionaryError? {
         if error.deservesFreshConnection && attempt < LibSecretConnection.sessionAttempts { return nil }
         if outcomeUnknown && !error.leavesWriteOutcomeUnknown { return .connectionLost }
@@ -258,9 +256,9 @@ struct LibSecretClient: Sendable {
 }
 
 extension SecureDictionaryError {
-    /// Whether one retry on a new connection may succeed: the connection died, or the service
-    /// answered with a D-Bus error libsecret did not name (e.g. a session the restarted
-    /// daemon no longer knows). Every operation is idempotent, so retrying is safe.
+    /// Whether a retry on a new connection may succeed (every operation is idempotent): the
+    /// connection died, or the service answered with a D-Bus error libsecret did not name (as a
+    /// session the restarted daemon no longer knows).
     fileprivate var deservesFreshConnection: Bool {
         switch self {
         case .connectionLost, .sessionRejected, .writeNotVerified: true
@@ -270,10 +268,9 @@ extension SecureDictionaryError {
         }
     }
 
-    /// Whether the connection that produced this error can still be used: the service answered,
-    /// and its transport session stays. KeePassXC refusing an item until its user confirms
-    /// (`confirmationRequired`) is such an answer: closing on it opened a new session for every
-    /// refused call (46 in the 50 operations after a restart; ConnectionCount).
+    /// Whether the connection that produced this error stays: the service answered. Closing on
+    /// KeePassXC's `confirmationRequired` opened a new session for every refused call (46 in the
+    /// 50 operations after a restart; ConnectionCount).
     fileprivate var keepsConnection: Bool {
         switch self {
         case .locked, .ambiguous, .tooLarge, .invalidName, .invalidValue, .corrupt, .unlockDismissed,

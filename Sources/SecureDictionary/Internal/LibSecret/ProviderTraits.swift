@@ -192,10 +192,9 @@ extension ProviderTraits {
         /// The names of the provider's executables, as `/proc/PID/exe` ends.
         package var executables: [String] = []
         package var version = VersionSource.unknown
-        /// What `doctor` tells its user to do about a locked collection. `nil`: unlock it from
-        /// the desktop's keyring manager, or from the shell with gnome-keyring-daemon's own
-        /// command and the folders the running daemon keeps its keyring in (read from `/proc`
-        /// when the daemon is this provider's process).
+        /// What `doctor` tells its user to do about a locked collection. `nil`: the desktop's
+        /// keyring manager, or gnome-keyring-daemon's own command with the folders the running
+        /// daemon keeps its keyring in (read from `/proc`).
         package var unlockFix: String?
         /// What `doctor` always notes about the provider.
         package var note: String?
