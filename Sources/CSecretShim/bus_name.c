@@ -1,14 +1,6 @@
-/* The cross-process writer lock of one item: a well-known name on the session bus. Every
-   wait here is in a main context of its own and ends by a deadline on GLib's monotonic
-   clock (microseconds), which the caller gives. */
+/* The cross-process writer lock of one item: a well-known name, waited for in a main
+   context of its own. */
 #include "internal.h"
-
-static void
-on_name_acquired (GDBusConnection *bus, const char *sender, const char *path,
-                  const char *interface, const char *signal, GVariant *parameters, gpointer flag)
-{
-    *(gboolean *) flag = TRUE;
-}
 
 struct SdNameRequest {
     GDBusConnection *bus;
@@ -16,27 +8,21 @@ struct SdNameRequest {
     char *name;
     guint subscription;
     GCancellable *cancellable;
-    gboolean answered;       /* the RequestName reply (or its error) has arrived */
-    guint32 code;
-    GError *error;
+    SdPendingCall answer;    /* RequestName's */
     gboolean acquired;       /* a NameAcquired for name arrived after the answer */
 };
 
 static void
-on_request_answered (GObject *source, GAsyncResult *result, gpointer data)
+on_name_acquired (GDBusConnection *bus, const char *sender, const char *path,
+                  const char *interface, const char *signal, GVariant *parameters, gpointer data)
 {
     SdNameRequest *request = data;
-    GVariant *reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &request->error);
-    if (reply != NULL) {
-        g_variant_get (reply, "(u)", &request->code);
-        g_variant_unref (reply);
-    }
     /* The NameAcquired that grants a queued request comes after its IN_QUEUE answer. One
        that came before is from a grant at once, or from an abandoned earlier request whose
        grant crossed its release: never counted. (Were GLib ever to deliver the two out of
        order, a queued request would wait to its deadline: a timeout, never two holders.) */
-    request->acquired = FALSE;
-    request->answered = TRUE;
+    if (request->answer.done)
+        request->acquired = TRUE;
 }
 
 SdNameRequest *
@@ -55,12 +41,10 @@ sd_bus_name_request (const char *name, gint64 deadline_us, GError **error)
        The bus sends NameAcquired to this connection alone, which needs no match rule. */
     request->subscription = g_dbus_connection_signal_subscribe (
         bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameAcquired", "/org/freedesktop/DBus",
-        name, G_DBUS_SIGNAL_FLAGS_NO_MATCH_RULE, on_name_acquired, &request->acquired, NULL);
+        name, G_DBUS_SIGNAL_FLAGS_NO_MATCH_RULE, on_name_acquired, request, NULL);
     /* Flags 0: no replacing, and queue behind the owner (dbus-daemon serves the queue in
        order). Sent now, in order with every later message of this process on the bus. */
-    g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                            "RequestName", g_variant_new ("(su)", name, 0u), G_VARIANT_TYPE ("(u)"),
-                            G_DBUS_CALL_FLAGS_NONE, -1, request->cancellable, on_request_answered, request);
+    sd_call_bus (bus, "RequestName", g_variant_new ("(su)", name, 0u), "(u)", request->cancellable, &request->answer);
     g_main_context_pop_thread_default (request->context);
     return request;
 }
@@ -79,15 +63,11 @@ release_name (GDBusConnection *bus, const char *name)
 static void
 request_free (SdNameRequest *request)
 {
-    /* The reply callback runs in request->context: wait for it (cancelled, it comes at once). */
-    g_cancellable_cancel (request->cancellable);
-    while (!request->answered)
-        g_main_context_iteration (request->context, TRUE);
+    sd_end_call (request->context, &request->answer, request->cancellable);
     g_dbus_connection_signal_unsubscribe (request->bus, request->subscription);
     /* Run what the unsubscription left queued before the context goes. */
     while (g_main_context_iteration (request->context, FALSE))
         ;
-    g_clear_error (&request->error);
     g_object_unref (request->cancellable);
     g_main_context_unref (request->context);
     g_free (request->name);
@@ -100,17 +80,20 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 answer_deadline_us, g
                             GDBusConnection **held, GError **error)
 {
     int result = -1;
-    if (!sd_iterate_until (request->context, &request->answered, answer_deadline_us)) {
+    guint32 code = 0;
+    gboolean answered = sd_iterate_until (request->context, &request->answer.done, answer_deadline_us);
+    if (request->answer.reply != NULL)
+        g_variant_get (request->answer.reply, "(u)", &code);
+    if (!answered) {
         result = 0;
-    } else if (request->error != NULL) {
-        g_propagate_error (error, request->error);
-        request->error = NULL;
-    } else if (request->code == 1 || request->code == 4) {   /* PRIMARY_OWNER, ALREADY_OWNER */
+    } else if (request->answer.error != NULL) {
+        g_propagate_error (error, g_steal_pointer (&request->answer.error));
+    } else if (code == 1 || code == 4) {                      /* PRIMARY_OWNER, ALREADY_OWNER */
         result = 1;
-    } else if (request->code == 2) {                          /* IN_QUEUE: wait for NameAcquired */
+    } else if (code == 2) {                                   /* IN_QUEUE: wait for NameAcquired */
         result = sd_iterate_until (request->context, &request->acquired, wait_deadline_us) ? 1 : 0;
     } else {
-        g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", request->code);
+        g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", code);
     }
     /* The name lives as long as the connection that owns it: keep that connection until the
        name is given back, even if everything else in the process lets go of it. */

@@ -18,4 +18,8 @@ void sd_pending_call_answered(GObject *source, GAsyncResult *result, gpointer da
 void sd_call_bus(GDBusConnection *bus, const char *method, GVariant *parameters, const char *reply_type,
                  GCancellable *cancellable, SdPendingCall *call);
 
+/* Ends a call sent with `cancellable`: cancelled unless answered, its callback awaited (a
+   cancelled call's comes at once), its reply and error dropped. */
+void sd_end_call(GMainContext *context, SdPendingCall *call, GCancellable *cancellable);
+
 #endif

@@ -144,9 +144,9 @@ on_confirm_cancelled (GCancellable *cancellable, gpointer data)
 {
     GTask *task = data;
     ConfirmClosure *closure = g_task_get_task_data (task);
-    /* The deadline passed: take the dialog off the screen (nobody waits for the answer),
-       unless told not to (gnome-keyring 42.1 aborts on Dismiss of a shown unlock prompt),
-       then end the task from its own context (this handler may run on another thread). */
+    /* The deadline passed: take the dialog off the screen unless told not to
+       (ProviderTraits.dismissesPrompts), then end the task from its own context (this
+       handler may run on another thread). */
     if (closure->dismiss_on_cancel)
         g_dbus_connection_call (closure->connection, closure->name, closure->path, "org.freedesktop.Secret.Prompt",
                                 "Dismiss", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
@@ -267,14 +267,12 @@ sd_service_owner_among (SecretService *service, const char **names, int count, G
     for (int i = 0; i < count; i++) {
         while (!calls[i].done)
             g_main_context_iteration (context, TRUE);
-        if (calls[i].reply != NULL) {
-            const char *owner = NULL;
+        const char *owner = NULL;
+        if (calls[i].reply != NULL)
             g_variant_get (calls[i].reply, "(&s)", &owner);
-            if (found < 0 && g_strcmp0 (owner, unique) == 0)
-                found = i;
-            g_variant_unref (calls[i].reply);
-        }
-        g_clear_error (&calls[i].error);
+        if (found < 0 && g_strcmp0 (owner, unique) == 0)
+            found = i;
+        sd_end_call (context, &calls[i], cancellable);
     }
     g_free (calls);
     g_main_context_pop_thread_default (context);

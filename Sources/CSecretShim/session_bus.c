@@ -100,10 +100,8 @@ sd_iterate_until (GMainContext *context, const gboolean *done, gint64 deadline_u
     return *done;
 }
 
-/* Ends a call sent with `cancellable`: cancelled unless answered, its callback awaited (a
-   cancelled call's comes at once), its reply and error dropped. */
-static void
-end_call (GMainContext *context, SdPendingCall *call, GCancellable *cancellable)
+void
+sd_end_call (GMainContext *context, SdPendingCall *call, GCancellable *cancellable)
 {
     if (!call->done)
         g_cancellable_cancel (cancellable);
@@ -177,8 +175,8 @@ sd_bus_name_presence (const char *name, gint64 deadline_us, GError **error)
         result = has_owner ? 2 : g_strv_contains (names, name) ? 1 : 0;
         g_free (names);
     }
-    end_call (scope.context, &owned, scope.cancellable);
-    end_call (scope.context, &activatable, scope.cancellable);
+    sd_end_call (scope.context, &owned, scope.cancellable);
+    sd_end_call (scope.context, &activatable, scope.cancellable);
     bus_scope_close (&scope);
     return result;
 }
@@ -215,56 +213,36 @@ sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, G
         sd_call_bus (bus, "StartServiceByName", g_variant_new ("(su)", name, 0u), "(u)", scope.cancellable, &started);
     }
     int result = 0;
-    gboolean expired = FALSE;
-    GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
-    g_source_set_callback (timer, on_deadline, &expired, NULL);
-    g_source_attach (timer, scope.context);
-    while (!expired) {
-        if (has_owner.reply != NULL) {
-            gboolean value = FALSE;
-            g_variant_get (has_owner.reply, "(b)", &value);
-            owned = owned || value;
-            g_clear_pointer (&has_owner.reply, g_variant_unref);
-        }
-        if (started.reply != NULL)   /* started, or running already: it owns the name now */
-            owned = TRUE;
-        if (owned) {
-            result = 1;
-            break;
-        }
+    gboolean waiting = TRUE;
+    while (result == 0) {
+        gboolean has = FALSE;
+        if (has_owner.reply != NULL)
+            g_variant_get (has_owner.reply, "(b)", &has);
         GError *failure = has_owner.error != NULL ? has_owner.error : started.error;
-        if (failure != NULL) {
+        if (owned || has || started.reply != NULL) {   /* started, or running already: it owns the name now */
+            result = 1;
+        } else if (failure != NULL) {
             g_propagate_error (error, g_error_copy (failure));
             result = -1;
+        } else if (waiting) {
+            /* Until the next event: an answer not come yet, else an owner announced. */
+            const gboolean *next = !has_owner.done ? &has_owner.done : !started.done ? &started.done : &owned;
+            waiting = sd_iterate_until (scope.context, next, deadline_us);
+        } else {
             break;
         }
-        g_main_context_iteration (scope.context, TRUE);
     }
-    g_source_destroy (timer);
-    g_source_unref (timer);
     if (result == 0 && !has_owner.done) {   /* "no owner" is an answer the bus did not give */
         g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "the session bus did not answer in time");
         result = -1;
     }
-    end_call (scope.context, &has_owner, scope.cancellable);
-    end_call (scope.context, &started, scope.cancellable);
+    sd_end_call (scope.context, &has_owner, scope.cancellable);
+    sd_end_call (scope.context, &started, scope.cancellable);
     g_dbus_connection_signal_unsubscribe (bus, subscription);
     while (g_main_context_iteration (scope.context, FALSE))
         ;
     bus_scope_close (&scope);
     return result;
-}
-
-/* Asks the bus one question in `scope`: its reply, or NULL (an error, or no answer by deadline_us). */
-static GVariant *
-ask_bus (BusScope *scope, const char *method, GVariant *parameters, const char *reply_type, gint64 deadline_us)
-{
-    SdPendingCall call = { FALSE, NULL, NULL };
-    sd_call_bus (scope->bus, method, parameters, reply_type, scope->cancellable, &call);
-    sd_iterate_until (scope->context, &call.done, deadline_us);
-    GVariant *reply = g_steal_pointer (&call.reply);
-    end_call (scope->context, &call, scope->cancellable);
-    return reply;
 }
 
 gint64
@@ -273,21 +251,13 @@ sd_bus_name_owner_pid (const char *name, gint64 deadline_us)
     BusScope scope;
     if (!bus_scope_open (&scope, deadline_us, NULL))
         return -1;
-    gint64 pid = -1;
-    GVariant *owner = ask_bus (&scope, "GetNameOwner", g_variant_new ("(s)", name), "(s)", deadline_us);
-    if (owner != NULL) {
-        const char *unique = NULL;
-        g_variant_get (owner, "(&s)", &unique);
-        GVariant *reply = ask_bus (&scope, "GetConnectionUnixProcessID", g_variant_new ("(s)", unique), "(u)",
-                                   deadline_us);
-        if (reply != NULL) {
-            guint32 value = 0;
-            g_variant_get (reply, "(u)", &value);
-            pid = value;
-            g_variant_unref (reply);
-        }
-        g_variant_unref (owner);
-    }
+    /* The bus takes a well-known name here too: one question, not GetNameOwner first. */
+    SdPendingCall call = { FALSE, NULL, NULL };
+    sd_call_bus (scope.bus, "GetConnectionUnixProcessID", g_variant_new ("(s)", name), "(u)", scope.cancellable, &call);
+    guint32 pid = 0;
+    if (sd_iterate_until (scope.context, &call.done, deadline_us) && call.reply != NULL)
+        g_variant_get (call.reply, "(u)", &pid);
+    sd_end_call (scope.context, &call, scope.cancellable);
     bus_scope_close (&scope);
-    return pid;
+    return pid > 0 ? (gint64) pid : -1;
 }

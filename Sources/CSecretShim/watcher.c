@@ -128,9 +128,7 @@ sd_watcher_start (SdChangeCallback callback, void *user_data, GError **error)
     g_mutex_init (&watcher->started_lock);
     g_cond_init (&watcher->started);
     watcher->thread = g_thread_new ("SecureDictionary.watcher", watcher_main, watcher);
-    /* Return once the subscription exists, so that a change made after this call is seen; or,
-       when the bus does not answer at once, with the subscription to come (changes made
-       meanwhile are then looked at once); or with no watcher when there is no session bus. */
+    /* Subscribed before returning (unless the bus is frozen), so a change made after this call is seen. */
     g_mutex_lock (&watcher->started_lock);
     while (!watcher->ready && !watcher->waiting && watcher->failure == NULL)
         g_cond_wait (&watcher->started, &watcher->started_lock);

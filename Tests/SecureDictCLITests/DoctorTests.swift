@@ -173,6 +173,38 @@ extension SecureDictCLI {
         #expect(access["fix"]?.contains("Confirm when passwords are retrieved by clients") == true)
     }
 
+    /// The provider process doctor inspects is the owner of the bus name libsecret talks to,
+    /// `SECRET_SERVICE_BUS_NAME` when set: here a second gnome-keyring-daemon, which serves
+    /// the Secret Service under its unique name while the lab's daemon keeps
+    /// org.freedesktop.secrets.
+    @Test(.enabled(if: PrivateKeyring.provider == "gnome-keyring", "a second gnome-keyring-daemon"))
+    func doctorInspectsTheOwnerOfSecretServiceBusName() throws {
+        let script = #"""
+            folder=$(mktemp -d) && mkdir -m 700 "$folder/run" || exit 90
+            XDG_RUNTIME_DIR="$folder/run" XDG_DATA_HOME="$folder" gnome-keyring-daemon --foreground \
+                --components=secrets </dev/null >/dev/null 2>&1 &
+            second=$!
+            trap 'kill $second; wait $second; rm -rf "$folder"' EXIT
+            for _ in $(seq 100); do
+                name=$(busctl --address="$DBUS_SESSION_BUS_ADDRESS" list --unique --no-legend |
+                    awk -v pid=$second '$2 == pid { print $1 }')
+                [ -n "$name" ] && dbus-send --session --print-reply --dest="$name" /org/freedesktop/secrets \
+                    org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections \
+                    >/dev/null 2>&1 && break
+                sleep 0.1
+            done
+            echo "$second"
+            SECRET_SERVICE_BUS_NAME="$name" DISPLAY= WAYLAND_DISPLAY= "$0" doctor --json
+            """#
+        let output = try CLIHarness.run("/bin/bash", ["-c", script, CLIHarness.binary])
+        let lines = output.stdout.split(separator: UInt8(ascii: "\n"), maxSplits: 1)
+        try #require(lines.count == 2, "\(output)")
+        let second = try #require(Int(String(decoding: lines[0], as: UTF8.self)), "\(output)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(lines[1])) as? [String: Any], "\(output)")
+        let provider = try #require(report["provider"] as? [String: Any], "\(report)")
+        #expect(provider["pid"] as? Int == second, "\(provider)")
+    }
+
     @Test func doctorNamesAMissingAlias() throws {
         let (output, _, findings) = try Self.doctor(["--collection", "sd-no-such-alias"])
         #expect(output.status == 3, "\(output)")

@@ -9,51 +9,41 @@
 
 /* ---- service.c: the Secret Service connection ---------------------------------- */
 
-/* Opens a new, unshared Secret Service object over the process's one session bus connection
-   (sd_session_bus_until, which bounds the handshake libsecret would wait for without end),
-   with a transport session, or, without open_session, none (enough for calls that move no
-   secret, as a provider's dialog). Its prompt functions fail at once with
-   SECRET_ERROR_IS_LOCKED, so no unlock dialog is ever shown and nothing waits for one; only
-   while confirmations are allowed (below) does it run a prompt. */
+/* Opens a new, unshared Secret Service object over the connection of sd_session_bus_until,
+   with a transport session, or, without open_session, none (for calls that move no secret).
+   Its prompts fail at once with SECRET_ERROR_IS_LOCKED, so no unlock dialog is shown, except
+   while confirmations are allowed (below). */
 SecretService *sd_service_open(gint64 deadline_us, gboolean open_session, GCancellable *cancellable, GError **error);
 
 /* While allowed, a prompt the service returns is run (Prompt.Prompt, then its Completed
-   signal): KeePassXC returns one from every CreateItem and Item.Delete, which completes at
-   once when nothing needs confirming. A dismissed prompt fails with SD_PROMPT_DISMISSED;
-   cancelling the call fails with G_IO_ERROR_CANCELLED and, if dismiss_on_cancel, dismisses
-   the prompt (Prompt.Dismiss; gnome-keyring-daemon 42.1 aborts when a shown unlock prompt is
-   dismissed). Allow it around create, delete and the dialogs' unlock calls only. */
+   signal). A dismissed prompt fails with SD_PROMPT_DISMISSED; cancelling the call fails with
+   G_IO_ERROR_CANCELLED and, if dismiss_on_cancel, dismisses the prompt (Prompt.Dismiss). */
 void sd_service_allow_confirmations(SecretService *service, gboolean allowed, gboolean dismiss_on_cancel);
 GQuark sd_prompt_error_quark(void);
 enum { SD_PROMPT_DISMISSED = 1 };
 
-/* A GCancellable that remembers whether a prompt was run under it
-   (sd_cancellable_prompted, readable from any thread): a call that reaches its deadline
-   while a prompt waits for a human is reported as such, not as a keyring that hangs. */
+/* A GCancellable that remembers whether a prompt was run under it (sd_cancellable_prompted,
+   readable from any thread): a call stopped at its deadline then waited for a human. */
 GCancellable *sd_cancellable_new(void);
 gboolean sd_cancellable_prompted(GCancellable *cancellable);
 
 /* The index of the first of `names` (well-known bus names) that the connection owning the
-   service's bus name owns too, or -1: which provider answers, told by the names of its own
-   (ProviderTraits.busNames), so it works where /proc shows nothing, as in a sandbox. One
-   round trip (the questions are pipelined), ended by `cancellable`. */
+   service's bus name owns too, or -1 (ProviderTraits.busNames). One round trip, ended by
+   `cancellable`. */
 int sd_service_owner_among(SecretService *service, const char **names, int count, GCancellable *cancellable);
 
 /* ---- calls.c: Secret Service calls and values ---------------------------------- */
 
-/* Item.SetSecret on the item at path: replaces the secret of an existing item, with no
-   prompt on any provider (KeePassXC 2.7.4 asks the user before CreateItem replaces an
-   item). The secret travels encrypted with the service's session. */
+/* Item.SetSecret on the item at path, encrypted with the service's session: no provider
+   prompts for it (ProviderTraits.replacesSecretInPlace). */
 gboolean sd_item_set_secret(SecretService *service, const char *path, SecretValue *value,
                             GCancellable *cancellable, GError **error);
 
 /* Service.SearchItems for `attributes` and, when `guess` is an item path and the session is
-   open, Service.GetSecrets of that item sent right behind it, without waiting for the first
-   answer: the check before a write then costs one round trip, not two. Returns the search's
-   unlocked and locked paths (free with g_strfreev) and, in *guessed, the guessed item's
-   secret when the service sent one the session decrypts (NULL otherwise: the caller reads
-   the path the search found); or FALSE with error set when the search failed. The secret
-   counts only if the search found exactly that item. */
+   open, Service.GetSecrets of it sent right behind, without waiting: one round trip, not two.
+   Returns the search's unlocked and locked paths (free with g_strfreev) and, in *guessed, the
+   guess's secret if one came that the session decrypts (it counts only if the search found
+   exactly that item); or FALSE with error set when the search failed. */
 gboolean sd_search_reading_one(SecretService *service, GHashTable *attributes, const char *guess,
                                char ***unlocked, char ***locked, SecretValue **guessed,
                                GCancellable *cancellable, GError **error);
@@ -69,18 +59,14 @@ gboolean sd_object_property(SecretService *service, const char *path, const char
 
 /* ---- bus_name.c: the cross-process writer lock --------------------------------- */
 
-/* The cross-process writer lock of one item: the well-known bus name `name` on the
-   session bus. dbus-daemon queues requesters in order and releases the name when its owner
-   exits or dies.
-
-   sd_bus_name_request sends RequestName and returns at once (NULL with error set when there
-   is no session bus, or G_IO_ERROR_TIMED_OUT when the connection to it is not ready by
-   deadline_us). Then sd_bus_name_request_finish waits for the bus's answer until
-   answer_deadline_us and, when the answer is "queued", for the name until wait_deadline_us
-   (one already passed asks once and does not wait), and returns 1 (owned: *held is the connection that owns the name, kept
-   alive until sd_bus_name_unlock), 0 (a deadline passed; out of the queue again) or -1
-   with error set (the bus refused, as a sandbox's proxy does for foreign names). It frees
-   the request. */
+/* The cross-process writer lock of one item (BusNameWriterLock): the well-known bus name
+   `name`. sd_bus_name_request sends RequestName and returns at once (NULL with error set
+   when there is no session bus, or G_IO_ERROR_TIMED_OUT when it is not ready by
+   deadline_us). sd_bus_name_request_finish waits for the answer until answer_deadline_us
+   and, when queued, for the name until wait_deadline_us (one already passed does not wait),
+   frees the request and returns 1 (owned: *held is the connection that owns the name, kept
+   until sd_bus_name_unlock), 0 (a deadline passed; out of the queue again) or -1 with error
+   set (the bus refused, as a sandbox's proxy does). */
 typedef struct SdNameRequest SdNameRequest;
 SdNameRequest *sd_bus_name_request(const char *name, gint64 deadline_us, GError **error);
 int sd_bus_name_request_finish(SdNameRequest *request, gint64 answer_deadline_us, gint64 wait_deadline_us,
@@ -90,44 +76,38 @@ int sd_bus_name_request_finish(SdNameRequest *request, gint64 answer_deadline_us
    connection. */
 void sd_bus_name_unlock(GDBusConnection *held, const char *name);
 
-/* ---- session_bus.c: the session bus, and who owns a well-known name ---------------- */
+/* ---- session_bus.c: the session bus, and who owns a well-known name --------------- */
 
 /* GLib's shared session bus connection (a new reference), set not to exit the process when
    it closes, once it is ready; NULL with error set when there is no session bus, or
-   (G_IO_ERROR_TIMED_OUT) when it is not ready by deadline_us. Its handshake goes on after the
-   deadline, on a thread of its own, and the connection is kept until it closes: no caller
-   waits for the bus past its deadline, and a call after one stopped at its deadline finds
-   the connection ready. */
+   (G_IO_ERROR_TIMED_OUT) when it is not ready by deadline_us (its handshake goes on). */
 GDBusConnection *sd_session_bus_until(gint64 deadline_us, GError **error);
 
-/* Iterates `context` until *done, or until deadline_us passed; returns *done. The shim's
-   calls and the Secret portal's wait with it. */
+/* Iterates `context` until *done, or until deadline_us passed; returns *done. */
 gboolean sd_iterate_until(GMainContext *context, const gboolean *done, gint64 deadline_us);
 
-/* Whether the well-known `name` has an owner on the session bus (2), or can be started there
-   by D-Bus activation (1), or neither (0): NameHasOwner and ListActivatableNames, in one
-   round trip. -1 with error set when there is no session bus, or (G_IO_ERROR_TIMED_OUT) it
-   did not answer by deadline_us. */
+/* Whether the well-known `name` has an owner on the session bus (2), or can be started by
+   D-Bus activation (1), or neither (0), in one round trip. -1 with error set when there is no
+   session bus, or (G_IO_ERROR_TIMED_OUT) it did not answer by deadline_us. */
 int sd_bus_name_presence(const char *name, gint64 deadline_us, GError **error);
 
 /* The process id of the name's current owner, or -1 (no owner, or no answer by deadline_us). */
 gint64 sd_bus_name_owner_pid(const char *name, gint64 deadline_us);
 
-/* Waits until `name` has an owner on the session bus (NameOwnerChanged), asking the bus to
-   start it first (StartServiceByName) when `start`. Returns 1 (it has one), 0 (the bus said
-   it has none, and none came by deadline_us), or -1 with error set: no session bus, no answer
-   from it (G_IO_ERROR_TIMED_OUT), or the bus's answer to the start (it cannot start it). */
+/* Waits until `name` has an owner, asking the bus to start it first (StartServiceByName)
+   when `start`. Returns 1 (it has one), 0 (the bus said none, and none came by deadline_us),
+   or -1 with error set: no session bus, no answer (G_IO_ERROR_TIMED_OUT), or the bus's
+   answer to the start (it cannot start it). */
 int sd_bus_name_await_owner(const char *name, gboolean start, gint64 deadline_us, GError **error);
 
 /* ---- watcher.c: changes in the keyring ------------------------------------------ */
 
 /* Calls callback(SD_CHANGE_ITEMS, user_data) on a thread of its own after every ItemCreated,
-   ItemChanged or ItemDeleted signal of any Secret Service collection on the session bus, and
+   ItemChanged or ItemDeleted signal of any Secret Service collection, and
    callback(SD_CHANGE_COLLECTIONS, user_data) after a collection was created, deleted or
-   changed (locked or unlocked), until stopped. Returns once the subscriptions are in place;
-   or, when the session bus does not answer within about 100 ms (frozen), at once, with the
-   subscriptions made once it answers and both callbacks called then (what changed
-   meanwhile is looked at); or NULL with error set when there is no session bus. */
+   changed (locked or unlocked), until stopped. Returns once subscribed; or, when the bus
+   does not answer within about 100 ms (frozen), at once, subscribing once it answers and
+   then calling both callbacks; or NULL with error set when there is no session bus. */
 enum { SD_CHANGE_ITEMS = 1, SD_CHANGE_COLLECTIONS = 2 };
 typedef void (*SdChangeCallback)(int kind, void *user_data);
 typedef struct SdWatcher SdWatcher;
@@ -138,28 +118,27 @@ void sd_watcher_stop(SdWatcher *watcher);
 
 /* ---- process.c: prctl, memfd and terminals, for the library and the tool ------------ */
 
-/* prctl(PR_SET_DUMPABLE, dumpable): 0 keeps the process out of core dumps and out of reach
-   of ptrace by other processes of the user. Returns 0, or -1 with errno. */
+/* prctl(PR_SET_DUMPABLE, dumpable): 0 keeps the process out of core dumps and ptrace.
+   Returns 0, or -1 with errno. */
 int sd_process_set_dumpable(int dumpable);
 
 /* prctl(PR_GET_DUMPABLE): 1 dumpable, 0 not, 2 readable by root only; -1 with errno. */
 int sd_process_dumpable(void);
 
-/* prctl(PR_SET_CHILD_SUBREAPER, 1): this process's orphaned descendants become its children
-   instead of init's, so that `secure-dict keyring run` finds every process its command left,
-   whatever its environment. Returns 0, or -1 with errno set. */
+/* prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants become this process's children,
+   so that `secure-dict keyring run` finds every process its command left. Returns 0, or -1
+   with errno set. */
 int sd_process_become_child_subreaper(void);
 
-/* An anonymous in-memory file (memfd_create, on no file system) named `name`, holding the
-   `count` bytes at `bytes`, read from its start, readable by its owner only (0400), sealed
-   against writing, growing, shrinking and further seals; not close-on-exec, for a command to
-   inherit. Returns its descriptor, or -1 with errno set (nothing is left open). */
+/* An anonymous in-memory file (memfd_create) named `name` holding the `count` bytes at
+   `bytes`, read from its start, owner-readable only (0400), sealed against writing, resizing
+   and further seals, not close-on-exec (a command inherits it). Returns its descriptor, or
+   -1 with errno set (nothing is left open). */
 int sd_process_sealed_memory_file(const char *name, const void *bytes, size_t count);
 
-/* A new pseudo-terminal for a command's output, in place of the terminal `like`: its window
-   size copied from `like`, output passed as written (no OPOST). Returns the side this process
-   reads, and sets *replica to the side the command writes to (both close-on-exec); -1 with
-   errno set when none can be made. */
+/* A new pseudo-terminal for a command's output, in place of the terminal `like` (its window
+   size), output passed as written (no OPOST). Returns the side this process reads, and sets
+   *replica to the command's side (both close-on-exec); -1 with errno set. */
 int sd_process_open_output_terminal(int like, int *replica);
 
 /* Copies the window size of the terminal `from` to the terminal `to`. Returns 0, or -1. */

@@ -10,12 +10,10 @@ import Synchronization
 
 /// The cross-process writer lock of one item: a well-known name on the D-Bus session bus.
 ///
-/// Why the bus and not a lock file: every process that reaches a keyring reaches it through
-/// the same bus, whatever its `XDG_RUNTIME_DIR`, `/tmp` or sandbox; a lock folder is not
-/// shared that widely (cron jobs, `ssh` sessions, `sudo`, Flatpak apps each see another).
-/// And dbus-daemon gives what a fair lock needs: requesters queue in arrival order, the
-/// next in line owns the name as soon as it is released, a process that dies releases its
-/// names, and the owner's process id can be asked for, so a stuck holder can be named.
+/// Why the bus and not a lock file: every process that reaches a keyring shares its bus,
+/// whatever its `XDG_RUNTIME_DIR`, `/tmp` or sandbox (cron jobs, `ssh` sessions, `sudo`,
+/// Flatpak apps each see another lock folder). And dbus-daemon queues requesters in order,
+/// hands the name to the next at once, releases a dead process's names, and tells the owner's pid.
 ///
 /// Invariants, and why:
 /// - **One name per item, documented.** `<applicationID>.__SecureDictionary__.h<hash>` when
@@ -29,27 +27,24 @@ import Synchronization
 /// - **Threads first.** Threads and tasks of this process queue on the ``LockQueue`` of the
 ///   name first: the bus grants a name per connection, and every store in the process shares one.
 /// - **Unusable is not fatal.** A bus that refuses the name (a sandbox's proxy, a bus policy)
-///   or is missing makes the lock unusable, never the write: one warning is logged and writes
-///   go on without it (still checked against the keyring). A bus that does not answer (its
-///   daemon frozen) is ``SecureDictionaryError/timedOut`` at the deadline, never "unusable":
-///   every wait on the bus, the connection's own handshake included (`sd_session_bus_until`),
-///   ends by the deadline (`FrozenBusTests`: a frozen bus once held a 1 s call for 2.4 s).
-/// - **The holder is named within the deadline.** The wait for the name ends a little before
-///   the deadline (``namingReserve(_:)``), so that the holder can still be named
-///   (``SecureDictionaryError/lockHeld(pid:command:)``) by it.
+///   or is missing makes the lock unusable, never the write: one warning, and writes go on
+///   without it (still checked against the keyring). A bus that does not answer is
+///   ``SecureDictionaryError/timedOut`` at the deadline, never "unusable": every wait on it,
+///   the handshake included (`sd_session_bus_until`), ends by the deadline (`FrozenBusTests`:
+///   a frozen bus once held a 1 s call for 2.4 s).
+/// - **The holder is named within the deadline.** The wait ends ``namingReserve(_:)`` early,
+///   leaving time for ``SecureDictionaryError/lockHeld(pid:command:)``.
 /// - **Held before the check.** ``acquire(until:)`` returns once the bus granted the name, so
-///   the writer's check of the stored item starts after the previous holder released it,
-///   which that holder does only once its write was answered. (Starting the check while
-///   RequestName travelled was sound only on a bus connection shared with libsecret's proxy,
-///   and saved little: `mutation-10` 1.06–1.11× raw libsecret with it, 1.08–1.12× without.)
+///   the check of the stored item starts after the previous holder's write was answered.
+///   (Checking while RequestName travelled was sound only on a connection shared with
+///   libsecret's proxy, and saved little: `mutation-10` 1.06–1.11× raw libsecret, 1.08–1.12× without.)
 ///   Tests: `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
     private let local: LockQueue
     private let logger: Logger
     private let warned = Atomic<Bool>(false)
-    /// The connection that owns the name while it is held: the name lasts only as long as
-    /// that connection, so the lock keeps it until the release.
+    /// The connection that owns the name while held: the name lasts only as long as it.
     private let held = Mutex<BusConnection?>(nil)
 
     /// A GDBusConnection reference handed over by the shim, released by `sd_bus_name_unlock`.
@@ -155,11 +150,8 @@ final class BusNameWriterLock: ItemWriterLock {
         return hash
     }
 
-    // MARK: Helpers
-
-    /// How long before the deadline the wait for the name ends, to leave time for naming
-    /// its holder (two calls to dbus-daemon, well under a millisecond unless it hangs): 50 ms,
-    /// or a tenth of what is left when that is less.
+    /// How long before the deadline the wait for the name ends, to name its holder (a call to
+    /// dbus-daemon, well under a millisecond unless it hangs): 50 ms, or a tenth of what is left.
     private static func namingReserve(_ deadline: Deadline) -> gint64 {
         gint64(min(50_000, deadline.remaining.microseconds / 10))
     }

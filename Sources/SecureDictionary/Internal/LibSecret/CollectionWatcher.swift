@@ -3,17 +3,13 @@ import CSecretShim
 import Dispatch
 import Synchronization
 
-/// Watches the Secret Service for changed items (the `ItemCreated`, `ItemChanged` and
-/// `ItemDeleted` signals of every collection) and changed collections (`CollectionChanged`
-/// and friends, which locking and unlocking send), and calls `onChange` once per burst of
-/// each kind.
+/// Calls `onChange` once per burst of the Secret Service's signals of changed items or
+/// collections (`sd_watcher_start`).
 ///
-/// Why signals: the keyring itself announces every change, whoever made it (another
-/// SecureDictionary process, `secret-tool`, a python script), so nothing needs polling and
-/// no side channel is trusted. The GLib main loop runs on a thread of its own (in C);
-/// `onChange` runs on a private serial queue, at most once per burst of signals, so a slow
-/// reload never holds up the signal thread, and once more 2.5 s after the last burst of
-/// item signals (a write KeePassXC takes while saving its database sends no signal).
+/// Why signals: the keyring announces every change, whoever made it (another process,
+/// `secret-tool`, a script), so nothing polls and no side channel is trusted. `onChange` runs
+/// on a private serial queue, so a slow reload never holds up the signal thread, and once more
+/// 2.5 s after the last burst of item signals (``Callback/trailingLook``).
 final class CollectionWatcher: ChangeWatch, @unchecked Sendable {  // `watcher` is set in init and stopped once under `stopped`
     private final class Callback: Sendable {
         let queue = DispatchQueue(label: "SecureDictionary.changes")

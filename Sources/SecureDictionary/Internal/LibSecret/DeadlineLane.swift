@@ -5,12 +5,10 @@ import Synchronization
 /// Runs blocking calls one at a time on a private serial queue and stops waiting for them
 /// at a deadline.
 ///
-/// Why a lane and not the caller's thread: libsecret's `*_sync` calls have no deadline of
-/// their own (a frozen daemon blocks for 25–50 s, a prompt nobody answers can block forever,
-/// and cancelling does not always help). The caller waits on a semaphore instead, and at the
-/// deadline it interrupts the call, gives it a short grace period, and if it is still stuck
-/// abandons it: the lane gets a fresh queue and a fresh context (connection), so later calls
-/// neither queue behind the stuck one nor reuse its connection.
+/// Why a lane and not the caller's thread: libsecret's `*_sync` calls have no deadline (a
+/// frozen daemon blocks for 25–50 s, an unanswered prompt forever, and cancelling does not
+/// always help). At the deadline the caller interrupts the call, gives it a short grace, then
+/// abandons it: the lane gets a fresh queue and context (connection), which later calls use.
 ///
 /// Why serial: concurrent first calls into libsecret each negotiate their own session.
 final class DeadlineLane<Context: AnyObject & Sendable>: Sendable {
@@ -31,10 +29,8 @@ final class DeadlineLane<Context: AnyObject & Sendable>: Sendable {
         self.current = Mutex(Generation(queue: DispatchQueue(label: label), context: makeContext()))
     }
 
-    /// Runs `body` on the lane and returns its result, or `nil` when `timeout` passed first.
-    ///
-    /// On timeout, `interrupt` is called (from the waiting thread) so the call can cancel
-    /// itself, and the lane is renewed whether or not it does.
+    /// Runs `body` on the lane and returns its result, or `nil` when `timeout` passed first:
+    /// then `interrupt` is called (from the waiting thread), and the lane renewed.
     func run<T: Sendable>(
         timeout: Duration,
         interrupt: @escaping @Sendable () -> Void,

@@ -7,19 +7,17 @@ import CSecretShim
 /// guard secret_service_…_sync(…, &error) != 0 else { throw KeyringErrorMapping.map(error) }
 /// ```
 ///
-/// ``map(_:connecting:)`` reads the `GError` (and frees it); ``map(_:connecting:)-(Failure,_)``
-/// decides, from plain values, so that a table test can check every row without libsecret
-/// (as swift-system tests its errno table).
+/// ``map(_:connecting:)`` reads (and frees) the `GError`; ``map(_:connecting:)-(Failure,_)``
+/// decides from plain values, so a table test checks every row without libsecret.
 ///
 /// Rules, and why:
-/// 1. `IsLocked` (libsecret's code or the service's D-Bus error name) is ``SecureDictionaryError/locked``:
-///    the caller can tell it apart from every other failure.
+/// 1. `IsLocked` (libsecret's code or the service's D-Bus error name) is ``SecureDictionaryError/locked``,
+///    told apart from every other failure.
 /// 2. A cancelled call is ``SecureDictionaryError/timedOut``: only the deadline cancels.
 /// 3. While connecting, a missing bus or service is ``SecureDictionaryError/serviceUnavailable(reason:)``;
-///    on an open connection the same errors mean the daemon went away, which is
-///    ``SecureDictionaryError/connectionLost`` (the next call reconnects and finds a restarted one).
-/// 4. A confirmation prompt that was dismissed (see `sd_service_allow_confirmations`) is
-///    ``SecureDictionaryError/confirmationDenied``.
+///    on an open connection the daemon went away: ``SecureDictionaryError/connectionLost`` (the
+///    next call reconnects and finds a restarted one).
+/// 4. A dismissed confirmation prompt (`sd_service_allow_confirmations`) is ``SecureDictionaryError/confirmationDenied``.
 /// 5. Anything else keeps its GLib domain, code and message in ``SecureDictionaryError/keyring(domain:code:message:)``.
 enum KeyringErrorMapping {
     /// A `GError` as plain values.
@@ -69,8 +67,6 @@ enum KeyringErrorMapping {
             case Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue), Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue),
                 Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue), Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue),
                 Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue), Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue):
-                // On an open connection this means the daemon we talked to is gone (its
-                // unique bus name died): reconnect, which finds a restarted one.
                 return connecting ? .serviceUnavailable(reason: "no Secret Service on the session bus") : .connectionLost
             case Int32(G_DBUS_ERROR_TIMEOUT.rawValue), Int32(G_DBUS_ERROR_TIMED_OUT.rawValue):
                 return .timedOut
@@ -95,8 +91,8 @@ enum KeyringErrorMapping {
         return .keyring(domain: failure.domain.name, code: Int(code), message: message)
     }
 
-    /// Whether opening a session failed because the provider rejected it as invalid
-    /// (`org.freedesktop.DBus.Error.InvalidArgs`), which a new session may pass. Does not free `error`.
+    /// Whether the provider rejected a session as invalid (`org.freedesktop.DBus.Error.InvalidArgs`),
+    /// which a new one may pass. Does not free `error`.
     static func isRejectedSession(_ error: UnsafeMutablePointer<GError>?) -> Bool {
         guard let error else { return false }
         return error.pointee.domain == g_dbus_error_quark() && error.pointee.code == Int32(G_DBUS_ERROR_INVALID_ARGS.rawValue)

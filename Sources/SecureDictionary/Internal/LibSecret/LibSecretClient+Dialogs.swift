@@ -1,11 +1,9 @@
 // The provider's dialogs, shown only where the caller opted in (`Options.unlock`
-// `.prompt(timeout:)`): the unlock dialog of a locked collection, and KeePassXC's access
-// confirmation. Each runs on a client of its own (``LibSecretClient/forDialogs()``).
+// `.prompt(timeout:)`), each on a client of its own (``LibSecretClient/forDialogs()``).
 
 extension LibSecretClient {
     /// Shows the provider's unlock dialog for the collection behind `alias`, when it is
-    /// locked, and waits for the user up to `timeout`. At `timeout` the prompt is dismissed
-    /// where ``ProviderTraits/dismissesPrompts``; elsewhere the dialog stays until answered.
+    /// locked, and waits for the user up to `timeout` (then dismissed where ``ProviderTraits/dismissesPrompts``).
     ///
     /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
     ///   ``SecureDictionaryError/locked`` when nobody answered in time.
@@ -15,8 +13,7 @@ extension LibSecretClient {
         }
     }
 
-    /// The same for the collection at `collectionPath`: a collection without an alias has
-    /// only its path.
+    /// The same for the collection at `collectionPath` (one without an alias).
     func unlockInteractively(collectionPath: String, timeout: Duration) throws(SecureDictionaryError) {
         try unlockInteractively(timeout: timeout) { _ in collectionPath }
     }
@@ -30,8 +27,7 @@ extension LibSecretClient {
                 let collection = try collection(call)
                 guard try SecretServiceCalls.isLocked(call, collection: collection) else { return }
                 let provider = call.connection.provider(call.cancellable)
-                // Without the process that shows the dialog, the provider would report a
-                // dismissal at once, as if the user had cancelled: it is `locked` instead.
+                // Without its dialog's process the provider reports a dismissal at once: `locked`.
                 if let prompter = provider.unlockDialogBusName,
                     try SessionBusName.presence(of: prompter, until: deadline) == .absent
                 {
@@ -50,13 +46,10 @@ extension LibSecretClient {
         }
     }
 
-    /// Shows the provider's access dialog for the items of `item`'s application that this
-    /// process may not read yet, where locked items of an unlocked collection mean that the
-    /// provider asks its user first (``ProviderTraits/lockedItemsMeanConfirmation``: KeePassXC's
-    /// "Confirm when passwords are retrieved by clients"), and waits for the user up to
-    /// `timeout`. One `Service.Unlock` of those items and its prompt: KeePassXC lists them in
-    /// one dialog and remembers the answer for this process's bus connection until either
-    /// exits, so a process is asked once per KeePassXC run, not once per item or call.
+    /// Shows the provider's access dialog for the items of `item`'s application this process
+    /// may not read yet (``ProviderTraits/lockedItemsMeanConfirmation``) and waits for the user
+    /// up to `timeout`: one `Service.Unlock` of those items, which KeePassXC lists in one dialog
+    /// and whose answer it remembers for this bus connection, so a process is asked once per KeePassXC run.
     ///
     /// - Throws: ``SecureDictionaryError/confirmationDenied`` when the user did not allow
     ///   `item`, ``SecureDictionaryError/confirmationRequired`` when nobody answered in time
@@ -74,8 +67,7 @@ extension LibSecretClient {
                     () throws(SecureDictionaryError) -> Int in try SecretServiceCalls.unlock(call, paths: unconfirmed)
                 }
             } catch .confirmationDenied {
-                // KeePassXC completes the prompt as dismissed when any item listed was not
-                // allowed: what counts is `item`.
+                // KeePassXC says "dismissed" when any item listed was not allowed: `item` counts.
                 if try !SecretServiceCalls.search(call, attributes: item.attributes, in: collection).locked.isEmpty {
                     throw .confirmationDenied
                 }

@@ -1,6 +1,5 @@
 // Every collection and every copy of an application's dictionaries in them, for
-// `SecretServiceStore.survey` (doctor --find): the search that the other operations narrow
-// to one collection, here over all of them.
+// `SecretServiceStore.survey` (doctor --find).
 
 extension LibSecretClient {
     /// The aliases a collection may be known by, asked of the service for each collection.

@@ -1,6 +1,3 @@
-// The verified write: a session's first write is read back, and put back when no try stores
-// it faithfully (see VerifiedWrite in WriteVerification.swift).
-
 extension LibSecretClient {
     /// Writes `secret` to `item`. When a try on a session not yet proven may have stored
     /// garbage and no later try stored `secret` faithfully, puts back what the item held.
@@ -12,12 +9,7 @@ extension LibSecretClient {
         let deadline = Deadline(after: timeout)
         let attempt = VerifiedWrite()
         do {
-            try perform(timeout: timeout, writes: true) { [self] call throws(SecureDictionaryError) in
-                let collection = try SecretServiceCalls.collectionPath(call, item.collection)
-                try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                    try write(call, secret, to: item, in: collection, attempt: attempt)
-                }
-            }
+            try send(secret, to: item, timeout: timeout, attempt: attempt)
         } catch {
             guard attempt.mayHaveDamaged else { throw error }
             let restored = restore(attempt.prior, of: item, until: deadline)
@@ -42,16 +34,23 @@ extension LibSecretClient {
                 _ = try delete(item, timeout: deadline.remaining)
                 return try load(item, timeout: deadline.remaining) == nil
             case .bytes(let bytes):
-                try perform(timeout: deadline.remaining, writes: true) { [self] call throws(SecureDictionaryError) in
-                    let collection = try SecretServiceCalls.collectionPath(call, item.collection)
-                    try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                        try write(call, bytes, to: item, in: collection, attempt: nil)
-                    }
-                }
+                try send(bytes, to: item, timeout: deadline.remaining, attempt: nil)
                 return true
             }
         } catch {
             return false
+        }
+    }
+
+    /// ``write(_:_:to:in:attempt:)`` in `item`'s collection, as one ``perform(timeout:writes:explainsSandbox:_:)``.
+    private func send(_ secret: SecretBytes, to item: KeyringItem, timeout: Duration, attempt: VerifiedWrite?)
+        throws(SecureDictionaryError)
+    {
+        try perform(timeout: timeout, writes: true) { [self] call throws(SecureDictionaryError) in
+            let collection = try SecretServiceCalls.collectionPath(call, item.collection)
+            try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
+                try write(call, secret, to: item, in: collection, attempt: attempt)
+            }
         }
     }
 
@@ -82,16 +81,12 @@ extension LibSecretClient {
         }
         let sent = mangled(secret)
         attempt?.sending(onVerifiedSession: !verifying)
-        let path =
-            call.connection.provider(call.cancellable).replacesSecretInPlace
-            ? try Self.replaceInPlace(
-                call, sent, item: item, in: collection, knownPath: found?.path, searchedJustNow: searchedJustNow)
-            : try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
-                try SecretServiceCalls.createItem(call, sent, label: item.name, attributes: item.attributes, in: collection)
-            }
+        let path = try Self.put(call, sent, item: item, in: collection, knownPath: found?.path, searchedJustNow: searchedJustNow)
         guard verifying else { return }
         attempt?.stored()
-        runBeforeReadBack()
+        #if ENABLE_TESTING_HOOKS
+            beforeReadBack?()
+        #endif
         // A session whose ends derived different keys stores garbage about once in 256
         // writes and fails to decrypt almost every read: one exact read-back proves the keys
         // match, for every later write on this session.
@@ -104,29 +99,29 @@ extension LibSecretClient {
         call.connection.sessionVerified = true
     }
 
-    /// Replaces the secret of the existing item in place (`Item.SetSecret`), or creates the
-    /// item when there is none; returns its path (``ProviderTraits/replacesSecretInPlace``).
-    /// The path comes from the check that precedes every write, else from a search.
-    private static func replaceInPlace(
+    /// Stores `secret` as `item` and returns its path: `CreateItem` replacing any item of the
+    /// same attributes, or, where ``ProviderTraits/replacesSecretInPlace``, `Item.SetSecret` on
+    /// the existing item at `knownPath` (from the check before every write), else found now.
+    private static func put(
         _ call: Call, _ secret: SecretBytes, item: KeyringItem, in collection: String, knownPath: String?,
         searchedJustNow: Bool
     ) throws(SecureDictionaryError) -> String {
-        // A found path is used as is (a stale one fails, and is looked up again); "no such
-        // item" is checked once more (unless it was just now), since a CreateItem that meets
-        // an item another process created meanwhile would ask the user (one search, once per
-        // item's life).
-        var path = knownPath
-        if path == nil && !searchedJustNow { path = try existingPath(call, item, in: collection) }
-        if let known = path {
-            do {
-                try SecretServiceCalls.setSecret(call, secret, path: known)
-                return known
-            } catch .connectionLost {
-                // The item may have been removed since the check (the provider answers
-                // NoSuchObject or UnknownObject): look again before creating one.
-                if let found = try existingPath(call, item, in: collection) {
-                    try SecretServiceCalls.setSecret(call, secret, path: found)
-                    return found
+        if call.connection.provider(call.cancellable).replacesSecretInPlace {
+            // A known path is used as is (a stale one fails, and is looked up again); "no such
+            // item" is checked once more (unless just now): a CreateItem that meets an item
+            // another process created meanwhile would ask the user (one search per item's life).
+            var path = knownPath
+            if path == nil && !searchedJustNow { path = try existingPath(call, item, in: collection) }
+            if let known = path {
+                do {
+                    try SecretServiceCalls.setSecret(call, secret, path: known)
+                    return known
+                } catch .connectionLost {
+                    // Removed since the check (NoSuchObject or UnknownObject): look again before creating.
+                    if let found = try existingPath(call, item, in: collection) {
+                        try SecretServiceCalls.setSecret(call, secret, path: found)
+                        return found
+                    }
                 }
             }
         }
@@ -160,11 +155,5 @@ extension LibSecretClient {
             if fault?.takeRead() == true { return ManglingFault.garbled(secret) }
         #endif
         return secret
-    }
-
-    private func runBeforeReadBack() {
-        #if ENABLE_TESTING_HOOKS
-            beforeReadBack?()
-        #endif
     }
 }

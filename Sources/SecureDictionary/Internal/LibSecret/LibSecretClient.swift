@@ -1,10 +1,7 @@
 import CSecretShim
 
-// Which Secret Service calls each operation makes, in what order (the calls themselves are
-// `SecretServiceCalls`). Every operation runs on a `DeadlineLane`, so none outlives its deadline.
-
-/// The operations SecureDictionary makes on the Secret Service, each against the collection
-/// behind an alias.
+/// The operations SecureDictionary makes on the Secret Service: which calls
+/// (``SecretServiceCalls``) in what order, each on a ``DeadlineLane``.
 struct LibSecretClient: Sendable {
     let lane: DeadlineLane<LibSecretConnection>
     #if ENABLE_TESTING_HOOKS
@@ -24,19 +21,15 @@ struct LibSecretClient: Sendable {
         }
     #endif
 
-    /// A client of its own for a provider's dialog (``unlockInteractively(_:timeout:)``,
-    /// ``confirmAccessInteractively(to:timeout:)``): the user may take a minute, and the
-    /// store's calls go on meanwhile. It opens no transport session (its calls move no
-    /// secret); its service object shares the process's one bus connection, so the provider
-    /// knows it as the same client (KeePassXC remembers an access confirmation per connection).
+    /// A client of its own for a provider's dialog, so the store's calls go on while the user
+    /// takes a minute. No transport session (its calls move no secret); the process's one bus
+    /// connection, so the provider knows the same client (KeePassXC remembers a confirmation per connection).
     static func forDialogs() -> LibSecretClient { LibSecretClient(opensSession: false) }
 
-    /// Runs `operation` on the lane with a deadline, on a fresh connection once more when the
-    /// connection turns out to be dead (the daemon restarted) or its session unfit, up to
-    /// ``LibSecretConnection/sessionAttempts`` tries. `writes`: the operation changes the
-    /// keyring, so a try that died with its connection may have landed. `explainsSandbox`:
-    /// `serviceUnavailable` inside a sandbox is the sandbox's doing, so the error says which
-    /// permission is missing instead of suggesting to start a keyring.
+    /// Runs `operation` on the lane with a deadline, again on a fresh connection when the
+    /// connection died or its session is unfit (``failure(after:attempt:outcomeUnknown:)``).
+    /// `writes`: a try that died with its connection may have landed. `explainsSandbox`:
+    /// `serviceUnavailable` in a sandbox names the missing permission instead.
     func perform<T: Sendable>(
         timeout: Duration, writes: Bool = false, explainsSandbox: Bool = true,
         _ operation: @escaping @Sendable (Call) throws(SecureDictionaryError) -> T
@@ -64,8 +57,7 @@ struct LibSecretClient: Sendable {
                 }
             }
         }
-        // A call stopped at its deadline while a confirmation prompt was up waited for a
-        // human, not for a hung keyring (the prompt was dismissed on the way out).
+        // Stopped at its deadline while a prompt was up: it waited for a human, not a hung keyring.
         guard let result else { throw cancellable.prompted ? .confirmationRequired : .timedOut }
         if explainsSandbox, case .failure(.serviceUnavailable) = result, let sandbox = Sandbox.current {
             throw .sandboxed(advice: sandbox.advice)
@@ -73,11 +65,10 @@ struct LibSecretClient: Sendable {
         return try result.get()
     }
 
-    /// What a failed try of ``perform(timeout:writes:_:)`` ends in: `nil` for another try on a
-    /// fresh connection, else the error to throw. A write whose first try died with the
-    /// connection may have landed, whatever a later try says: its outcome stays unknown. (A
-    /// read's later try gives its own answer: a read that met a restarted daemon once turned a
-    /// missing collection into `connectionLost`.)
+    /// What a failed try of ``perform(timeout:writes:explainsSandbox:_:)`` ends in: `nil` for
+    /// another try on a fresh connection, else the error to throw. A write whose try died with
+    /// the connection may have landed, whatever a later try says. (A read's later try gives its
+    /// own answer: once a read that met a restarted daemon turned a missing collection into `connectionLost`.)
     static func failure(after error: SecureDictionaryError, attempt: Int, outcomeUnknown: Bool) -> SecureDictionaryError? {
         if error.deservesFreshConnection && attempt < LibSecretConnection.sessionAttempts { return nil }
         if outcomeUnknown && !error.leavesWriteOutcomeUnknown { return .connectionLost }
@@ -105,14 +96,10 @@ struct LibSecretClient: Sendable {
                     secret = try SecretServiceCalls.secret(call, path: path, collection: collection)
                 }
                 secret = garbled(secret)
-                // A secret that decrypted to a property list proves what the read-back of a
-                // session's first write checks: both ends derived the same key (under another
-                // key each block decrypts to random bytes; 8 of them match the magic once in
-                // 2^64). A test's `fault` stands for a session whose keys differ. On a session
-                // not proven yet, anything else may be such garbage where the provider's keys
-                // may differ (ProviderTraits.sessionKeysMayDiffer), so it is read again on a
-                // new session; the last try's bytes go to the decoder, which calls a damaged
-                // item `corrupt`.
+                // A property list proves both ends derived the same key (under another key
+                // its 8 magic bytes come once in 2^64; a test's `fault` stands for such keys).
+                // Anything else on an unproven session is read again on a new one where
+                // ``ProviderTraits/sessionKeysMayDiffer``; the last try's bytes go to the decoder.
                 if !call.connection.sessionVerified {
                     if !secret.hasPrefix(Self.propertyListMagic) {
                         if !call.isLastAttempt, call.connection.provider(call.cancellable).sessionKeysMayDiffer {
@@ -184,20 +171,19 @@ struct LibSecretClient: Sendable {
             }
             return diagnosis
         }
-        diagnosis.providerPID = SessionBusName.ownerPID(of: "org.freedesktop.secrets", until: deadline)
+        diagnosis.providerPID = SessionBusName.ownerPID(of: SessionBusName.secretService, until: deadline)
         return diagnosis
     }
 
     // MARK: Finding the item
 
-    /// Runs `body` with the paths of the unlocked items matching `item` in its collection
-    /// (unlocked first where no prompt is needed) and that collection's path; with
-    /// `readingLastPath`, also the secret of the path the last read found the item at, when
-    /// the search found exactly that item (``ProviderTraits/readsSecretWithSearch``).
+    /// Runs `body` with the paths of the unlocked items matching `item` in its collection and
+    /// that collection's path; with `readingLastPath`, also the secret at the path the last
+    /// read found the item at, when the search found exactly that item
+    /// (``ProviderTraits/readsSecretWithSearch``).
     ///
-    /// - Throws: ``SecureDictionaryError/locked`` when a matching item is locked, or when none
-    ///   matches and the collection is locked: only an unlocked collection can say "no such
-    ///   item".
+    /// - Throws: as ``unlockedMatches(_:_:in:reading:)``, and ``SecureDictionaryError/locked``
+    ///   when none matches and the collection is locked: only an unlocked one can say "no such item".
     static func matchingPaths<T>(
         _ call: Call, _ item: KeyringItem, readingLastPath: Bool = false,
         _ body: (_ paths: [String], _ collection: String, _ guessed: SecretBytes?) throws(SecureDictionaryError) -> T
@@ -207,11 +193,9 @@ struct LibSecretClient: Sendable {
             // The provider is asked only once there is a guess: a first read makes no call for it.
             let last = readingLastPath ? call.connection.lastPath(of: item, in: collection) : nil
             let guess = last.flatMap { call.connection.provider(call.cancellable).readsSecretWithSearch ? $0 : nil }
-            let found = try SecretServiceCalls.search(call, attributes: item.attributes, in: collection, reading: guess)
-            try refuseUnconfirmedAccess(call, found.locked, in: collection)
-            if !found.locked.isEmpty { throw .locked }
-            if found.unlocked.isEmpty, try SecretServiceCalls.isLocked(call, collection: collection) { throw .locked }
-            return try body(found.unlocked, collection, found.secret)
+            let found = try unlockedMatches(call, item, in: collection, reading: guess)
+            if found.paths.isEmpty, try SecretServiceCalls.isLocked(call, collection: collection) { throw .locked }
+            return try body(found.paths, collection, found.secret)
         }
     }
 
@@ -219,25 +203,34 @@ struct LibSecretClient: Sendable {
     static func existingPath(_ call: Call, _ item: KeyringItem, in collection: String) throws(SecureDictionaryError)
         -> String?
     {
-        let found = try SecretServiceCalls.search(call, attributes: item.attributes, in: collection)
-        try refuseUnconfirmedAccess(call, found.locked, in: collection)
-        if !found.locked.isEmpty { throw .locked }
-        if found.unlocked.count > 1 { throw .ambiguous(count: found.unlocked.count) }
-        return found.unlocked.first
+        let paths = try unlockedMatches(call, item, in: collection).paths
+        if paths.count > 1 { throw .ambiguous(count: paths.count) }
+        return paths.first
     }
 
-    /// Throws ``SecureDictionaryError/confirmationRequired`` when `locked` items of an
-    /// unlocked collection mean that the provider wants its user to confirm this client's
-    /// access (``ProviderTraits/lockedItemsMeanConfirmation``). `Service.Unlock` on them would
-    /// open a dialog that waits for the user: not opened here, since a call's deadline is too
-    /// short for a person and KeePassXC 2.7.4 does not close that dialog when the prompt is
-    /// dismissed (it then took 12 s to exit on SIGTERM instead of 0.2 s); only where the
-    /// caller opted in (``confirmAccessInteractively(to:timeout:)``).
-    private static func refuseUnconfirmedAccess(_ call: Call, _ locked: [String], in collection: String)
-        throws(SecureDictionaryError)
+    /// The items matching `item` in `collection`, all unlocked, and the secret of `guess`
+    /// (``SecretServiceCalls/search(_:attributes:in:reading:)``).
+    ///
+    /// - Throws: ``SecureDictionaryError/locked`` when one is locked; but
+    ///   ``SecureDictionaryError/confirmationRequired`` where locked items of an unlocked
+    ///   collection mean that the provider wants its user to confirm this client's access
+    ///   (``ProviderTraits/lockedItemsMeanConfirmation``). `Service.Unlock` on them would open a
+    ///   dialog: not here, since a call's deadline is too short for a person and KeePassXC
+    ///   2.7.4 does not close it when the prompt is dismissed (it then took 12 s to exit on
+    ///   SIGTERM instead of 0.2 s); only where the caller opted in (``confirmAccessInteractively(to:timeout:)``).
+    private static func unlockedMatches(_ call: Call, _ item: KeyringItem, in collection: String, reading guess: String? = nil)
+        throws(SecureDictionaryError) -> (paths: [String], secret: SecretBytes?)
     {
-        guard !locked.isEmpty, call.connection.provider(call.cancellable).lockedItemsMeanConfirmation else { return }
-        if try !SecretServiceCalls.isLocked(call, collection: collection) { throw .confirmationRequired }
+        let found = try SecretServiceCalls.search(call, attributes: item.attributes, in: collection, reading: guess)
+        guard found.locked.isEmpty else {
+            if call.connection.provider(call.cancellable).lockedItemsMeanConfirmation,
+                try !SecretServiceCalls.isLocked(call, collection: collection)
+            {
+                throw .confirmationRequired
+            }
+            throw .locked
+        }
+        return (found.unlocked, found.secret)
     }
 
     /// Runs `body`; if it finds the collection locked, asks the service to unlock it through
@@ -263,9 +256,9 @@ struct LibSecretClient: Sendable {
 }
 
 extension SecureDictionaryError {
-    /// Whether one retry on a new connection may succeed: the connection died, or the service
-    /// answered with a D-Bus error libsecret did not name (e.g. a session the restarted
-    /// daemon no longer knows). Every operation is idempotent, so retrying is safe.
+    /// Whether a retry on a new connection may succeed (every operation is idempotent): the
+    /// connection died, or the service answered with a D-Bus error libsecret did not name (as a
+    /// session the restarted daemon no longer knows).
     fileprivate var deservesFreshConnection: Bool {
         switch self {
         case .connectionLost, .sessionRejected, .writeNotVerified: true
@@ -275,10 +268,9 @@ extension SecureDictionaryError {
         }
     }
 
-    /// Whether the connection that produced this error can still be used: the service answered,
-    /// and its transport session stays. KeePassXC refusing an item until its user confirms
-    /// (`confirmationRequired`) is such an answer: closing on it opened a new session for every
-    /// refused call (46 in the 50 operations after a restart; ConnectionCount).
+    /// Whether the connection that produced this error stays: the service answered. Closing on
+    /// KeePassXC's `confirmationRequired` opened a new session for every refused call (46 in the
+    /// 50 operations after a restart; ConnectionCount).
     fileprivate var keepsConnection: Bool {
         switch self {
         case .locked, .ambiguous, .tooLarge, .invalidName, .invalidValue, .corrupt, .unlockDismissed,

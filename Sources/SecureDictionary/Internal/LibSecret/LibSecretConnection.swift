@@ -5,36 +5,28 @@ import ProcessSpawning
 /// A Secret Service connection, confined to the queue of one `DeadlineLane` generation.
 final class LibSecretConnection: @unchecked Sendable {  // touched only on its lane's serial queue
     private var service: UnsafeMutablePointer<SecretService>?
-    /// Collection paths by alias, each with when it was read: `ReadAlias` costs a round trip
-    /// per call otherwise. Kept briefly (``aliasLifetime``), so a re-pointed alias is seen
-    /// within seconds, and dropped with the connection.
+    // Each cache below is dropped with the connection.
+    /// Collection paths by alias, with when each was read: `ReadAlias` costs a round trip per
+    /// call otherwise. Kept ``aliasLifetime``, so a re-pointed alias is seen within seconds.
     private var aliases: [String: (path: String, readAt: ContinuousClock.Instant)] = [:]
     static let aliasLifetime = Duration.seconds(2)
-    /// What the last lookup of each item (by item name) found in its collection, taken by the
-    /// write that follows it: a write always follows a check of the stored item, so where the
-    /// provider's secret is replaced in place (``ProviderTraits/replacesSecretInPlace``) it needs
-    /// no search of its own, and a session's first write knows what it replaces. Dropped with
-    /// the connection.
+    /// What the last lookup of each item (by name) found, taken by the write that always
+    /// follows it: where ``ProviderTraits/replacesSecretInPlace`` it needs no search of its own,
+    /// and a session's first write knows what it replaces.
     private var lookups: [String: ItemLookup] = [:]
-    /// Where each item (by name) was found by its last read, kept (unlike ``lookups``) so
-    /// that the next check asks for its secret together with the search. Only a guess: the
-    /// secret counts only when the search finds exactly that item. Dropped with the connection.
+    /// Where each item (by name) was found by its last read, kept (unlike ``lookups``) so that
+    /// the next check asks for its secret with the search (a guess, see ``SecretServiceCalls/search(_:attributes:in:reading:)``).
     private var itemPaths: [String: ItemLookup] = [:]
     /// Which provider answers, once asked (``provider(_:)``).
     private var detectedProvider: ProviderTraits?
     /// The transport session's algorithm (never `plain`: such a service is refused).
     private(set) var sessionAlgorithm = ""
-    /// Whether this session has proven that both ends derived the same key: a write read
-    /// back exactly as written, or a read that decrypted to a property list. Until then, every
-    /// write is read back, and (``ProviderTraits/sessionKeysMayDiffer``) a read that is no
-    /// property list is read again on a new session: a session whose two ends derived
-    /// different keys can store or read garbage.
+    /// Whether this session proved that both ends derived the same key (a write read back
+    /// exactly, or a read that decrypted to a property list); until then every write is read back.
     var sessionVerified = false
     /// How many times a session is offered before the provider counts as refusing them.
     static let sessionAttempts = 3
-    /// Whether the service is opened with a transport session: not for a client that only
-    /// asks for the provider's dialogs (``LibSecretClient/forDialogs()``), whose calls move no
-    /// secret, so that showing one costs no second session.
+    /// Whether the service is opened with a transport session (not for ``LibSecretClient/forDialogs()``).
     private let opensSession: Bool
 
     init(opensSession: Bool = true) { self.opensSession = opensSession }
@@ -74,9 +66,8 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         return opened
     }
 
-    /// Which provider answers (its row of ``ProviderTraits``), asked of the bus the first time
-    /// a call needs to know, in one round trip: a first read never does, so `secure-dict
-    /// read` makes no calls for it. Needs an open service.
+    /// Which provider answers (``ProviderTraits/busNames``), asked of the bus in one round trip
+    /// the first time a call needs it (a first read never does). Needs an open service.
     func provider(_ cancellable: Cancellable) -> ProviderTraits {
         if let detectedProvider { return detectedProvider }
         guard let service else { return .other }
@@ -99,14 +90,12 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         itemPaths.removeAll()
     }
 
-    /// The cached path of `alias`, if read less than ``aliasLifetime`` ago.
-    func cachedPath(of alias: String) -> String? {
-        guard let entry = aliases[alias], ContinuousClock.now - entry.readAt < Self.aliasLifetime else { return nil }
-        return entry.path
-    }
-
-    func remember(_ path: String, for alias: String) {
+    /// The path of `alias`: the cached one if read less than ``aliasLifetime`` ago, else `read()`'s.
+    func path(of alias: String, _ read: () throws(SecureDictionaryError) -> String) throws(SecureDictionaryError) -> String {
+        if let entry = aliases[alias], ContinuousClock.now - entry.readAt < Self.aliasLifetime { return entry.path }
+        let path = try read()
         aliases[alias] = (path, ContinuousClock.now)
+        return path
     }
 
     /// Records what a lookup of `item` found in `collection` (`nil` path: no such item).
@@ -139,8 +128,7 @@ struct ItemLookup {
 }
 
 extension Deadline {
-    /// The same moment on GLib's monotonic clock (`g_get_monotonic_time`, microseconds), the
-    /// clock the shim's waits end by.
+    /// The same moment on `g_get_monotonic_time`'s clock (microseconds), which the shim's waits end by.
     var glibMicroseconds: gint64 { g_get_monotonic_time() + gint64(remaining.microseconds) }
 }
 

@@ -1,9 +1,8 @@
 import CSecretShim
 
 /// Every way SecureDictionary treats one Secret Service provider differently from another, in
-/// one table (its messages' advice included): the code reads these fields and never asks which
-/// provider answers. Adding a
-/// provider is adding a row.
+/// one table (its messages' ``Advice`` and the tool's ``Tool`` included): the code reads these
+/// fields and never asks which provider answers. Adding a provider is adding a row.
 ///
 /// | provider | `replacesSecretInPlace` | `readsSecretWithSearch` | `lockedItemsMeanConfirmation` | `dismissesPrompts` | `unlockDialogBusName` | `sessionKeysMayDiffer` |
 /// | --- | --- | --- | --- | --- | --- | --- |
@@ -12,22 +11,16 @@ import CSecretShim
 /// | KeePassXC | yes | no | yes | yes | — | no |
 /// | any other | no | yes | no | no | — | yes |
 ///
-/// The command-line tool's differences (``Tool``: which process is the provider, how `doctor`
-/// reads its version and what it advises, what `keyring run` starts) are rows of this table too.
-///
-/// Not in the table because every provider gets them (the provider is not known before the
-/// transport session is open): a session the provider rejects is offered again, up to
-/// ``LibSecretConnection/sessionAttempts`` times, and the first write of a session is read
-/// back before later writes are trusted (``VerifiedWrite``). KWallet before KDE Frameworks
-/// 6.25 rejects about one session in 200 and, more rarely, derives another key than the
-/// client, so that it stores garbage or reads it (``sessionKeysMayDiffer``).
+/// Every provider, not known before the transport session is open, gets: a rejected session
+/// offered again (``LibSecretConnection/sessionAttempts``) and a session's first write read back
+/// (``VerifiedWrite``). KWallet before KDE Frameworks 6.25 rejects about one session in 200 and,
+/// more rarely, derives another key than the client (``sessionKeysMayDiffer``).
 package struct ProviderTraits: Sendable, Equatable {
     /// How `secure-dict doctor` names it (`nil`: not told apart).
     package let name: String?
     /// An existing item's secret is replaced with `Item.SetSecret`, not `CreateItem` with
     /// replace: KeePassXC 2.7.4 asks its user before `CreateItem` replaces an item (fixed in
-    /// 2.7.6), while `SetSecret` needs no confirmation. The path comes from the check before
-    /// the write (``LibSecretConnection/remember(itemPath:of:in:)``).
+    /// 2.7.6), never before `SetSecret`.
     let replacesSecretInPlace: Bool
     /// The check asks for the secret at the item's last path right behind the search, in one
     /// round trip (`sd_search_reading_one`). Not on KeePassXC, where reading an item this
@@ -35,30 +28,27 @@ package struct ProviderTraits: Sendable, Equatable {
     let readsSecretWithSearch: Bool
     /// Items reported locked in an unlocked collection mean that the provider wants its user
     /// to confirm this client's access (KeePassXC's "Confirm when passwords are retrieved by
-    /// clients"), which is ``SecureDictionaryError/confirmationRequired``, not `locked`; where
-    /// the caller opted in to dialogs, `Service.Unlock` of those items shows the provider's
-    /// access dialog (``LibSecretClient/confirmAccessInteractively(to:timeout:)``).
+    /// clients"): ``SecureDictionaryError/confirmationRequired``, not `locked`.
     package let lockedItemsMeanConfirmation: Bool
     /// A prompt the caller stops waiting for is dismissed (`Prompt.Dismiss`). Not on
     /// gnome-keyring: its daemon (42.1) aborts when a shown unlock prompt is dismissed
     /// (`gkd-secret-unlock.c`, unchanged upstream); nor on a provider not told apart.
     let dismissesPrompts: Bool
-    /// The bus name of the process that shows the provider's unlock dialog, where it is one of
-    /// its own: gnome-keyring asks GNOME's system prompter (GNOME Shell, or a D-Bus activated
-    /// `gcr-prompter`), and without one on the bus it completes every unlock prompt as
-    /// dismissed at once (56 ms), as if the user had cancelled. `nil`: the provider shows it.
+    /// The bus name of the process that shows the provider's unlock dialog, where another one
+    /// does: gnome-keyring asks GNOME's system prompter (GNOME Shell, or an activated
+    /// `gcr-prompter`), and without one completes every unlock prompt as dismissed at once
+    /// (56 ms), as if the user had cancelled. `nil`: the provider shows it.
     let unlockDialogBusName: String?
-    /// Well-known bus names the provider's connection owns beside the Secret Service's: which
-    /// provider answers is told by which of them the owner of the Secret Service's name owns
-    /// too (``LibSecretConnection/provider(_:)``), which works where `/proc` shows nothing, as
-    /// in a sandbox.
+    /// Well-known bus names the provider's connection owns beside the Secret Service's, which
+    /// tell which provider answers (``LibSecretConnection/provider(_:)``) even where `/proc`
+    /// shows nothing, as in a sandbox.
     let busNames: [String]
     /// The provider may derive another session key than the client and still send a secret
     /// that passes the padding check (KWallet before KDE Frameworks 6.25: 1 lookup in 3,000 on
-    /// 6.13), so a read on a session not yet proven that is no property list is read again on
-    /// a new session (``LibSecretClient/load(_:timeout:)``); assumed of a provider not told
-    /// apart. Elsewhere such a read is a damaged item at once: a hostile 4 MiB blob read three
-    /// times took 197 ms against the 100 ms the reliability suite allows.
+    /// 6.13), so an unproven session's read that is no property list is read again on a new
+    /// one (``LibSecretClient/load(_:timeout:)``); assumed of a provider not told apart.
+    /// Elsewhere it is a damaged item at once: a hostile 4 MiB blob read three times took
+    /// 197 ms against the 100 ms the reliability suite allows.
     let sessionKeysMayDiffer: Bool
     /// What the user is told to do about it, in ``SecureDictionaryError``'s messages.
     let advice: Advice
@@ -154,8 +144,7 @@ package struct ProviderTraits: Sendable, Equatable {
 
     private static let rows = [gnomeKeyring, kwallet, keepassxc, inMemory]
 
-    /// The rows of the real providers (not the in-memory store's), for `doctor --find`'s list
-    /// of what is installed.
+    /// The rows of the real providers, for `doctor --find`'s list of what is installed.
     package static var providers: [ProviderTraits] { [gnomeKeyring, kwallet, keepassxc] }
 
     /// The row of the provider named `name` (``ErrorContext/provider``,
@@ -172,8 +161,7 @@ package struct ProviderTraits: Sendable, Equatable {
 }
 
 extension ProviderTraits {
-    /// What `secure-dict` does differently per provider: its `doctor` and `keyring run` read
-    /// these fields, never the provider's name.
+    /// What `secure-dict`'s `doctor` and `keyring run` do differently per provider.
     ///
     /// ```swift
     /// let tool = ProviderTraits.named(diagnosis.providerName).tool
@@ -204,10 +192,9 @@ extension ProviderTraits {
         /// The names of the provider's executables, as `/proc/PID/exe` ends.
         package var executables: [String] = []
         package var version = VersionSource.unknown
-        /// What `doctor` tells its user to do about a locked collection. `nil`: unlock it from
-        /// the desktop's keyring manager, or from the shell with gnome-keyring-daemon's own
-        /// command and the folders the running daemon keeps its keyring in (read from `/proc`
-        /// when the daemon is this provider's process).
+        /// What `doctor` tells its user to do about a locked collection. `nil`: the desktop's
+        /// keyring manager, or gnome-keyring-daemon's own command with the folders the running
+        /// daemon keeps its keyring in (read from `/proc`).
         package var unlockFix: String?
         /// What `doctor` always notes about the provider.
         package var note: String?

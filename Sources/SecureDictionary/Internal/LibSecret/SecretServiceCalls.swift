@@ -5,34 +5,30 @@ import CSecretShim
     import Glibc
 #endif
 
-/// One Swift function per Secret Service call, as swift-system wraps one C call per function:
-/// the only Swift code that calls libsecret (and the shim's calls to the service). Each takes
-/// plain Swift values, makes its call under the ``Call``'s cancellable, and reports a failure
-/// through ``KeyringErrorMapping``. Which calls to make, and in what order, is
-/// ``LibSecretClient``'s.
+/// One Swift function per Secret Service call (as swift-system wraps one C call per function),
+/// the only Swift code that calls libsecret: plain Swift values in, the ``Call``'s cancellable,
+/// failures through ``KeyringErrorMapping``. Which calls, in what order, is ``LibSecretClient``'s.
 enum SecretServiceCalls {
     /// `secret_service_read_alias_dbus_path_sync`: the object path of the aliased collection
     /// (cached by the connection for a moment).
     static func collectionPath(_ call: Call, _ collection: KeyringCollection) throws(SecureDictionaryError) -> String {
-        if let cached = call.connection.cachedPath(of: collection.alias) { return cached }
-        var error: UnsafeMutablePointer<GError>?
-        guard
-            let path = secret_service_read_alias_dbus_path_sync(
-                call.service, collection.alias, call.cancellable.pointer, &error)
-        else {
-            if error != nil { throw KeyringErrorMapping.map(error) }
-            throw .noSuchCollection(alias: collection.alias)  // ReadAlias answered "/"
+        try call.connection.path(of: collection.alias) { () throws(SecureDictionaryError) in
+            var error: UnsafeMutablePointer<GError>?
+            guard
+                let path = secret_service_read_alias_dbus_path_sync(
+                    call.service, collection.alias, call.cancellable.pointer, &error)
+            else {
+                if error != nil { throw KeyringErrorMapping.map(error) }
+                throw .noSuchCollection(alias: collection.alias)  // ReadAlias answered "/"
+            }
+            defer { g_free(path) }
+            return String(cString: path)
         }
-        defer { g_free(path) }
-        let resolved = String(cString: path)
-        call.connection.remember(resolved, for: collection.alias)
-        return resolved
     }
 
     /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection;
-    /// with a `guess`, `sd_search_reading_one`: the secret of `guess` is asked for right behind
-    /// the search, in the same round trip, and `secret` is that secret when the service sent
-    /// one and the search found exactly that item.
+    /// with a `guess`, `sd_search_reading_one`, whose `secret` counts only when the search found
+    /// exactly that item.
     static func search(_ call: Call, attributes: [String: String], in collection: String, reading guess: String? = nil)
         throws(SecureDictionaryError) -> (unlocked: [String], locked: [String], secret: SecretBytes?)
     {
@@ -70,8 +66,7 @@ enum SecretServiceCalls {
         guard let value = secret_service_get_secret_for_dbus_path_sync(call.service, path, call.cancellable.pointer, &error)
         else {
             if error != nil { throw KeyringErrorMapping.map(error) }
-            // No secret and no error: the item was locked since the search, or libsecret could
-            // not decrypt what arrived (the two ends of the session derived different keys).
+            // No secret and no error: locked since the search, or not decryptable (keys differ).
             if try isLocked(call, collection: collection) { throw .locked }
             throw .sessionRejected(reason: "a secret arrived that the session could not decrypt")
         }
@@ -79,9 +74,9 @@ enum SecretServiceCalls {
         return bytes(of: value)
     }
 
-    /// `secret_service_create_item_dbus_path_sync` of an item with `label` and `attributes`,
-    /// replacing an item with the same attributes (another process may have created it since
-    /// the check). Returns the item's path. A prompt runs only inside ``confirming(_:_:)``.
+    /// `secret_service_create_item_dbus_path_sync`, replacing an item with the same attributes
+    /// (another process may have created it since the check): the item's path. A prompt runs
+    /// only inside ``confirming(_:dismissing:_:)``.
     static func createItem(
         _ call: Call, _ secret: SecretBytes, label: String, attributes: [String: String],
         contentType: String = "application/octet-stream", in collection: String
@@ -114,7 +109,7 @@ enum SecretServiceCalls {
         }
     }
 
-    /// `secret_service_delete_item_dbus_path_sync`. A prompt runs only inside ``confirming(_:_:)``.
+    /// `secret_service_delete_item_dbus_path_sync`. A prompt runs only inside ``confirming(_:dismissing:_:)``.
     static func deleteItem(_ call: Call, path: String) throws(SecureDictionaryError) {
         var error: UnsafeMutablePointer<GError>?
         if secret_service_delete_item_dbus_path_sync(call.service, path, call.cancellable.pointer, &error) == 0 {
@@ -122,8 +117,8 @@ enum SecretServiceCalls {
         }
     }
 
-    /// `secret_service_unlock_dbus_paths_sync`: how many of `paths` are unlocked now. A
-    /// prompt runs only inside ``confirming(_:_:)``; elsewhere one that is needed is `locked`.
+    /// `secret_service_unlock_dbus_paths_sync`: how many of `paths` are unlocked now. A needed
+    /// prompt is `locked`, except inside ``confirming(_:dismissing:_:)``.
     static func unlock(_ call: Call, paths: [String]) throws(SecureDictionaryError) -> Int {
         var error: UnsafeMutablePointer<GError>?
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
@@ -137,59 +132,51 @@ enum SecretServiceCalls {
 
     /// The `Locked` property of a collection; a malformed answer is locked, never open.
     static func isLocked(_ call: Call, collection: String) throws(SecureDictionaryError) -> Bool {
-        guard let value = try property(call, collection, "Collection", "Locked", type: "b") else { return true }
-        defer { g_variant_unref(value) }
-        return g_variant_get_boolean(value) != 0
+        try property(call, collection, "Collection", "Locked", type: "b") { g_variant_get_boolean($0) != 0 } ?? true
     }
 
     /// The `Label` property of a collection.
     static func label(_ call: Call, collection: String) throws(SecureDictionaryError) -> String {
-        guard let value = try property(call, collection, "Collection", "Label", type: "s") else { return "" }
-        defer { g_variant_unref(value) }
-        return String(cString: g_variant_get_string(value, nil))
+        try property(call, collection, "Collection", "Label", type: "s") { String(cString: g_variant_get_string($0, nil)) } ?? ""
     }
 
     /// The service's Collections property: every collection's path.
     static func collections(_ call: Call) throws(SecureDictionaryError) -> [String] {
-        guard let value = try property(call, "/org/freedesktop/secrets", "Service", "Collections", type: "ao") else {
-            return []
-        }
-        defer { g_variant_unref(value) }
-        let list = g_variant_dup_objv(value, nil)
-        defer { g_strfreev(list) }
-        return strings(list)
+        try property(call, "/org/freedesktop/secrets", "Service", "Collections", type: "ao") { value in
+            let list = g_variant_dup_objv(value, nil)
+            defer { g_strfreev(list) }
+            return strings(list)
+        } ?? []
     }
 
     /// The item's Modified property: seconds since 1970, `nil` when the provider tells none.
     static func modified(_ call: Call, path: String) throws(SecureDictionaryError) -> Int64? {
-        guard let value = try property(call, path, "Item", "Modified", type: "t") else { return nil }
-        defer { g_variant_unref(value) }
-        let seconds = g_variant_get_uint64(value)
+        let seconds = try property(call, path, "Item", "Modified", type: "t") { g_variant_get_uint64($0) } ?? 0
         return seconds == 0 ? nil : Int64(clamping: seconds)
     }
 
     /// The item's `Attributes` property.
     static func attributes(_ call: Call, path: String) throws(SecureDictionaryError) -> [String: String] {
-        guard let value = try property(call, path, "Item", "Attributes", type: "a{ss}") else { return [:] }
-        defer { g_variant_unref(value) }
-        var result: [String: String] = [:]
-        for index in 0..<g_variant_n_children(value) {
-            let entry = g_variant_get_child_value(value, index)
-            let key = g_variant_get_child_value(entry, 0)
-            let text = g_variant_get_child_value(entry, 1)
-            result[String(cString: g_variant_get_string(key, nil))] = String(cString: g_variant_get_string(text, nil))
-            g_variant_unref(text)
-            g_variant_unref(key)
-            g_variant_unref(entry)
-        }
-        return result
+        try property(call, path, "Item", "Attributes", type: "a{ss}") { value in
+            var result: [String: String] = [:]
+            for index in 0..<g_variant_n_children(value) {
+                let entry = g_variant_get_child_value(value, index)
+                let key = g_variant_get_child_value(entry, 0)
+                let text = g_variant_get_child_value(entry, 1)
+                result[String(cString: g_variant_get_string(key, nil))] = String(cString: g_variant_get_string(text, nil))
+                g_variant_unref(text)
+                g_variant_unref(key)
+                g_variant_unref(entry)
+            }
+            return result
+        } ?? [:]
     }
 
     /// Property `name` of `org.freedesktop.Secret.<interface>` on the object at `path`
-    /// (`sd_object_property`): `nil` when the provider answered with another type than `type`.
-    private static func property(_ call: Call, _ path: String, _ interface: String, _ name: String, type: String)
-        throws(SecureDictionaryError) -> OpaquePointer?
-    {
+    /// (`sd_object_property`), as `read` reads it; `nil` when the provider answered with another type than `type`.
+    private static func property<T>(
+        _ call: Call, _ path: String, _ interface: String, _ name: String, type: String, _ read: (OpaquePointer) -> T
+    ) throws(SecureDictionaryError) -> T? {
         var value: OpaquePointer?
         var error: UnsafeMutablePointer<GError>?
         guard
@@ -197,14 +184,15 @@ enum SecretServiceCalls {
                 call.service, path, "org.freedesktop.Secret." + interface, name, type, &value, call.cancellable.pointer,
                 &error) != 0
         else { throw KeyringErrorMapping.map(error) }
-        return value
+        guard let value else { return nil }
+        defer { g_variant_unref(value) }
+        return read(value)
     }
 
-    /// Runs `body` with the service allowed to run the prompts it returns (elsewhere none
-    /// runs): one that needs no human completes at once (KeePassXC returns one from every
-    /// `CreateItem` and `Item.Delete`); one that waits for a human throws
-    /// ``SecureDictionaryError/confirmationRequired`` at the deadline, and is dismissed then
-    /// if `dismissing` (``ProviderTraits/dismissesPrompts``).
+    /// Runs `body` with the service allowed to run the prompts it returns (`sd_service_allow_confirmations`):
+    /// KeePassXC returns one from every `CreateItem` and `Item.Delete`, which completes at once
+    /// when nothing needs confirming. One that waits for a human is ``SecureDictionaryError/confirmationRequired``
+    /// at the deadline, dismissed if `dismissing` (``ProviderTraits/dismissesPrompts``).
     static func confirming<T>(_ call: Call, dismissing: Bool = true, _ body: () throws(SecureDictionaryError) -> T)
         throws(SecureDictionaryError) -> T
     {
@@ -222,10 +210,8 @@ enum SecretServiceCalls {
         return table
     }
 
-    /// A secret value's bytes, where libsecret decrypted them, kept alive by the view (no
-    /// copy): libsecret keeps a decrypted secret in memory of its own that is locked, out of
-    /// core dumps and wiped when freed (egg-secure-memory), where a copy would be one more
-    /// in ordinary memory.
+    /// A secret value's bytes where libsecret decrypted them, kept alive by the view: that memory
+    /// is locked, out of core dumps and wiped when freed (egg-secure-memory); a copy would not be.
     private static func bytes(of value: OpaquePointer) -> SecretBytes {
         var length: gsize = 0
         guard let bytes = secret_value_get(value, &length), length > 0 else {
@@ -234,10 +220,9 @@ enum SecretServiceCalls {
         return SecretBytes(viewing: UnsafeRawBufferPointer(start: bytes, count: Int(length)), keptBy: HeldSecretValue(value))
     }
 
-    /// Runs `body` with a SecretValue of `contentType` that borrows `secret`'s bytes, neither
-    /// freeing nor wiping them (their owner wipes them): `secret_value_new` would copy them
-    /// into memory of libsecret's own, one more copy of the secret per write. They outlive the
-    /// value, since libsecret encrypts them during the call and the value is released first.
+    /// Runs `body` with a SecretValue that borrows `secret`'s bytes (their owner wipes them):
+    /// `secret_value_new` would make one more copy per write. They outlive the value, which
+    /// libsecret encrypts during the call and which is released first.
     private static func withBorrowedValue(
         _ secret: SecretBytes, contentType: String = "application/octet-stream",
         _ body: (OpaquePointer?) throws(SecureDictionaryError) -> Void

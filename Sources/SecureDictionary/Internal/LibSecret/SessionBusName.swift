@@ -7,9 +7,8 @@ import CSecretShim
     import Foundation
 #endif
 
-/// What the session bus says about a well-known name, asked within a deadline: whether the
-/// Secret Service is there, can be started, or is on its way (`AutomaticStore` asks before it
-/// chooses a store).
+/// What the session bus says about a well-known name, asked within a deadline (`AutomaticStore`
+/// asks before it chooses a store).
 ///
 /// ```swift
 /// if try SessionBusName.presence(of: SessionBusName.secretService, until: deadline) == .activatable {
@@ -40,8 +39,7 @@ package enum SessionBusName {
         case cannotStart(reason: String)
     }
 
-    /// The process id of the owner of the bus name `name`, asked of the bus until `deadline`
-    /// (`nil`: no owner, or no answer in time).
+    /// The process id of the owner of `name` (`nil`: no owner, or no answer by `deadline`).
     ///
     /// ```swift
     /// let pid = SessionBusName.ownerPID(of: SessionBusName.secretService, until: Deadline(after: .seconds(1)))
@@ -65,11 +63,9 @@ package enum SessionBusName {
         }
     }
 
-    /// Waits until `name` has an owner, asking the bus to start it first when `starting`
-    /// (`StartServiceByName`, then `NameOwnerChanged`).
+    /// Waits until `name` has an owner, asking the bus to start it first when `starting`.
     ///
-    /// - Throws: ``SecureDictionaryError/timedOut`` when the bus did not answer by `deadline`;
-    ///   ``SecureDictionaryError/serviceUnavailable(reason:)`` when there is no session bus.
+    /// - Throws: as ``presence(of:until:)``.
     package static func awaitOwner(of name: String, starting: Bool, until deadline: Deadline)
         throws(SecureDictionaryError) -> Arrival
     {

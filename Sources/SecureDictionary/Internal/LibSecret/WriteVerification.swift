@@ -1,21 +1,16 @@
 import Synchronization
 
-// What a verified write needs besides the keyring calls: the content to put back when no
-// session stores the new one faithfully, and, for tests, a way to make a write go wrong.
-
-/// One write's tries, as far as putting the item back is concerned: what it held before the
-/// first bytes left, whether a try may have left garbage there, and whether a read-back
-/// differed.
+/// One verified write's tries (``LibSecretClient/store(_:for:timeout:)``): what the item held
+/// before the first bytes left, whether a try may have left garbage there, whether a read-back differed.
 ///
 /// ```swift
 /// let attempt = VerifiedWrite()
 /// try perform(timeout: timeout, writes: true) { call in try write(call, secret, to: item, in: collection, attempt: attempt) }
 /// ```
 ///
-/// A try on a session not yet proven may store garbage (KWallet before KDE Frameworks 6.25);
-/// a later try that reads back exactly overwrote it. What the item held is recorded only
-/// before any try has sent anything: after that, the item may hold this write's bytes, or
-/// garbage, and neither may be "put back".
+/// A try on an unproven session may store garbage (``ProviderTraits/sessionKeysMayDiffer``); a
+/// later try that reads back exactly overwrote it. What the item held is recorded only before
+/// any try sent anything: after that it may hold this write's bytes, or garbage.
 final class VerifiedWrite: Sendable {
     enum Prior {
         /// There was no such item: putting it back means removing it.
@@ -68,9 +63,7 @@ final class VerifiedWrite: Sendable {
 
 #if ENABLE_TESTING_HOOKS
     /// Makes the next writes send other bytes than asked, and the next reads return other
-    /// bytes than stored, as a session whose two ends derived different keys does: a write's
-    /// read-back then differs, and a read is no property list. Compiled only with
-    /// ENABLE_TESTING_HOOKS (debug builds), for tests.
+    /// bytes than stored, as a session whose two ends derived different keys does.
     ///
     /// ```swift
     /// let fault = ManglingFault(writes: 3)   // every try of one write
