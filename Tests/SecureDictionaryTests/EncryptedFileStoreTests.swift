@@ -48,10 +48,6 @@ import Testing
         return Array(try Data(contentsOf: URL(fileURLWithPath: ItemFileFolder(path: folder).filePath(of: item))))
     }
 
-    // MARK: scrypt
-
-    /// RFC 7914, section 12, the second vector: scrypt("password", "NaCl", N = 1024, r = 8,
-    /// p = 16); 32 bytes are the first 32 of its 64.
     /// A relative folder is the one below the current folder, as the caller meant: it once
     /// became one below `/` (its folders made from `/` down), and the write then failed.
     @Test func aRelativeFolderIsTheOneBelowTheCurrentFolder() throws {
@@ -73,6 +69,10 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: "/\(relative)"))
     }
 
+    // MARK: scrypt
+
+    /// RFC 7914, section 12, the second vector: scrypt("password", "NaCl", N = 1024, r = 8,
+    /// p = 16); 32 bytes are the first 32 of its 64.
     @Test func scryptGivesTheRFCVector() {
         var key = [UInt8](repeating: 0, count: 32)
         let done = Array("password".utf8).withUnsafeBytes { password in
