@@ -97,6 +97,22 @@ import Testing
 
     // MARK: A passphrase
 
+    /// A passphrase of the longest length is read whatever its line break, and one byte more
+    /// is refused with either: a CR LF line of 1,024 bytes was once refused as too long (the
+    /// CR counted before it was dropped).
+    @Test func theLongestPassphraseIsReadWithEitherLineBreak() throws {
+        let longest = String(repeating: "p", count: PassphraseReader.maximumLength)
+        for line in [longest, longest + "\r"] {
+            let read = try PassphraseReader.read(.fileDescriptor(Lines([line]).descriptor), prompt: "")
+            #expect(read.array == Array(longest.utf8))
+        }
+        for line in [longest + "p", longest + "p\r"] {
+            #expect(throws: SecureDictionaryError.self) {
+                try PassphraseReader.read(.fileDescriptor(Lines([line]).descriptor), prompt: "")
+            }
+        }
+    }
+
     @Test func aPassphraseRoundTripsAndItsParametersAreInTheHeader() throws {
         try dictionary(store(Lines(["correct horse"]))).setValue("canary-41d2", forKey: "token")
         #expect(try dictionary(store(Lines(["correct horse"])))["token"] == .string("canary-41d2"))

@@ -62,7 +62,7 @@ enum PassphraseReader {
     private static func line(from descriptor: Int32, timeout: Duration, what: String) throws(SecureDictionaryError)
         -> SecretBytes
     {
-        var buffer = [UInt8](repeating: 0, count: maximumLength + 1)
+        var buffer = [UInt8](repeating: 0, count: maximumLength + 2)  // the longest, and a CR before its LF
         defer { Wipe.bytes(&buffer) }
         let deadline = ContinuousClock.now.advanced(by: timeout)
         var count = 0
@@ -87,6 +87,7 @@ enum PassphraseReader {
         }
         if count > 0 && buffer[count - 1] == 13 { count -= 1 }  // a CR LF line
         guard count > 0 else { throw .passphraseUnavailable(reason: "\(what) gave an empty passphrase") }
+        guard count <= maximumLength else { throw .passphraseUnavailable(reason: "longer than \(maximumLength) bytes") }
         return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
     }
 }
