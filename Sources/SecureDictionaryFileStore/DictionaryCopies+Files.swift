@@ -37,7 +37,7 @@ struct FileCopies {
         if let home = environment["HOME"], home.hasPrefix("/") {
             add("\(home)/.var/app/\(applicationID)/data/securedictionary", "the Flatpak app \(applicationID)'s portal files")
         }
-        for path in extra { add(path, "given") }
+        for path in extra { add(EncryptedFileStore.absolute(path), "given") }  // as a store given it resolves it
         return folders
     }
 

@@ -69,6 +69,27 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: "/\(relative)"))
     }
 
+    /// A relative folder given to `DictionaryCopies.find` is the one below the current folder,
+    /// as for the store that wrote it: its copies were listed by their relative path, which
+    /// names another file from any other folder, and the same folder given both ways was
+    /// searched twice, its one file reported as a dictionary split in two.
+    @Test func copiesInARelativeFolderAreListedOnceByTheirAbsolutePath() throws {
+        let relative = ".build/sd-relative-\(UUID().uuidString)"
+        let current = FileManager.default.currentDirectoryPath
+        defer { try? FileManager.default.removeItem(atPath: "\(current)/\(relative)") }
+        let store = EncryptedFileStore(
+            folderPath: relative, keySource: .passphrase(.fileDescriptor(Lines(["pw"]).descriptor), cost: Self.cheap))
+        try dictionary(store).setValue("v", forKey: "k")
+        let found = DictionaryCopies.find(
+            applicationID: "org.example.App", dictionaryName: "settings", folders: [relative, "\(current)/\(relative)"],
+            timeout: .seconds(2), environment: ["HOME": folder])
+        let item = try KeyringItem(dictionaryName: "settings", applicationID: "org.example.App")
+        let file = ItemFileFolder(path: "\(current)/\(relative)").filePath(of: item)
+        let files = found.copies.filter { if case .file = $0.place { true } else { false } }
+        #expect(files.map(\.place) == [.file(path: file)], "\(found.copies)")
+        #expect(found.splits.isEmpty)
+    }
+
     // MARK: scrypt
 
     /// RFC 7914, section 12, the second vector: scrypt("password", "NaCl", N = 1024, r = 8,
