@@ -127,16 +127,30 @@ extension KeyringIntegration {
         }
 
         /// A damaged item stays `corrupt`: the new sessions are bounded, and it is not overwritten.
+        /// Every try's read is garbled here, so a session failure of KWallet's own on the last
+        /// try (about one session in 200 on 5.103) ends the open as `sessionRejected` instead:
+        /// on KWallet such a run is tried once more, with a new client.
         @Test func aReadThatIsGarbageOnEveryTryIsCorrupt() throws {
             let test = TestItem("verify-read-all")
             try test.open().setValue("stored", forKey: "k")
             let digest = try test.sha256()
-            let store = SecretServiceStore(
-                client: LibSecretClient(fault: ManglingFault(reads: LibSecretConnection.sessionAttempts)))
-            #expect {
-                try test.open(.init(store: store))
-            } throws: { error in
-                if case SecureDictionaryError.corrupt = error { true } else { false }
+            func openGarbled() -> (any Error)? {
+                let store = SecretServiceStore(
+                    client: LibSecretClient(fault: ManglingFault(reads: LibSecretConnection.sessionAttempts)))
+                do {
+                    _ = try test.open(.init(store: store))
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            var error = openGarbled()
+            if case .sessionRejected? = error as? SecureDictionaryError, PrivateKeyring.provider == "kwallet" {
+                error = openGarbled()
+            }
+            guard case .corrupt? = error as? SecureDictionaryError else {
+                Issue.record("expected corrupt, got \(String(describing: error))")
+                return
             }
             #expect(try test.sha256() == digest)
             #expect(try test.openFresh()["k"] == "stored")
