@@ -58,12 +58,9 @@ extension SecureDictionary {
         var copied = false
         for _ in 0..<3 {
             // Validated as hostile input; no value is made of it.
-            let validated: Result<Void, SecureDictionaryError> = bytes.withUnsafeBytes { blob in
-                Result { () throws(SecureDictionaryError) in
-                    try BinaryPropertyList.validate(blob, limits: PropertyListLimits(maximumSize: blob.count))
-                }
+            _ = try bytes.withUnsafeBytes { blob throws(SecureDictionaryError) in
+                try BinaryPropertyList.validate(blob, limits: PropertyListLimits(maximumSize: blob.count))
             }
-            try validated.get()
             // Taken once the source decodes: a damaged source touches nothing of the destination.
             if destinationLock == nil, let lock = (destination as? any CoordinatedStore)?.writerLock(for: item, logger: logger) {
                 destinationLock = try lock.acquireQueued(until: deadline)
