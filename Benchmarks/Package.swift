@@ -8,7 +8,7 @@ let package = Package(
     name: "SecureDictionaryBenchmarks",
     dependencies: [
         // The library under test, from this checkout.
-        .package(name: "SecureDictionary", path: ".."),
+        .package(name: "SecureDictionary", path: "..")
     ],
     targets: [
         // libsecret for the raw baselines. The root package's CLibSecret is a target, not a

@@ -19,7 +19,7 @@ let package = Package(
                 .product(name: "SecureDictionaryTestSupport", package: "SecureDictionary"),
                 .product(name: "Logging", package: "swift-log"),
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The scenarios, in the issue's order.
+/// The scenarios, numbered as the rows of Reliability/README.md.
 var scenarios: [(number: Int, title: String, run: (Harness, Report) -> Void)] {
     [
         (1, "1 lost updates", LostUpdates.run),
@@ -25,7 +25,7 @@ enum Runner {
     static let usage = """
         usage: sd-reliability [--full] [--json FILE] [--only N[,N…]] [--sanitize LIST] [--root DIR]
 
-          --full       full size (the issue's numbers); default: the small CI size
+          --full       full size (the sizes of Reliability/README.md); default: the small CI size
           --json FILE  also write the rows, the size and the machine as JSON
           --only N,…   run only these scenarios (1–15)
           --sanitize L which sanitizers scenario 10 runs the unit tests under: thread,address,

@@ -244,7 +244,7 @@ enum HostileBlobs {
         }
     }
 
-    /// The 100 MB blob cannot cross D-Bus (2^26-byte arrays at most): the decoder gets
+    /// A 100 MB blob cannot cross D-Bus (2^26-byte arrays at most): the decoder gets
     /// it in-process instead, where the length check must reject it before parsing.
     static func inProcessHundredMB(_ report: Report) {
         let blob = Data(Array("bplist00".utf8) + [UInt8](repeating: 0x41, count: 100_000_000 - 8))

@@ -19,7 +19,7 @@ struct Sizes: Sendable {
     var windowWrites: Int { full ? 300 : 50 }
     var fairProcesses: Int { full ? 16 : 6 }
     var fairWrites: Int { full ? 100 : 20 }
-    /// How long scenario 14 keeps the bus frozen (the 10 s at full size).
+    /// How long scenario 14 keeps the bus frozen (10 s at full size: ten times the writers' 1 s deadline).
     var frozenBusSeconds: Int { full ? 10 : 3 }
     /// How many times scenario 15 stops and starts the keyring under each kind of writer.
     var restartRounds: Int { full ? 5 : 1 }
