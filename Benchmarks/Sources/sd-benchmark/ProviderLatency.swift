@@ -175,7 +175,7 @@ final class ProviderLatency {
     }
 
     private func cleanUp(_ name: String) throws {
-        try SecureDictionary.delete(name: name, applicationID: Self.applicationID, options: options)
+        _ = try SecureDictionary.delete(name: name, applicationID: Self.applicationID, options: options)
         if measured.hasRawBaseline { try raw.clear(service: Self.rawService(name)) }
     }
 
@@ -311,7 +311,7 @@ final class ProviderLatency {
             plan.writes,
             Side(
                 prepare: { try self.open(name).update { $0.dictionary = entries } },
-                run: { try SecureDictionary.delete(name: name, applicationID: Self.applicationID, options: self.options) }
+                run: { _ = try SecureDictionary.delete(name: name, applicationID: Self.applicationID, options: self.options) }
             ),
             raw: Side(
                 prepare: { try self.raw.store(blob, service: Self.rawService(name)) },
@@ -355,7 +355,7 @@ final class ProviderLatency {
             raw: Side { try process([secretTool, "lookup", "service", rawService], input: "") })
         add("cli-read", "`secure-dict read KEY`, whole process", figures, raw: "`secret-tool lookup`, whole process")
         cells[cells.count - 1].failedRuns = failedRuns
-        try SecureDictionary.delete(name: name, applicationID: Self.applicationID, options: options)
+        _ = try SecureDictionary.delete(name: name, applicationID: Self.applicationID, options: options)
         if measured.hasRawBaseline { try process([secretTool, "clear", "service", rawService], input: "") }
     }
 }

@@ -60,7 +60,7 @@ extension Benchmark {
             }
         }
         for index in 0..<Self.residentDictionaries {
-            try SecureDictionary.delete(name: "resident-\(index)", applicationID: Self.applicationID, options: options)
+            _ = try SecureDictionary.delete(name: "resident-\(index)", applicationID: Self.applicationID, options: options)
         }
         report.rows.append(
             TargetRow(
