@@ -102,11 +102,7 @@ extension SecureDictionary {
         ///
         /// - Throws: as ``set(_:forKey:)``.
         public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
-            if let optional = value as? any OptionalProtocol, optional.isNone {
-                self[key.name] = nil
-            } else {
-                self[key.name] = try value.propertyListValue()
-            }
+            self[key.name] = try SecureDictionary.storedForm(of: value)
         }
 
         /// The entry for `key` as a `V`; `nil` when there is none.

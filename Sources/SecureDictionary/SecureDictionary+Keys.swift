@@ -102,11 +102,7 @@ extension SecureDictionary {
     ///
     /// - Throws: as ``setValue(_:forKey:)-(V?,_)``.
     public func set<Value>(_ value: Value, for key: Key<Value>) throws(SecureDictionaryError) {
-        if let optional = value as? any OptionalProtocol, optional.isNone {
-            try setValue(nil, forKey: key.name)
-        } else {
-            try setValue(try value.propertyListValue(), forKey: key.name)
-        }
+        try setValue(try Self.storedForm(of: value), forKey: key.name)
     }
 
     /// Removes the entry for `key` with one keyring write.
@@ -140,11 +136,7 @@ extension Dictionary where Key == String, Value == PropertyListValue {
     ///
     /// - Throws: as ``SecureDictionary/Entries/set(_:forKey:)``.
     public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
-        if let optional = value as? any OptionalProtocol, optional.isNone {
-            self[key.name] = nil
-        } else {
-            self[key.name] = try value.propertyListValue()
-        }
+        self[key.name] = try SecureDictionary.storedForm(of: value)
     }
 }
 
