@@ -77,10 +77,7 @@ extension SecureDictionary {
         /// The entry for `key`, or its default when it is missing or of another type; setting
         /// it to `nil` (for an optional key) removes the entry.
         public subscript<V>(key: SecureDictionary.Key<V>) -> V {
-            get {
-                guard let stored = self[key.name], let value = try? V(propertyListValue: stored) else { return key.defaultValue }
-                return value
-            }
+            get { self[key.name] ?? key.defaultValue }
             set {
                 do throws(SecureDictionaryError) {
                     try set(newValue, for: key)

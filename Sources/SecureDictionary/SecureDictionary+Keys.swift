@@ -62,15 +62,7 @@ extension SecureDictionary {
     ///
     /// - Precondition: the dictionary is loaded (the read rule).
     public subscript<Value>(key: Key<Value>) -> Value {
-        get {
-            guard let stored = state.loadedGeneration.value(forKey: key.name) else { return key.defaultValue }
-            do throws(SecureDictionaryError) {
-                return try Value(propertyListValue: stored)
-            } catch {
-                reportTypedRead(error)
-                return key.defaultValue
-            }
-        }
+        get { self[key.name] ?? key.defaultValue }  // the plain-value subscript, which reports another type
         set {
             do throws(SecureDictionaryError) {
                 try set(newValue, for: key)
