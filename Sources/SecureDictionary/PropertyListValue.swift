@@ -15,8 +15,6 @@
 ///
 /// Integers, reals and booleans never turn into one another: a value read back is the same
 /// case it was written as, and equal (each case says how it is stored).
-///
-/// `description` and `debugDescription` never show the contents: a value may be a secret.
 public enum PropertyListValue: Sendable, Hashable {
     /// Text; a string literal makes one (`"s3cr3t"`).
     case string(String)

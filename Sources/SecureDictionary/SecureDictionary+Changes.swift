@@ -6,8 +6,6 @@
 
 extension SecureDictionary {
     /// One changed entry, as delivered by ``changes()``.
-    ///
-    /// Its `description` names the kind of change only: keys and values may be secrets.
     public struct Change: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
         /// What happened to the entry.
         public enum Kind: String, Sendable {
