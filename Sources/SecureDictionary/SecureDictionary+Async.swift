@@ -84,8 +84,7 @@ extension SecureDictionary {
         /// try await settings.async.setValue(Date(), forKey: "seen")
         /// ```
         public func setValue<V: PropertyListConvertible>(_ value: V?, forKey key: String) async throws(SecureDictionaryError) {
-            let stored = try SecureDictionary.storedForm(of: value)
-            try await setValue(stored, forKey: key)
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
         }
 
         /// Reads a plain Swift value; see ``SecureDictionary/value(forKey:as:)``.
@@ -96,8 +95,7 @@ extension SecureDictionary {
         public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) async throws(SecureDictionaryError)
             -> V?
         {
-            guard let stored = try await value(forKey: key) else { return nil }
-            return try V(propertyListValue: stored)
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.value(forKey: key, as: type) }
         }
 
         /// See ``SecureDictionary/set(_:for:)``.

@@ -134,9 +134,8 @@ private struct RefreshSteps: Sendable {
     static func current(_ dictionary: SecureDictionary) throws(SecureDictionaryError)
         -> (SecureDictionary.Entries, LockQueue)
     {
-        let (state, context) = (dictionary.state, dictionary.options.context)
-        let entries = SecureDictionary.Entries(stored: try state.generation(context))
-        return (entries, try state.queue(until: Deadline(after: context.timeout)))
+        let entries = try dictionary.currentEntries()
+        return (entries, try dictionary.state.queue(until: Deadline(after: dictionary.options.timeout)))
     }
 
     /// Returns when the wait for `queue` ended with the queue entered; else throws why it ended.

@@ -56,11 +56,10 @@ public final class SecureDictionary: Sendable {
     ///     Non-empty, at most 255 UTF-8 bytes, no control characters.
     ///   - applicationID: Defaults to ``defaultApplicationID``.
     ///   - options: Collection, deadline, size cap, store and diagnostics; see ``Options``.
-    /// - Throws: ``SecureDictionaryError/invalidName(reason:)`` before any D-Bus call;
-    ///   ``SecureDictionaryError/locked``, ``SecureDictionaryError/serviceUnavailable(reason:)``,
-    ///   ``SecureDictionaryError/timedOut``, ``SecureDictionaryError/corrupt(reason:)``,
-    ///   ``SecureDictionaryError/ambiguous(count:)``… A dictionary starts empty only when the
-    ///   unlocked keyring positively has no such item.
+    /// - Throws: ``SecureDictionaryError/invalidName(reason:)`` before any D-Bus call; a load's
+    ///   errors (``SecureDictionaryError/locked``, ``SecureDictionaryError/timedOut``,
+    ///   ``SecureDictionaryError/corrupt(reason:)``…): it starts empty only when the unlocked
+    ///   keyring positively has no such item.
     public init(
         name: String? = nil,
         applicationID: String = SecureDictionary.defaultApplicationID,
@@ -282,7 +281,8 @@ public final class SecureDictionary: Sendable {
     }
 
     /// The stored entries, loading them first when the cache is not known to be current: what
-    /// `update { }` would start from, without the writer lock (adoption's dry run).
+    /// `update { }` would start from, without the writer lock (adoption's dry run, a refresh's
+    /// first look).
     package func currentEntries() throws(SecureDictionaryError) -> Entries {
         Entries(stored: try state.generation(options.context))
     }
