@@ -52,8 +52,7 @@ public final class InMemoryKeyringStore: KeyringStore {
     /// ```
     public init() {}
 
-    /// The name its errors give as the provider that answered (``SecureDictionaryError/locked``
-    /// says to call ``setLocked(_:collection:)``, not to unlock a keyring).
+    /// The name its errors give as the provider that answered.
     package static let providerName = "InMemoryKeyringStore"
 
     // MARK: Failing on purpose
@@ -160,8 +159,8 @@ public final class InMemoryKeyringStore: KeyringStore {
             return .success(body(&state))
         }
         if case .failure(.locked) = outcome, ErrorContext.current.provider == nil {
-            // So that the message says how to unlock this store, not a keyring; a real
-            // provider that answered in this process keeps its name.
+            // So that `locked` says to call setLocked(_:collection:), not to unlock a keyring; a
+            // real provider that answered in this process keeps its name.
             ErrorContext.record(provider: Self.providerName)
         }
         return try outcome.get()

@@ -133,10 +133,9 @@ extension Dictionary where Key == String, Value == PropertyListValue {
 }
 
 extension SecureDictionary {
-    /// A non-throwing typed read that found another type: it gives `nil` or the key's default,
-    /// as documented, so the log says so at `debug` (at `error`, swift-log's default handler
-    /// printed it on the application's standard error as a failure). The failure handler
-    /// still gets it.
+    /// A non-throwing typed read that found another type gives `nil` or the default, as
+    /// documented: logged at `debug` (at `error`, swift-log's default handler printed it on
+    /// standard error as a failure), and still passed to the failure handler.
     func reportTypedRead(_ error: SecureDictionaryError) {
         options.logger.debug("typed read found another type", metadata: ["item": "\(item.name)", "error": "\(error)"])
         options.failureHandler?(error)
