@@ -120,8 +120,7 @@ extension Dictionary where Key == String, Value == PropertyListValue {
     ///
     /// Reads the entry for `key`, or its default when it is missing or of another type.
     public subscript<V>(key: SecureDictionary.Key<V>) -> V {
-        guard let stored = self[key.name], let value = try? V(propertyListValue: stored) else { return key.defaultValue }
-        return value
+        self[key.name].flatMap { try? V(propertyListValue: $0) } ?? key.defaultValue
     }
 
     /// Sets the entry for `key`; `nil` (for an optional key) removes it.
