@@ -96,10 +96,9 @@ extension SecureDictionary {
             if !replacingOwnCopy { throw .alreadyExists(name: item.name) }
         }
         try destination.store(bytes, for: item, timeout: deadline.remainingForCall())
-        guard let stored = try destination.load(item, timeout: deadline.remainingForCall()) else {
+        guard try destination.load(item, timeout: deadline.remainingForCall())?.holdsSameBytes(as: bytes) == true else {
             throw .writeNotVerified(restored: false)
         }
-        guard stored.holdsSameBytes(as: bytes) else { throw .writeNotVerified(restored: false) }
     }
 }
 
