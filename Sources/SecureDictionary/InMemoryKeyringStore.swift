@@ -12,18 +12,10 @@ import Synchronization
 /// #expect(settings["a"] == nil)                          // the cache followed the store
 /// ```
 ///
-/// It is not a keyring: it is not shared with other processes. It keeps each item's bytes
-/// as ``SecretBytes``. Use it for logic, use the real Secret Service for everything about the keyring.
-/// Of the contract every store keeps (a refresh holds its item, never its neighbours;
-/// `lockWait` and deadlines; one refresh, whoever asks), two clauses cannot apply, since no
-/// other process reaches it: a change by another process reaching
-/// ``SecureDictionary/changes()``, and a lock holder killed (the suite `StoreContract` names
-/// both).
-///
-/// The two ways to fail, ``failNextCalls(with:count:writesAnyway:)`` and
-/// ``setLocked(_:collection:)``, are its whole public API besides the store's own calls:
-/// what your tests need to see your code handle a failing keyring. (The library's own tests
-/// also count its calls and plant raw blobs; those entry points are not public.)
+/// It is not a keyring: no other process reaches it, so two clauses of the contract every
+/// store keeps cannot apply: a change by another process reaching ``SecureDictionary/changes()``,
+/// and a lock holder killed (the suite `StoreContract` names both). Use it for logic, the real
+/// Secret Service for everything about the keyring (<doc:TestingYourApplication>).
 public final class InMemoryKeyringStore: KeyringStore {
     /// One injected failure (the library's tests).
     package struct Fault: Sendable, Equatable {
@@ -60,8 +52,7 @@ public final class InMemoryKeyringStore: KeyringStore {
     /// ```
     public init() {}
 
-    /// The name its errors give as the provider that answered (``SecureDictionaryError/locked``
-    /// says to call ``setLocked(_:collection:)``, not to unlock a keyring).
+    /// The name its errors give as the provider that answered.
     package static let providerName = "InMemoryKeyringStore"
 
     // MARK: Failing on purpose
@@ -168,8 +159,8 @@ public final class InMemoryKeyringStore: KeyringStore {
             return .success(body(&state))
         }
         if case .failure(.locked) = outcome, ErrorContext.current.provider == nil {
-            // So that the message says how to unlock this store, not a keyring; a real
-            // provider that answered in this process keeps its name.
+            // So that `locked` says to call setLocked(_:collection:), not to unlock a keyring; a
+            // real provider that answered in this process keeps its name.
             ErrorContext.record(provider: Self.providerName)
         }
         return try outcome.get()

@@ -1,8 +1,5 @@
-/// One SecureDictionary item in the keyring: what `secret-tool search` sees.
-///
-/// The contract (also in the README): label and `service` attribute are ``name``;
-/// attributes `application` = ``applicationID``, `dictionary` = ``dictionaryName``
-/// (empty for the default dictionary) and `xdg:schema` = ``schemaName``.
+/// One SecureDictionary item in the keyring: what `secret-tool search` sees, as
+/// <doc:TheStoredItem> lays it out.
 public struct KeyringItem: Sendable, Hashable, CustomStringConvertible {
     /// The value of the `xdg:schema` attribute of every SecureDictionary item.
     public static let schemaName = "io.github.securedictionary.Dictionary"

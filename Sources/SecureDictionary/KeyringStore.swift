@@ -24,9 +24,8 @@ public protocol KeyringStore: AnyObject, Sendable {
 
     /// Creates `item`, or replaces its secret, with `secret` (read or kept as ``SecretBytes`` says).
     ///
-    /// - Throws: as `load`. After ``SecureDictionaryError/timedOut``,
-    ///   ``SecureDictionaryError/connectionLost`` or ``SecureDictionaryError/cancelled`` the
-    ///   write may or may not have happened.
+    /// - Throws: as `load`; after ``SecureDictionaryError/timedOut``, `connectionLost` or
+    ///   `cancelled` the write may or may not have happened.
     func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError)
 
     /// Removes `item`; returns whether there was one.

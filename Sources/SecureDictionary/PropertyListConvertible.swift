@@ -19,9 +19,8 @@
 ///
 /// `String`, `Int`, `Double`, `Bool`, `Date`, `Data`, ``PropertyListValue``, `UUID`, `URL`,
 /// integers of every width, `Float`, arrays and string-keyed dictionaries of convertible
-/// values, and optionals of them conform already.
-/// A `Codable` type is stored as a property-list structure (dictionaries and arrays), not as
-/// an opaque JSON string, so other plist readers still see its fields.
+/// values, and optionals of them conform already. A `Codable` type is stored as a property-list
+/// structure, not as opaque JSON, so other plist readers still see its fields.
 public protocol PropertyListConvertible: Sendable {
     /// Reads a stored value.
     ///

@@ -15,8 +15,6 @@
 ///
 /// Integers, reals and booleans never turn into one another: a value read back is the same
 /// case it was written as, and equal (each case says how it is stored).
-///
-/// `description` and `debugDescription` never show the contents: a value may be a secret.
 public enum PropertyListValue: Sendable, Hashable {
     /// Text; a string literal makes one (`"s3cr3t"`).
     case string(String)
@@ -44,16 +42,10 @@ public enum PropertyListValue: Sendable, Hashable {
 
 extension PropertyListValue {
     /// The string, when this is `.string`; otherwise `nil`.
-    public var stringValue: String? {
-        if case .string(let value) = self { return value }
-        return nil
-    }
+    public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
 
     /// The integer, when this is `.integer`; otherwise `nil` (a real or bool is not converted).
-    public var integerValue: Int? {
-        if case .integer(let value) = self { return value }
-        return nil
-    }
+    public var integerValue: Int? { if case .integer(let value) = self { value } else { nil } }
 
     /// The value of ``integer(_:)`` (when not negative) or ``unsignedInteger(_:)`` as a `UInt64`.
     public var unsignedIntegerValue: UInt64? {
@@ -65,40 +57,22 @@ extension PropertyListValue {
     }
 
     /// The real, when this is `.real`; otherwise `nil` (an integer is not converted).
-    public var realValue: Double? {
-        if case .real(let value) = self { return value }
-        return nil
-    }
+    public var realValue: Double? { if case .real(let value) = self { value } else { nil } }
 
     /// The boolean, when this is `.bool`; otherwise `nil`.
-    public var boolValue: Bool? {
-        if case .bool(let value) = self { return value }
-        return nil
-    }
+    public var boolValue: Bool? { if case .bool(let value) = self { value } else { nil } }
 
     /// The date, when this is `.date`; otherwise `nil`.
-    public var dateValue: Date? {
-        if case .date(let value) = self { return value }
-        return nil
-    }
+    public var dateValue: Date? { if case .date(let value) = self { value } else { nil } }
 
     /// The bytes, when this is `.data`; otherwise `nil`.
-    public var dataValue: Data? {
-        if case .data(let value) = self { return value }
-        return nil
-    }
+    public var dataValue: Data? { if case .data(let value) = self { value } else { nil } }
 
     /// The elements, when this is `.array`; otherwise `nil`.
-    public var arrayValue: [PropertyListValue]? {
-        if case .array(let value) = self { return value }
-        return nil
-    }
+    public var arrayValue: [PropertyListValue]? { if case .array(let value) = self { value } else { nil } }
 
     /// The entries, when this is `.dictionary`; otherwise `nil`.
-    public var dictionaryValue: [String: PropertyListValue]? {
-        if case .dictionary(let value) = self { return value }
-        return nil
-    }
+    public var dictionaryValue: [String: PropertyListValue]? { if case .dictionary(let value) = self { value } else { nil } }
 
     /// The name of this value's type, for messages that must not show the value itself.
     public var typeName: String {

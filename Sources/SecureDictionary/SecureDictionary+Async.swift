@@ -10,14 +10,12 @@ extension SecureDictionary {
     /// try await settings.async.update { entries in entries["n"] = 1 }
     /// ```
     ///
-    /// The keyring call runs on a private dispatch queue, never on a thread of Swift's
-    /// cooperative pool, so awaiting it blocks nothing. Cancelling the task ends the wait at
-    /// once with ``SecureDictionaryError/cancelled``; the call itself still finishes (or times
-    /// out) on its queue, keeping cache and keyring equal. For a write, `cancelled` therefore
-    /// means "outcome unknown", like ``SecureDictionaryError/timedOut``.
-    ///
-    /// These live in their own namespace because a sync and an async function of the same
-    /// name would make every existing sync call inside async code a compile error.
+    /// The keyring call runs on a private dispatch queue, not Swift's cooperative pool, so
+    /// awaiting it blocks nothing. Cancelling the task ends the wait at once with
+    /// ``SecureDictionaryError/cancelled`` while the call finishes (or times out) on its queue,
+    /// keeping cache and keyring equal: for a write, `cancelled` means "outcome unknown". They
+    /// live in a namespace of their own: a sync and an async function of one name would make
+    /// every sync call in async code a compile error.
     public struct Async: Sendable {
         /// The dictionary these calls act on.
         public let dictionary: SecureDictionary
@@ -84,8 +82,7 @@ extension SecureDictionary {
         /// try await settings.async.setValue(Date(), forKey: "seen")
         /// ```
         public func setValue<V: PropertyListConvertible>(_ value: V?, forKey key: String) async throws(SecureDictionaryError) {
-            let stored = try SecureDictionary.storedForm(of: value)
-            try await setValue(stored, forKey: key)
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
         }
 
         /// Reads a plain Swift value; see ``SecureDictionary/value(forKey:as:)``.
@@ -96,8 +93,7 @@ extension SecureDictionary {
         public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) async throws(SecureDictionaryError)
             -> V?
         {
-            guard let stored = try await value(forKey: key) else { return nil }
-            return try V(propertyListValue: stored)
+            try await Offload.run { () throws(SecureDictionaryError) in try dictionary.value(forKey: key, as: type) }
         }
 
         /// See ``SecureDictionary/set(_:for:)``.

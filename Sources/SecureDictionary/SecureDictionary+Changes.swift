@@ -6,8 +6,6 @@
 
 extension SecureDictionary {
     /// One changed entry, as delivered by ``changes()``.
-    ///
-    /// Its `description` names the kind of change only: keys and values may be secrets.
     public struct Change: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
         /// What happened to the entry.
         public enum Kind: String, Sendable {
@@ -55,16 +53,13 @@ extension SecureDictionary {
     /// }
     /// ```
     ///
-    /// Changes arrive from writes through any instance in this process, from reloads that
-    /// find the stored item changed, and from writes by SecureDictionary in **other
-    /// processes and tools** (`secret-tool`, scripts, `secure-dict`), without polling: this
-    /// process listens to the Secret Service's own `ItemCreated`, `ItemChanged` and
-    /// `ItemDeleted` signals (on the encrypted-file stores: inotify on their folder), then
-    /// reads the item once, decoding and reporting it only if it changed. (An
-    /// ``InMemoryKeyringStore`` has no other process.) A reload that
-    /// fails (e.g. locked) is reported to ``Options/failureHandler`` and delivers nothing. The
-    /// stream ends when the task iterating it is cancelled. Each changed entry is decoded for
-    /// it: to follow one entry, use ``changes(forKey:)``, which decodes no other.
+    /// Changes come from writes through any instance in this process, from reloads that find
+    /// the stored item changed, and from **other processes and tools** (`secret-tool`, scripts,
+    /// `secure-dict`) without polling: the Secret Service's `ItemCreated`, `ItemChanged` and
+    /// `ItemDeleted` signals (the file stores: inotify on their folder) make it read the item
+    /// once, reporting only what changed. A reload that fails (e.g. locked) goes to
+    /// ``Options/failureHandler`` and delivers nothing. The stream ends when its task is
+    /// cancelled. Every changed entry is decoded for it; ``changes(forKey:)`` decodes one.
     public func changes() -> AsyncStream<Change> {
         state.observeChanges(options.context, failureHandler: options.failureHandler)
     }
@@ -77,10 +72,9 @@ extension SecureDictionary {
     /// }
     /// ```
     ///
-    /// Delivered as ``changes()`` delivers them, in the order they were loaded or written. The
-    /// key matches by its Unicode scalars, as the subscript does. Only this entry is compared
-    /// (in place) and decoded: a change to another entry costs this stream nothing and hands
-    /// it no copy of that entry.
+    /// Delivered as ``changes()`` delivers them, in the order they were loaded or written; the
+    /// key matches by its Unicode scalars. Only this entry is compared (in place) and decoded:
+    /// a change to another entry costs this stream nothing and hands it no copy of that entry.
     public func changes(forKey key: String) -> AsyncStream<Change> {
         changes(forKeys: [key])
     }

@@ -77,10 +77,7 @@ extension SecureDictionary {
         /// The entry for `key`, or its default when it is missing or of another type; setting
         /// it to `nil` (for an optional key) removes the entry.
         public subscript<V>(key: SecureDictionary.Key<V>) -> V {
-            get {
-                guard let stored = self[key.name], let value = try? V(propertyListValue: stored) else { return key.defaultValue }
-                return value
-            }
+            get { self[key.name] ?? key.defaultValue }
             set {
                 do throws(SecureDictionaryError) {
                     try set(newValue, for: key)
@@ -102,11 +99,7 @@ extension SecureDictionary {
         ///
         /// - Throws: as ``set(_:forKey:)``.
         public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
-            if let optional = value as? any OptionalProtocol, optional.isNone {
-                self[key.name] = nil
-            } else {
-                self[key.name] = try value.propertyListValue()
-            }
+            self[key.name] = try SecureDictionary.storedForm(of: value)
         }
 
         /// The entry for `key` as a `V`; `nil` when there is none.

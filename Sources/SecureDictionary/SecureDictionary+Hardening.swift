@@ -23,20 +23,18 @@ extension SecureDictionary {
     /// let settings = try SecureDictionary(name: "settings")
     /// ```
     ///
-    /// The library keeps its own copies of keys and values out of core dumps and swap by
-    /// itself; what you read from a dictionary is your copy, in ordinary memory. This call
-    /// covers those too, and everything else the process holds: it sets the core-dump size
-    /// limit to 0 (`RLIMIT_CORE`, soft and hard: no core file, nothing for `coredumpctl`) and
-    /// makes the process not dumpable (`prctl(PR_SET_DUMPABLE, 0)`: `gdb`, `gcore`, `strace`
-    /// and `/proc/PID/mem` of the same user are refused, and so are crash reporters that
-    /// attach). The library never does it by itself: it takes debugging and profiling away.
-    /// `secure-dict doctor` reports whether a process did.
+    /// The library keeps its own copies of keys and values out of core dumps and swap; what
+    /// you read is your copy, in ordinary memory. This call covers those and everything else:
+    /// it sets the core-dump size limit to 0 (`RLIMIT_CORE`, soft and hard: no core file,
+    /// nothing for `coredumpctl`) and makes the process not dumpable (`prctl(PR_SET_DUMPABLE, 0)`:
+    /// `gdb`, `gcore`, `strace`, `/proc/PID/mem` of the same user and attaching crash reporters
+    /// are refused). The library never does it by itself: it takes debugging and profiling
+    /// away. `secure-dict doctor` reports whether a process did.
     ///
     /// Inside a snap the process stays dumpable (``HardeningResult/note`` says so): there
-    /// xdg-desktop-portal identifies its caller by reading the caller's `/proc/PID/…`, so the
-    /// Secret portal, which `EncryptedFileStore(keySource: .secretPortal)` needs, would refuse
-    /// it. In a Flatpak the portal reads the bus proxy's entries instead, and the portal's
-    /// files keep working (`scripts/test --filter SecretPortal` checks it).
+    /// xdg-desktop-portal reads the caller's `/proc/PID/…` to identify it, so the Secret portal
+    /// (`EncryptedFileStore(keySource: .secretPortal)`) would refuse it. A Flatpak's portal
+    /// reads the bus proxy's entries instead (`scripts/test --filter SecretPortal` checks it).
     @discardableResult
     public static func hardenProcess() -> HardeningResult {
         ProcessHardening.apply(sandbox: Sandbox.current)

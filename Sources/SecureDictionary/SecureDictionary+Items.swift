@@ -50,10 +50,7 @@ extension SecureDictionary {
         applicationID: String = SecureDictionary.defaultApplicationID,
         options: Options = Options()
     ) throws(SecureDictionaryError) -> [String] {
-        try NameRules.validate(applicationID, what: "application ID")
-        let listings = try options.store.listItems(
-            applicationID: applicationID, collection: options.collection, timeout: options.timeout)
-        return listings.map(\.item.dictionaryName)
+        try items(applicationID: applicationID, options: options).map(\.item.dictionaryName)
     }
 
     /// Every SecureDictionary item in the collection, of one application or (`nil`) of all,

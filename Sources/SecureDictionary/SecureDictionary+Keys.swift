@@ -62,15 +62,7 @@ extension SecureDictionary {
     ///
     /// - Precondition: the dictionary is loaded (the read rule).
     public subscript<Value>(key: Key<Value>) -> Value {
-        get {
-            guard let stored = state.loadedGeneration.value(forKey: key.name) else { return key.defaultValue }
-            do throws(SecureDictionaryError) {
-                return try Value(propertyListValue: stored)
-            } catch {
-                reportTypedRead(error)
-                return key.defaultValue
-            }
-        }
+        get { self[key.name] ?? key.defaultValue }  // the plain-value subscript, which reports another type
         set {
             do throws(SecureDictionaryError) {
                 try set(newValue, for: key)
@@ -102,11 +94,7 @@ extension SecureDictionary {
     ///
     /// - Throws: as ``setValue(_:forKey:)-(V?,_)``.
     public func set<Value>(_ value: Value, for key: Key<Value>) throws(SecureDictionaryError) {
-        if let optional = value as? any OptionalProtocol, optional.isNone {
-            try setValue(nil, forKey: key.name)
-        } else {
-            try setValue(try value.propertyListValue(), forKey: key.name)
-        }
+        try setValue(try Self.storedForm(of: value), forKey: key.name)
     }
 
     /// Removes the entry for `key` with one keyring write.
@@ -132,27 +120,21 @@ extension Dictionary where Key == String, Value == PropertyListValue {
     ///
     /// Reads the entry for `key`, or its default when it is missing or of another type.
     public subscript<V>(key: SecureDictionary.Key<V>) -> V {
-        guard let stored = self[key.name], let value = try? V(propertyListValue: stored) else { return key.defaultValue }
-        return value
+        self[key.name].flatMap { try? V(propertyListValue: $0) } ?? key.defaultValue
     }
 
     /// Sets the entry for `key`; `nil` (for an optional key) removes it.
     ///
     /// - Throws: as ``SecureDictionary/Entries/set(_:forKey:)``.
     public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
-        if let optional = value as? any OptionalProtocol, optional.isNone {
-            self[key.name] = nil
-        } else {
-            self[key.name] = try value.propertyListValue()
-        }
+        self[key.name] = try SecureDictionary.storedForm(of: value)
     }
 }
 
 extension SecureDictionary {
-    /// A non-throwing typed read that found another type: it gives `nil` or the key's default,
-    /// as documented, so the log says so at `debug` (at `error`, swift-log's default handler
-    /// printed it on the application's standard error as a failure). The failure handler
-    /// still gets it.
+    /// A non-throwing typed read that found another type gives `nil` or the default, as
+    /// documented: logged at `debug` (at `error`, swift-log's default handler printed it on
+    /// standard error as a failure), and still passed to the failure handler.
     func reportTypedRead(_ error: SecureDictionaryError) {
         options.logger.debug("typed read found another type", metadata: ["item": "\(item.name)", "error": "\(error)"])
         options.failureHandler?(error)

@@ -11,27 +11,23 @@ extension SecureDictionary {
     ///     from: SecretServiceStore.shared, to: EncryptedFileStore.secretPortal)  // SecureDictionaryFileStore
     /// ```
     ///
-    /// Returns `false`, changing nothing, when the source has no such dictionary. The
-    /// source's bytes are decoded (as hostile input) before anything is written, so a
-    /// damaged dictionary is never copied. When the destination already holds exactly the
-    /// same bytes (an earlier move stopped before removing the source) the move completes.
-    /// The source's writer lock is held from the first read to the removal, and the
-    /// destination's around the copy, so no SecureDictionary writer (in any process) writes in
-    /// between: each write lands before the move, and is copied, or after it, in a new source
-    /// item. A writer that does not take the lock (another tool) may still change the source:
-    /// the copy is then made again (up to three times), so that what is removed is what was
-    /// copied; only its write in the one call between the last check and the removal can be lost.
+    /// Returns `false`, changing nothing, when the source has no such dictionary. The source's
+    /// bytes are validated as hostile input before anything is written, so a damaged dictionary
+    /// is never copied; a destination that holds the same bytes already (an earlier move that
+    /// stopped before the removal) completes the move. The source's writer lock is held from
+    /// the first read to the removal and the destination's around the copy, so every
+    /// SecureDictionary write, in any process, lands before the move (and is copied) or after
+    /// it (in a new source item). A tool that takes no lock may still change the source: the
+    /// copy is made again (up to three times), so that what is removed is what was copied; only
+    /// its write between the last check and the removal can be lost. Open dictionaries of
+    /// either store keep their caches: open them again afterwards.
     ///
-    /// Open dictionaries of either store keep their caches: open them again afterwards.
-    ///
-    /// - Throws: what either store throws (``SecureDictionaryError/locked``, a store's own
-    ///   ``SecureDictionaryError/store(_:)``…); ``SecureDictionaryError/corrupt(reason:)`` for
-    ///   a source that does not decode; ``SecureDictionaryError/alreadyExists(name:)``,
-    ///   ``SecureDictionaryError/sourceChanged(name:)`` and ``SecureDictionaryError/sameStore(name:)``
-    ///   as their docs say (an `AutomaticStore` counts as the store it chooses, first);
-    ///   ``SecureDictionaryError/writeNotVerified(restored:)`` when the copy read back
-    ///   differently (the source is kept); ``SecureDictionaryError/lockHeld(pid:command:)``
-    ///   when a writer held the source's lock until the deadline.
+    /// - Throws: what either store throws (``SecureDictionaryError/locked``, ``SecureDictionaryError/store(_:)``…);
+    ///   ``SecureDictionaryError/corrupt(reason:)`` for a source that does not decode;
+    ///   ``SecureDictionaryError/alreadyExists(name:)``, ``SecureDictionaryError/sourceChanged(name:)``,
+    ///   ``SecureDictionaryError/sameStore(name:)`` (an `AutomaticStore` counts as the store it
+    ///   chooses); ``SecureDictionaryError/writeNotVerified(restored:)`` when the copy read back
+    ///   otherwise (the source is kept); ``SecureDictionaryError/lockHeld(pid:command:)``.
     @discardableResult
     public static func move(
         name: String? = nil, applicationID: String = SecureDictionary.defaultApplicationID,
@@ -41,9 +37,7 @@ extension SecureDictionary {
     ) throws(SecureDictionaryError) -> Bool {
         let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: collection)
         let deadline = Deadline(after: timeout)
-        // Where each store keeps its items, an AutomaticStore not used yet choosing now: one
-        // place on both sides would copy the dictionary onto itself, then remove it (or, with
-        // the second writer lock the same as the first, wait for it until the deadline).
+        // An AutomaticStore not used yet chooses its place now, for `isOnePlace` to compare.
         for store in [source, destination] { _ = try (store as? any PlaceChoosingStore)?.choosePlace(until: deadline) }
         guard !isOnePlace(source, destination) else { throw .sameStore(name: item.name) }
         // The two writer locks (the doc comment says why), always in this order (a file
@@ -82,7 +76,8 @@ extension SecureDictionary {
     }
 
     /// Whether `first` and `second` keep their items in one place: moving would copy the
-    /// dictionary onto itself, then remove it.
+    /// dictionary onto itself, then remove it (or, the second writer lock being the first, wait
+    /// for it until the deadline).
     static func isOnePlace(_ first: any KeyringStore, _ second: any KeyringStore) -> Bool {
         if first as AnyObject === second as AnyObject { return true }
         guard let first = (first as? any CoordinatedStore)?.place, let second = (second as? any CoordinatedStore)?.place
@@ -101,10 +96,9 @@ extension SecureDictionary {
             if !replacingOwnCopy { throw .alreadyExists(name: item.name) }
         }
         try destination.store(bytes, for: item, timeout: deadline.remainingForCall())
-        guard let stored = try destination.load(item, timeout: deadline.remainingForCall()) else {
+        guard try destination.load(item, timeout: deadline.remainingForCall())?.holdsSameBytes(as: bytes) == true else {
             throw .writeNotVerified(restored: false)
         }
-        guard stored.holdsSameBytes(as: bytes) else { throw .writeNotVerified(restored: false) }
     }
 }
 

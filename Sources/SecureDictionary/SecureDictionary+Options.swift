@@ -25,10 +25,9 @@ extension SecureDictionary {
         /// What a call does when the keyring is locked. Default: ``UnlockPolicy/never``, which
         /// throws ``SecureDictionaryError/locked`` and never shows a dialog.
         public var unlock: UnlockPolicy
-        /// The largest encoded dictionary this instance writes or reads, in bytes.
-        /// Default: ``defaultMaximumSize``. Larger stored blobs are rejected by length before
-        /// parsing; larger writes throw ``SecureDictionaryError/tooLarge(size:limit:)`` with
-        /// nothing written.
+        /// The largest encoded dictionary this instance writes or reads, in bytes (default:
+        /// ``defaultMaximumSize``). Larger stored blobs are rejected by length before parsing;
+        /// larger writes throw ``SecureDictionaryError/tooLarge(size:limit:)``.
         public var maximumSize: Int
         /// Where the item lives. Default: ``SecretServiceStore/shared``.
         public var store: any KeyringStore

@@ -13,43 +13,37 @@ extension SecureDictionary {
     /// })
     /// ```
     ///
-    /// When `isStale` finds the entries in memory fresh, their value is returned with no
-    /// keyring call. Otherwise the call waits for the item's writer lock, the one every writer
-    /// of the item takes in every process (the session bus name of the Secret Service, the
-    /// item's lock file of the encrypted-file stores; for a store without one, this process's
-    /// lock only), reads what is stored and asks `isStale` again: when another caller refreshed
-    /// meanwhile, its value is returned and `refresh` is not called. Else `refresh` runs,
-    /// holding the lock; every change it makes to the entries is written in one write, onto
-    /// what is stored then (checked again, so a tool that does not take the lock keeps its
-    /// change), and the lock is given back. So two processes never spend one refresh token.
+    /// Fresh entries in memory (as `isStale` judges) answer with no keyring call. Otherwise the
+    /// call takes the item's writer lock, the one every writer of the item takes in every
+    /// process (the Secret Service's bus name, the file stores' lock file; for a store without
+    /// one, this process's lock only), reads what is stored and asks `isStale` again: if another
+    /// caller refreshed meanwhile, its value is returned without calling `refresh`. Else
+    /// `refresh` runs holding the lock, and its changes are written in one write onto what is
+    /// stored then (checked again, so a tool that takes no lock keeps its change). So two
+    /// processes never spend one refresh token.
     ///
-    /// A process killed while it refreshes frees the lock at once (the bus name goes with the
-    /// process, the lock file's lock with its file descriptor); one that hangs holds it, and
-    /// the others give up after `lockWait`. Other writers of the item, `update { }` and
-    /// `setValue` included, wait for the refresh too, up to their ``Options/timeout``; the
-    /// writers of other items never wait for it, on any store.
+    /// A killed refresher frees the lock at once (the bus name goes with the process, the lock
+    /// file's lock with its descriptor); a hung one holds it, and the others give up after
+    /// `lockWait`. Other writers of the item (`update { }`, `setValue`) wait for the refresh
+    /// too, up to their ``Options/timeout``; writers of other items never do, on any store.
     ///
     /// - Parameters:
     ///   - key: The key whose value is returned.
-    ///   - lockWait: How long to wait for another caller's refresh: 30 seconds by default.
-    ///     `.zero` tries once and does not wait: a free lock is taken, a held one is
-    ///     ``SecureDictionaryError/lockHeld(pid:command:)`` at once (asking the bus who holds
-    ///     it is a keyring call, with ``Options/timeout``).
-    ///     Give `refresh`'s network call a timeout shorter than this, so that waiters outlast
-    ///     a slow refresh that succeeds. Each keyring call (the check, the write) has
-    ///     ``Options/timeout`` of its own besides.
+    ///   - lockWait: How long to wait for another caller's refresh (30 s by default; give
+    ///     `refresh`'s network call a shorter timeout, so that waiters outlast a slow refresh
+    ///     that succeeds). `.zero` does not wait: a held lock is at once
+    ///     ``SecureDictionaryError/lockHeld(pid:command:)``. Each keyring call (the check, the
+    ///     write, asking the bus who holds the lock) has ``Options/timeout`` of its own besides.
     ///   - isStale: Whether the entries need a refresh: an expiry passed, a token missing. It
     ///     may run twice (on the entries in memory, then on those read under the lock).
     ///   - refresh: Fetches new values and sets them in the entries it is given. It runs
     ///     holding the item's locks: like `isStale`, it must not use this dictionary (or
     ///     another instance of the same item), which would wait for itself.
     /// - Returns: The value for `key`, as refreshed or as found fresh.
-    /// - Throws: What `isStale` or `refresh` throws; nothing is written then.
-    ///   ``SecureDictionaryError/lockHeld(pid:command:)`` when another caller held the lock
-    ///   for all of `lockWait`: it names the process (this one, when one of its own calls
-    ///   refreshes). The errors of a load or a write, as
-    ///   ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``: after a write that failed, what
-    ///   `refresh` fetched is lost.
+    /// - Throws: What `isStale` or `refresh` throws (nothing is written then);
+    ///   ``SecureDictionaryError/lockHeld(pid:command:)`` when another caller (maybe of this
+    ///   process) held the lock for all of `lockWait`; a load's or a write's errors, as
+    ///   ``setValue(_:forKey:)-(SecureDictionary.Value?,_)`` (what `refresh` fetched is then lost).
     public func value(
         forKey key: String,
         lockWait: Duration = .seconds(30),
@@ -140,9 +134,8 @@ private struct RefreshSteps: Sendable {
     static func current(_ dictionary: SecureDictionary) throws(SecureDictionaryError)
         -> (SecureDictionary.Entries, LockQueue)
     {
-        let (state, context) = (dictionary.state, dictionary.options.context)
-        let entries = SecureDictionary.Entries(stored: try state.generation(context))
-        return (entries, try state.queue(until: Deadline(after: context.timeout)))
+        let entries = try dictionary.currentEntries()
+        return (entries, try dictionary.state.queue(until: Deadline(after: dictionary.options.timeout)))
     }
 
     /// Returns when the wait for `queue` ended with the queue entered; else throws why it ended.

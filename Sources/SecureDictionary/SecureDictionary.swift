@@ -24,11 +24,10 @@ import Logging
 ///
 /// - **The read rule: an instance is always loaded, so its non-throwing reads answer from
 ///   memory and never load, wait or fail; to forget the secrets, release every instance.**
-///   Init loads the dictionary or throws, and nothing unloads it afterwards: `subscript`,
-///   ``keys``, ``count``, ``isEmpty``, ``snapshot``, iteration and the typed subscript give
-///   what was last loaded or written, on any thread, at any time. When the last instance of
-///   an item in the process goes, its cache is wiped (<doc:SecretsInMemory>). The throwing reads (``value(forKey:)``,
-///   ``entries()``, ``value(for:)``) load again first when a write's outcome was unknown.
+///   Init loads or throws, and nothing unloads it: `subscript`, ``keys``, ``count``,
+///   ``snapshot``, iteration… give what was last loaded or written, on any thread. The last
+///   instance of an item wipes its cache as it goes (<doc:SecretsInMemory>). The throwing
+///   reads (``value(forKey:)``, ``entries()``…) load again first after a write of unknown outcome.
 /// - Writes throw and are all-or-nothing: the cache changes only after the keyring accepted
 ///   the write.
 /// - Thread-safe, and no change by another process or tool is lost: see
@@ -57,11 +56,10 @@ public final class SecureDictionary: Sendable {
     ///     Non-empty, at most 255 UTF-8 bytes, no control characters.
     ///   - applicationID: Defaults to ``defaultApplicationID``.
     ///   - options: Collection, deadline, size cap, store and diagnostics; see ``Options``.
-    /// - Throws: ``SecureDictionaryError/invalidName(reason:)`` before any D-Bus call;
-    ///   ``SecureDictionaryError/locked``, ``SecureDictionaryError/serviceUnavailable(reason:)``,
-    ///   ``SecureDictionaryError/timedOut``, ``SecureDictionaryError/corrupt(reason:)``,
-    ///   ``SecureDictionaryError/ambiguous(count:)``… A dictionary starts empty only when the
-    ///   unlocked keyring positively has no such item.
+    /// - Throws: ``SecureDictionaryError/invalidName(reason:)`` before any D-Bus call; a load's
+    ///   errors (``SecureDictionaryError/locked``, ``SecureDictionaryError/timedOut``,
+    ///   ``SecureDictionaryError/corrupt(reason:)``…): it starts empty only when the unlocked
+    ///   keyring positively has no such item.
     public init(
         name: String? = nil,
         applicationID: String = SecureDictionary.defaultApplicationID,
@@ -156,7 +154,7 @@ public final class SecureDictionary: Sendable {
     ///   result would exceed ``Options/maximumSize``; ``SecureDictionaryError/locked``,
     ///   ``SecureDictionaryError/timedOut``… The cache changes only if the write succeeded.
     public func setValue(_ value: Value?, forKey key: String) throws(SecureDictionaryError) {
-        try mutate { $0[key] = value }
+        try update { $0[key] = value }
     }
 
     /// Removes `key` with one keyring write and returns its old value.
@@ -168,7 +166,7 @@ public final class SecureDictionary: Sendable {
     /// - Throws: as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``; the entry stays then.
     @discardableResult
     public func removeValue(forKey key: String) throws(SecureDictionaryError) -> Value? {
-        try mutate { $0.removeValue(forKey: key) }
+        try update { $0.removeValue(forKey: key) }
     }
 
     /// Removes every entry with one keyring write (the item stays, holding an empty dictionary;
@@ -180,7 +178,7 @@ public final class SecureDictionary: Sendable {
     ///
     /// - Throws: as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``; nothing changes then.
     public func removeAll() throws(SecureDictionaryError) {
-        try mutate { $0.removeAll() }
+        try update { $0.removeAll() }
     }
 
     /// Applies any number of changes with one keyring write: all of them or none.
@@ -225,7 +223,13 @@ public final class SecureDictionary: Sendable {
     /// - Throws: ``SecureDictionaryError``, as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
     @discardableResult
     public func update<R>(_ body: (inout Entries) -> R) throws(SecureDictionaryError) -> R {
-        try mutate(body)
+        do {
+            return try state.mutate(options.context, body)
+        } catch {
+            switch error {
+            case .store(let failure): throw failure
+            }
+        }
     }
 
     /// Applies `body` with one keyring write only if the entries named in `expected` still
@@ -243,12 +247,11 @@ public final class SecureDictionary: Sendable {
     /// if !saved { /* another process refreshed first: use its tokens (now in the cache) */ }
     /// ```
     ///
-    /// The comparison is made under the item's locks against the stored item itself, as every
-    /// write is, so another process's change in between is seen whoever made it. It is made
-    /// in place, as a change event tells values apart: strings by their Unicode scalars, reals
-    /// and dates by their bits, integer, real and bool apart (so a NaN matches itself). To keep two
-    /// processes from spending one single-use token at all, claim it first with the same call
-    /// (see the `token-cache` example).
+    /// It compares under the item's locks with the stored item, whoever changed it, in place
+    /// and as a change event tells values apart: strings by their Unicode scalars, reals and
+    /// dates by their bits (a NaN matches itself), integer, real and bool apart. To keep two
+    /// processes from spending one single-use token at all, claim it first with this call
+    /// (the `token-cache` example).
     ///
     /// - Returns: `true` when `body` ran and its changes were written.
     /// - Throws: what `body` throws, or a ``SecureDictionaryError``.
@@ -278,7 +281,8 @@ public final class SecureDictionary: Sendable {
     }
 
     /// The stored entries, loading them first when the cache is not known to be current: what
-    /// `update { }` would start from, without the writer lock (adoption's dry run).
+    /// `update { }` would start from, without the writer lock (adoption's dry run, a refresh's
+    /// first look).
     package func currentEntries() throws(SecureDictionaryError) -> Entries {
         Entries(stored: try state.generation(options.context))
     }
@@ -291,18 +295,6 @@ public final class SecureDictionary: Sendable {
     /// The stored entries, read from the store again (adoption's check of what it wrote).
     package func reloadedEntries() throws(SecureDictionaryError) -> Entries {
         Entries(stored: try state.reload(options.context))
-    }
-
-    // MARK: Helpers
-
-    private func mutate<R>(_ body: (inout Entries) -> R) throws(SecureDictionaryError) -> R {
-        do {
-            return try state.mutate(options.context, body)
-        } catch {
-            switch error {
-            case .store(let failure): throw failure
-            }
-        }
     }
 
     func report(_ error: SecureDictionaryError, during operation: String) {

@@ -4,7 +4,8 @@
     public import Foundation
 #endif
 
-/// Everything that can go wrong with a ``SecureDictionary``, matchable by case.
+/// Everything that can go wrong with a ``SecureDictionary``, matchable by case; what to do
+/// about each: <doc:ErrorHandling>.
 ///
 /// ```swift
 /// do {
@@ -21,29 +22,25 @@
 /// `localizedDescription` says what happened and what to do.
 ///
 /// **Adding cases.** New cases may come in any release before 1.0, and in minor releases
-/// after it, as new failures become known; each is listed in the CHANGELOG. Always end a
-/// `catch` list or a `switch` over this type with a general case. Cases are removed or
-/// renamed only in a major release (before 1.0: in any release, listed in the CHANGELOG).
+/// after it; each is listed in the CHANGELOG. End a `catch` list or a `switch` over this type
+/// with a general case. Cases are removed or renamed only in a major release (before 1.0: in
+/// any release, listed in the CHANGELOG).
 public enum SecureDictionaryError: Error, Sendable, Equatable {
     /// No Secret Service could be reached: no D-Bus session bus, no provider on it, or a
     /// provider that refused an encrypted session.
     case serviceUnavailable(reason: String)
-    /// The Secret Service runs but has no collection under `alias`. KWallet and KeePassXC,
-    /// for instance, offer `default` but not gnome-keyring's `session`.
+    /// The Secret Service has no collection under `alias` (KWallet and KeePassXC have no `session`).
     case noSuchCollection(alias: String)
-    /// The process runs in an application sandbox (Flatpak, snap) from which no Secret
-    /// Service can be reached; `advice` says which permission to grant.
+    /// A sandbox (Flatpak, snap) keeps the Secret Service out of reach; `advice` names the permission.
     case sandboxed(advice: String)
-    /// The collection or the item is locked. SecureDictionary never treats this as "empty",
-    /// and shows no unlock dialog unless ``SecureDictionary/Options/unlock`` allows it (then
-    /// this means nobody unlocked it in time).
+    /// The collection or the item is locked: never "empty", and no dialog unless
+    /// ``SecureDictionary/Options/unlock`` allows one (<doc:UnlockingTheKeyring>).
     case locked
-    /// The keyring did not answer within the deadline
-    /// (``SecureDictionary/Options/timeout``). When this interrupted a write, its outcome is
-    /// unknown: the dictionary reloads before its next use.
+    /// The keyring did not answer by the deadline (``SecureDictionary/Options/timeout``). A
+    /// write's outcome is then unknown: the dictionary reloads before its next use.
     case timedOut
-    /// The connection to the keyring broke during a call (the daemon died or restarted). A
-    /// write it interrupted is as after ``timedOut``. The next call reconnects by itself.
+    /// The daemon died or restarted during the call; a write is as after ``timedOut``. The
+    /// next call reconnects by itself.
     case connectionLost
     /// The operation was cancelled before it finished.
     case cancelled
@@ -62,56 +59,41 @@ public enum SecureDictionaryError: Error, Sendable, Equatable {
     case typeMismatch(expected: String, found: String)
     /// A dictionary name or application ID is empty, too long or holds control characters.
     case invalidName(reason: String)
-    /// Several keyring items match this dictionary; SecureDictionary will not guess which
-    /// one is right. Remove the extra ones (e.g. with `secret-tool clear`).
+    /// Several keyring items match this dictionary: remove the extra ones (`secret-tool clear`).
     case ambiguous(count: Int)
-    /// Another process held this dictionary's writer lock until the deadline
-    /// (``SecureDictionary/Options/timeout``): it is writing very slowly, or it is stopped or
-    /// hung while writing. `pid` and `command` name it when the bus tells (`nil` otherwise).
-    /// Nothing was written.
+    /// Another process held this dictionary's writer lock until the deadline (writing very
+    /// slowly, stopped or hung); `pid` and `command` name it when the bus tells. Nothing was written.
     case lockHeld(pid: Int?, command: String?)
-    /// The keyring wants its user to confirm this access or change. KeePassXC asks before an
-    /// application reads an item the first time ("Confirm when passwords are retrieved by
-    /// clients", on by default): SecureDictionary opens no such dialog and fails at once,
-    /// unless ``SecureDictionary/Options/unlock`` allows dialogs; then nobody answered
-    /// KeePassXC's access dialog by the policy's timeout. With its other confirmations on,
-    /// KeePassXC asks before some writes and removals: nobody answered by the deadline
-    /// (``SecureDictionary/Options/timeout``) and the request was withdrawn. The outcome is
-    /// unknown, as after ``timedOut``.
+    /// The keyring (KeePassXC) wants its user to confirm this access or change, and nobody
+    /// did: no dialog was allowed (``SecureDictionary/Options/unlock``), or nobody answered it
+    /// in time (<doc:UnlockingTheKeyring>). A write's outcome is unknown, as after ``timedOut``.
     case confirmationRequired
-    /// The keyring asked its user to confirm this access, write or removal and the request
-    /// was declined (the user pressed Deny or Cancel). Nothing was changed.
+    /// The keyring asked its user to confirm this access, write or removal and the user
+    /// declined. Nothing was changed.
     case confirmationDenied
-    /// The keyring's unlock dialog, shown because ``SecureDictionary/Options/unlock`` allows
-    /// it, was cancelled by the user. Nothing was read or written.
+    /// The user cancelled the unlock dialog that ``SecureDictionary/Options/unlock`` allowed.
+    /// Nothing was read or written.
     case unlockDismissed
-    /// The Secret Service runs, but the encrypted session it negotiated failed on every try:
-    /// it refused the session, or sent secrets the session could not decrypt. KWallet before
-    /// KDE Frameworks 6.25 does either about once in a hundred sessions, and SecureDictionary
-    /// tries a new session each time; failing every time points at the provider.
+    /// The encrypted session failed on every try, each with a new session: refused, or secrets
+    /// it could not decrypt (KWallet before KDE Frameworks 6.25, about once in a hundred).
     case sessionRejected(reason: String)
-    /// A write on a session not yet proven could not be confirmed by reading it back: the
-    /// keyring held other bytes than those written on every try with a new session (the
-    /// provider mangles secrets), or the read-back itself failed and the previous content
-    /// could not be put back. The write is not acknowledged.
-    /// `restored`: what the item held before (or its absence) was put back and read back
-    /// exactly; when `false`, the item may hold this write or damaged bytes (the next load
-    /// may throw ``corrupt(reason:)``). Either way the dictionary reloads before its next use.
+    /// A write on a session not yet proven did not read back as written on every try (the
+    /// provider mangles secrets), or the read-back failed and the previous content could not
+    /// be put back; the write is not acknowledged. `restored`: the previous content (or its
+    /// absence) was put back and read back exactly; when `false`, the item may hold this write
+    /// or damaged bytes. Either way the dictionary reloads before its next use.
     case writeNotVerified(restored: Bool)
     /// ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)`` found the dictionary
     /// in the destination already, with other content: nothing was moved or removed.
     case alreadyExists(name: String)
-    /// ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)`` found the source
-    /// changed after each of its copies (another tool kept writing it without the writer lock):
-    /// the source and the copy are both kept. Move again later.
+    /// `move` found the source changed after each of its copies (another tool writes it
+    /// without the writer lock): the source and the copy are both kept. Move again later.
     case sourceChanged(name: String)
-    /// ``SecureDictionary/move(name:applicationID:collection:from:to:timeout:)`` was given one
-    /// store as both source and destination (the same instance, or two stores of the same
-    /// keyring or folder): removing the source would remove the only copy. Nothing was moved.
+    /// `move` was given one store (or two stores of one keyring or folder) as source and
+    /// destination: removing the source would remove the only copy. Nothing was moved.
     case sameStore(name: String)
-    /// A store's own failure: one of an encrypted-file store (`FileStoreError`, in
-    /// SecureDictionaryFileStore), of adoption (`AdoptionError`, in SecureDictionaryAdoption)
-    /// or of a store of yours. Match it as ``KeyringStoreError`` shows.
+    /// A store's own failure (`FileStoreError`, `AdoptionError`, or your store's), matched as
+    /// ``KeyringStoreError`` shows.
     case store(any KeyringStoreError)
     /// Any other error reported by the keyring (a GLib `GError`): its domain, code and message.
     case keyring(domain: String, code: Int, message: String)

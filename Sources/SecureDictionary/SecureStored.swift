@@ -8,8 +8,8 @@
 /// ```
 ///
 /// Reads and writes as the typed subscript ``SecureDictionary/subscript(_:)-(SecureDictionary.Key<Value>)``,
-/// whose failures go to ``SecureDictionary/Options/failureHandler``. Where a caller must know,
-/// use the projected value: `try $retries.get()` and `try $retries.set(_:)` throw.
+/// whose failures go to ``SecureDictionary/Options/failureHandler``; the projected value's
+/// `get()` and `set(_:)` throw instead.
 @propertyWrapper
 public struct SecureStored<Value: PropertyListConvertible>: Sendable {
     /// The typed key the property reads and writes.

@@ -179,22 +179,14 @@ enum Adoption {
     ) throws(SecureDictionaryError) {
         var deleted: Set<String> = []
         for (number, one) in found.filter(\.held).enumerated() {
-            let now: SecretBytes
             do {
-                now = try store.foreignSecret(of: one.item, timeout: timeout)
-            } catch {
-                // Another run of this adoption retired it first: its value is in the dictionary.
-                guard try isGone(one.item, items, from: store, timeout: timeout) else { throw error }
-                report.items[one.row].retirement = .alreadyGone
-                continue
-            }
-            guard now.holdsSameBytes(as: one.secret) else {
-                report.items[one.row].retirement = .changedSinceAdopted
-                continue
-            }
-            do {
+                guard try store.foreignSecret(of: one.item, timeout: timeout).holdsSameBytes(as: one.secret) else {
+                    report.items[one.row].retirement = .changedSinceAdopted
+                    continue
+                }
                 try store.deleteForeign(one.item, timeout: timeout)
             } catch {
+                // Another run of this adoption retired it first: its value is in the dictionary.
                 guard try isGone(one.item, items, from: store, timeout: timeout) else { throw error }
                 report.items[one.row].retirement = .alreadyGone
                 continue

@@ -1,19 +1,13 @@
 public import SecureDictionary
 
-/// The failure of adoption itself, thrown as `SecureDictionaryError.store(_:)`: every call
-/// still throws `SecureDictionaryError`, and what the keyring throws while items are read or
-/// the dictionary written (`locked`, `timedOut`…) keeps its own case there.
+/// The failure of adoption itself, thrown as `SecureDictionaryError.store(_:)`; what the
+/// keyring throws (`locked`, `timedOut`…) keeps its own case (<doc:AdoptionErrors>).
 ///
 /// ```swift
-/// import SecureDictionary
-/// import SecureDictionaryAdoption
-///
 /// do {
 ///     try SecureDictionary.adopt(.pythonKeyring(service: "my-app"), into: "tokens")
 /// } catch SecureDictionaryError.store(let error as AdoptionError) {
 ///     print("Not adopted: \(error)")  // the options name a store that keeps no items
-/// } catch {
-///     print("Not adopted: \(error)")
 /// }
 /// ```
 public enum AdoptionError: KeyringStoreError {

@@ -38,9 +38,10 @@ extension SecureDictionary {
     /// A secret becomes a string when its bytes are UTF-8, data otherwise. Killed at any
     /// point, nothing is lost: each secret is in its item, in the dictionary or in both, and
     /// running the same adoption again finishes the job (an entry already holding the item's
-    /// value counts as adopted). Items the keyring asks its user about (KeePassXC's access
-    /// confirmation) are reported and left alone. The other library takes no writer lock:
-    /// should it change an item in the one call between its check and its removal, that
+    /// value counts as adopted). Two items whose keys are one text in two Unicode forms (NFC,
+    /// NFD) are conflicts, never one entry. Items the keyring asks its user about (KeePassXC's
+    /// access confirmation) are reported and left alone. The other library takes no writer
+    /// lock: should it change an item in the one call between its check and its removal, that
     /// change is lost; an item found changed is kept and reported. Two adoptions of the same
     /// items at once both finish; on KeePassXC run one at a time: two clients deleting items
     /// at once can crash it (2.7.4 and 2.7.10, see PROVIDERS.md).
@@ -53,10 +54,6 @@ extension SecureDictionary {
     ///   - policy: what a key already holding another value means (default: stop).
     ///   - retirement: keep the items (default) or delete them once adopted.
     ///   - dryRun: only say what would be written and retired.
-    /// Two items whose keys are one text in two Unicode forms (NFC and NFD) are conflicts:
-    /// a dictionary's keys are Swift strings, which compare such spellings as equal, so it
-    /// could hold only one of them, and ``exportItems(_:from:applicationID:options:)`` would
-    /// give one item back for two.
     ///
     /// - Returns: the report; with conflicts and ``AdoptionConflictPolicy/stop``, nothing was
     ///   changed and ``AdoptionReport/changedNothing`` is `true`. When no item matches, its

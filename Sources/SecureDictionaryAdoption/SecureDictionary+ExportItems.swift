@@ -21,10 +21,8 @@ extension SecureDictionary {
     /// have no per-key form and are reported as skipped; a key holding a NUL character, which
     /// no item's attribute can hold, is refused.
     ///
-    /// - Throws: what reading the dictionary or writing an item throws;
-    ///   `SecureDictionaryError.writeNotVerified(restored:)` when an item read back differs;
-    ///   ``AdoptionError/storeHoldsNoItems(operation:)`` when the store keeps no
-    ///   per-key items.
+    /// - Throws: what reading the dictionary or writing an item throws; `writeNotVerified(restored:)`
+    ///   when an item read back differs; ``AdoptionError/storeHoldsNoItems(operation:)``.
     @discardableResult
     public static func exportItems(
         _ items: ForeignItems, from name: String?, applicationID: String = SecureDictionary.defaultApplicationID,
@@ -76,8 +74,7 @@ public struct ItemExportReport: Sendable, CustomStringConvertible {
     public internal(set) var conflicts: [String] = []
     /// Keys whose values have no per-key form (not a string or data).
     public internal(set) var skipped: [String] = []
-    /// Keys that no item can hold (a NUL character: an item's attributes are C strings):
-    /// nothing was written for them.
+    /// Keys holding NUL, which no item's attribute (a C string) can hold: nothing was written.
     public internal(set) var refused: [String] = []
 
     public var description: String {

@@ -7,12 +7,6 @@ import SecureDictionary
 /// ```swift
 /// let content = try ConfigContentConversion.content(of: .integer(5), as: .double)  // .double(5.0)
 /// ```
-///
-/// A value converts only to the type it is stored as, except numbers: an integer and a real
-/// convert into each other when the value is exact (`5` and `5.0`, never `5.5` to an int). A
-/// bool is never a number, a string never a number, a date and a dictionary are no
-/// configuration type. An array converts when each of its elements does (an empty array to
-/// every array type).
 enum ConfigContentConversion {
     /// `value` as content of `type`.
     ///

@@ -9,12 +9,9 @@ import SecureDictionary
 /// // the entry "database.password", or else the "password" of the dictionary in the entry "database"
 /// ```
 ///
-/// The key's components joined by `.` name an entry. Where no entry has that whole name, a
-/// stored dictionary continues it: the longest leading part that names an entry holding a
-/// dictionary is looked up there, with the rest of the components, by the same rule.
 /// `entry` reads one entry by its name (the dictionary's subscript, or a snapshot's): the
 /// whole name first, and a shorter one only when the longer names none, so that a lookup
-/// copies out of the dictionary's wiped memory only the entries on its way, never the others.
+/// copies out of the dictionary's wiped memory only the entries on its way.
 enum EntryLookup {
     /// The value `key` names (read through `entry`), as `type`, marked secret; no value when
     /// it names none.

@@ -11,15 +11,11 @@ extension SecureDictionaryProvider {
     /// }
     /// ```
     ///
-    /// Fed by `SecureDictionary.changes(forKey:)` of the entry named by the key and of each
-    /// leading part of it (a dictionary stored there may hold the value): a change to any other
-    /// entry neither wakes the watch nor is decoded for it. The change is in the dictionary's
-    /// memory before it arrives here, and the same value may come twice. Each element
-    /// is a `Result`: a value stored as another type is a
-    /// `SecureDictionaryError.typeMismatch(expected:found:)` failure. A reload after
-    /// another process's change that fails (the keyring was locked meanwhile) goes to the
-    /// dictionary's `Options.failureHandler` and gives no element.
-    /// The watch ends when `updatesHandler` returns.
+    /// Fed by `SecureDictionary.changes(forKey:)` of the entry the key names and of each
+    /// leading part of it: a change to any other entry neither wakes the watch nor is decoded
+    /// for it. Each element is a `Result`: a value stored as another type is a
+    /// `SecureDictionaryError.typeMismatch(expected:found:)` failure. The watch ends when
+    /// `updatesHandler` returns. The rest (a value twice, a failed reload): <doc:SecureDictionaryConfiguration>.
     ///
     /// - Throws: what `updatesHandler` throws.
     public func watchValue<Return: ~Copyable>(
@@ -43,10 +39,8 @@ extension SecureDictionaryProvider {
     /// }
     /// ```
     ///
-    /// Fed by `SecureDictionary.changes()`, as ``watchValue(forKey:type:updatesHandler:)`` is
-    /// by the changes of its entries: a change of several entries at once may give the same
-    /// snapshot more than once. Each snapshot holds the dictionary's memory of its moment and
-    /// reads one entry per lookup from it (see ``snapshot()``).
+    /// Fed by `SecureDictionary.changes()`: a change of several entries at once may give the
+    /// same snapshot more than once. Each snapshot is as ``snapshot()`` makes it.
     ///
     /// - Throws: what `updatesHandler` throws.
     public func watchSnapshot<Return: ~Copyable>(

@@ -13,21 +13,10 @@ public import SecureDictionary
 /// let password = try config.requiredString(forKey: "database.password")
 /// ```
 ///
-/// - **Keys**: a configuration key's components joined by `.` name an entry
-///   (`database.password`), or a stored dictionary continues the name: see
-///   <doc:SecureDictionaryConfiguration#Keys>.
-/// - **Types**: a value converts only to the type it is stored as, except numbers (an integer
-///   and a real convert into each other when exact); any other asked type throws
-///   `SecureDictionaryError.typeMismatch(expected:found:)`: see
-///   <doc:SecureDictionaryConfiguration#Types>.
-/// - **Secret**: every value it returns is marked secret, so swift-configuration's access
-///   logging shows `<REDACTED>` in its place.
-/// - **Reads** (`value`, `snapshot`) answer from the dictionary's memory one entry at a time,
-///   as its subscript does: a lookup copies out only the entry it names (and the leading
-///   parts of the name it tries on the way), never the other entries. `fetchValue` loads the
-///   item again first. `watchValue` follows `SecureDictionary.changes(forKey:)` of the entries
-///   that can change its value; `watchSnapshot` follows `SecureDictionary.changes()`: every
-///   change, whoever made it, this process, another one or another tool.
+/// A key's components joined by `.` name an entry (<doc:SecureDictionaryConfiguration#Keys>);
+/// a value converts only to the type it is stored as, numbers excepted, else a read throws
+/// `SecureDictionaryError.typeMismatch(expected:found:)` (<doc:SecureDictionaryConfiguration#Types>).
+/// How reads, fetches and watches behave: <doc:SecureDictionaryConfiguration>.
 public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible {
     /// The dictionary this provider reads.
     public let dictionary: SecureDictionary
@@ -48,9 +37,7 @@ public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible 
     public var description: String { providerName }
 
     /// The value `key` names, from the dictionary's memory (no keyring call), marked secret;
-    /// `nil` when there is none. It reads the dictionary one entry at a time, as its subscript
-    /// does: the whole name, then a shorter leading part only when the longer one names no
-    /// entry. No other entry is copied.
+    /// `nil` when there is none. No entry it does not read on its way is copied.
     ///
     /// ```swift
     /// let port = try provider.value(forKey: ["database", "port"], type: .int).value  // the entry "database.port"
@@ -79,9 +66,8 @@ public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible 
         return try value(forKey: key, type: type)
     }
 
-    /// The dictionary's entries now, from memory, as a snapshot whose values are all marked
-    /// secret. It holds the dictionary's memory of this moment (wiped once released) and
-    /// reads one entry per lookup from it: making it copies no entry.
+    /// The dictionary's entries now, values marked secret: it holds the dictionary's memory of
+    /// this moment (wiped once released), so making it copies no entry.
     ///
     /// ```swift
     /// let snapshot = provider.snapshot()
