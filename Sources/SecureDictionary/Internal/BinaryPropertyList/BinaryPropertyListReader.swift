@@ -35,15 +35,14 @@ struct BinaryPropertyListReader {
     }
 
     /// The root dictionary: its entry count, where its key references start (its value
-    /// references follow them), and whether its keys are in the writer's order already.
-    typealias Root = (count: Int, references: Int, keysAscend: Bool)
+    /// references follow them), and the writer's order of its entries (`nil`: as stored).
+    typealias Root = (count: Int, references: Int, order: [Int]?)
 
-    /// Validates object `index`, a container at nesting level `depth` if it is one, and adds
-    /// what the writer writes for it and all it contains to ``census`` (which is how the
-    /// writer counts objects of a stored blob it drops); for a dictionary, returns whether its
-    /// keys ascend already.
+    /// Validates object `index` (a container at nesting level `depth` if it is one) and adds
+    /// what the writer writes for its tree to ``census``; a dictionary returns the writer's
+    /// order of its entries (`nil`: as stored, ``BlobView/Keys``).
     @discardableResult
-    mutating func validate(_ index: Int, depth: Int) throws(SecureDictionaryError) -> Bool {
+    mutating func validate(_ index: Int, depth: Int) throws(SecureDictionaryError) -> [Int]? {
         let offset = try view.objectOffset(index)
         let marker = view.byte(at: offset)
         switch marker & 0xF0 {
@@ -57,19 +56,19 @@ struct BinaryPropertyListReader {
             let references = isDictionary ? 2 : 1
             let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: references * view.objectRefSize)
             census = census + .container(count: count, references: references * count)
-            var ascending = true
+            var order: [Int]?
             var values = start
             if isDictionary {
                 let keys = try view.keys(count: count, references: start, depth: depth)
                 census.objects += count
                 census.bytes += keys.bytes
-                ascending = keys.order == nil
+                order = keys.order
                 values += count * view.objectRefSize
             }
             for element in 0..<count {
                 try validate(view.reference(at: values + element * view.objectRefSize), depth: depth + 1)
             }
-            return ascending
+            return order
         case 0x40:
             let (count, _) = try view.countAndStart(marker: marker, offset: offset, unitSize: 1)
             census.bytes += Census.headerLength(count) + count
@@ -80,7 +79,7 @@ struct BinaryPropertyListReader {
             census.bytes += Census.scalarLength(try view.scalar(marker: marker, offset: offset))
         }
         census.objects += 1
-        return true
+        return nil
     }
 }
 
@@ -90,7 +89,7 @@ extension BlobView {
     typealias Keys = (order: [Int]?, bytes: Int)
 
     /// Checks the `count` keys whose references start at `references` (of a dictionary at
-    /// nesting level `depth`): strings, none twice, not those of a keyed archive.
+    /// `depth`): strings, none twice, not a keyed archive's.
     func keys(count: Int, references: Int, depth: Int = 0) throws(SecureDictionaryError) -> Keys {
         var bytes = 0
         var previous: StoredString?
