@@ -5,14 +5,14 @@
 /// let identifier = InfoPlistXML.bundleIdentifier(in: bytes)   // "com.example.app", or nil
 /// ```
 ///
-/// Why not `PropertyListSerialization`: it is in Foundation, which ``MainBundle`` must not
-/// load, and it must never see bytes another process may have written (design invariant 6).
-/// This reader makes one pass over at most ``MainBundle/maximumInfoPlistSize`` bytes, keeps no
-/// state beyond the nesting depth, and follows no reference. It reads UTF-8 XML: comments,
-/// processing instructions and a `DOCTYPE` without an internal subset are skipped; the
-/// identifier is the `<string>` after `<key>CFBundleIdentifier</key>` in the root `<dict>`
-/// (the first such key), its predefined and numeric character references decoded. Anything
-/// else it cannot follow (an internal subset, CDATA, markup inside a key or string) gives nil.
+/// Not `PropertyListSerialization`: ``MainBundle`` must not load Foundation, and Foundation's
+/// parser must never see bytes another process may have written (design invariant 6). One pass
+/// over at most ``MainBundle/maximumInfoPlistSize`` bytes, no state beyond the nesting depth, no
+/// reference followed. Comments, processing instructions and a `DOCTYPE` without an internal
+/// subset are skipped; the identifier is the `<string>` after the first
+/// `<key>CFBundleIdentifier</key>` of the root `<dict>`, predefined and numeric character
+/// references decoded. What it cannot follow (an internal subset, CDATA, markup inside a key
+/// or string) gives nil.
 enum InfoPlistXML {
     static func bundleIdentifier(in bytes: [UInt8]) -> String? {
         var scanner = Scanner(bytes: bytes)
