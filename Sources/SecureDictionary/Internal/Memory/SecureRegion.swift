@@ -97,7 +97,6 @@ package enum SecureMemory {
         package var memoryLockLimit: Int?
     }
 
-    /// A snapshot of the status.
     package static var status: Status {
         var status = state.withLock { $0.status }
         var limit = rlimit()

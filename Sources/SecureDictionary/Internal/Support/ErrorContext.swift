@@ -35,7 +35,6 @@ package struct ErrorContext: Sendable, Equatable {
 
     private static let observed = Mutex<(provider: String?, unlockDialogUnavailable: Bool)>((nil, false))
 
-    /// The context of this process now.
     package static var current: ErrorContext {
         let environment = ProcessInfo.processInfo.environment
         let (provider, unlockDialogUnavailable) = observed.withLock { $0 }

@@ -55,21 +55,15 @@ enum InfoPlistXML {
 
         /// The next element tag: nil at the end, `.some(nil)` for markup it cannot follow.
         mutating func nextTag() -> (name: String, kind: TagKind)?? {
-            while let start = find(Array("<".utf8), from: index) {
-                let rest = bytes[start...]
-                if rest.starts(with: Array("<!--".utf8)) {
-                    guard let end = find(Array("-->".utf8), from: start + 4) else { return .some(nil) }
-                    index = end + 3
-                } else if rest.starts(with: Array("<?".utf8)) {
-                    guard let end = find(Array("?>".utf8), from: start + 2) else { return .some(nil) }
-                    index = end + 2
-                } else if rest.starts(with: Array("<!".utf8)) {
-                    guard let end = find(Array(">".utf8), from: start + 2),
-                        !bytes[start..<end].contains(UInt8(ascii: "["))
+            while let start = find("<", from: index) {
+                let skipped = [("<!--", "-->"), ("<?", "?>"), ("<!", ">")]
+                if let (open, close) = skipped.first(where: { bytes[start...].starts(with: $0.0.utf8) }) {
+                    guard let end = find(close, from: start + open.utf8.count),
+                        open != "<!" || !bytes[start..<end].contains(UInt8(ascii: "["))
                     else { return .some(nil) }
-                    index = end + 1
+                    index = end + close.utf8.count
                 } else {
-                    guard let end = find(Array(">".utf8), from: start + 1) else { return .some(nil) }
+                    guard let end = find(">", from: start + 1) else { return .some(nil) }
                     index = end + 1
                     var inside = bytes[(start + 1)..<end]
                     let closing = inside.first == UInt8(ascii: "/")
@@ -86,7 +80,7 @@ enum InfoPlistXML {
         /// The text up to `</name>`, its character references decoded, and moves past it; nil
         /// when there is markup before it or a reference it does not know.
         mutating func text(until name: String) -> String? {
-            guard let end = find(Array("</\(name)>".utf8), from: index) else { return nil }
+            guard let end = find("</\(name)>", from: index) else { return nil }
             let raw = bytes[index..<end]
             index = end + name.utf8.count + 3
             guard !raw.contains(UInt8(ascii: "<")) else { return nil }
@@ -117,8 +111,9 @@ enum InfoPlistXML {
             }
         }
 
-        /// Where `pattern` next starts at or after `start`.
-        func find(_ pattern: [UInt8], from start: Int) -> Int? {
+        /// Where `text` next starts at or after `start`.
+        func find(_ text: String, from start: Int) -> Int? {
+            let pattern = Array(text.utf8)
             guard start <= bytes.count - pattern.count else { return nil }
             return (start...(bytes.count - pattern.count)).first {
                 bytes[$0] == pattern[0] && bytes[$0..<($0 + pattern.count)].elementsEqual(pattern)
