@@ -7,19 +7,17 @@
 /// ```
 ///
 /// Rules, each with its reason:
-/// 1. Every read is bounds-checked, against a trailer checked first (``BlobView``): no input can trap.
-/// 2. A container (array or dictionary) may be referenced once in the whole tree; a second
-///    reference is corrupt. That rules out cycles and exponential expansion, so the work done
-///    is bounded by the size of the input. Scalars may be shared (Apple's and Python's writers
-///    unique them).
+/// 1. Every read is bounds-checked against a trailer checked first (``BlobView``): no input can trap.
+/// 2. A container may be referenced once in the whole tree (a second reference is corrupt): no
+///    cycles, no exponential expansion, work bounded by the input's size. Scalars may be shared
+///    (Apple's and Python's writers unique them).
 /// 3. Containers deeper than the depth limit are rejected before their contents are read, so
-///    recursion never goes deeper than the limit.
-/// 4. Only the types a ``PropertyListValue`` can hold are accepted: null, fill, UIDs, sets,
-///    non-string keys, duplicate keys (the same Unicode scalars) and keyed archives
-///    (`$archiver` with `$objects`) are corrupt. Error reasons are fixed texts: they never
-///    quote the input.
-/// 5. No value is built: a `String` or `Data` made here would be freed unwiped. Reads build
-///    the caller's values from the validated blob later, on demand.
+///    recursion stays within the limit.
+/// 4. Only what a ``PropertyListValue`` holds is accepted: null, fill, UIDs, sets, non-string or
+///    duplicate keys (the same Unicode scalars) and keyed archives (`$archiver` with `$objects`)
+///    are corrupt. Error reasons are fixed texts that never quote the input.
+/// 5. No value is built (a `String` or `Data` made here would be freed unwiped): reads build the
+///    caller's values from the validated blob later.
 struct BinaryPropertyListReader {
     let view: BlobView
     let maximumDepth: Int

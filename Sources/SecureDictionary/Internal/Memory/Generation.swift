@@ -10,11 +10,10 @@ import Logging
 /// let token = generation.value(forKey: "apiToken")                   // the caller's copy
 /// ```
 ///
-/// The region's layout: the blob, then per entry the 32 bits of its key's hash (keyed per
-/// process, ``StoredString/hashValue``), then an open-addressed table (linear probing, at
-/// most half full) of entry numbers + 1, 0 for an empty slot. Entries are numbered as the
-/// root dictionary stores them; keys match by their Unicode scalars (``StoredString``).
-/// Immutable once made; the region is wiped when no state, read or observer holds it.
+/// The region: the blob, then per entry the low 32 bits of its key's hash (keyed per process,
+/// ``StoredString/hashValue``), then an open-addressed table (linear probing, at most half
+/// full) of entry numbers + 1 (0: empty), entries numbered as the root stores them. Immutable
+/// once made; wiped when no state, read or observer holds it.
 final class Generation: @unchecked Sendable {  // every property is a let; the region is written in init only
     let region: SecureRegion
     let view: BlobView

@@ -111,20 +111,17 @@ final class ItemState: Sendable {
     /// The generation, loading it first when unloaded or after a write whose outcome is unknown.
     func generation(_ context: OperationContext) throws(SecureDictionaryError) -> Generation {
         if let generation = currentGeneration { return generation }
-        return try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
-            try exclusively(context) { deadline throws(SecureDictionaryError) in
-                if let generation = currentGeneration { return generation }  // another thread loaded meanwhile
-                return try check(context, deadline).generation
-            }
-        }
+        return try reload(context, unlessCurrent: true)
     }
 
-    /// The stored generation, read from the keyring (validated only when it changed).
+    /// The stored generation, read from the keyring (validated only when it changed); with
+    /// `unlessCurrent`, the cached one when another thread loaded it while this one queued.
     @discardableResult
-    func reload(_ context: OperationContext) throws(SecureDictionaryError) -> Generation {
+    func reload(_ context: OperationContext, unlessCurrent: Bool = false) throws(SecureDictionaryError) -> Generation {
         try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
             try exclusively(context) { deadline throws(SecureDictionaryError) in
-                try check(context, deadline).generation
+                if unlessCurrent, let generation = currentGeneration { return generation }
+                return try check(context, deadline).generation
             }
         }
     }
