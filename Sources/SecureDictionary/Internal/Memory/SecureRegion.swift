@@ -52,8 +52,7 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
         let forkWipe = madvise(mapped, mappedCount, MADV_WIPEONFORK) == 0 ? nil : errno
         let lockError = mlock(mapped, mappedCount) == 0 ? nil : errno
         isLocked = lockError == nil
-        SecureMemory.mapped(
-            mappedCount, locked: isLocked, lockError: lockError, adviseError: dumpable, forkWipeError: forkWipe, logger: logger)
+        SecureMemory.mapped(mappedCount, lockError: lockError, adviseError: dumpable, forkWipeError: forkWipe, logger: logger)
     }
 
     deinit {
@@ -116,10 +115,9 @@ package enum SecureMemory {
     private static let state = Mutex(State())
     private static let defaultLogger = Logger(label: "SecureDictionary")
 
-    /// Counts a region mapped; logs the first failure of the process (once, never fatal).
-    static func mapped(
-        _ bytes: Int, locked: Bool, lockError: Int32?, adviseError: Int32?, forkWipeError: Int32? = nil, logger: Logger?
-    ) {
+    /// Counts a region mapped (locked unless `lockError`); logs the process's first failure, once.
+    static func mapped(_ bytes: Int, lockError: Int32?, adviseError: Int32?, forkWipeError: Int32?, logger: Logger?) {
+        let locked = lockError == nil
         let warn: Bool = state.withLock { state in
             if locked {
                 state.status.lockedRegions += 1
