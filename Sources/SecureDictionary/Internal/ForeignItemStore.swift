@@ -30,7 +30,6 @@ package protocol ForeignItemStore: KeyringStore {
     /// The secret of `item` (the caller wipes it).
     func foreignSecret(of item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes
 
-    /// Removes `item`.
     func deleteForeign(_ item: ForeignItem, timeout: Duration) throws(SecureDictionaryError)
 
     /// Creates an item (replacing one with the same attributes), of `contentType`.

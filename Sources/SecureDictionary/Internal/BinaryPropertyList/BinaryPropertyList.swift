@@ -12,33 +12,30 @@
 /// let entries = try BinaryPropertyList.decode(blob, limits: .default)
 /// ```
 ///
-/// Foundation's `PropertyListSerialization` must never see a stored blob: any process of the
-/// same user can rewrite it, and on Linux Foundation crashes on a plist holding a set and
-/// spends seconds on a tiny plist whose objects share each other. This reader treats its
-/// input as hostile (see ``BinaryPropertyListReader``); the writer emits a standard
-/// `bplist00` that Foundation, `plistlib` and `plutil` read back to the same values.
-///
-/// These functions make or take the caller's values; what the library keeps of a dictionary
-/// is a ``Generation`` (the blob in a region of its own, read in place).
+/// Never Foundation's `PropertyListSerialization`: any process of the user can rewrite a stored
+/// blob, and on Linux Foundation crashes on a plist holding a set and spends seconds on a tiny
+/// one whose objects share each other (design invariant 6). The reader treats its input as
+/// hostile (``BinaryPropertyListReader``); the writer emits a standard `bplist00` that
+/// Foundation, `plistlib` and `plutil` read back to the same values. These functions make or
+/// take the caller's values; what the library keeps is a ``Generation``.
 enum BinaryPropertyList {
     /// Validates a stored blob (size limit first), read where it is, and returns the caller's
     /// copy of its entries.
     static func decode(_ bytes: some ContiguousBytes, limits: PropertyListLimits) throws(SecureDictionaryError)
         -> [String: PropertyListValue]
     {
-        let result: Result<[String: PropertyListValue], SecureDictionaryError> = bytes.withUnsafeBytes { bytes in
+        // `withUnsafeBytes` rethrows untyped: the Result keeps the error typed.
+        try bytes.withUnsafeBytes { bytes in
             Result { () throws(SecureDictionaryError) in
                 try validate(bytes, limits: limits)
                 let view = try BlobView(bytes)
                 return try view.entries(of: view.topObject)
             }
-        }
-        return try result.get()
+        }.get()
     }
 
     /// Validates a stored blob where it is, as hostile input: size limit first, then
-    /// ``BinaryPropertyListReader``'s rules. Makes no value of it; returns its root, and what
-    /// the writer writes for its whole tree.
+    /// ``BinaryPropertyListReader``'s rules. Returns its root, and the census of its whole tree.
     @discardableResult
     static func validate(_ bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws(SecureDictionaryError)
         -> (root: BinaryPropertyListReader.Root, census: Census)
@@ -52,8 +49,8 @@ enum BinaryPropertyList {
         }
         let (count, references) = try view.container(view.topObject)
         var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
-        let keysAscend = try reader.validate(view.topObject, depth: 1)
-        return ((count, references, keysAscend), reader.census)
+        let order = try reader.validate(view.topObject, depth: 1)
+        return ((count, references, order), reader.census)
     }
 
     /// Encodes `entries` as a standard `bplist00` whose root is that dictionary: the same bytes
@@ -68,7 +65,7 @@ enum BinaryPropertyList {
     ) throws(SecureDictionaryError) -> [UInt8] {
         var census = Census()
         try census.count(.dictionary(entries), depth: 1, maximumDepth: limits.maximumDepth)
-        // Allocated once at its final size (why: `Census`), never copied.
+        // Allocated once at its final size (why: `Census`).
         var bytes = [UInt8](unsafeUninitializedCapacity: BinaryPropertyListWriter.size(of: census)) { buffer, initialized in
             var writer = BinaryPropertyListWriter(into: buffer.baseAddress!, census: census)
             writer.write(.dictionary(entries), index: 0)

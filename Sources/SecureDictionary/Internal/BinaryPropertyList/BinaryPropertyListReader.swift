@@ -7,19 +7,17 @@
 /// ```
 ///
 /// Rules, each with its reason:
-/// 1. Every read is bounds-checked, against a trailer checked first (``BlobView``): no input can trap.
-/// 2. A container (array or dictionary) may be referenced once in the whole tree; a second
-///    reference is corrupt. That rules out cycles and exponential expansion, so the work done
-///    is bounded by the size of the input. Scalars may be shared (Apple's and Python's writers
-///    unique them).
+/// 1. Every read is bounds-checked against a trailer checked first (``BlobView``): no input can trap.
+/// 2. A container may be referenced once in the whole tree (a second reference is corrupt): no
+///    cycles, no exponential expansion, work bounded by the input's size. Scalars may be shared
+///    (Apple's and Python's writers unique them).
 /// 3. Containers deeper than the depth limit are rejected before their contents are read, so
-///    recursion never goes deeper than the limit.
-/// 4. Only the types a ``PropertyListValue`` can hold are accepted: null, fill, UIDs, sets,
-///    non-string keys, duplicate keys (the same Unicode scalars) and keyed archives
-///    (`$archiver` with `$objects`) are corrupt. Error reasons are fixed texts: they never
-///    quote the input.
-/// 5. No value is built: a `String` or `Data` made here would be freed unwiped. Reads build
-///    the caller's values from the validated blob later, on demand.
+///    recursion stays within the limit.
+/// 4. Only what a ``PropertyListValue`` holds is accepted: null, fill, UIDs, sets, non-string or
+///    duplicate keys (the same Unicode scalars) and keyed archives (`$archiver` with `$objects`)
+///    are corrupt. Error reasons are fixed texts that never quote the input.
+/// 5. No value is built (a `String` or `Data` made here would be freed unwiped): reads build the
+///    caller's values from the validated blob later.
 struct BinaryPropertyListReader {
     let view: BlobView
     let maximumDepth: Int
@@ -35,15 +33,14 @@ struct BinaryPropertyListReader {
     }
 
     /// The root dictionary: its entry count, where its key references start (its value
-    /// references follow them), and whether its keys are in the writer's order already.
-    typealias Root = (count: Int, references: Int, keysAscend: Bool)
+    /// references follow them), and the writer's order of its entries (`nil`: as stored).
+    typealias Root = (count: Int, references: Int, order: [Int]?)
 
-    /// Validates object `index`, a container at nesting level `depth` if it is one, and adds
-    /// what the writer writes for it and all it contains to ``census`` (which is how the
-    /// writer counts objects of a stored blob it drops); for a dictionary, returns whether its
-    /// keys ascend already.
+    /// Validates object `index` (a container at nesting level `depth` if it is one) and adds
+    /// what the writer writes for its tree to ``census``; a dictionary returns the writer's
+    /// order of its entries (`nil`: as stored, ``BlobView/Keys``).
     @discardableResult
-    mutating func validate(_ index: Int, depth: Int) throws(SecureDictionaryError) -> Bool {
+    mutating func validate(_ index: Int, depth: Int) throws(SecureDictionaryError) -> [Int]? {
         let offset = try view.objectOffset(index)
         let marker = view.byte(at: offset)
         switch marker & 0xF0 {
@@ -57,19 +54,19 @@ struct BinaryPropertyListReader {
             let references = isDictionary ? 2 : 1
             let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: references * view.objectRefSize)
             census = census + .container(count: count, references: references * count)
-            var ascending = true
+            var order: [Int]?
             var values = start
             if isDictionary {
                 let keys = try view.keys(count: count, references: start, depth: depth)
                 census.objects += count
                 census.bytes += keys.bytes
-                ascending = keys.order == nil
+                order = keys.order
                 values += count * view.objectRefSize
             }
             for element in 0..<count {
                 try validate(view.reference(at: values + element * view.objectRefSize), depth: depth + 1)
             }
-            return ascending
+            return order
         case 0x40:
             let (count, _) = try view.countAndStart(marker: marker, offset: offset, unitSize: 1)
             census.bytes += Census.headerLength(count) + count
@@ -80,7 +77,7 @@ struct BinaryPropertyListReader {
             census.bytes += Census.scalarLength(try view.scalar(marker: marker, offset: offset))
         }
         census.objects += 1
-        return true
+        return nil
     }
 }
 
@@ -90,7 +87,7 @@ extension BlobView {
     typealias Keys = (order: [Int]?, bytes: Int)
 
     /// Checks the `count` keys whose references start at `references` (of a dictionary at
-    /// nesting level `depth`): strings, none twice, not those of a keyed archive.
+    /// `depth`): strings, none twice, not a keyed archive's.
     func keys(count: Int, references: Int, depth: Int = 0) throws(SecureDictionaryError) -> Keys {
         var bytes = 0
         var previous: StoredString?

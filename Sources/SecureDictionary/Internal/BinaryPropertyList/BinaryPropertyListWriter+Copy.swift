@@ -1,11 +1,8 @@
-/// Copying objects of a stored blob into the output, in the writer's form, without making a
-/// Swift value of any string or data: bytes go from one region to the other.
-///
-/// A blob this writer wrote is copied byte for byte but for the references (renumbered);
-/// one another program wrote (shared objects, wider integers, ASCII text as UTF-16, unsorted
-/// keys) comes out as this writer would have written its values. The blob was validated
-/// when it was loaded (``BinaryPropertyListReader``): the checks made again here only keep
-/// each read inside the blob.
+/// Copying a stored blob's objects into the output in the writer's form, with no Swift value
+/// of any string or data: bytes go from region to region. This writer's blobs are copied byte
+/// for byte but for the (renumbered) references; another program's (shared objects, wider
+/// integers, ASCII as UTF-16, unsorted keys) come out as this writer would have written their
+/// values. The blob was validated at load: the checks here only keep each read inside it.
 extension BinaryPropertyListWriter {
     /// Copies object `object` of `view` (with all it contains) as object `index`.
     mutating func copy(_ object: Int, of view: BlobView, index: Int) throws(SecureDictionaryError) {

@@ -6,12 +6,9 @@
 
 extension BinaryPropertyListWriter {
     /// The positions of `keys` in the order they are written: by their UTF-8 bytes, which is
-    /// Unicode scalar order (as Python's `plistlib` sorts), and the same as `String`'s `<` for
-    /// keys in NFC. Unlike `<`, it is a strict order on any two distinct keys, so the output
-    /// never depends on the dictionary's iteration order.
-    ///
-    /// The keys' bytes are copied once into a buffer allocated at its final size, compared
-    /// there with `memcmp` (no `String` comparison, no reference counting) and wiped.
+    /// Unicode scalar order (as Python's `plistlib` sorts). Unlike `String`'s `<`, a strict
+    /// order on any two distinct keys, so the output never depends on iteration order. The
+    /// bytes are copied once into a buffer of final size, compared with `memcmp`, and wiped.
     static func sortedKeys<Keys: Collection<String>>(_ keys: Keys) -> [Keys.Index] {
         guard keys.count > 1 else { return Array(keys.indices) }
         var utf8: [UInt8] = []

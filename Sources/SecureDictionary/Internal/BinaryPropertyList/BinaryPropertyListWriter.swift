@@ -7,15 +7,14 @@
 /// Writes a binary property list into memory sized beforehand from a ``Census``, in the one
 /// canonical form the library stores.
 ///
-/// The form: the top object is object 0. A container takes the next free object numbers
-/// for its children (keys first, then values), writes their references, then writes the
-/// children themselves, so objects are not in number order in the file (the format allows
-/// it: the offset table maps each number to its offset). Dictionary keys are sorted by their
-/// UTF-8 bytes. Nothing is uniqued. Integers use the smallest of 1, 2 or 4 unsigned bytes,
-/// else 8 signed bytes (negative ones always 8, as Apple writes them); reals are always 8
-/// bytes so they read back bit for bit; strings are ASCII (0x5n) when every scalar is below
-/// 0x80, else UTF-16 big-endian (0x6n). It writes the caller's values (``write(_:index:)``)
-/// and copies a stored blob's objects in the same form (``copy(_:of:index:)``).
+/// The form: the top object is object 0. A container takes the next free object numbers for
+/// its children (keys, then values), writes their references, then the children, so objects
+/// are not in number order in the file (the offset table allows it). Keys are sorted by their
+/// UTF-8 bytes; nothing is uniqued. Integers take the smallest of 1, 2 or 4 unsigned bytes,
+/// else 8 signed (negative ones always 8, as Apple writes them); reals always 8 bytes, to read
+/// back bit for bit; strings are ASCII (0x5n) when every scalar is below 0x80, else UTF-16
+/// big-endian (0x6n). It writes the caller's values (``write(_:index:)``) and copies a stored
+/// blob's objects (``copy(_:of:index:)``).
 struct BinaryPropertyListWriter {
     /// The output, `capacity` bytes sized from the census; never written past.
     private let base: UnsafeMutableRawPointer
@@ -35,8 +34,7 @@ struct BinaryPropertyListWriter {
         for byte in "bplist00".utf8 { append(byte) }
     }
 
-    /// The most bytes a blob of the objects `census` counts takes (its offsets as wide as the
-    /// object area needs).
+    /// The most bytes a blob of the objects `census` counts takes.
     static func size(of census: Census) -> Int {
         let referenceSize = byteWidth(of: UInt64(max(census.objects, 1) - 1))
         let objectsEnd = BlobView.headerSize + census.bytes + census.references * referenceSize
@@ -85,7 +83,6 @@ struct BinaryPropertyListWriter {
             let first = startContainer(0xA0, count: elements.count, index: index)
             for (element, value) in elements.enumerated() { write(value, index: first + element) }
         case .string(let string):
-            // ASCII when every byte of its UTF-8 is below 0x80, else UTF-16 big-endian.
             var contiguous = string
             contiguous.withUTF8 { utf8 in
                 if BlobView.isASCII(UnsafeRawBufferPointer(utf8)) {
@@ -142,8 +139,7 @@ struct BinaryPropertyListWriter {
         }
     }
 
-    /// Room for `count` more bytes. The census sizes the output, so this never fails unless
-    /// the census is wrong: then it stops the process rather than write past the buffer.
+    /// Room for `count` more bytes: a wrong census stops the process rather than write past the buffer.
     @inline(__always)
     private mutating func claim(_ count: Int) -> UnsafeMutableRawPointer {
         precondition(count <= capacity - position, "the property list outgrew its census")

@@ -4,13 +4,11 @@
     import Foundation
 #endif
 
-/// Scalar objects: booleans, integers, reals, dates, data and strings, as the caller's
-/// values (``PropertyListValue``), each built in one allocation of its final storage.
-///
-/// Reads are bounds-checked first (``BlobView``); the loads are then unchecked, and unaligned.
+/// Scalar objects as the caller's values (``PropertyListValue``), each built in one allocation
+/// of its final storage. Reads are bounds-checked first; the loads are then unchecked, unaligned.
 extension BlobView {
-    /// Decodes the scalar at `offset` whose marker byte is `marker`. The common ones are read
-    /// here, inlined in the caller; ``otherScalar(marker:offset:)`` reads the rest.
+    /// Decodes the scalar at `offset` whose marker byte is `marker`: the common ones inlined in
+    /// the caller, the rest in ``otherScalar(marker:offset:)``.
     @inline(__always)
     func scalar(marker: UInt8, offset: Int) throws(SecureDictionaryError) -> PropertyListValue {
         switch marker {
@@ -79,11 +77,9 @@ extension BlobView {
         }
     }
 
-    /// The ASCII string of `count` (0 to 15) bytes at `start`; the caller checked bounds.
-    ///
-    /// The bytes are read as at most two 8-byte words, the second one ending where the string
-    /// ends, so it may start before the string: every object starts past the 8-byte header,
-    /// so that read never leaves the blob (checked all the same).
+    /// The ASCII string of `count` (0 to 15) bytes at `start`; the caller checked bounds. Read
+    /// as at most two 8-byte words, the second ending where the string ends: it may start
+    /// before the string, never before the 8-byte header (checked all the same).
     @inline(__always)
     func shortASCIIString(count: Int, at start: Int) throws(SecureDictionaryError) -> String {
         guard count > 0 else { return "" }

@@ -6,10 +6,10 @@
 /// let offset = try view.objectOffset(view.topObject)
 /// ```
 ///
-/// The trailer is validated with overflow-checked arithmetic before any object is read, and
-/// every later read is checked against the bounds it implies, so no input can make a read
-/// leave the blob. Objects must lie in `[8, objectsEnd)`, as every writer lays them out.
-/// The view does not own the bytes: they must outlive it (a ``Generation`` keeps its region).
+/// The trailer is validated (overflow-checked) before any object is read, and every later
+/// read is checked against the bounds it implies: no input can make a read leave the blob.
+/// Objects lie in `[8, objectsEnd)`, as every writer lays them out. The bytes must outlive the
+/// view (a ``Generation`` keeps its region).
 struct BlobView {
     let base: UnsafeRawPointer
     /// Offset of the offset table, which is also where the object area ends.
@@ -115,8 +115,8 @@ struct BlobView {
         }
     }
 
-    /// The element count in the marker's low nibble (or the integer after it when the nibble is
-    /// 0xF) and where the contents start, after checking that `count * unitSize` bytes fit.
+    /// The count in the marker's low nibble (or the integer after a 0xF) and where the contents
+    /// start, `count * unitSize` bytes checked to fit.
     func countAndStart(
         marker: UInt8, offset: Int, unitSize: Int
     ) throws(SecureDictionaryError) -> (count: Int, start: Int) {

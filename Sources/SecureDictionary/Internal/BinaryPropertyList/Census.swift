@@ -1,15 +1,15 @@
-/// What the writer writes for some objects, counted before it writes them: how many objects
-/// (keys included), how many references containers hold, and how many bytes everything else
-/// takes. The output's size follows exactly, so its buffer is allocated once, at its final
-/// size, and never grows (a buffer that grew would leave a copy of secrets behind).
+/// What the writer writes for some objects, counted first: objects (keys included), references
+/// in containers, and the bytes of everything else. The output's size follows exactly, so its
+/// buffer is allocated once and never grows (a buffer that grew would leave a copy of secrets
+/// behind).
 ///
 /// ```swift
 /// var census = Census()
 /// try census.count(.array(["a", 1]), depth: 2, maximumDepth: 64)   // 3 objects, 2 references
 /// ```
 ///
-/// The counts are exact for the writer's canonical form: ``Census/count(_:depth:maximumDepth:)``
-/// for values the caller gives, ``BinaryPropertyListReader`` for objects of a stored blob.
+/// Exact for the writer's form: ``Census/count(_:depth:maximumDepth:)`` counts the caller's
+/// values, ``BinaryPropertyListReader`` a stored blob's objects.
 struct Census: Equatable, Sendable {
     var objects = 0
     var references = 0
@@ -23,9 +23,7 @@ struct Census: Equatable, Sendable {
     }
 
     static func - (left: Census, right: Census) -> Census {
-        Census(
-            objects: left.objects - right.objects, references: left.references - right.references, bytes: left.bytes - right.bytes
-        )
+        left + Census(objects: -right.objects, references: -right.references, bytes: -right.bytes)
     }
 
     /// A container's own object, holding `references` references (pairs for a dictionary).
@@ -38,8 +36,7 @@ struct Census: Equatable, Sendable {
         count < 15 ? 1 : 2 + BinaryPropertyListWriter.byteWidth(of: UInt64(count))
     }
 
-    /// The bytes of an object that is no container, as the writer writes it (a string as
-    /// ASCII when it can be, else UTF-16).
+    /// The bytes the writer writes for an object that is no container.
     static func scalarLength(_ value: PropertyListValue) -> Int {
         switch value {
         case .integer(let integer): integer < 0 ? 9 : 1 + BinaryPropertyListWriter.byteWidth(of: UInt64(integer))

@@ -4,17 +4,17 @@
     package import Foundation
 #endif
 
-/// The binary property list SecureDictionary stores, for the command-line tool's `export` and
-/// `import` and for the tests (whose support product hands it to the reliability suite and the
-/// benchmark as `BinaryPropertyListCoding`).
+/// The binary property list SecureDictionary stores, for `secure-dict export` and `import` and
+/// the tests (whose support product hands it to the reliability suite and the benchmark as
+/// `BinaryPropertyListCoding`).
 ///
 /// ```swift
 /// let blob = try PropertyListBlob.encode(settings.snapshot)     // bplist00…
 /// let entries = try PropertyListBlob.decode(blob)               // hostile-input safe
 /// ```
 ///
-/// Encoding and decoding are ``BinaryPropertyList``'s, decoding with a load's limits; both
-/// read the caller's bytes in place, so no copy of a secret is left to wipe.
+/// ``BinaryPropertyList``'s codec with a load's limits, reading the caller's bytes in place (no
+/// copy of a secret left to wipe).
 package enum PropertyListBlob {
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)``,
     ///   ``SecureDictionaryError/invalidValue(reason:)``.
@@ -37,9 +37,8 @@ package enum PropertyListBlob {
         try BinaryPropertyList.decode(data, limits: PropertyListLimits(maximumSize: maximumSize))
     }
 
-    /// How many keys the stored blob `secret` holds, validated as a load validates it and
-    /// nothing decoded. For `secure-dict doctor --find`, which counts a copy's keys and never
-    /// shows them.
+    /// How many keys the stored blob `secret` holds, validated as a load does, nothing decoded
+    /// (for `secure-dict doctor --find`, which never shows keys).
     ///
     /// ```swift
     /// let keys = try PropertyListBlob.entryCount(of: secret)   // 3

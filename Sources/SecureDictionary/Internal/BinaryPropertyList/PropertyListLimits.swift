@@ -5,9 +5,9 @@
 /// let entries = try BinaryPropertyList.decode(blob, limits: limits)
 /// ```
 ///
-/// The size limit is checked before a stored blob is parsed at all, and after an encode (a
-/// blob too large is never written). The reader and the writer recurse once per nesting
-/// level, so `maximumDepth` stays modest (64 is far beyond what settings need).
+/// The size is checked before a stored blob is parsed and after an encode (a blob too large is
+/// never written). The reader and writer recurse once per nesting level: 64 is far beyond
+/// what settings need.
 struct PropertyListLimits: Sendable, Equatable {
     /// The largest accepted blob, in bytes.
     var maximumSize: Int

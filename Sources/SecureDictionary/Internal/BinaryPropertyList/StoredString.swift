@@ -13,10 +13,9 @@
 /// let copy = key.string()                      // the caller's copy, when one is asked for
 /// ```
 ///
-/// Keys are matched **by their Unicode scalars**, as the stored plist, the Secret Service and
-/// Python's `plistlib` tell them apart (`é` as U+00E9 is not `e` + U+0301, which Swift's `==`
-/// equates): that needs no `String`, whose storage the library could not wipe. Order is by
-/// scalar values, which is the order of the UTF-8 bytes the writer sorts keys by.
+/// Keys match **by their Unicode scalars**, as the stored plist, the Secret Service and Python's
+/// `plistlib` tell them apart (`é` as U+00E9 is not `e` + U+0301, which Swift's `==` equates),
+/// with no `String` the library could not wipe; they order by scalar values (the writer's order).
 struct StoredString {
     let start: UnsafeRawPointer
     /// Code units: bytes for ASCII, 16-bit units for UTF-16.
@@ -117,8 +116,8 @@ struct StoredString {
         return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
-    /// ``hashValue(_:)`` of the text, from its UTF-8 bytes (a `Hasher` gives the same value for
-    /// the same bytes however they are split into `combine` calls: `hashingIsSplitIndependent`).
+    /// ``hashValue(_:)`` of the text (a `Hasher` gives the same value for the same bytes however
+    /// they are split into `combine` calls: `hashingIsSplitIndependent`).
     var hashValue: UInt64 {
         var hasher = Hasher()
         if isUTF16 {
@@ -130,8 +129,7 @@ struct StoredString {
         return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
-    /// Encodes the scalars `next` gives as UTF-8 into a small buffer on the stack, fed to
-    /// `hasher` whenever it fills, and wiped at the end.
+    /// Feeds the scalars `next` gives to `hasher` as UTF-8, through a stack buffer wiped at the end.
     private static func hashUTF8(of next: () -> UInt32?, into hasher: inout Hasher) {
         withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { buffer in
             var used = 0
@@ -147,8 +145,7 @@ struct StoredString {
         }
     }
 
-    /// Writes `scalar` (a checked string's: never a surrogate) as UTF-8 at `output`; returns
-    /// the byte count (1 to 4).
+    /// Writes `scalar` (never a surrogate) as UTF-8 at `output`; returns the byte count.
     @inline(__always)
     private static func writeUTF8(_ scalar: UInt32, to output: UnsafeMutableRawPointer) -> Int {
         var count = 0

@@ -23,11 +23,10 @@ extension Generation {
     /// The caller's copy of every entry (of canonically equivalent keys, one: ``BlobView/entries(of:)``).
     func dictionary() -> [String: PropertyListValue] { try! view.entries(of: view.topObject) }
 
-    /// Whether `key` holds a value stored identically to `value` (`nil`: whether there is no
-    /// such entry), as ``BlobView/holds(_:identicalTo:of:)`` tells them apart: `value` is
-    /// written in the stored form into a ``SecureRegion`` of its own and compared in place
-    /// there, so neither side is copied into ordinary memory. A value the writer refuses (an
-    /// unsigned integer up to `Int.max`, a keyed archive) is held nowhere.
+    /// Whether `key` holds a value stored identically to `value` (`nil`: no such entry), as
+    /// ``BlobView/holds(_:identicalTo:of:)`` tells them apart. `value` is written in the stored
+    /// form into a ``SecureRegion`` of its own and compared there, so neither side reaches
+    /// ordinary memory. A value the writer refuses is held nowhere.
     func holds(_ key: String, identicalTo value: PropertyListValue?) -> Bool {
         guard let entry = entry(forKey: key) else { return value == nil }
         var census = Census()
@@ -39,9 +38,8 @@ extension Generation {
         return withExtendedLifetime(region) { try! view.holds(valueObject(entry), identicalTo: written.topObject, of: written) }
     }
 
-    /// The change of the entry `key` (the same Unicode scalars) from `old` to this
-    /// generation, or `nil` when it holds the same stored bytes in both (or is in neither).
-    /// No other entry is read.
+    /// The change of the entry `key` from `old` to this generation, or `nil` when it is stored
+    /// identically in both (or in neither). No other entry is read.
     func change(of key: String, since old: Generation) -> SecureDictionary.Change? {
         try! change(of: key, from: old.entry(forKey: key), in: old, to: entry(forKey: key))
     }

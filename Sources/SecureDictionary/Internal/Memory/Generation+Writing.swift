@@ -8,16 +8,14 @@ import Logging
 /// try store.store(next.bytes, …)            // then the cache becomes `next`
 /// ```
 ///
-/// How, in two passes over the root's entries, neither of which makes a Swift value of a
-/// stored key or value:
-/// 1. **Plan and count.** The stored keys (in the writer's order) and the changed keys
-///    (sorted by their UTF-8 bytes) are merged into the new root's entries; the census of
-///    the result is the stored generation's, less the entries replaced or removed (counted
-///    by walking just those), plus the new entries' (counted from the caller's values). The
-///    census gives the new blob's size, so its region is allocated once.
+/// Two passes over the root's entries, neither making a Swift value of a stored key or value:
+/// 1. **Plan and count.** The stored keys (in the writer's order) and the changed keys (sorted)
+///    are merged into the new root's entries. The census is the stored generation's, less the
+///    entries replaced or removed (walking just those), plus the new values': the new blob's
+///    size, so its region is allocated once.
 /// 2. **Write.** Unchanged entries are copied object by object from the stored region
-///    (``BinaryPropertyListWriter/copy(_:of:index:)``); only the caller's new values are
-///    encoded. Unchanged keys keep their hash, so the new index hashes only new keys.
+///    (``BinaryPropertyListWriter/copy(_:of:index:)``) and keep their hash; only the caller's
+///    new values are encoded, and only new keys hashed.
 ///
 /// The result is byte for byte what encoding the whole dictionary from its values gives
 /// (`GenerationTests` compares them, on blobs of this writer and of others).

@@ -1,21 +1,19 @@
 import Logging
 
-/// One loaded generation of an item: the stored blob, byte for byte as stored, in a
-/// ``SecureRegion``, with an index of its top-level keys. It is all the library keeps of a
-/// dictionary's keys and values: reads build the caller's copy from it, writes copy its
-/// objects into the next generation's region (Generation+Writing.swift), observers compare two
-/// of them (Generation+Reads.swift).
+/// One loaded generation of an item: the stored blob, byte for byte, in a ``SecureRegion``,
+/// with an index of its top-level keys; all the library keeps of a dictionary. Reads build the
+/// caller's copy from it and observers compare two (Generation+Reads.swift); writes copy its
+/// objects into the next generation's region (Generation+Writing.swift).
 ///
 /// ```swift
 /// let generation = try Generation(copying: bytes, limits: limits)   // validated as hostile input
 /// let token = generation.value(forKey: "apiToken")                   // the caller's copy
 /// ```
 ///
-/// The region's layout: the blob, then per entry the 32 bits of its key's hash (keyed per
-/// process, ``StoredString/hashValue``), then an open-addressed table (linear probing, at
-/// most half full) of entry numbers + 1, 0 for an empty slot. Entries are numbered as the
-/// root dictionary stores them; keys match by their Unicode scalars (``StoredString``).
-/// Immutable once made; the region is wiped when no state, read or observer holds it.
+/// The region: the blob, then per entry the low 32 bits of its key's hash (keyed per process,
+/// ``StoredString/hashValue``), then an open-addressed table (linear probing, at most half
+/// full) of entry numbers + 1 (0: empty), entries numbered as the root stores them. Immutable
+/// once made; wiped when no state, read or observer holds it.
 final class Generation: @unchecked Sendable {  // every property is a let; the region is written in init only
     let region: SecureRegion
     let view: BlobView
@@ -38,9 +36,8 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         _ = writer.startContainer(0xD0, count: 0, index: 0)
     }
 
-    /// A generation holding a copy of the stored blob `bytes`, validated as hostile input
-    /// where they are first (``BinaryPropertyList/validate(_:limits:)``): the region is sized
-    /// for a valid blob only, never by a hostile one's claims.
+    /// A generation holding a copy of the stored blob `bytes`, validated where they are first
+    /// (``BinaryPropertyList/validate(_:limits:)``), so a hostile blob's claims never size the region.
     ///
     /// - Throws: ``SecureDictionaryError/tooLarge(size:limit:)``, ``SecureDictionaryError/corrupt(reason:)``,
     ///   ``SecureDictionaryError/unsupportedFormatVersion(_:)``.
@@ -51,9 +48,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: validated.count).size, logger: logger)
         region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
-        let order = validated.keysAscend ? nil : try view.keys(count: validated.count, references: validated.references).order
-        try self.init(
-            region: region, view: view, size: bytes.count, root: validated, order: order, census: census, hash: nil)
+        try self.init(region: region, view: view, size: bytes.count, root: validated, census: census, hash: nil)
     }
 
     /// A generation written by `write` into a region sized from `census` (its root holding
@@ -71,12 +66,12 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         let (root, references) = try view.container(view.topObject)
         precondition(root == count, "the root was written with another entry count than planned")
         try self.init(
-            region: region, view: view, size: size, root: (count, references, true),
-            order: nil, census: census, hash: hash, blobCapacity: capacity)
+            region: region, view: view, size: size, root: (count, references, nil), census: census, hash: hash,
+            blobCapacity: capacity)
     }
 
     private init(
-        region: SecureRegion, view: BlobView, size: Int, root: BinaryPropertyListReader.Root, order: [Int]?, census: Census,
+        region: SecureRegion, view: BlobView, size: Int, root: BinaryPropertyListReader.Root, census: Census,
         hash: ((Int) -> UInt32?)?, blobCapacity: Int? = nil
     ) throws(SecureDictionaryError) {
         self.region = region
@@ -85,7 +80,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         count = root.count
         self.census = census
         references = root.references
-        self.order = order
+        order = root.order
         let (hashesAt, slotsAt, slotCount, _) = Self.layout(blob: blobCapacity ?? size, entries: count)
         hashes = (region.base + hashesAt).bindMemory(to: UInt32.self, capacity: max(count, 1))
         slots = (region.base + slotsAt).bindMemory(to: UInt32.self, capacity: slotCount)
@@ -101,8 +96,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     }
 
     /// For a blob of `blob` bytes whose root holds `entries` entries: where the hashes and the
-    /// slots start, how many slots (a power of two, at least twice the entries), and the
-    /// bytes the region needs.
+    /// slots start, how many slots (a power of two, at least twice the entries), the region's size.
     private static func layout(blob: Int, entries: Int) -> (hashes: Int, slots: Int, slotCount: Int, size: Int) {
         let hashes = (blob + 7) & ~7
         var slotCount = 8
@@ -112,9 +106,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     // MARK: Entries
 
-    func key(_ entry: Int) throws(SecureDictionaryError) -> StoredString {
-        try view.string(view.reference(at: references + entry * view.objectRefSize))
-    }
+    func key(_ entry: Int) throws(SecureDictionaryError) -> StoredString { try view.string(keyObject(entry)) }
 
     func valueObject(_ entry: Int) throws(SecureDictionaryError) -> Int {
         try view.reference(at: references + (count + entry) * view.objectRefSize)

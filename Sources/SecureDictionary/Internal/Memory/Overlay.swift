@@ -1,6 +1,6 @@
-/// The caller's changes to a dictionary, kept apart from the stored generation they apply to:
-/// key → new value or removal, and whether the stored entries are dropped first. What
-/// `update { }` collects (``SecureDictionary/Entries``) and a write encodes.
+/// The caller's changes to a dictionary, apart from the stored generation they apply to: key
+/// → new value or removal, and whether the stored entries are dropped first (what `update { }`
+/// collects in ``SecureDictionary/Entries``).
 ///
 /// ```swift
 /// var overlay = Overlay()
@@ -9,8 +9,7 @@
 /// let next = try Generation.writing(overlay, onto: current, limits: limits)
 /// ```
 ///
-/// The values are the caller's own (what they set); the stored entries stay in the
-/// generation's region and are never copied here.
+/// The values are the caller's own; the stored entries stay in the generation's region.
 struct Overlay: Sendable {
     /// A key compared by its Unicode scalars, as stored keys are (``StoredString``).
     struct Key: Hashable, Sendable {

@@ -39,11 +39,10 @@ package enum ProcessHardening {
 
     /// No core dumps (soft and hard `RLIMIT_CORE` 0) and, outside a snap, not dumpable.
     ///
-    /// Why not in a snap: there xdg-desktop-portal identifies its caller by reading
-    /// `/proc/PID/…` of the caller itself, which a process that is not dumpable forbids (a
-    /// hardened KeePassXC snap broke the portal so), and the Secret portal is what the
-    /// encrypted-file store's portal key source needs. A Flatpak app reaches the portal through its bus proxy,
-    /// whose `/proc` entries are what the portal reads: hardening does not touch those.
+    /// Why not in a snap: xdg-desktop-portal identifies its caller by reading the caller's
+    /// `/proc/PID/…`, which a process that is not dumpable closes (a hardened KeePassXC snap
+    /// broke the portal so), and the encrypted-file store's portal key source needs the Secret
+    /// portal. A Flatpak app's `/proc` entries the portal reads are its bus proxy's: untouched.
     static func apply(sandbox: Sandbox?) -> SecureDictionary.HardeningResult {
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
         let coreDumpsOff = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit) == 0

@@ -17,17 +17,14 @@ import Synchronization
 /// ```
 ///
 /// Rules, and why:
-/// - **A region owns its pages.** It maps them itself (`mmap`, anonymous and private), so
-///   `madvise` gets page-aligned memory (on anything else it fails with `EINVAL`), and no
-///   other allocation shares a page: memory locks do not stack, so one `munlock` of a page
-///   shared by two owners would unlock both.
-/// - **Each call's result is checked.** `MADV_DONTDUMP` keeps the pages out of core dumps
-///   (`gcore`, `coredumpctl`, crash reports), `MADV_WIPEONFORK` out of a `fork()` child
-///   (zeros there; Linux 4.14 and later), `mlock` out of swap. A failure (for `mlock`,
-///   typically `RLIMIT_MEMLOCK` too small) leaves the region working: it is logged once and
-///   counted in ``SecureMemory/status`` (which `secure-dict doctor` reports); no call fails.
-/// - **Written before it is shared, read-only after.** Its creator fills it before handing
-///   it to anyone; nothing writes it afterwards but `deinit`, which wipes it.
+/// - **A region owns its pages** (`mmap`, anonymous and private): `madvise` needs page-aligned
+///   memory (else `EINVAL`), and memory locks do not stack, so one `munlock` of a page shared
+///   by two owners would unlock both.
+/// - **Each call's result is checked.** `MADV_DONTDUMP` keeps the pages out of core dumps,
+///   `MADV_WIPEONFORK` out of a `fork()` child (Linux 4.14 and later), `mlock` out of swap. A
+///   failure (for `mlock`, typically `RLIMIT_MEMLOCK` too small) is logged once and counted in
+///   ``SecureMemory/status`` (`secure-dict doctor` reports it); the region still works.
+/// - **Written before it is shared, read-only after**, but for `deinit`, which wipes it.
 final class SecureRegion: @unchecked Sendable {  // written only before it is shared (see above), then read
     /// The first byte; `byteCount` bytes from here are this region's.
     let base: UnsafeMutableRawPointer
@@ -36,9 +33,8 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
     let mappedCount: Int
     private let isLocked: Bool
 
-    /// Maps at least `byteCount` bytes (one page for 0), zero-filled.
-    ///
-    /// Stops the program only when the system has no memory to map, as any allocation does.
+    /// Maps at least `byteCount` bytes (one page for 0), zero-filled. Stops the program only
+    /// when the system has no memory to map, as any allocation does.
     init(byteCount: Int, logger: Logger? = nil) {
         precondition(byteCount >= 0, "a negative region size")
         let page = SecureMemory.pageSize
@@ -56,8 +52,7 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
         let forkWipe = madvise(mapped, mappedCount, MADV_WIPEONFORK) == 0 ? nil : errno
         let lockError = mlock(mapped, mappedCount) == 0 ? nil : errno
         isLocked = lockError == nil
-        SecureMemory.mapped(
-            mappedCount, locked: isLocked, lockError: lockError, adviseError: dumpable, forkWipeError: forkWipe, logger: logger)
+        SecureMemory.mapped(mappedCount, lockError: lockError, adviseError: dumpable, forkWipeError: forkWipe, logger: logger)
     }
 
     deinit {
@@ -95,14 +90,12 @@ package enum SecureMemory {
         package var lastLockError: Int32?
         /// How many `madvise(MADV_DONTDUMP)` calls failed (then those pages may be in a core dump).
         package var dumpAdviceFailures = 0
-        /// How many `madvise(MADV_WIPEONFORK)` calls failed (then a `fork()` child gets a copy
-        /// of those pages; Linux before 4.14 has no such advice).
+        /// How many `madvise(MADV_WIPEONFORK)` calls failed (a `fork()` child then gets a copy of those pages).
         package var forkWipeFailures = 0
         /// The soft `RLIMIT_MEMLOCK` in bytes; `nil` when unlimited.
         package var memoryLockLimit: Int?
     }
 
-    /// A snapshot of the status.
     package static var status: Status {
         var status = state.withLock { $0.status }
         var limit = rlimit()
@@ -122,10 +115,9 @@ package enum SecureMemory {
     private static let state = Mutex(State())
     private static let defaultLogger = Logger(label: "SecureDictionary")
 
-    /// Counts a region mapped; logs the first failure of the process (once, never fatal).
-    static func mapped(
-        _ bytes: Int, locked: Bool, lockError: Int32?, adviseError: Int32?, forkWipeError: Int32? = nil, logger: Logger?
-    ) {
+    /// Counts a region mapped (locked unless `lockError`); logs the process's first failure, once.
+    static func mapped(_ bytes: Int, lockError: Int32?, adviseError: Int32?, forkWipeError: Int32?, logger: Logger?) {
+        let locked = lockError == nil
         let warn: Bool = state.withLock { state in
             if locked {
                 state.status.lockedRegions += 1

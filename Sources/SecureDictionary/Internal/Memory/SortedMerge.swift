@@ -11,9 +11,6 @@
 ///     }
 /// }
 /// ```
-///
-/// Both walks over sorted keys (``Generation/writing(_:onto:limits:logger:)``,
-/// ``Generation/changes(since:)``) are this one.
 struct SortedMerge {
     enum Step: Equatable {
         case left(Int)
@@ -26,11 +23,9 @@ struct SortedMerge {
     private(set) var left = 0
     private(set) var right = 0
 
-    /// The next step, or `nil` when both lists are done. `compare` is asked only when both
-    /// lists have a position left, and answers negative, zero or positive as the left key sorts
-    /// before, with or after the right one.
-    ///
-    /// - Throws: what `compare` throws (the walk does not move on).
+    /// The next step, or `nil` when both lists are done. `compare` (asked only when both have
+    /// a position left) answers negative, zero or positive as the left key sorts before, with
+    /// or after the right one; what it throws is thrown, and the walk does not move on.
     mutating func next<Failure: Error>(
         comparing compare: (_ left: Int, _ right: Int) throws(Failure) -> Int
     ) throws(Failure) -> Step? {

@@ -6,10 +6,9 @@ import Synchronization
     import Foundation
 #endif
 
-/// What an error's message may say about where it happened, so that it names the one fix for
-/// this provider and this environment: a locked gnome-keyring over SSH needs another fix than
-/// a locked KeePassXC on a desktop. (One message once listed every provider's fix in 700
-/// characters.) Holds no secret: a provider's name and facts about the session.
+/// Where an error happened, so that its message names the one fix for this provider and
+/// environment (a locked gnome-keyring over SSH needs another than a locked KeePassXC on a
+/// desktop; one message once listed every provider's fix in 700 characters). Holds no secret.
 ///
 /// ```swift
 /// ErrorContext.record(provider: "KWallet")
@@ -36,7 +35,6 @@ package struct ErrorContext: Sendable, Equatable {
 
     private static let observed = Mutex<(provider: String?, unlockDialogUnavailable: Bool)>((nil, false))
 
-    /// The context of this process now.
     package static var current: ErrorContext {
         let environment = ProcessInfo.processInfo.environment
         let (provider, unlockDialogUnavailable) = observed.withLock { $0 }

@@ -5,14 +5,14 @@
 /// let identifier = InfoPlistXML.bundleIdentifier(in: bytes)   // "com.example.app", or nil
 /// ```
 ///
-/// Why not `PropertyListSerialization`: it is in Foundation, which ``MainBundle`` must not
-/// load, and it must never see bytes another process may have written (design invariant 6).
-/// This reader makes one pass over at most ``MainBundle/maximumInfoPlistSize`` bytes, keeps no
-/// state beyond the nesting depth, and follows no reference. It reads UTF-8 XML: comments,
-/// processing instructions and a `DOCTYPE` without an internal subset are skipped; the
-/// identifier is the `<string>` after `<key>CFBundleIdentifier</key>` in the root `<dict>`
-/// (the first such key), its predefined and numeric character references decoded. Anything
-/// else it cannot follow (an internal subset, CDATA, markup inside a key or string) gives nil.
+/// Not `PropertyListSerialization`: ``MainBundle`` must not load Foundation, and Foundation's
+/// parser must never see bytes another process may have written (design invariant 6). One pass
+/// over at most ``MainBundle/maximumInfoPlistSize`` bytes, no state beyond the nesting depth, no
+/// reference followed. Comments, processing instructions and a `DOCTYPE` without an internal
+/// subset are skipped; the identifier is the `<string>` after the first
+/// `<key>CFBundleIdentifier</key>` of the root `<dict>`, predefined and numeric character
+/// references decoded. What it cannot follow (an internal subset, CDATA, markup inside a key
+/// or string) gives nil.
 enum InfoPlistXML {
     static func bundleIdentifier(in bytes: [UInt8]) -> String? {
         var scanner = Scanner(bytes: bytes)
@@ -55,21 +55,15 @@ enum InfoPlistXML {
 
         /// The next element tag: nil at the end, `.some(nil)` for markup it cannot follow.
         mutating func nextTag() -> (name: String, kind: TagKind)?? {
-            while let start = find(Array("<".utf8), from: index) {
-                let rest = bytes[start...]
-                if rest.starts(with: Array("<!--".utf8)) {
-                    guard let end = find(Array("-->".utf8), from: start + 4) else { return .some(nil) }
-                    index = end + 3
-                } else if rest.starts(with: Array("<?".utf8)) {
-                    guard let end = find(Array("?>".utf8), from: start + 2) else { return .some(nil) }
-                    index = end + 2
-                } else if rest.starts(with: Array("<!".utf8)) {
-                    guard let end = find(Array(">".utf8), from: start + 2),
-                        !bytes[start..<end].contains(UInt8(ascii: "["))
+            while let start = find("<", from: index) {
+                let skipped = [("<!--", "-->"), ("<?", "?>"), ("<!", ">")]
+                if let (open, close) = skipped.first(where: { bytes[start...].starts(with: $0.0.utf8) }) {
+                    guard let end = find(close, from: start + open.utf8.count),
+                        open != "<!" || !bytes[start..<end].contains(UInt8(ascii: "["))
                     else { return .some(nil) }
-                    index = end + 1
+                    index = end + close.utf8.count
                 } else {
-                    guard let end = find(Array(">".utf8), from: start + 1) else { return .some(nil) }
+                    guard let end = find(">", from: start + 1) else { return .some(nil) }
                     index = end + 1
                     var inside = bytes[(start + 1)..<end]
                     let closing = inside.first == UInt8(ascii: "/")
@@ -86,7 +80,7 @@ enum InfoPlistXML {
         /// The text up to `</name>`, its character references decoded, and moves past it; nil
         /// when there is markup before it or a reference it does not know.
         mutating func text(until name: String) -> String? {
-            guard let end = find(Array("</\(name)>".utf8), from: index) else { return nil }
+            guard let end = find("</\(name)>", from: index) else { return nil }
             let raw = bytes[index..<end]
             index = end + name.utf8.count + 3
             guard !raw.contains(UInt8(ascii: "<")) else { return nil }
@@ -117,8 +111,9 @@ enum InfoPlistXML {
             }
         }
 
-        /// Where `pattern` next starts at or after `start`.
-        func find(_ pattern: [UInt8], from start: Int) -> Int? {
+        /// Where `text` next starts at or after `start`.
+        func find(_ text: String, from start: Int) -> Int? {
+            let pattern = Array(text.utf8)
             guard start <= bytes.count - pattern.count else { return nil }
             return (start...(bytes.count - pattern.count)).first {
                 bytes[$0] == pattern[0] && bytes[$0..<($0 + pattern.count)].elementsEqual(pattern)

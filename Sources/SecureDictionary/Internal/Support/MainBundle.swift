@@ -11,25 +11,21 @@
 /// let identifier = MainBundle.identifier   // nil for a plain executable
 /// ```
 ///
-/// Why not ask CoreFoundation (`CFBundleGetMainBundle`, as this type once did through
-/// `dlopen("libFoundation.so")`): a program that does not link Foundation and has an async
-/// `main` parks its main thread in `dispatch_main`, and once `libFoundation.so` was loaded from
-/// another thread, the main queue was never drained again, so the program never went on
-/// (measured: a 10-line program opening a dictionary under the default ID hung, `dlopen`
-/// alone was enough). Linking Foundation instead would load it and ICU into every process
-/// (about 4 ms and 6 MiB at start-up, `secure-dict` included).
+/// Why not CoreFoundation (`CFBundleGetMainBundle` through `dlopen("libFoundation.so")`, as
+/// once): in a program without Foundation whose async `main` parks in `dispatch_main`, loading
+/// `libFoundation.so` from another thread left the main queue undrained for good (measured: a
+/// 10-line program opening a dictionary under the default ID hung; `dlopen` alone did it).
+/// Linking Foundation would load it and ICU into every process (about 4 ms and 6 MiB at
+/// start-up, `secure-dict` included).
 ///
-/// CoreFoundation's rules on Linux, as kept here: the main bundle is the executable's folder
-/// (`/proc/self/exe`), or, when the executable is in a platform folder `…/Contents/Linux/`
-/// (with an optional `Executables/` between them), the folder above `Contents`. Its
-/// `Info.plist` is in `Contents/`, else `Resources/`, else `Support Files/` (whichever of
-/// these folders exists first; `Resources/` first for a folder named `*.framework`), else in
-/// the folder itself (unless its name ends in `Contents`, `Resources` or `Support Files`).
-/// Its `CFBundleIdentifier` string is the identifier. Supported: binary property lists
-/// (through the hardened reader) and UTF-8 XML property lists (``InfoPlistXML``), up to
-/// 1 MiB. Not supported, so no identifier: old-style (OpenStep) and UTF-16 property lists,
-/// wrapped bundles (`Wrapper/` and `WrappedBundle`), and folder names in another case than
-/// the ones above (CoreFoundation compares those without case).
+/// CoreFoundation's rules on Linux, as kept here: the main bundle is the executable's folder,
+/// or, for an executable in `…/Contents/Linux/` (or `…/Contents/Executables/Linux/`),
+/// the folder above `Contents`. Its `Info.plist` is in the first of `Contents/`, `Resources/`,
+/// `Support Files/` that exists (`Resources/` first for a `*.framework`), else in the folder
+/// itself (unless its name ends in one of those three). Binary (hardened reader) and UTF-8 XML
+/// (``InfoPlistXML``) property lists up to 1 MiB are read. No identifier for old-style
+/// (OpenStep) or UTF-16 plists, wrapped bundles (`Wrapper/`, `WrappedBundle`), or folder names
+/// in another case (CoreFoundation ignores case there).
 enum MainBundle {
     /// The identifier, read once (the main bundle does not change).
     static let identifier: String? = executablePath().flatMap(identifier(ofExecutableAt:))

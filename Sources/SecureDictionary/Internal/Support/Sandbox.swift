@@ -19,12 +19,9 @@ package enum Sandbox: Sendable, Equatable {
         flatpakInfo: (try? String(contentsOfFile: "/.flatpak-info", encoding: .utf8)),
         environment: ProcessInfo.processInfo.environment)
 
-    /// Flatpak puts `/.flatpak-info` in every sandbox, with an `[Application]` group that
-    /// names the app; snapd sets `SNAP_NAME`.
-    ///
-    /// Only a file Flatpak really writes counts: an empty `/.flatpak-info` (a stray mount
-    /// point, or a file left by a tool) made every process on a machine believe it was
-    /// sandboxed.
+    /// Flatpak puts `/.flatpak-info`, whose `[Application]` group names the app, in every
+    /// sandbox; snapd sets `SNAP_NAME`. Only a file Flatpak really writes counts: an empty one
+    /// (a stray mount point, a tool's leftover) made every process on a machine "sandboxed".
     package static func detect(flatpakInfo: String?, environment: [String: String]) -> Sandbox? {
         if let flatpakInfo {
             // The `name=` line of the `[Application]` group.

@@ -1,8 +1,8 @@
 package import Dispatch
 import ProcessSpawning
 
-/// The moment by which one public call must return, whatever it waits for: other threads
-/// of this process, other processes, and each keyring call.
+/// The moment by which one public call must return, waits for other threads, other
+/// processes and each keyring call included.
 ///
 /// ```swift
 /// let deadline = Deadline(after: options.timeout)

@@ -16,17 +16,14 @@ import Synchronization
 ///
 /// Invariants, and why:
 /// - **Checked before the write, again.** ``commit(_:)`` reads the stored item once more and
-///   applies the caller's changes onto what it holds, as every write does (``ItemState``):
-///   the locks keep this library's writers out, but not a tool that does not take the writer
-///   lock, whose change made during the caller's work is kept. Test:
-///   `anOutsideWriteDuringTheRefreshIsKept`.
-/// - **Released exactly once, whatever happens.** ``release()`` (the locks, then the queue)
-///   may be called any number of times from any thread; the last reference going releases too, so that an async caller
-///   cancelled while the locks were being taken for it (its result dropped on the private
-///   queue) frees them. Test: `aCallerCancelledWhileTakingTheLocksLeavesThemFree`.
-/// - **Separate bounds.** Waiting for the locks ends at a deadline of its own (another
-///   caller's refresh may take seconds); each keyring call, the check and the write, gets
-///   the options' timeout of its own.
+///   applies the changes onto it (``ItemState``): a tool that does not take the writer lock
+///   may have written during the caller's work. Test: `anOutsideWriteDuringTheRefreshIsKept`.
+/// - **Released exactly once, whatever happens.** ``release()`` may be called any number of
+///   times from any thread, and the last reference going releases too, so an async caller
+///   cancelled while the locks were taken for it (its result dropped) frees them. Test:
+///   `aCallerCancelledWhileTakingTheLocksLeavesThemFree`.
+/// - **Separate bounds.** The wait for the locks ends at a deadline of its own (another
+///   caller's refresh may take seconds); the check and the write each get the options' timeout.
 final class HeldWrite: Sendable {
     /// The stored entries, as checked once the locks were held.
     let entries: SecureDictionary.Entries
@@ -36,9 +33,9 @@ final class HeldWrite: Sendable {
     private let waited: Duration
     private let held = Atomic<Bool>(true)
 
-    /// Takes `state`'s locks behind its `queue`, which the caller entered, waiting for them
-    /// until `lockDeadline`, and checks the stored item. From here on the queue is this
-    /// write's: ``release()`` leaves it, and a wait for it that ends names this process.
+    /// Takes `state`'s locks behind `queue` (entered by the caller) until `lockDeadline`, and
+    /// checks the stored item. The queue is this write's from here on: ``release()`` leaves it,
+    /// and a wait for it that ends names this process.
     ///
     /// - Throws: ``SecureDictionaryError/lockHeld(pid:command:)`` when another process held
     ///   the writer lock all along; ``SecureDictionaryError/timedOut`` when the keyring did
@@ -47,8 +44,7 @@ final class HeldWrite: Sendable {
         throws(SecureDictionaryError)
     {
         let started = ContinuousClock.now
-        // Asking the bus is a keyring call: it gets the options' timeout even when the wait
-        // for a holder ends sooner (`lockWait: .zero` asks once and does not wait).
+        // Asking the bus is a keyring call: it gets the options' timeout even when the wait ends sooner.
         let (locked, check) = try state.lock(
             holding: queue, context, until: lockDeadline, answeringBy: Deadline(after: context.timeout),
             checkingBy: Deadline(after: context.timeout), forTheWrite: false)
@@ -62,16 +58,15 @@ final class HeldWrite: Sendable {
 
     deinit { release() }
 
-    /// Writes `changed`'s changes onto what is stored now (checked again), keeping the locks.
-    /// Returns the generation stored.
+    /// Writes `changed`'s changes onto what is stored now (checked again), keeping the locks;
+    /// returns the generation stored.
     ///
     /// - Throws: the check's and the write's errors; nothing was written, or (timed out,
     ///   connection lost) the outcome is unknown and the next read reloads.
     func commit(_ changed: SecureDictionary.Entries) throws(SecureDictionaryError) -> Generation {
         precondition(held.load(ordering: .acquiring), "\(state.item.name): a HeldWrite was committed after its release")
         let deadline = Deadline(after: context.timeout)
-        // The store's write lock (the file stores' folder) only now, from the check to the
-        // write: held across the caller's await, it would stop every other item's writers.
+        // The store's write lock only now: held across the caller's await, it would stop every other item's writers.
         let writing = try state.writeLock?.acquireQueued(until: deadline)
         defer { writing?.release() }
         let check = try state.check(context, deadline)

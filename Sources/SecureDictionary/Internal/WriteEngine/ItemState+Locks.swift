@@ -1,6 +1,5 @@
-/// The locks of a mutation (see ``ItemState``'s invariants "the writer lock makes the check
-/// safe" and "one deadline per call"): the item's ``LockQueue``, the item's writer lock, and
-/// the store's write lock from the check to the write.
+/// The locks of a mutation (``ItemState``'s invariants "the writer lock makes the check safe"
+/// and "one deadline per call"): the item's ``LockQueue``, its writer lock, the store's write lock.
 extension ItemState {
     /// What is held: the item's queue always, the locks behind it when taken.
     struct HeldLocks {
@@ -24,13 +23,11 @@ extension ItemState {
         return queue
     }
 
-    /// Takes the writer lock behind the item's `queue`, which the caller entered, when the
-    /// store has one, waiting for it until `lockDeadline` (the bus may answer until
-    /// `answerDeadline`), then, `forTheWrite`, the store's write lock, and checks the stored
-    /// item under them by `checkDeadline` (made once they are held): the first half of a
-    /// mutation (``HeldWrite`` holds the item's locks across a caller's await, and takes the
-    /// write lock in its commit). Pair with ``unlock(_:)``; on a throw nothing is held, the
-    /// queue neither.
+    /// The first half of a mutation: behind `queue` (entered by the caller), takes the writer
+    /// lock until `lockDeadline` (the bus may answer until `answerDeadline`), then,
+    /// `forTheWrite`, the store's write lock (``HeldWrite`` takes it in its commit), and checks
+    /// the stored item by `checkDeadline` (made once they are held). Pair with ``unlock(_:)``;
+    /// on a throw nothing is held, the queue neither.
     func lock(
         holding queue: LockQueue, _ context: OperationContext, until lockDeadline: Deadline,
         answeringBy answerDeadline: Deadline, checkingBy checkDeadline: @autoclosure () -> Deadline, forTheWrite: Bool
@@ -47,8 +44,7 @@ extension ItemState {
         }
     }
 
-    /// Gives back what ``lock(holding:_:until:answeringBy:checkingBy:forTheWrite:)`` took: the write
-    /// lock, the writer lock, then the queue.
+    /// Gives back what ``lock(holding:_:until:answeringBy:checkingBy:forTheWrite:)`` took, last first.
     func unlock(_ held: HeldLocks) {
         held.write?.release()
         if held.writer { writerLock?.release() }

@@ -2,8 +2,7 @@ import Logging
 import Synchronization
 
 /// ``SecureDictionary/changes()`` and ``SecureDictionary/changes(forKey:)``: who listens, to
-/// which keys, what they were last told, and the watcher of the keyring that tells this state
-/// to look again.
+/// which keys, what they were last told, and the keyring's watcher.
 extension ItemState {
     /// Who listens to the changes, and what they were last told.
     struct Observers {
@@ -18,8 +17,7 @@ extension ItemState {
     }
 
     /// One stream of changes: of every entry (`keys` is `nil`), or of the entries `keys` name
-    /// (matched by their Unicode scalars, as stored), whose changes alone are compared and
-    /// decoded.
+    /// (by their Unicode scalars), whose changes alone are compared and decoded.
     struct Listener {
         let keys: [String]?
         let continuation: AsyncStream<SecureDictionary.Change>.Continuation
@@ -49,10 +47,9 @@ extension ItemState {
         return stream
     }
 
-    /// Tells every listener what changed from the generation they last saw to `generation`:
-    /// a listener of every entry gets each changed entry, one of some keys only theirs. Each
-    /// listener of keys compares its entries in place, so a change elsewhere decodes nothing
-    /// for it. Called by `setLoaded`, the one place the cache becomes loaded.
+    /// Tells every listener what changed from the generation they last saw to `generation`
+    /// (called by `setLoaded`). A listener of some keys compares only those, in place, so a
+    /// change elsewhere decodes nothing for it.
     func publish(_ generation: Generation) {
         let (previous, listeners) = observers.withLock { observers in
             guard !observers.listeners.isEmpty else { return (Generation?.none, [Listener]()) }
@@ -87,8 +84,7 @@ extension ItemState {
         watcher?.stop()
     }
 
-    /// Called by the watcher after some item changed: reads the item, and reloads (telling
-    /// observers) only if its blob differs from the one cached.
+    /// Called by the watcher after some item changed: reloads (telling observers) if the blob changed.
     private func refreshAfterChange() {
         guard
             let (context, failureHandler) = observers.withLock({ observers in

@@ -1,13 +1,9 @@
 import Logging
 
-// When a call finds the keyring locked, or the keyring wants its user to confirm this
-// process's access (KeePassXC): the keyring's dialog, where the options allow it
-// (``SecureDictionary/Options/unlock``), then the call once more.
-
 extension ItemState {
     /// Runs `operation`; when it finds the keyring locked or awaiting the user's confirmation
-    /// and `context` allows dialogs, has the store show the one that answers it (waiting for
-    /// the user up to the policy's timeout) and runs `operation` once more.
+    /// (KeePassXC) and `context` allows dialogs (``SecureDictionary/Options/unlock``), has the
+    /// store show the one that answers it (``askTheUser(after:_:)``) and runs `operation` once more.
     func unlockingIfAllowed<T>(
         _ context: OperationContext, _ operation: () throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {
@@ -19,10 +15,8 @@ extension ItemState {
         }
     }
 
-    /// Has the store show the dialog that `error` calls for (the unlock dialog after
-    /// ``SecureDictionaryError/locked``, the access confirmation after
-    /// ``SecureDictionaryError/confirmationRequired``) and waits for the user, as `context`
-    /// allows; else, or when the store cannot, throws `error`.
+    /// Has the store show the dialog `error` calls for (unlock, or access confirmation) and
+    /// waits for the user up to the policy's timeout; else, or when the store cannot, throws `error`.
     func askTheUser(after error: SecureDictionaryError, _ context: OperationContext) throws(SecureDictionaryError) {
         guard case .prompt(let timeout) = context.unlock, let store = store as? SecretServiceStore else {
             throw error

@@ -3,61 +3,53 @@ import ProcessSpawning
 import Synchronization
 
 /// One keyring item as this process knows it, shared by every ``SecureDictionary`` instance
-/// of that item (see ``ItemRegistry``). The write path is ``mutate(_:_:)``.
+/// of that item (``ItemRegistry``). The write path is ``mutate(_:_:)``.
 ///
 /// Invariants (what must hold for nothing to be lost), and why:
 /// - **The keyring is the truth.** Before every write, under the locks, the writer reads the
-///   stored item and compares its ``StoredDigest`` with that of the blob this process last
-///   loaded or wrote. Different means someone else wrote (another process, another tool), so
-///   the stored blob is decoded and the change is applied onto it. No local file or stamp is
-///   trusted to prove that nobody wrote. Tests: `CheckBeforeWriteTests`, `OutsideWriters`.
-/// - **Nothing is written over a blob that was not decoded**: an item this process cannot
-///   read is never replaced by accident (``SecureDictionary/delete(name:applicationID:options:)``
-///   is the explicit way). Test: `aBlobThatBecameCorruptIsNotOverwritten`.
-/// - **Memory follows the store.** Encode and size-check first, write second, update the
-///   cache last, so a failed write leaves the cache equal to the store. A write whose outcome
-///   is unknown keeps the last known entries for non-throwing reads but marks them
-///   ``StoredDigest/unknown``, so the next throwing read or write reloads instead of trusting
-///   either version. Test: `FaultPositionTests` (a fault at every store call).
-/// - **One deadline per call.** Waiting for the item's ``LockQueue``, for the writer lock and each keyring
-///   call get what is left of it (a token refresh waits for the locks until a bound of its
-///   own, see ``HeldWrite``). Test: `threadsQueuedBehindAStuckWriteFailAtTheirOwnDeadline`.
-/// - **The writer lock makes the check safe among this library's writers.** A check and its
-///   write are two keyring calls, so two writers whose checks both come before either write
-///   build on one stored version, and the later write drops the other's change (two writers
-///   under two locks lost 187 of 400 writes). Holding the item's ``ItemWriterLock`` from
-///   the check to the write's answer (and its ``LockQueue``, one load, mutation or refresh
-///   at a time in this process) makes every writer that takes it check after the previous write landed: none
-///   loses another's change. A ``HeldWrite`` (a token refresh) holds both across the
-///   caller's await, and checks again before its write. A writer that does not take it
-///   (another tool, a process whose bus refuses the name) can only slip in between a check
-///   and its write: one keyring round trip (measured by `scripts/reliability`). Tests:
+///   stored item and compares its ``StoredDigest`` with that of the blob it last loaded or
+///   wrote: different means someone else wrote, so the stored blob is decoded and the change
+///   applied onto it. No local file or stamp is trusted to prove that nobody wrote. Tests:
+///   `CheckBeforeWriteTests`, `OutsideWriters`.
+/// - **Nothing is written over a blob that was not decoded** (replacing one is
+///   ``SecureDictionary/delete(name:applicationID:options:)``'s job). Test:
+///   `aBlobThatBecameCorruptIsNotOverwritten`.
+/// - **Memory follows the store.** Encode and size-check, write, then update the cache: a
+///   failed write leaves cache == store. A write whose outcome is unknown keeps the entries
+///   for non-throwing reads but marks them ``StoredDigest/unknown``, so the next throwing read
+///   or write reloads. Test: `FaultPositionTests` (a fault at every store call).
+/// - **One deadline per call**, shared by the wait for the ``LockQueue``, the writer lock and
+///   each keyring call (a token refresh waits for the locks until a bound of its own,
+///   ``HeldWrite``). Test: `threadsQueuedBehindAStuckWriteFailAtTheirOwnDeadline`.
+/// - **The writer lock makes the check safe among this library's writers.** Two writers whose
+///   checks both come before either write build on one version, and the later write drops
+///   the other's change (two writers under two locks, named from the collection's alias, lost 187 of 400 writes). Holding the
+///   item's ``ItemWriterLock`` and ``LockQueue`` from the check to the write's answer makes
+///   each writer check after the previous write landed; a ``HeldWrite`` (a token refresh)
+///   holds both across the caller's await and checks again before its write. A writer that
+///   does not take the lock (another tool, a process whose bus refuses the name) can slip in
+///   only within one keyring round trip (measured by `scripts/reliability`). Tests:
 ///   `concurrentProcessesLoseNothing`, `anOutsideWriteDuringTheRefreshIsKept`,
 ///   `anotherToolHoldingTheDocumentedNameHoldsOffWritersThroughEveryAlias`, and
 ///   Reliability's lost-updates rows.
-/// - **Loaded before use, never unloaded.** An instance exists only once its init loaded
-///   the state (a failed load throws, and no instance is made), and nothing unloads it
-///   afterwards (a failed reload leaves the cache as it was; a delete leaves it empty and
-///   loaded): so the non-throwing reads of an instance always find entries, on any thread.
-///   Test: `ReadRuleTests`.
-/// - **Release-to-forget.** The cache is a ``Generation``: the stored blob in a region of
-///   the library's own (out of core dumps, locked in memory), never a Swift `String` or
-///   `Dictionary`, whose storage is freed unwiped. A read builds the caller's copy from it;
-///   a write copies its entries from one region into the next, encoding only the caller's new
-///   values (``Generation/writing(_:onto:limits:logger:)``). A region is wiped when the last
-///   reference to its generation goes: a newer generation replaced it in the cache and no
-///   read, `update { }` or observer holds it, or the last instance went. Tests:
+/// - **Loaded before use, never unloaded.** An instance exists only once its init loaded the
+///   state, and nothing unloads it (a failed reload keeps the cache; a delete leaves it empty
+///   and loaded), so the non-throwing reads always find entries, on any thread. Test:
+///   `ReadRuleTests`.
+/// - **Release-to-forget.** The cache is a ``Generation``: the stored blob in a region of the
+///   library's own (out of core dumps, locked in memory), never a `String` or `Dictionary`,
+///   whose storage is freed unwiped. A write copies the entries from one region into the next
+///   and encodes only the caller's new values (``Generation/writing(_:onto:limits:logger:)``);
+///   a region is wiped when the last reference to its generation goes. Tests:
 ///   `GenerationTests`, `MemoryScanTests` (a core dump holds none of them).
 ///
-/// Optimizations (each may be deleted; its gain, the benchmark row that shows it, and the
-/// test that proves it safe):
-/// - **An unchanged blob is not validated again**: the check's digest equals the cache's,
-///   so the cached generation is used. Gain: copying and validating the blob on every
-///   mutation that follows this process's own: `mutation-1000` at 1.04–1.13× raw libsecret
-///   with it and 1.08–1.17× without (past its 1.15× target in 2 runs), lower with it in 5
-///   of 6 alternating pairs of `scripts/benchmark --only mutation-10,mutation-1000`
-///   (2026-11-26; about 0.2 ms of 3.7). Safe: the digest is keyed per process
-///   (``StoredDigest``); `anOutsideWriteBetweenLoadAndWriteIsKept`.
+/// Optimizations (each may be deleted; its gain, benchmark row and safety test):
+/// - **An unchanged blob is not validated again**: the check's digest equals the cache's, so
+///   the cached generation is used. Gain: `mutation-1000` at 1.04–1.13× raw libsecret with it
+///   and 1.08–1.17× without (past its 1.15× target in 2 runs), lower with it in 5 of 6
+///   alternating pairs of `scripts/benchmark --only mutation-10,mutation-1000` (2026-11-26;
+///   about 0.2 ms of 3.7). Safe: the digest is keyed per process;
+///   `anOutsideWriteBetweenLoadAndWriteIsKept`.
 /// - **A write that changes nothing is not sent.** Gain: the whole write. Test:
 ///   `aWriteThatChangesNothingIsNotSent`.
 final class ItemState: Sendable {
@@ -93,15 +85,9 @@ final class ItemState: Sendable {
 
     /// The cached generation (also after a write whose outcome is unknown), or `nil` before
     /// the first load. Never loads, never waits for a keyring call.
-    var cachedGeneration: Generation? {
-        cache.withLock { cache in
-            if case .loaded(let generation, _) = cache { return generation }
-            return nil
-        }
-    }
+    var cachedGeneration: Generation? { cached { _ in true } }
 
-    /// The generation of a state an instance uses: loaded by the init that made the
-    /// instance, never unloaded afterwards (the invariant "loaded before use" above).
+    /// The generation of a state an instance uses (the invariant "loaded before use").
     var loadedGeneration: Generation {
         cache.withLock { cache in
             guard case .loaded(let generation, _) = cache else {
@@ -111,31 +97,31 @@ final class ItemState: Sendable {
         }
     }
 
-    /// The cached generation when it is known to be what this process last loaded or wrote.
-    private var currentGeneration: Generation? {
+    /// The cached generation when its digest passes `matches`.
+    private func cached(_ matches: (StoredDigest) -> Bool) -> Generation? {
         cache.withLock { cache in
-            if case .loaded(let generation, let digest) = cache, digest != .unknown { return generation }
+            if case .loaded(let generation, let digest) = cache, matches(digest) { return generation }
             return nil
         }
     }
 
+    /// The cached generation when it is known to be what this process last loaded or wrote.
+    private var currentGeneration: Generation? { cached { $0 != .unknown } }
+
     /// The generation, loading it first when unloaded or after a write whose outcome is unknown.
     func generation(_ context: OperationContext) throws(SecureDictionaryError) -> Generation {
         if let generation = currentGeneration { return generation }
-        return try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
-            try exclusively(context) { deadline throws(SecureDictionaryError) in
-                if let generation = currentGeneration { return generation }  // another thread loaded meanwhile
-                return try check(context, deadline).generation
-            }
-        }
+        return try reload(context, unlessCurrent: true)
     }
 
-    /// The stored generation, read from the keyring (validated only when it changed).
+    /// The stored generation, read from the keyring (validated only when it changed); with
+    /// `unlessCurrent`, the cached one when another thread loaded it while this one queued.
     @discardableResult
-    func reload(_ context: OperationContext) throws(SecureDictionaryError) -> Generation {
+    func reload(_ context: OperationContext, unlessCurrent: Bool = false) throws(SecureDictionaryError) -> Generation {
         try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
             try exclusively(context) { deadline throws(SecureDictionaryError) in
-                try check(context, deadline).generation
+                if unlessCurrent, let generation = currentGeneration { return generation }
+                return try check(context, deadline).generation
             }
         }
     }
@@ -173,10 +159,9 @@ final class ItemState: Sendable {
         return result
     }
 
-    /// The second half of a mutation, holding both locks: `overlay` applied onto the
-    /// generation `check` read, encoded, written (unless the keyring holds exactly that
-    /// already) and published. Returns the generation now stored. `waited` is the time spent
-    /// waiting for other threads and processes, for the trace.
+    /// The second half of a mutation, holding both locks: `overlay` written onto `check`'s
+    /// generation (unless the keyring holds exactly that already) and published; returns the
+    /// generation stored. `waited` (for the trace): the time spent waiting for others.
     @discardableResult
     func write(
         _ overlay: Overlay, onto check: Check, _ context: OperationContext, _ deadline: Deadline, waited: Duration
@@ -193,8 +178,7 @@ final class ItemState: Sendable {
             context.logger.debug("write failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
             throw error
         }
-        // From the check's answer to the write's: the most a writer that does not take the
-        // lock can slip in between (the residual window, measured by the reliability suite).
+        // The residual window a writer that skips the lock can slip into (the reliability suite measures it).
         let window = ContinuousClock.now - check.finished
         setLoaded(written, digest: digest)
         context.logger.trace(
@@ -229,8 +213,7 @@ final class ItemState: Sendable {
 
     // MARK: The check
 
-    /// What a check read: the stored generation (validated only when someone else wrote)
-    /// and the digest of the stored blob.
+    /// What a check read: the stored generation and the digest of the stored blob.
     struct Check {
         var generation: Generation
         var digest: StoredDigest
@@ -249,11 +232,9 @@ final class ItemState: Sendable {
         }
         let finished = ContinuousClock.now
         let digest = stored.withUnsafeBytes { StoredDigest(of: $0) }
-        let current: Generation? = cache.withLock { cache in
-            if case .loaded(let generation, let cached) = cache, cached == digest { return generation }
-            return nil
+        if let current = cached({ $0 == digest }) {
+            return Check(generation: current, digest: digest, started: started, finished: finished)
         }
-        if let current { return Check(generation: current, digest: digest, started: started, finished: finished) }
         let generation = try stored.withUnsafeBytes { bytes throws(SecureDictionaryError) in
             try Generation(copying: bytes, limits: context.limits, logger: context.logger)
         }
@@ -274,8 +255,7 @@ final class ItemState: Sendable {
     }
 
     /// The one place the cache becomes loaded: also tells observers what changed. The
-    /// generation replaced is released outside the lock (its region is unmapped once no
-    /// read holds it).
+    /// generation replaced is released outside the lock.
     private func setLoaded(_ generation: Generation, digest: StoredDigest) {
         let replaced = cache.withLock { cache in
             defer { cache = .loaded(generation, digest: digest) }

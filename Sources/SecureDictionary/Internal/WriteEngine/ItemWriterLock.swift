@@ -1,25 +1,14 @@
 package import Logging
 
-/// Serialises the writers of one item across processes: what makes the check before the
-/// write safe among this library's writers.
-///
-/// Every writer reads the stored item and merges onto it before it writes (see
-/// ``ItemState``), but a check and its write are two keyring calls: two writers whose checks
-/// both come before either write each build on the same stored version, and the second
-/// write drops the first one's change. Holding this lock from the check to the write's
-/// answer makes each writer check after the previous one's write landed, so no writer that
-/// takes the lock loses another's change (two writers under two locks, the lock's name
-/// spelled from the collection's alias, lost 187 of 400 writes). The check keeps those who
-/// cannot take part safe: a writer that does not take the lock (another tool, a process
-/// whose bus refuses the name) is merged with, never overwritten, except within the one
-/// round trip between a check and its write. So the lock is needed for correctness among the
-/// library's writers, and a lock that cannot be used at all makes writes go on without it
-/// (still checked), not fail.
+/// Serialises the writers of one item across processes, from the check to the write's answer:
+/// why that makes the check safe, and what a writer that does not take it can still do, is
+/// ``ItemState``'s invariant "the writer lock makes the check safe". A lock that cannot be
+/// used at all lets writes go on without it (still checked), never fail.
 package protocol ItemWriterLock: Sendable {
-    /// This process's queue in front of the lock (``LockQueue/shared(for:)`` the lock's
-    /// name): hold it from before ``acquire(until:)`` until after ``release()``, since the
-    /// lock itself is granted per process, not per thread. Throws only when which lock this
-    /// is must be decided first (an ``AutomaticStore`` not used yet) and that fails.
+    /// This process's queue in front of the lock (``LockQueue/shared(for:)`` its name): hold it
+    /// from before ``acquire(until:)`` until after ``release()``, as the lock is granted per
+    /// process. Throws only when deciding which lock this is (an ``AutomaticStore`` not used
+    /// yet) fails.
     func queue(until deadline: Deadline) throws(SecureDictionaryError) -> LockQueue
 
     /// Waits for the lock until `deadline`, holding ``queue(until:)``.
@@ -31,12 +20,11 @@ package protocol ItemWriterLock: Sendable {
     ///   did not answer by then.
     func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool
 
-    /// Waits for the lock until `waitDeadline`, giving what decides (the bus) until
-    /// `answerDeadline` to answer: a wait deadline that has passed (`lockWait: .zero`) asks
-    /// once and does not wait, so a free lock is taken and a held one is
-    /// ``SecureDictionaryError/lockHeld(pid:command:)``, never ``SecureDictionaryError/timedOut``
-    /// for want of time to ask. Returns and throws as ``acquire(until:)``, which is this call
-    /// with one deadline for both (what a lock that asks nobody needs).
+    /// ``acquire(until:)``, giving what decides (the bus) until `answerDeadline` to answer: a
+    /// passed `waitDeadline` (`lockWait: .zero`) asks once, so a free lock is taken and a held
+    /// one is ``SecureDictionaryError/lockHeld(pid:command:)``, never
+    /// ``SecureDictionaryError/timedOut`` for want of time to ask. A lock that asks nobody
+    /// keeps the default: one deadline for both.
     func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline) throws(SecureDictionaryError)
         -> Bool
 
@@ -105,11 +93,10 @@ package protocol CoordinatedStore: KeyringStore {
     /// turns out to be unusable.
     func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock
 
-    /// The lock that makes one check and its write a single step among the store's writers
-    /// when the item's writer lock alone cannot, taken only from the check to the write's
-    /// answer (milliseconds), never across a refresh's await: the encrypted-file stores'
-    /// folder lock, which also guards what their items share (the folder's key, the
-    /// temporaries of killed writers). `nil` (the default): the writer lock is enough.
+    /// The lock held beside the writer lock from a check to the write's answer only, never
+    /// across a refresh's await: the encrypted-file stores' folder lock, which guards what
+    /// their items share (the folder's key, killed writers' temporaries). `nil` (the
+    /// default): the writer lock is enough.
     func writeLock(for item: KeyringItem, logger: Logger) -> (any ItemWriterLock)?
 
     /// Calls `onChange` after any item or collection of the store changed, whoever changed

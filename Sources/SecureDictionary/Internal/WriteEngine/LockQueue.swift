@@ -6,9 +6,8 @@ import Synchronization
     import Glibc
 #endif
 
-/// This process's one queue in front of a lock: every thread and task of the process that
-/// takes the lock named `name` (a writer lock's bus name or lock file, a file store's
-/// folder) waits here first, and only the one that holds the queue takes the lock itself.
+/// This process's one queue in front of a lock (a writer lock's bus name or lock file, a file
+/// store's folder): every thread and task that takes the lock waits here first.
 ///
 /// ```swift
 /// let queue = LockQueue.shared(for: busName)
@@ -19,25 +18,19 @@ import Synchronization
 /// ```
 ///
 /// Invariants, and why:
-/// - **One holder, one queue per name.** At most one caller holds the queue; ``leave()``
-///   hands it to the first waiter, or opens it. The lock behind it is granted per process
-///   (the bus grants a name per connection, `flock` per open file), so this queue is what
-///   keeps two threads of one process from both believing they hold it; and a mutation, a
-///   load and a token refresh of one item all queue here, so a wait never passes a second
-///   queue with other rules.
-/// - **First come, first served.** The queue is handed over, never released for whoever
-///   grabs it next: a thread that writes back to back cannot starve the others, and a
-///   caller waits at most for those who came before it, each bounded by its own deadline.
-/// - **Every wait ends by its deadline.** A waiter that reaches its deadline (or, a task,
-///   its cancellation) leaves the queue at once and is never handed it afterwards: one
-///   stuck holder never makes the callers behind it wait longer than their own deadline. A
-///   deadline already passed (`lockWait: .zero`) takes a free queue and never waits.
-///   Blocked threads and suspended tasks queue alike; a task holds no thread while it waits.
-/// - **The error names who holds it.** A wait that ends at its deadline while a token
-///   refresh of this process holds the queue is ``heldHere``
-///   (``SecureDictionaryError/lockHeld(pid:command:)`` naming this process), as a wait for
-///   another process's refresh names that one; otherwise it is
-///   ``SecureDictionaryError/timedOut`` (``endedWait``).
+/// - **One holder, one queue per name.** The lock behind it is granted per process (the bus
+///   grants a name per connection, `flock` per open file): the queue keeps two threads from
+///   both believing they hold it. A mutation, a load and a token refresh of one item all
+///   queue here, so a wait never passes a second queue with other rules.
+/// - **First come, first served.** ``leave()`` hands the queue to the first waiter, never to
+///   whoever grabs it next: a thread writing back to back cannot starve the others.
+/// - **Every wait ends by its deadline.** A waiter at its deadline (or, a task, cancelled)
+///   leaves at once and is never handed the queue afterwards, so a stuck holder delays no one
+///   past their own deadline. A passed deadline (`lockWait: .zero`) takes a free queue and
+///   never waits. Blocked threads and suspended tasks queue alike; a waiting task holds no thread.
+/// - **The error names who holds it.** A wait that ends while a token refresh of this process
+///   holds the queue is ``heldHere`` (naming this process, as a wait for another process's
+///   refresh names that one); otherwise ``SecureDictionaryError/timedOut`` (``endedWait``).
 package final class LockQueue: Sendable {
     /// How a wait ended.
     package enum Outcome: Sendable {
@@ -73,8 +66,7 @@ package final class LockQueue: Sendable {
         .lockHeld(pid: Int(getpid()), command: ProcessName.command(of: getpid()))
     }
 
-    /// The error of a wait that ended at its deadline now: ``heldHere`` while a token refresh
-    /// of this process holds the queue, else ``SecureDictionaryError/timedOut``.
+    /// The error of a wait that ended at its deadline now (see "the error names who holds it").
     package var endedWait: SecureDictionaryError {
         state.withLock { $0.heldForRefresh } ? Self.heldHere : .timedOut
     }
@@ -119,8 +111,7 @@ package final class LockQueue: Sendable {
         }
     }
 
-    /// Takes a free queue (`nil`), or queues a waiter; a waiter whose deadline passed
-    /// already ends at once, timed out.
+    /// Takes a free queue (`nil`), or queues a waiter (timed out at once if its deadline passed).
     private func arrive(until deadline: Deadline) -> OneShot<Outcome>? {
         state.withLock { state in
             guard state.held else {

@@ -1,10 +1,8 @@
 /// What a stored blob was, in 16 bytes: its length and a keyed hash of its bytes.
 ///
-/// A writer compares the digest of the blob it finds in the keyring with the digest of the
-/// blob it last loaded or wrote: equal means nobody changed the item, so the cache is
-/// current and the blob need not be decoded again. The hash is Swift's `Hasher` (SipHash),
-/// keyed with a random seed per process, so another process cannot craft a different blob
-/// with the same digest. No copy of the secret bytes is kept for the comparison.
+/// What the check compares (``ItemState``), keeping no copy of the secret bytes. The hash is
+/// Swift's `Hasher` (SipHash) keyed with a random seed per process, so another process cannot
+/// craft a different blob with the same digest.
 struct StoredDigest: Sendable, Equatable {
     private let count: Int
     private let hash: Int
@@ -18,10 +16,6 @@ struct StoredDigest: Sendable, Equatable {
     private init(count: Int, hash: Int) {
         self.count = count
         self.hash = hash
-    }
-
-    init(of bytes: [UInt8]) {
-        self = bytes.withUnsafeBytes { StoredDigest(of: $0) }
     }
 
     init(of bytes: UnsafeRawBufferPointer) {
