@@ -23,12 +23,13 @@ import Synchronization
 ///   ``HeldWrite``). Test: `threadsQueuedBehindAStuckWriteFailAtTheirOwnDeadline`.
 /// - **The writer lock makes the check safe among this library's writers.** Two writers whose
 ///   checks both come before either write build on one version, and the later write drops
-///   the other's change (two writers under two locks, named from the collection's alias, lost 187 of 400 writes). Holding the
-///   item's ``ItemWriterLock`` and ``LockQueue`` from the check to the write's answer makes
-///   each writer check after the previous write landed; a ``HeldWrite`` (a token refresh)
-///   holds both across the caller's await and checks again before its write. A writer that
-///   does not take the lock (another tool, a process whose bus refuses the name) can slip in
-///   only within one keyring round trip (measured by `scripts/reliability`). Tests:
+///   the other's change (two writers under two locks, named from the collection's alias, lost
+///   187 of 400 writes). Holding the item's ``ItemWriterLock`` and ``LockQueue`` from the
+///   check to the write's answer makes each writer check after the previous write landed; a
+///   ``HeldWrite`` (a token refresh) holds both across the caller's await and checks again
+///   before its write. A writer that does not take the lock (another tool, a process whose
+///   bus refuses the name) can slip in only within one keyring round trip (measured by
+///   `scripts/reliability`). Tests:
 ///   `concurrentProcessesLoseNothing`, `anOutsideWriteDuringTheRefreshIsKept`,
 ///   `anotherToolHoldingTheDocumentedNameHoldsOffWritersThroughEveryAlias`, and
 ///   Reliability's lost-updates rows.
