@@ -24,16 +24,13 @@ struct FileCopies {
         for (source, kind) in [
             (EncryptedFileStore.KeySource.systemdCredential(), "systemd credential"), (.passphrase(), "passphrase"),
         ] {
-            let origin = EncryptedFileStore.folderOrigin(given: nil, for: source, environment: environment)
-            add(
-                EncryptedFileStore.defaultFolderPath(for: source, environment: environment),
-                "\(origin.description), EncryptedFileStore's default under a \(kind)")
+            let (path, origin) = EncryptedFileStore.defaultFolder(for: source, environment: environment)
+            add(path, "\(origin.description), EncryptedFileStore's default under a \(kind)")
         }
         // The Secret portal's store keeps its files in $XDG_DATA_HOME/securedictionary: inside a
         // Flatpak that is the app's own data folder, seen from the host under ~/.var/app.
-        add(
-            EncryptedFileStore.defaultFolderPath(for: .secretPortal, environment: environment),
-            "$XDG_DATA_HOME/securedictionary, the Secret portal's files")
+        let portal = EncryptedFileStore.defaultFolder(for: .secretPortal, environment: environment).path
+        add(portal, "$XDG_DATA_HOME/securedictionary, the Secret portal's files")
         if let home = environment["HOME"], home.hasPrefix("/") {
             add("\(home)/.var/app/\(applicationID)/data/securedictionary", "the Flatpak app \(applicationID)'s portal files")
         }

@@ -74,8 +74,8 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// `folderPath` is taken from the current folder now. Creates nothing until the first
     /// write, and asks nothing until the first call that needs the key (or `unlock(timeout:)`).
     public init(folderPath: String? = nil, keySource: KeySource) {
-        folderOrigin = Self.folderOrigin(given: folderPath, for: keySource)
-        let folderPath = folderPath.map(Self.absolute) ?? Self.defaultFolderPath(for: keySource)
+        let folderPath: String
+        (folderPath, folderOrigin) = folderPath.map { (Self.absolute($0), .given) } ?? Self.defaultFolder(for: keySource)
         self.folderPath = folderPath
         if let warning = folderOrigin.warning, Self.warned.withLock({ $0.insert(folderPath).inserted }) {
             fileStoreLogger.warning("\(warning)")
@@ -107,7 +107,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     ) {
         self.folderPath = folderPath
         self.keySource = keySource
-        folderOrigin = FolderOrigin(description: "the folder given to the store")
+        folderOrigin = .given
         folder = ItemFileFolder(path: folderPath)
         keys = FixedSecretSource(name: keySource.description, fetch: fetchMasterSecret)
         available = nil
