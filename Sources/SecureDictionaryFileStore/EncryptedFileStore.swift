@@ -92,10 +92,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
             keys = PassphraseKeySource(
                 input: input, cache: cache, cost: cost, prompt: "Passphrase for the SecureDictionary files in \(folderPath): ")
         case .secretPortal:
-            keys = FixedSecretSource(name: keySource.description) { timeout throws(SecureDictionaryError) in
-                try SecretPortal.requireSandbox()
-                return try SecretPortal.retrieveMasterSecret(timeout: timeout)
-            }
+            keys = FixedSecretSource(name: keySource.description, fetch: SecretPortal.retrieveMasterSecret)
         }
     }
 
@@ -121,6 +118,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     ///   ``FileStoreError/credentialUnavailable(name:reason:)``, ``FileStoreError/portalUnavailable(reason:)``,
     ///   ``FileStoreError/unsafePath(path:reason:)``…
     public func unlock(timeout: Duration = .seconds(10)) throws(SecureDictionaryError) {
+        try available?()
         _ = try keys.keyForWriting(replacing: nil, in: folder, until: Deadline(after: timeout))
     }
 
