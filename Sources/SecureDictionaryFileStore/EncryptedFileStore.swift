@@ -74,9 +74,9 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     /// `folderPath` is taken from the current folder now. Creates nothing until the first
     /// write, and asks nothing until the first call that needs the key (or `unlock(timeout:)`).
     public init(folderPath: String? = nil, keySource: KeySource) {
-        let folderPath: String
-        (folderPath, folderOrigin) = folderPath.map { (Self.absolute($0), .given) } ?? Self.defaultFolder(for: keySource)
-        self.folderPath = folderPath
+        let (folderPath, origin) =
+            folderPath.map { (Self.absolute($0), FolderOrigin.given) } ?? Self.defaultFolder(for: keySource)
+        (self.folderPath, folderOrigin) = (folderPath, origin)
         if let warning = folderOrigin.warning, Self.warned.withLock({ $0.insert(folderPath).inserted }) {
             fileStoreLogger.warning("\(warning)")
         }
