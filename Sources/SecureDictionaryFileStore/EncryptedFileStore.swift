@@ -161,12 +161,8 @@ extension EncryptedFileStore {
         _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
             let replaced = try? folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumHeaderSize)
                 .flatMap { try EncryptedItemFile.header(of: $0) }
-            let (block, master) = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
-            let record = folder.record(of: name, in: identity)
-            let generation = record.next(after: replaced?.generation ?? 0)
-            let file = try EncryptedItemFile.seal(secret, for: item, key: block, secret: master, generation: generation)
-            try folder.replace(name, in: descriptor, with: file)
-            record.note(generation, written: true)
+            let key = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
+            try write(secret, for: item, after: replaced?.generation ?? 0, key: key, in: descriptor, identity)
         }
     }
 
@@ -231,41 +227,57 @@ extension EncryptedFileStore {
             throw .invalidValue(reason: "this store's key is not a passphrase")
         }
         let deadline = Deadline(after: timeout)
+        // Each file read back through the new key, which `newPassphrase` keeps.
         let folderLock = FileStoreLock(folder: folder, itemFile: nil, available: available)
         let held = try folderLock.acquireQueued(until: deadline)  // the folder's: every file is rewritten
         defer { held.release() }
         // Every file decrypted with the old passphrase first: a wrong one changes nothing.
-        var files: [(name: String, item: KeyringItem, header: EncryptedItemFile.Header, blob: SecretBytes)] = []
+        var files: [(item: KeyringItem, generation: UInt64, blob: SecretBytes)] = []
         var oldParameters: Set<ScryptParameters> = []
         _ = try folder.withFolder(create: false) { descriptor, identity throws(SecureDictionaryError) in
             for name in folder.itemFileNames(in: descriptor) {
                 guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { continue }
-                let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
-                let item = try header.item()
+                let item = try EncryptedItemFile.wholeFileHeader(of: bytes).item()
                 guard ItemFileFolder.fileName(of: item) == name else { continue }  // a file under another's name
-                let record = folder.record(of: name, in: identity)
-                guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
-                let secret = try passphrase.secret(
-                    opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
-                files.append((name, item, header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)))
+                let (header, blob) = try open(
+                    bytes, of: item, newest: folder.record(of: name, in: identity).newest, until: deadline)
+                files.append((item, header.generation, blob))
                 if let scrypt = header.key?.scrypt { oldParameters.insert(scrypt) }
+
+    /// `item`'s file `bytes` opened with the key its header names, or `rolledBack` when older
+    /// than `newest`.
+    private func open(_ bytes: [UInt8], of item: KeyringItem, newest: UInt64, until deadline: Deadline)
+        throws(SecureDictionaryError) -> (header: EncryptedItemFile.Header, blob: SecretBytes)
+    {
+        let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
+        guard header.generation >= newest else { throw .rolledBack(path: folder.filePath(of: item)) }
+        let file = KeyedFile.whole(bytes, named: ItemFileFolder.fileName(of: item), header: header)
+        let secret = try keys.secret(opening: file, in: folder, until: deadline)
+        return (header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret))
+    }
+
+    /// Writes `item`'s file in the open folder with a generation above `generation`, then records it.
+    private func write(
+        _ blob: SecretBytes, for item: KeyringItem, after generation: UInt64, key: (KeyBlock, SecretBytes), in descriptor: Int32,
+        _ identity: FolderIdentity
+    ) throws(SecureDictionaryError) {
+        let name = ItemFileFolder.fileName(of: item)
+        let record = folder.record(of: name, in: identity)
+        let next = record.next(after: generation)
+        try folder.replace(
+            name, in: descriptor, with: EncryptedItemFile.seal(blob, for: item, key: key.0, secret: key.1, generation: next))
+        record.note(next, written: true)
+    }
             }
         }
         let (block, secret) = try passphrase.newPassphrase(input: newPassphrase)
         _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
             for file in files {
-                let record = folder.record(of: file.name, in: identity)
-                let generation = record.next(after: file.header.generation)
-                let sealed = try EncryptedItemFile.seal(
-                    file.blob, for: file.item, key: block, secret: secret, generation: generation)
-                try folder.replace(file.name, in: descriptor, with: sealed)
-                record.note(generation, written: true)
-                guard let back = try folder.read(file.name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else {
-                    throw .writeNotVerified(restored: false)
-                }
-                let opened = try EncryptedItemFile.open(
-                    back, header: EncryptedItemFile.wholeFileHeader(of: back), for: file.item, secret: secret)
-                guard opened.holdsSameBytes(as: file.blob) else { throw .writeNotVerified(restored: false) }
+                try write(file.blob, for: file.item, after: file.generation, key: (block, secret), in: descriptor, identity)
+                let name = ItemFileFolder.fileName(of: file.item)
+                guard let back = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize),
+                    try open(back, of: file.item, newest: 0, until: deadline).blob.holdsSameBytes(as: file.blob)
+                else { throw .writeNotVerified(restored: false) }
             }
         }
         for parameters in oldParameters where parameters != block.scrypt {
