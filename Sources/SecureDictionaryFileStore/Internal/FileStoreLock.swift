@@ -96,7 +96,7 @@ final class FileStoreLock: ItemWriterLock {
     private func lockFolder(until deadline: Deadline) throws(SecureDictionaryError) -> Int32 {
         let opened = try folder.withFolder(create: true) { descriptor, _ throws(SecureDictionaryError) -> Int32 in
             let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
-            guard copy >= 0 else { throw .fileUnavailable(path: folder.path, reason: String(cString: strerror(errno))) }
+            guard copy >= 0 else { throw .unusable(folder.path) }
             return copy
         }
         guard let descriptor = opened else { throw .fileUnavailable(path: folder.path, reason: "the folder vanished") }

@@ -16,9 +16,7 @@ enum FolderSafety {
     /// Checks the open store folder `descriptor` (opened with `O_NOFOLLOW`); returns what it is.
     static func checkFolder(_ descriptor: Int32, path: String) throws(SecureDictionaryError) -> FolderIdentity {
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw .fileUnavailable(path: path, reason: String(cString: strerror(errno)))
-        }
+        guard fstat(descriptor, &status) == 0 else { throw .unusable(path) }
         try check(status, path: path, isStoreFolder: true)
         return FolderIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
@@ -57,9 +55,7 @@ enum FolderSafety {
         for count in 0...components.count {
             let prefix = "/" + components.prefix(count).joined(separator: "/")
             var status = stat()
-            guard stat(prefix, &status) == 0 else {
-                throw .fileUnavailable(path: prefix, reason: String(cString: strerror(errno)))
-            }
+            guard stat(prefix, &status) == 0 else { throw .unusable(prefix) }
             try check(status, path: prefix, isStoreFolder: false)
         }
     }
