@@ -37,18 +37,10 @@ enum FolderSafety {
     /// link such as `/var/run` → `/run` is the system's; the store folder itself may not be
     /// one). Folders that do not exist yet are created later with mode 0700.
     static func checkAncestors(of path: String) throws(SecureDictionaryError) {
-        var parent = String(path.split(separator: "/", omittingEmptySubsequences: true).dropLast().joined(separator: "/"))
-        parent = (path.hasPrefix("/") ? "/" : "") + parent
-        if parent.isEmpty { parent = "." }
         // The deepest ancestor that exists: the others will be made by the store.
-        var existing = parent
-        while access(existing, F_OK) != 0, existing != "/", existing != "." {
-            existing = String(existing.split(separator: "/").dropLast().joined(separator: "/"))
-            existing = existing.isEmpty ? "/" : "/" + existing
-        }
-        guard let resolved = realpath(existing, nil) else {
-            throw .fileUnavailable(path: existing, reason: String(cString: strerror(errno)))
-        }
+        var existing = parentFolder(of: path)
+        while access(existing, F_OK) != 0, existing != "/", existing != "." { existing = parentFolder(of: existing) }
+        guard let resolved = realpath(existing, nil) else { throw .unusable(existing) }
         let real = String(cString: resolved)
         free(resolved)
         let components = real.split(separator: "/")
@@ -89,4 +81,10 @@ enum FolderSafety {
                 reason: "others may write to this folder above the store's (mode \(octal)) and swap it: run 'chmod go-w' on it")
         }
     }
+}
+
+/// The folder that holds `path`: `/` at the top of an absolute path, `.` of a relative one.
+func parentFolder(of path: String) -> String {
+    let parent = path.split(separator: "/").dropLast().joined(separator: "/")
+    return path.hasPrefix("/") ? "/" + parent : (parent.isEmpty ? "." : parent)
 }

@@ -152,8 +152,7 @@ final class FolderWatcher: ChangeWatch, Sendable {
                     : UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
                 added = inotify_add_watch(events, path, mask)  // the same folder again: the same watch
                 if added >= 0 || path == "/" || path == "." { break }
-                let parent = path.split(separator: "/").dropLast().joined(separator: "/")
-                path = path.hasPrefix("/") ? "/" + parent : (parent.isEmpty ? "." : parent)
+                path = parentFolder(of: path)
                 isFolder = false
             }
             if previous >= 0 && previous != added { inotify_rm_watch(events, previous) }
