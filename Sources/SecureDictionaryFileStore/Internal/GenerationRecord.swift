@@ -56,9 +56,8 @@ struct GenerationRecord: Sendable {
     let folder: FolderIdentity
     /// The file's name in the folder.
     let file: String
-    /// The file's path as this store spells it, for messages and the records of older
-    /// versions (one kernel key per path).
-    let path: String
+    /// The folder's path as this store spells it: for messages and older versions' records.
+    let folderPath: String
 
     private static let inProcess = Mutex<[String: UInt64]>([:])
 
@@ -82,7 +81,7 @@ struct GenerationRecord: Sendable {
     func note(_ generation: UInt64, written: Bool) {
         Self.inProcess.withLock { $0[key] = max($0[key] ?? 0, generation) }
         guard written else { return }
-        KernelGenerationTable(folder: folder).record(generation, of: fileID, path: path)
+        KernelGenerationTable(folder: folder).record(generation, of: fileID, in: folderPath)
         if legacyValue != nil { KernelKeyring.revoke(legacyDescription) }
     }
 
@@ -95,7 +94,7 @@ struct GenerationRecord: Sendable {
     // MARK: Records of older versions (one key per path), read until their next write replaces them
 
     private var legacyDescription: String {
-        "securedictionary:generation:\(hex(SHA256.hash(data: Array(path.utf8)).prefix(16)))"
+        "securedictionary:generation:\(hex(SHA256.hash(data: Array("\(folderPath)/\(file)".utf8)).prefix(16)))"
     }
 
     private var legacyValue: UInt64? {

@@ -85,7 +85,7 @@ final class ItemFileFolder: Sendable {
     /// The rollback record of the file `name` in the open folder `identity`: keyed by what
     /// the folder is (device and inode), not by how `path` spells it.
     func record(of name: String, in identity: FolderIdentity) -> GenerationRecord {
-        GenerationRecord(folder: identity, file: name, path: "\(path)/\(name)")
+        GenerationRecord(folder: identity, file: name, folderPath: path)
     }
 
     // MARK: Item files

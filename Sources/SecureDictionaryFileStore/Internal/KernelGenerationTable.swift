@@ -17,7 +17,7 @@ let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
 ///
 /// ```swift
 /// let table = KernelGenerationTable(folder: identity)
-/// table.record(generation, of: record.fileID, path: file)     // under the folder's writer lock
+/// table.record(generation, of: record.fileID, in: folderPath)   // under the folder's write lock
 /// let newest = table.generation(of: record.fileID)            // nil: none recorded
 /// ```
 ///
@@ -53,8 +53,8 @@ struct KernelGenerationTable {
         KernelKeyring.read(description, capacity: Self.capacity).map(Self.entries)?[file]
     }
 
-    /// Records `generation` as the newest written of `file` (`path`, for the log).
-    func record(_ generation: UInt64, of file: UInt64, path: String) {
+    /// Records `generation` as the newest written of `file` (of the folder `folderPath`, for the log).
+    func record(_ generation: UInt64, of file: UInt64, in folderPath: String) {
         let stored = KernelKeyring.read(description, capacity: Self.capacity).map(Self.entries)
         var entries = stored ?? [:]
         entries[file] = max(entries[file] ?? 0, generation)
@@ -63,14 +63,14 @@ struct KernelGenerationTable {
             for entry in dropped { entries[entry.key] = nil }
             let text =
                 "The kernel keyring keeps the generations of the \(Self.maximumFiles) files written last in a folder: "
-                + "a rollback of the oldest of \(folderName(path)) is now noticed within one process only."
+                + "a rollback of the oldest of \(folderPath) is now noticed within one process only."
             if Self.firstTime("files") { fileStoreLogger.debug("\(text)") }
         }
-        if stored == nil { makeRoomForAFolder(path) }
+        if stored == nil { makeRoomForAFolder(folderPath) }
         let payload =
             [Self.version] + entries.sorted { $0.value > $1.value }.flatMap { Self.bigEndian($0.key) + Self.bigEndian($0.value) }
         let failure = payload.withUnsafeBytes { KernelKeyring.failureToStore(description, $0, timeout: nil) }
-        if let failure { Self.report(failure, folder: folderName(path)) }
+        if let failure { Self.report(failure, folder: folderPath) }
     }
 
     /// Why the generations cannot be recorded for the session now, or `nil` when they can.
@@ -88,12 +88,8 @@ struct KernelGenerationTable {
         return nil
     }
 
-    private func folderName(_ path: String) -> String {
-        String(path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
-    }
-
     /// Beyond `maximumFolders` keys, revokes those of the folders written least recently.
-    private func makeRoomForAFolder(_ path: String) {
+    private func makeRoomForAFolder(_ folderPath: String) {
         let others = KernelKeyring.keys(withPrefix: Self.prefix).filter { $0.description != description }
         guard others.count >= Self.maximumFolders else { return }
         let byAge = others.map { key in
@@ -102,7 +98,7 @@ struct KernelGenerationTable {
         for (serial, _) in byAge.prefix(others.count - Self.maximumFolders + 1) { KernelKeyring.revoke(serial: serial) }
         let text =
             "The kernel keyring keeps the generations of the \(Self.maximumFolders) folders written last: the record of "
-            + "the oldest was dropped for \(folderName(path))."
+            + "the oldest was dropped for \(folderPath)."
         if Self.firstTime("folders") { fileStoreLogger.debug("\(text)") }
     }
 
