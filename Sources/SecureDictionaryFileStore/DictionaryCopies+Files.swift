@@ -93,12 +93,11 @@ struct FileCopies {
                 problem = error
             }
         case (.passphrase?, _):
-            problem = .store(FileStoreError.passphraseUnavailable(reason: "written under a passphrase, which is not asked here"))
+            problem = .passphraseUnavailable(reason: "written under a passphrase, which is not asked here")
         default:
-            problem = .store(
-                FileStoreError.credentialUnavailable(
-                    name: credential ?? "securedictionary",
-                    reason: "its key is a systemd credential's or the Secret portal's, and no credential is at hand"))
+            problem = .credentialUnavailable(
+                name: credential ?? "securedictionary",
+                reason: "its key is a systemd credential's or the Secret portal's, and no credential is at hand")
         }
         return DictionaryCopies.Copy(
             applicationID: item.applicationID, dictionaryName: item.dictionaryName, place: .file(path: path),
