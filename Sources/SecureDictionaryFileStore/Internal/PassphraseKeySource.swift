@@ -149,9 +149,10 @@ final class PassphraseKeySource: MasterKeySource {
 
     /// The most work (`ScryptParameters.work`) a file may ask a stretch for.
     var readableWork: Int {
-        let standard = EncryptedFileStore.PassphraseCost.standard
-        let own = 128 * cost.blockSize * (1 << min(cost.log2N, 40)) * cost.parallelism
-        return 2 * max(own, 128 * standard.blockSize * (1 << standard.log2N) * standard.parallelism)
+        let work = { (cost: EncryptedFileStore.PassphraseCost) in
+            128 * cost.blockSize * (1 << min(cost.log2N, 40)) * cost.parallelism
+        }
+        return 2 * max(work(cost), work(.standard))
     }
 
     /// Whether another file of the folder, with `file`'s salt and cost, has the check `check`.
