@@ -21,26 +21,16 @@ import Synchronization
 ///     name: "settings", applicationID: "org.example.App", options: .init(store: EncryptedFileStore.secretPortal))
 /// ```
 ///
-/// Each file is encrypted and authenticated with AES-256-GCM under a key derived from the
-/// master secret with HKDF-SHA256 (a new salt and nonce on every write); its authenticated
-/// header names the item, so a file cannot be swapped for another item's. Files are replaced
-/// atomically (write, `fsync`, rename), each write checks the stored file first, and what is
-/// read is decoded as hostile input. Moreover:
-/// - the folder is checked as OpenSSH checks `~/.ssh`: no symbolic link, this user's, and
-///   writable by nobody else, nor any folder above it (``FileStoreError/unsafePath(path:reason:)``);
-/// - a writer locks its item (an empty `.NAME.lock` file beside its file) and, from its check
-///   to its write, the folder; it never writes without both. A token refresh holds the
-///   folder's lock only for its write, so it never holds up the folder's other dictionaries;
-/// - `SecureDictionary.changes()` hears other processes' writes (inotify on the folder);
-/// - a file older than this process or login session has seen is refused
-///   (``FileStoreError/rolledBack(path:)``), whatever path spells the folder;
-/// - another key is a typed error (``FileStoreError/wrongPassphrase``,
-///   ``FileStoreError/wrongKey(source:)``), never empty; a damaged file is
-///   `SecureDictionaryError.corrupt(reason:)`, never a wrong key; a planted scrypt cost is
-///   refused before any stretch.
-///
-/// The master secret (and a passphrase's stretched key) is kept in wiped memory until
-/// `forgetKey()` or the store's release.
+/// Each file is AES-256-GCM under a key derived from the master secret with HKDF-SHA256 (a
+/// new salt and nonce on every write), its authenticated header naming the item; files are
+/// replaced atomically, each write checks the stored file first, and what is read is hostile
+/// input. The folder is checked as OpenSSH checks `~/.ssh`
+/// (``FileStoreError/unsafePath(path:reason:)``), writers lock it and their item, other
+/// processes' writes reach `SecureDictionary.changes()`, and an old copy put back is
+/// ``FileStoreError/rolledBack(path:)``: see <doc:MachinesWithoutADesktop>. Another key is
+/// ``FileStoreError/wrongPassphrase`` or ``FileStoreError/wrongKey(source:)``, never empty; a
+/// damaged file is `SecureDictionaryError.corrupt(reason:)`. The master secret (and a
+/// passphrase's stretched key) is kept in wiped memory until `forgetKey()` or the release.
 ///
 /// - Important: the files are as safe as the key source: whoever reads both the folder and
 ///   the credential (root, the service itself) or the host keyring (for the portal: any
@@ -62,17 +52,14 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     private static let warned = Mutex<Set<String>>([])
     let folder: ItemFileFolder
     let keys: any MasterKeySource
-    /// Throws when the store cannot work here at all, before anything is read or created: the
-    /// Secret portal outside a sandbox, where a dictionary without a file would otherwise open
-    /// empty, and a refused write create the folder.
+    /// Throws, before anything is read or created, where the store cannot work at all: the
+    /// Secret portal outside a sandbox (else a dictionary would open empty there).
     let available: (@Sendable () throws(SecureDictionaryError) -> Void)?
 
-    /// A store in `folderPath`, by default `$STATE_DIRECTORY/securedictionary` for a systemd
-    /// credential when systemd set `STATE_DIRECTORY` (`StateDirectory=` in the unit), else
-    /// `$XDG_DATA_HOME/securedictionary` (or `~/.local/share/securedictionary`; inside a
-    /// Flatpak, the app's own `~/.var/app/APP-ID/data/securedictionary`). A relative
-    /// `folderPath` is taken from the current folder now. Creates nothing until the first
-    /// write, and asks nothing until the first call that needs the key (or `unlock(timeout:)`).
+    /// A store in `folderPath` (a relative one from the current folder now), by default
+    /// `$STATE_DIRECTORY/securedictionary` for a systemd credential under `StateDirectory=`,
+    /// else `$XDG_DATA_HOME/securedictionary` (or `~/.local/share/securedictionary`). Creates
+    /// nothing until the first write, and asks nothing until the first call that needs the key.
     public init(folderPath: String? = nil, keySource: KeySource) {
         let (folderPath, origin) =
             folderPath.map { (Self.absolute($0), FolderOrigin.given) } ?? Self.defaultFolder(for: keySource)
@@ -122,9 +109,8 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
         _ = try keys.keyForWriting(replacing: nil, in: folder, until: Deadline(after: timeout))
     }
 
-    /// Drops the master secret from memory (wiped) and, for a passphrase kept in the kernel
-    /// keyring, revokes it there: the next call (of any process) reads, asks or fetches it
-    /// again.
+    /// Drops the master secret from memory (wiped) and revokes a passphrase kept in the kernel
+    /// keyring: the next call, of any process, reads, asks or fetches it again.
     public func forgetKey() {
         keys.forget(in: folder)
     }
@@ -146,10 +132,7 @@ extension EncryptedFileStore {
             return (bytes, record, newest)
         }
         guard let (bytes, record, newest) = found ?? nil else { return nil }
-        let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
-        guard header.generation >= newest else { throw .rolledBack(path: folder.filePath(of: item)) }
-        let secret = try keys.secret(opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
-        let blob = try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)
+        let (header, blob) = try open(bytes, of: item, newest: newest, until: deadline)
         record.note(header.generation, written: false)
         return blob
     }
@@ -227,7 +210,6 @@ extension EncryptedFileStore {
             throw .invalidValue(reason: "this store's key is not a passphrase")
         }
         let deadline = Deadline(after: timeout)
-        // Each file read back through the new key, which `newPassphrase` keeps.
         let folderLock = FileStoreLock(folder: folder, itemFile: nil, available: available)
         let held = try folderLock.acquireQueued(until: deadline)  // the folder's: every file is rewritten
         defer { held.release() }
@@ -243,6 +225,24 @@ extension EncryptedFileStore {
                     bytes, of: item, newest: folder.record(of: name, in: identity).newest, until: deadline)
                 files.append((item, header.generation, blob))
                 if let scrypt = header.key?.scrypt { oldParameters.insert(scrypt) }
+            }
+        }
+        // Each file read back through the new key, which `newPassphrase` keeps.
+        let (block, secret) = try passphrase.newPassphrase(input: newPassphrase)
+        _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
+            for file in files {
+                try write(file.blob, for: file.item, after: file.generation, key: (block, secret), in: descriptor, identity)
+                let name = ItemFileFolder.fileName(of: file.item)
+                guard let back = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize),
+                    try open(back, of: file.item, newest: 0, until: deadline).blob.holdsSameBytes(as: file.blob)
+                else { throw .writeNotVerified(restored: false) }
+            }
+        }
+        for parameters in oldParameters where parameters != block.scrypt {
+            KernelKeyring.revoke(PassphraseKeySource.cacheDescription(parameters))
+        }
+        return files.count
+    }
 
     /// `item`'s file `bytes` opened with the key its header names, or `rolledBack` when older
     /// than `newest`.
@@ -267,22 +267,5 @@ extension EncryptedFileStore {
         try folder.replace(
             name, in: descriptor, with: EncryptedItemFile.seal(blob, for: item, key: key.0, secret: key.1, generation: next))
         record.note(next, written: true)
-    }
-            }
-        }
-        let (block, secret) = try passphrase.newPassphrase(input: newPassphrase)
-        _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
-            for file in files {
-                try write(file.blob, for: file.item, after: file.generation, key: (block, secret), in: descriptor, identity)
-                let name = ItemFileFolder.fileName(of: file.item)
-                guard let back = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize),
-                    try open(back, of: file.item, newest: 0, until: deadline).blob.holdsSameBytes(as: file.blob)
-                else { throw .writeNotVerified(restored: false) }
-            }
-        }
-        for parameters in oldParameters where parameters != block.scrypt {
-            KernelKeyring.revoke(PassphraseKeySource.cacheDescription(parameters))
-        }
-        return files.count
     }
 }

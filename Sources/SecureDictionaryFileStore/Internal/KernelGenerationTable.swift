@@ -22,20 +22,17 @@ let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
 /// ```
 ///
 /// Invariant, *bounded*: at most `maximumFolders` keys of at most 1,025 bytes (8 keys and
-/// 8.6 KB of the 200 keys and 20,000 bytes the kernel gives a user who is not root; 17 bytes
-/// for a folder of one dictionary). With a key per file ever written, as an older version
-/// kept, the quota was full after about 200 files: every other program of the user failed to
-/// add a key, and the next files' rollback went unnoticed. Test:
+/// 8.6 KB of a non-root user's 200 keys and 20,000 bytes). With a key per file, as older
+/// versions kept, the quota was full after about 200 files: the user's other programs could
+/// add no key, and the next files' rollback went unnoticed. Test:
 /// `FileStoreProcesses.aUserWithManyDictionariesKeepsFewKernelKeysAndRollbackIsStillRefused`.
-/// Beyond the bounds, the file's or folder's record written least recently is dropped
-/// (logged at `debug` once per process: a bound, not a failure).
+/// Beyond the bounds, the record written least recently goes (logged at `debug`: a bound).
 ///
-/// Invariant, *never silent*: a record refused for a full quota (`EDQUOT`) is logged with the
-/// quota's use (`warning`, once per folder and process), and ``problem()`` tells `secure-dict
-/// doctor` (as it tells a session without a kernel keyring, logged at `debug` only: that is
-/// how Docker's and Flatpak's sandboxes are). Test: `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
+/// Invariant, *never silent*: a record refused for a full quota (`EDQUOT`) is a `warning` with
+/// the quota's use, and ``problem()`` tells `secure-dict doctor`; no kernel keyring at all is
+/// how Docker's and Flatpak's sandboxes are (`debug`). Test: `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
 ///
-/// Changes are read-modify-write of one key, serialised by the folder's writer lock.
+/// Changes are read-modify-write of one key, serialised by the folder's write lock.
 struct KernelGenerationTable {
     static let prefix = "securedictionary:generations:"
     static let maximumFiles = 64
@@ -107,7 +104,6 @@ struct KernelGenerationTable {
     /// Whether `what` is logged for the first time in this process.
     private static func firstTime(_ what: String) -> Bool { reported.withLock { $0.insert(what).inserted } }
 
-    /// A full quota is a warning; no kernel keyring here is how the environment is: `debug`.
     private static func report(_ failure: Int32, folder: String) {
         guard firstTime("\(failure) \(folder)") else { return }
         guard failure == EDQUOT else {
