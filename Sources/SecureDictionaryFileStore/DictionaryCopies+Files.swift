@@ -27,10 +27,8 @@ struct FileCopies {
             let (path, origin) = EncryptedFileStore.defaultFolder(for: source, environment: environment)
             add(path, "\(origin.description), EncryptedFileStore's default under a \(kind)")
         }
-        // The Secret portal's store keeps its files in $XDG_DATA_HOME/securedictionary: inside a
-        // Flatpak that is the app's own data folder, seen from the host under ~/.var/app.
-        let portal = EncryptedFileStore.defaultFolder(for: .secretPortal, environment: environment).path
-        add(portal, "$XDG_DATA_HOME/securedictionary, the Secret portal's files")
+        // The Secret portal's store shares the passphrase's default folder (so it is searched
+        // above); inside a Flatpak that is the app's own data folder, from the host under ~/.var/app.
         if let home = environment["HOME"], home.hasPrefix("/") {
             add("\(home)/.var/app/\(applicationID)/data/securedictionary", "the Flatpak app \(applicationID)'s portal files")
         }
