@@ -227,15 +227,17 @@ extension EncryptedFileStore {
                 if let scrypt = header.key?.scrypt { oldParameters.insert(scrypt) }
             }
         }
-        // Each file read back through the new key, which `newPassphrase` keeps.
         let (block, secret) = try passphrase.newPassphrase(input: newPassphrase)
         _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
             for file in files {
                 try write(file.blob, for: file.item, after: file.generation, key: (block, secret), in: descriptor, identity)
                 let name = ItemFileFolder.fileName(of: file.item)
-                guard let back = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize),
-                    try open(back, of: file.item, newest: 0, until: deadline).blob.holdsSameBytes(as: file.blob)
-                else { throw .writeNotVerified(restored: false) }
+                guard let back = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else {
+                    throw .writeNotVerified(restored: false)
+                }
+                let opened = try EncryptedItemFile.open(
+                    back, header: EncryptedItemFile.wholeFileHeader(of: back), for: file.item, secret: secret)
+                guard opened.holdsSameBytes(as: file.blob) else { throw .writeNotVerified(restored: false) }
             }
         }
         for parameters in oldParameters where parameters != block.scrypt {
