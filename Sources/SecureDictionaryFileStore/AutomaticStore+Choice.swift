@@ -6,14 +6,12 @@ import SecureDictionary
 ///
 /// Rules, and why:
 /// - **Only a positive absence moves on.** No session bus at all is one. Nobody owning
-///   `org.freedesktop.secrets` at this instant is not: the keyring may be restarting, or
-///   starting after the program. So the bus is asked (`NameHasOwner`, `ListActivatableNames`):
-///   a name it can start is started (`StartServiceByName`) and awaited until the deadline
-///   (`timedOut` if it does not come: nothing is chosen, the next call asks again); a name it
-///   cannot start is awaited (`NameOwnerChanged`) as the record says. (Choosing the files in
-///   that window split the dictionary in two: 1 of 20 CLI writes while the keyring started
-///   went to the files, and a process started during a 2 s stop wrote 109 times to the files
-///   after it came back.)
+///   `org.freedesktop.secrets` now is not (the keyring may be restarting, or starting after
+///   the program): a name the bus can start is started and awaited until the deadline
+///   (`timedOut`: nothing is chosen); one it cannot start is awaited as the record says.
+///   (Choosing the files in that window split the dictionary: 1 of 20 CLI writes while the
+///   keyring started went to the files; a process started during a 2 s stop wrote 109 times
+///   to the files after it came back.)
 /// - **A store that chose the keyring before keeps choosing it** (``AutomaticStoreRecord``):
 ///   with the keyring stopped, it waits for it until the deadline, then throws
 ///   `serviceUnavailable`; never the files.
@@ -51,8 +49,8 @@ extension AutomaticStore {
     }
 
     /// Nobody owns the Secret Service's name and the bus cannot start it: the record decides
-    /// how long to wait, and whether the files may follow. (`absence` comes first: the
-    /// description of `noStoreAvailable` shows 40 characters of it.)
+    /// how long to wait, and whether the files may follow. (`absence` first: `noStoreAvailable`
+    /// shows 40 characters of it.)
     private func whileNobodyOwns(_ name: String, because absence: String, until deadline: Deadline)
         throws(SecureDictionaryError) -> Made
     {

@@ -14,16 +14,11 @@ import Synchronization
 /// let settings = try SecureDictionary(name: "settings", options: options)
 /// ```
 ///
-/// The choice is made on the first call that needs a store, within its deadline, and kept
-/// for the store's life: a keyring that stops answering later is an error
-/// (`SecureDictionaryError.serviceUnavailable(reason:)`), never a switch to files, which
-/// would split the dictionary in two. Only a positive "no Secret Service here" moves on (the
-/// rules: AutomaticStore+Choice.swift); a keyring that answers locked, slowly or with an
-/// error is the Secret Service. The choice is recorded in the file store's folder
-/// (`automatic-store-choice`): a store that chose the keyring never takes the files while a
-/// session bus runs (remove that file to let it), and one that chose the files takes them at
-/// once. `choice` says what was chosen and why (`secure-dict doctor --store auto`); choosing
-/// the files is logged at `info`, the rest at `debug`.
+/// The choice is made on the first call that needs a store, within its deadline, kept for
+/// the store's life and recorded in the file store's folder (`automatic-store-choice`): a
+/// keyring that stops answering later is an error, never a switch to files, which would split
+/// the dictionary in two (the rules: AutomaticStore+Choice.swift; <doc:MachinesWithoutADesktop>).
+/// `choice` says what was chosen and why; choosing the files is logged at `info`.
 ///
 /// - Throws (from every call): ``FileStoreError/noStoreAvailable(reason:)`` when
 ///   nothing fits; `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this

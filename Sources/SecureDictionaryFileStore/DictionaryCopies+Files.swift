@@ -24,16 +24,11 @@ struct FileCopies {
         for (source, kind) in [
             (EncryptedFileStore.KeySource.systemdCredential(), "systemd credential"), (.passphrase(), "passphrase"),
         ] {
-            let origin = EncryptedFileStore.folderOrigin(given: nil, for: source, environment: environment)
-            add(
-                EncryptedFileStore.defaultFolderPath(for: source, environment: environment),
-                "\(origin.description), EncryptedFileStore's default under a \(kind)")
+            let (path, origin) = EncryptedFileStore.defaultFolder(for: source, environment: environment)
+            add(path, "\(origin.description), EncryptedFileStore's default under a \(kind)")
         }
-        // The Secret portal's store keeps its files in $XDG_DATA_HOME/securedictionary: inside a
-        // Flatpak that is the app's own data folder, seen from the host under ~/.var/app.
-        add(
-            EncryptedFileStore.defaultFolderPath(for: .secretPortal, environment: environment),
-            "$XDG_DATA_HOME/securedictionary, the Secret portal's files")
+        // The Secret portal's store shares the passphrase's default folder (so it is searched
+        // above); inside a Flatpak that is the app's own data folder, from the host under ~/.var/app.
         if let home = environment["HOME"], home.hasPrefix("/") {
             add("\(home)/.var/app/\(applicationID)/data/securedictionary", "the Flatpak app \(applicationID)'s portal files")
         }
@@ -96,12 +91,11 @@ struct FileCopies {
                 problem = error
             }
         case (.passphrase?, _):
-            problem = .store(FileStoreError.passphraseUnavailable(reason: "written under a passphrase, which is not asked here"))
+            problem = .passphraseUnavailable(reason: "written under a passphrase, which is not asked here")
         default:
-            problem = .store(
-                FileStoreError.credentialUnavailable(
-                    name: credential ?? "securedictionary",
-                    reason: "its key is a systemd credential's or the Secret portal's, and no credential is at hand"))
+            problem = .credentialUnavailable(
+                name: credential ?? "securedictionary",
+                reason: "its key is a systemd credential's or the Secret portal's, and no credential is at hand")
         }
         return DictionaryCopies.Copy(
             applicationID: item.applicationID, dictionaryName: item.dictionaryName, place: .file(path: path),

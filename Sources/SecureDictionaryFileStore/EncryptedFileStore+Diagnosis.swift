@@ -17,8 +17,7 @@ package struct FileStoreDiagnosis: Sendable {
     /// `KernelGenerationTable.problem()`: why an old copy put back would go unnoticed by the
     /// next process now; `nil` when it would not.
     package var rollbackRecordProblem: String?
-    /// How the folder was chosen, and, for a service without `StateDirectory=`, the fix
-    /// (`FolderOrigin.warning`).
+    /// How the folder was chosen, and the fix for a service without `StateDirectory=`.
     package var folderOrigin: FolderOrigin
 }
 

@@ -33,12 +33,9 @@ extension EncryptedFileStore {
             KeySource(kind: .passphrase(input: input, cache: cache, cost: cost))
         }
 
-        /// The master secret that the desktop's Secret portal (`org.freedesktop.portal.Secret`,
-        /// served by xdg-desktop-portal with the host keyring's backend, e.g. gnome-keyring)
-        /// gives this sandboxed app (Flatpak, snap), kept by the host keyring: for apps that may
-        /// not talk to the Secret Service. Fetched when first needed, kept until
-        /// ``EncryptedFileStore/forgetKey()``. Outside a sandbox every call that reads or writes
-        /// throws ``FileStoreError/portalUnavailable(reason:)``, before anything is read or made.
+        /// The master secret the desktop's Secret portal gives this sandboxed app (Flatpak,
+        /// snap), for apps that may not talk to the Secret Service (<doc:SandboxedApps>). Outside
+        /// a sandbox every call throws ``FileStoreError/portalUnavailable(reason:)`` first.
         public static let secretPortal = KeySource(kind: .secretPortal)
 
         /// E.g. `systemd credential 'securedictionary'`, `passphrase from the terminal,

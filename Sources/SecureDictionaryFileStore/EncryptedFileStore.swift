@@ -21,26 +21,16 @@ import Synchronization
 ///     name: "settings", applicationID: "org.example.App", options: .init(store: EncryptedFileStore.secretPortal))
 /// ```
 ///
-/// Each file is encrypted and authenticated with AES-256-GCM under a key derived from the
-/// master secret with HKDF-SHA256 (a new salt and nonce on every write); its authenticated
-/// header names the item, so a file cannot be swapped for another item's. Files are replaced
-/// atomically (write, `fsync`, rename), each write checks the stored file first, and what is
-/// read is decoded as hostile input. Moreover:
-/// - the folder is checked as OpenSSH checks `~/.ssh`: no symbolic link, this user's, and
-///   writable by nobody else, nor any folder above it (``FileStoreError/unsafePath(path:reason:)``);
-/// - a writer locks its item (an empty `.NAME.lock` file beside its file) and, from its check
-///   to its write, the folder; it never writes without both. A token refresh holds the
-///   folder's lock only for its write, so it never holds up the folder's other dictionaries;
-/// - `SecureDictionary.changes()` hears other processes' writes (inotify on the folder);
-/// - a file older than this process or login session has seen is refused
-///   (``FileStoreError/rolledBack(path:)``), whatever path spells the folder;
-/// - another key is a typed error (``FileStoreError/wrongPassphrase``,
-///   ``FileStoreError/wrongKey(source:)``), never empty; a damaged file is
-///   `SecureDictionaryError.corrupt(reason:)`, never a wrong key; a planted scrypt cost is
-///   refused before any stretch.
-///
-/// The master secret (and a passphrase's stretched key) is kept in wiped memory until
-/// `forgetKey()` or the store's release.
+/// Each file is AES-256-GCM under a key derived from the master secret with HKDF-SHA256 (a
+/// new salt and nonce on every write), its authenticated header naming the item; files are
+/// replaced atomically, each write checks the stored file first, and what is read is hostile
+/// input. The folder is checked as OpenSSH checks `~/.ssh`
+/// (``FileStoreError/unsafePath(path:reason:)``), writers lock it and their item, other
+/// processes' writes reach `SecureDictionary.changes()`, and an old copy put back is
+/// ``FileStoreError/rolledBack(path:)``: see <doc:MachinesWithoutADesktop>. Another key is
+/// ``FileStoreError/wrongPassphrase`` or ``FileStoreError/wrongKey(source:)``, never empty; a
+/// damaged file is `SecureDictionaryError.corrupt(reason:)`. The master secret (and a
+/// passphrase's stretched key) is kept in wiped memory until `forgetKey()` or the release.
 ///
 /// - Important: the files are as safe as the key source: whoever reads both the folder and
 ///   the credential (root, the service itself) or the host keyring (for the portal: any
@@ -62,21 +52,18 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     private static let warned = Mutex<Set<String>>([])
     let folder: ItemFileFolder
     let keys: any MasterKeySource
-    /// Throws when the store cannot work here at all, before anything is read or created: the
-    /// Secret portal outside a sandbox, where a dictionary without a file would otherwise open
-    /// empty, and a refused write create the folder.
+    /// Throws, before anything is read or created, where the store cannot work at all: the
+    /// Secret portal outside a sandbox (else a dictionary would open empty there).
     let available: (@Sendable () throws(SecureDictionaryError) -> Void)?
 
-    /// A store in `folderPath`, by default `$STATE_DIRECTORY/securedictionary` for a systemd
-    /// credential when systemd set `STATE_DIRECTORY` (`StateDirectory=` in the unit), else
-    /// `$XDG_DATA_HOME/securedictionary` (or `~/.local/share/securedictionary`; inside a
-    /// Flatpak, the app's own `~/.var/app/APP-ID/data/securedictionary`). A relative
-    /// `folderPath` is taken from the current folder now. Creates nothing until the first
-    /// write, and asks nothing until the first call that needs the key (or `unlock(timeout:)`).
+    /// A store in `folderPath` (a relative one from the current folder now), by default
+    /// `$STATE_DIRECTORY/securedictionary` for a systemd credential under `StateDirectory=`,
+    /// else `$XDG_DATA_HOME/securedictionary` (or `~/.local/share/securedictionary`). Creates
+    /// nothing until the first write, and asks nothing until the first call that needs the key.
     public init(folderPath: String? = nil, keySource: KeySource) {
-        folderOrigin = Self.folderOrigin(given: folderPath, for: keySource)
-        let folderPath = folderPath.map(Self.absolute) ?? Self.defaultFolderPath(for: keySource)
-        self.folderPath = folderPath
+        let (folderPath, origin) =
+            folderPath.map { (Self.absolute($0), FolderOrigin.given) } ?? Self.defaultFolder(for: keySource)
+        (self.folderPath, folderOrigin) = (folderPath, origin)
         if let warning = folderOrigin.warning, Self.warned.withLock({ $0.insert(folderPath).inserted }) {
             fileStoreLogger.warning("\(warning)")
         }
@@ -92,10 +79,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
             keys = PassphraseKeySource(
                 input: input, cache: cache, cost: cost, prompt: "Passphrase for the SecureDictionary files in \(folderPath): ")
         case .secretPortal:
-            keys = FixedSecretSource(name: keySource.description) { timeout throws(SecureDictionaryError) in
-                try SecretPortal.requireSandbox()
-                return try SecretPortal.retrieveMasterSecret(timeout: timeout)
-            }
+            keys = FixedSecretSource(name: keySource.description, fetch: SecretPortal.retrieveMasterSecret)
         }
     }
 
@@ -107,7 +91,7 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     ) {
         self.folderPath = folderPath
         self.keySource = keySource
-        folderOrigin = FolderOrigin(description: "the folder given to the store")
+        folderOrigin = .given
         folder = ItemFileFolder(path: folderPath)
         keys = FixedSecretSource(name: keySource.description, fetch: fetchMasterSecret)
         available = nil
@@ -121,12 +105,12 @@ public final class EncryptedFileStore: KeyringStore, CoordinatedStore {
     ///   ``FileStoreError/credentialUnavailable(name:reason:)``, ``FileStoreError/portalUnavailable(reason:)``,
     ///   ``FileStoreError/unsafePath(path:reason:)``…
     public func unlock(timeout: Duration = .seconds(10)) throws(SecureDictionaryError) {
+        try available?()
         _ = try keys.keyForWriting(replacing: nil, in: folder, until: Deadline(after: timeout))
     }
 
-    /// Drops the master secret from memory (wiped) and, for a passphrase kept in the kernel
-    /// keyring, revokes it there: the next call (of any process) reads, asks or fetches it
-    /// again.
+    /// Drops the master secret from memory (wiped) and revokes a passphrase kept in the kernel
+    /// keyring: the next call, of any process, reads, asks or fetches it again.
     public func forgetKey() {
         keys.forget(in: folder)
     }
@@ -148,10 +132,7 @@ extension EncryptedFileStore {
             return (bytes, record, newest)
         }
         guard let (bytes, record, newest) = found ?? nil else { return nil }
-        let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
-        guard header.generation >= newest else { throw .rolledBack(path: folder.filePath(of: item)) }
-        let secret = try keys.secret(opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
-        let blob = try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)
+        let (header, blob) = try open(bytes, of: item, newest: newest, until: deadline)
         record.note(header.generation, written: false)
         return blob
     }
@@ -163,12 +144,8 @@ extension EncryptedFileStore {
         _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
             let replaced = try? folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumHeaderSize)
                 .flatMap { try EncryptedItemFile.header(of: $0) }
-            let (block, master) = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
-            let record = folder.record(of: name, in: identity)
-            let generation = record.next(after: replaced?.generation ?? 0)
-            let file = try EncryptedItemFile.seal(secret, for: item, key: block, secret: master, generation: generation)
-            try folder.replace(name, in: descriptor, with: file)
-            record.note(generation, written: true)
+            let key = try keys.keyForWriting(replacing: replaced?.key, in: folder, until: deadline)
+            try write(secret, for: item, after: replaced?.generation ?? 0, key: key, in: descriptor, identity)
         }
     }
 
@@ -237,32 +214,25 @@ extension EncryptedFileStore {
         let held = try folderLock.acquireQueued(until: deadline)  // the folder's: every file is rewritten
         defer { held.release() }
         // Every file decrypted with the old passphrase first: a wrong one changes nothing.
-        var files: [(name: String, item: KeyringItem, header: EncryptedItemFile.Header, blob: SecretBytes)] = []
+        var files: [(item: KeyringItem, generation: UInt64, blob: SecretBytes)] = []
         var oldParameters: Set<ScryptParameters> = []
         _ = try folder.withFolder(create: false) { descriptor, identity throws(SecureDictionaryError) in
             for name in folder.itemFileNames(in: descriptor) {
                 guard let bytes = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else { continue }
-                let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
-                let item = try header.item()
+                let item = try EncryptedItemFile.wholeFileHeader(of: bytes).item()
                 guard ItemFileFolder.fileName(of: item) == name else { continue }  // a file under another's name
-                let record = folder.record(of: name, in: identity)
-                guard header.generation >= record.newest else { throw .rolledBack(path: folder.filePath(of: item)) }
-                let secret = try passphrase.secret(
-                    opening: KeyedFile.whole(bytes, named: name, header: header), in: folder, until: deadline)
-                files.append((name, item, header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret)))
+                let (header, blob) = try open(
+                    bytes, of: item, newest: folder.record(of: name, in: identity).newest, until: deadline)
+                files.append((item, header.generation, blob))
                 if let scrypt = header.key?.scrypt { oldParameters.insert(scrypt) }
             }
         }
         let (block, secret) = try passphrase.newPassphrase(input: newPassphrase)
         _ = try folder.withFolder(create: true) { descriptor, identity throws(SecureDictionaryError) in
             for file in files {
-                let record = folder.record(of: file.name, in: identity)
-                let generation = record.next(after: file.header.generation)
-                let sealed = try EncryptedItemFile.seal(
-                    file.blob, for: file.item, key: block, secret: secret, generation: generation)
-                try folder.replace(file.name, in: descriptor, with: sealed)
-                record.note(generation, written: true)
-                guard let back = try folder.read(file.name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else {
+                try write(file.blob, for: file.item, after: file.generation, key: (block, secret), in: descriptor, identity)
+                let name = ItemFileFolder.fileName(of: file.item)
+                guard let back = try folder.read(name, in: descriptor, upTo: EncryptedItemFile.maximumFileSize) else {
                     throw .writeNotVerified(restored: false)
                 }
                 let opened = try EncryptedItemFile.open(
@@ -274,5 +244,30 @@ extension EncryptedFileStore {
             KernelKeyring.revoke(PassphraseKeySource.cacheDescription(parameters))
         }
         return files.count
+    }
+
+    /// `item`'s file `bytes` opened with the key its header names, or `rolledBack` when older
+    /// than `newest`.
+    private func open(_ bytes: [UInt8], of item: KeyringItem, newest: UInt64, until deadline: Deadline)
+        throws(SecureDictionaryError) -> (header: EncryptedItemFile.Header, blob: SecretBytes)
+    {
+        let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
+        guard header.generation >= newest else { throw .rolledBack(path: folder.filePath(of: item)) }
+        let file = KeyedFile.whole(bytes, named: ItemFileFolder.fileName(of: item), header: header)
+        let secret = try keys.secret(opening: file, in: folder, until: deadline)
+        return (header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret))
+    }
+
+    /// Writes `item`'s file in the open folder with a generation above `generation`, then records it.
+    private func write(
+        _ blob: SecretBytes, for item: KeyringItem, after generation: UInt64, key: (KeyBlock, SecretBytes), in descriptor: Int32,
+        _ identity: FolderIdentity
+    ) throws(SecureDictionaryError) {
+        let name = ItemFileFolder.fileName(of: item)
+        let record = folder.record(of: name, in: identity)
+        let next = record.next(after: generation)
+        try folder.replace(
+            name, in: descriptor, with: EncryptedItemFile.seal(blob, for: item, key: key.0, secret: key.1, generation: next))
+        record.note(next, written: true)
     }
 }

@@ -1,9 +1,8 @@
 public import SecureDictionary
 
-/// The failures of the encrypted-file stores (``EncryptedFileStore``, ``AutomaticStore``),
-/// thrown as `SecureDictionaryError.store(_:)`: every call still throws
-/// `SecureDictionaryError`, and what the keyring's stores throw too (`timedOut`, `corrupt`…)
-/// keeps its own case there.
+/// The failures of the encrypted-file stores, thrown as `SecureDictionaryError.store(_:)`
+/// (<doc:FileStoreErrors>); what any store can meet (`timedOut`, `corrupt`…) keeps its own
+/// case of `SecureDictionaryError`.
 ///
 /// ```swift
 /// let store = EncryptedFileStore(keySource: .passphrase(.terminal()))
@@ -25,9 +24,8 @@ public import SecureDictionary
 /// Its `description` says what happened, then the one fix. Unless a case says otherwise,
 /// nothing was read or written.
 public enum FileStoreError: KeyringStoreError {
-    /// The Secret portal cannot give this app its master secret
-    /// (``EncryptedFileStore/KeySource/secretPortal``): it is missing, has no Secret backend,
-    /// or this process is not a sandboxed app.
+    /// The Secret portal cannot give this app its master secret: there is none, it has no
+    /// Secret backend, or this process is not a sandboxed app.
     case portalUnavailable(reason: String)
     /// A file cannot be read or written (a full disk, a read-only or missing folder). A
     /// write that fails with it left the previous file in place.
@@ -40,9 +38,8 @@ public enum FileStoreError: KeyringStoreError {
     /// A file was written under another key than the store's (`source`: another systemd
     /// credential, another app's portal secret, or another kind of key).
     case wrongKey(source: String)
-    /// The systemd credential `name` that holds the key is missing or unusable: `reason`
-    /// says why, and the fix (the unit's line for a missing one, the command that makes a new
-    /// one for one of the wrong size).
+    /// The systemd credential `name` that holds the key is missing or unusable: `reason` says
+    /// why, and the fix.
     case credentialUnavailable(name: String, reason: String)
     /// The store needs its passphrase and none could be read (`reason`: no terminal, an
     /// empty or closed descriptor, nobody typed it in time).

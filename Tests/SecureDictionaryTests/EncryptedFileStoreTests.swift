@@ -269,14 +269,14 @@ import Testing
     @Test func theDefaultFolders() {
         let credential = EncryptedFileStore.KeySource.systemdCredential()
         #expect(
-            EncryptedFileStore.defaultFolderPath(for: credential, environment: ["STATE_DIRECTORY": "/var/lib/app:/var/lib/b"])
+            EncryptedFileStore.defaultFolder(for: credential, environment: ["STATE_DIRECTORY": "/var/lib/app:/var/lib/b"]).path
                 == "/var/lib/app/securedictionary")
         #expect(
-            EncryptedFileStore.defaultFolderPath(for: credential, environment: ["HOME": "/home/u"])
+            EncryptedFileStore.defaultFolder(for: credential, environment: ["HOME": "/home/u"]).path
                 == "/home/u/.local/share/securedictionary")
         #expect(
-            EncryptedFileStore.defaultFolderPath(
-                for: .passphrase(), environment: ["STATE_DIRECTORY": "/s", "XDG_DATA_HOME": "/d"])
-                == "/d/securedictionary")
+            EncryptedFileStore.defaultFolder(
+                for: .passphrase(), environment: ["STATE_DIRECTORY": "/s", "XDG_DATA_HOME": "/d"]
+            ).path == "/d/securedictionary")
     }
 }

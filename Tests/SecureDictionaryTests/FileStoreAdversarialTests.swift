@@ -272,15 +272,15 @@ import Testing
     /// `$XDG_DATA_HOME` silently, and then found "no such dictionary" where it looked.
     @Test func aServiceWithoutAStateDirectoryIsToldWhereItsFilesAreAndTheFix() {
         let service = ["CREDENTIALS_DIRECTORY": "/run/credentials/app.service", "XDG_DATA_HOME": "/d"]
-        let origin = EncryptedFileStore.folderOrigin(given: nil, for: .systemdCredential(), environment: service)
+        let origin = EncryptedFileStore.defaultFolder(for: .systemdCredential(), environment: service).origin
         #expect(origin.description == "$XDG_DATA_HOME/securedictionary")
         #expect(origin.warning?.contains("/d/securedictionary") == true && origin.warning?.contains("StateDirectory=") == true)
         // With StateDirectory=, a person's passphrase, or a folder given: nothing to fix.
         let withState = service.merging(["STATE_DIRECTORY": "/var/lib/app"]) { _, new in new }
-        #expect(EncryptedFileStore.folderOrigin(given: nil, for: .systemdCredential(), environment: withState).warning == nil)
-        #expect(EncryptedFileStore.folderOrigin(given: nil, for: .passphrase(), environment: service).warning == nil)
-        #expect(EncryptedFileStore.folderOrigin(given: "/srv/x", for: .systemdCredential(), environment: service).warning == nil)
+        #expect(EncryptedFileStore.defaultFolder(for: .systemdCredential(), environment: withState).origin.warning == nil)
+        #expect(EncryptedFileStore.defaultFolder(for: .passphrase(), environment: service).origin.warning == nil)
         let store = EncryptedFileStore(folderPath: "\(base)/files", keySource: .systemdCredential())
+        #expect(store.folderOrigin.warning == nil)
         #expect(store.diagnose().folderOrigin.description == "the folder given to the store")
     }
 }

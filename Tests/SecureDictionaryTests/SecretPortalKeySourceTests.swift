@@ -212,9 +212,10 @@ import Testing
         let store = EncryptedFileStore(folderPath: folder, keySource: .secretPortal)
         #expect(store.keySource.description == "the Secret portal")
         #expect(EncryptedFileStore.secretPortal.keySource == .secretPortal)
-        #expect(EncryptedFileStore.secretPortal.folderPath == EncryptedFileStore.defaultFolderPath(for: .secretPortal))
-        let origin = EncryptedFileStore.folderOrigin(
-            given: nil, for: .secretPortal, environment: ["XDG_DATA_HOME": "/d", "CREDENTIALS_DIRECTORY": "/c"])
+        #expect(EncryptedFileStore.secretPortal.folderPath == EncryptedFileStore.defaultFolder(for: .secretPortal).path)
+        let origin = EncryptedFileStore.defaultFolder(
+            for: .secretPortal, environment: ["XDG_DATA_HOME": "/d", "CREDENTIALS_DIRECTORY": "/c"]
+        ).origin
         #expect(origin == FolderOrigin(description: "$XDG_DATA_HOME/securedictionary"))
         try #require(Sandbox.current == nil, "the tests run outside a sandbox")
         #expect(store.diagnose().keyProblem.map { caseName($0) } == "portalUnavailable")
@@ -224,10 +225,10 @@ import Testing
 
     @Test func theDefaultFolderFollowsXDGDataHome() {
         #expect(
-            EncryptedFileStore.defaultFolderPath(for: .secretPortal, environment: ["XDG_DATA_HOME": "/d", "HOME": "/h"])
+            EncryptedFileStore.defaultFolder(for: .secretPortal, environment: ["XDG_DATA_HOME": "/d", "HOME": "/h"]).path
                 == "/d/securedictionary")
         #expect(
-            EncryptedFileStore.defaultFolderPath(for: .secretPortal, environment: ["XDG_DATA_HOME": "rel", "HOME": "/h"])
+            EncryptedFileStore.defaultFolder(for: .secretPortal, environment: ["XDG_DATA_HOME": "rel", "HOME": "/h"]).path
                 == "/h/.local/share/securedictionary")
     }
 

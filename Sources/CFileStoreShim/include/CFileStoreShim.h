@@ -8,32 +8,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// --- The kernel keyring (kernel_keyring.c): each returns what its system call returns, -1
-// with errno set on failure. READ and DESCRIBE return the full length, copying at most `length`.
-
-/// keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0): the session keyring, never a new one.
+// --- The kernel keyring (kernel_keyring.c, one call each of `user` keys): each returns what
+// its system call returns, -1 with errno set on failure. The session keyring is never a new
+// one; add replaces the key of that description in `keyring`; search finds a key this
+// process possesses; read and describe return the full length, copying at most `length` (a
+// keyring's payload is its keys' serials, int32_t; a description is
+// "type;uid;gid;perm;description" and a NUL); a timeout of 0 seconds is none.
 long sd_keyring_session(void);
-
-/// add_key("user", description, payload, length, keyring): the serial of a new key, or of the
-/// key of that description in `keyring`, updated.
 long sd_keyring_add(const char *description, const void *payload, size_t length, int32_t keyring);
-
-/// keyctl(KEYCTL_SEARCH, keyring, "user", description, 0): a key this process possesses.
 long sd_keyring_search(int32_t keyring, const char *description);
-
-/// keyctl(KEYCTL_READ, key, buffer, length): a keyring's payload is its keys' serials (int32_t).
 long sd_keyring_read(int32_t key, void *buffer, size_t length);
-
-/// keyctl(KEYCTL_DESCRIBE, key, buffer, length): "type;uid;gid;perm;description" and a NUL.
 long sd_keyring_describe(int32_t key, char *buffer, size_t length);
-
-/// keyctl(KEYCTL_SET_TIMEOUT, key, seconds): the key expires `seconds` from now (0: never).
 long sd_keyring_set_timeout(int32_t key, unsigned int seconds);
-
-/// keyctl(KEYCTL_REVOKE, key): the key can no longer be read, by anyone.
 long sd_keyring_revoke(int32_t key);
-
-/// keyctl(KEYCTL_UNLINK, key, keyring).
 long sd_keyring_unlink(int32_t key, int32_t keyring);
 
 // --- The files' encryption (crypto.c, which says why here): each returns 1 on success, and

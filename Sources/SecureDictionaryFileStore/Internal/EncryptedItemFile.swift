@@ -148,10 +148,9 @@ enum EncryptedItemFile {
         return plain
     }
 
-    /// Whether the file `bytes` authenticates under `secret` once its key check is put back
-    /// as `secret`'s own: then `secret` is the file's key, and the stored check alone is
-    /// damaged (see "When the key check differs" in MasterKeySource.swift). Nothing
-    /// decrypted is kept.
+    /// Whether `bytes` authenticates under `secret` once its key check is put back as
+    /// `secret`'s own: then only the stored check is damaged ("When the key check differs" in
+    /// MasterKeySource.swift). Nothing decrypted is kept.
     static func opensWithRestoredCheck(_ bytes: [UInt8], header: Header, secret: SecretBytes) -> Bool {
         guard header.key != nil else { return false }
         let checkStart = header.headerSize - saltSize - nonceSize - 8 - checkSize

@@ -9,13 +9,11 @@ import Synchronization
 /// The two locks of an encrypted-file store, each an exclusive `flock` taken behind this
 /// process's `LockQueue` of the lock's name (`flock` locks belong to the open file, not the
 /// thread):
-/// - the folder's **write lock** (`itemFile` `nil`): `flock` on the store's folder, held by a
-///   writer of any item from the check of the stored file to its replacement (milliseconds;
-///   `CoordinatedStore.writeLock(for:logger:)`);
-/// - an item's **writer lock**: `flock` on `.<the item file's name>.lock` beside it, held by
-///   every writer of the item from its check to its write, and by a token refresh across its
-///   network call. So a refresh blocks its item, never its neighbours: they wait only for the
-///   write lock, which a refresh takes for its write alone.
+/// - the folder's **write lock** (`itemFile` `nil`): held by a writer of any item from the
+///   check of the stored file to its replacement (`CoordinatedStore.writeLock(for:logger:)`);
+/// - an item's **writer lock**, on `.<the item file's name>.lock` beside it: held by every
+///   writer of the item from its check to its write, and by a token refresh across its network
+///   call, so a refresh blocks its item, never its neighbours.
 ///
 /// ```swift
 /// let lock = FileStoreLock(folder: folder, itemFile: FileStoreLock.lockFileName(of: item), available: nil)
@@ -23,34 +21,28 @@ import Synchronization
 /// defer { held.release() }
 /// ```
 ///
-/// Why the folder for the write lock: a lock file can be removed or replaced while a writer
-/// holds it, and the next writer then locks a new file and writes beside the first (measured
-/// on the Secret portal store with a lock file per item: 4 writers × 50 lost 123, 143 and 141
-/// of 200 writes with the lock file replaced by a folder, and 42 to 89 with it deleted every
-/// 2 ms, without an error). The folder cannot be removed while it holds files, nor swapped by
-/// anyone but this user (`FolderSafety`), and nothing outside the app writes these files: so,
-/// unlike the keyring's, this lock is never skipped (where `flock` is unsupported, as on some
-/// network file systems, the write fails with ``FileStoreError/fileUnavailable(path:reason:)``),
-/// and a broken item lock file costs at most a second refresh, never a write. It makes a
-/// mutation's read-compare-write airtight, and guards what a folder's items share: the first
-/// write's new key, the rollback records. A waiter at its deadline names the holder the kernel
-/// lists (`LockHolder`), or says it is unknown (`SecureDictionaryError.lockHeld(pid:command:)`).
+/// Why the folder for the write lock: a lock file can be removed or replaced while held, and
+/// the next writer then locks a new file and writes beside the first (with a lock file per
+/// item, 4 writers × 50 lost 123 to 143 of 200 writes with it replaced by a folder, 42 to 89
+/// with it deleted every 2 ms). The folder cannot be removed while it holds files, nor swapped
+/// by anyone but this user (`FolderSafety`): so this lock is never skipped (where `flock` is
+/// unsupported the write fails, ``FileStoreError/fileUnavailable(path:reason:)``), it guards
+/// what the items share (the first write's key, the rollback records), and a broken item lock
+/// file costs at most a second refresh, never a write.
 ///
 /// Invariants, and why:
-/// - **Nothing left behind** (write lock): a writer killed between creating its temporary and
-///   renaming it leaves `.NAME.RANDOM.tmp` (`ItemFileFolder.replace`), which the next holder
-///   removes: temporaries are made only under this lock, so every one found is one whose
-///   writer is gone. Only names of exactly that pattern, regular files of this user, go. Test:
+/// - **Nothing left behind** (write lock): temporaries (`ItemFileFolder.replace`) are made
+///   only under this lock, so every one its next holder finds is a killed writer's, and goes
+///   (that exact pattern, regular files of this user only). Test:
 ///   `FileStoreAdversarialTests.aWriteRemovesTheTemporariesOfKilledWritersAndNothingElse`.
-/// - **The file locked is the file named** (writer lock): after the `flock`, the descriptor
-///   and the name are compared (device and inode), and a lock on a file no longer so named is
-///   taken again, so later writers all meet on one file. A same-user process that deletes the
-///   file while it is held can let two writers of the item in at once: two refreshes may run,
-///   but no write is lost, since every check and its write hold the write lock too.
-/// - **Never removed** (writer lock): the empty lock file stays after its item is deleted;
-///   removing it would let a writer holding the old file and one holding a new file in at once.
-/// - **Nothing before the folder checks**: `available` (see `EncryptedFileStore.available`) and
-///   `FolderSafety` run before anything is created, as for every write.
+/// - **The file locked is the file named** (writer lock): after the `flock`, a descriptor no
+///   longer so named (device and inode) is locked again, so later writers meet on one file.
+///   A same-user process deleting it may let two refreshes run, never lose a write (every
+///   check and its write hold the write lock too).
+/// - **Never removed** (writer lock): removing the lock file of a deleted item would let a
+///   writer holding the old file and one holding a new file in at once.
+/// - **Nothing before the folder checks**: `available` and `FolderSafety` run before anything
+///   is created, as for every write.
 /// - **Killed, released**: the lock goes with the holder's descriptors.
 final class FileStoreLock: ItemWriterLock {
     private let folder: ItemFileFolder
@@ -96,7 +88,7 @@ final class FileStoreLock: ItemWriterLock {
     private func lockFolder(until deadline: Deadline) throws(SecureDictionaryError) -> Int32 {
         let opened = try folder.withFolder(create: true) { descriptor, _ throws(SecureDictionaryError) -> Int32 in
             let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
-            guard copy >= 0 else { throw .fileUnavailable(path: folder.path, reason: String(cString: strerror(errno))) }
+            guard copy >= 0 else { throw .unusable(folder.path) }
             return copy
         }
         guard let descriptor = opened else { throw .fileUnavailable(path: folder.path, reason: "the folder vanished") }
@@ -169,11 +161,9 @@ final class FileStoreLock: ItemWriterLock {
 /// let holder = LockHolder.of(folderDescriptor)      // (pid, command) or nil: unknown
 /// ```
 ///
-/// Why not a pid file the holder writes: it names the last writer, which may be gone, not the
-/// holder, and a process holding the lock would go unnamed. `/proc/locks` lists every
-/// `flock` with the pid that took it and the device and inode it locks; that pid is then
-/// checked to have the folder open still (it may have exited, leaving the lock to a child
-/// that inherited the descriptor): otherwise the holder is unknown, and said so.
+/// Why not a pid file the holder writes: it names the last writer, not the holder.
+/// `/proc/locks` lists each `flock`'s pid, device and inode; that pid must still have the
+/// folder open (it may have exited, leaving the lock to a child), else the holder is unknown.
 enum LockHolder {
     /// The holder of the `flock` on the open folder `descriptor`, or `nil` when unknown.
     static func of(_ descriptor: Int32) -> (pid: Int32, command: String?)? {

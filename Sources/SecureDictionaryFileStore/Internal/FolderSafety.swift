@@ -16,9 +16,7 @@ enum FolderSafety {
     /// Checks the open store folder `descriptor` (opened with `O_NOFOLLOW`); returns what it is.
     static func checkFolder(_ descriptor: Int32, path: String) throws(SecureDictionaryError) -> FolderIdentity {
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw .fileUnavailable(path: path, reason: String(cString: strerror(errno)))
-        }
+        guard fstat(descriptor, &status) == 0 else { throw .unusable(path) }
         try check(status, path: path, isStoreFolder: true)
         return FolderIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
@@ -39,27 +37,17 @@ enum FolderSafety {
     /// link such as `/var/run` → `/run` is the system's; the store folder itself may not be
     /// one). Folders that do not exist yet are created later with mode 0700.
     static func checkAncestors(of path: String) throws(SecureDictionaryError) {
-        var parent = String(path.split(separator: "/", omittingEmptySubsequences: true).dropLast().joined(separator: "/"))
-        parent = (path.hasPrefix("/") ? "/" : "") + parent
-        if parent.isEmpty { parent = "." }
         // The deepest ancestor that exists: the others will be made by the store.
-        var existing = parent
-        while access(existing, F_OK) != 0, existing != "/", existing != "." {
-            existing = String(existing.split(separator: "/").dropLast().joined(separator: "/"))
-            existing = existing.isEmpty ? "/" : "/" + existing
-        }
-        guard let resolved = realpath(existing, nil) else {
-            throw .fileUnavailable(path: existing, reason: String(cString: strerror(errno)))
-        }
+        var existing = parentFolder(of: path)
+        while access(existing, F_OK) != 0, existing != "/", existing != "." { existing = parentFolder(of: existing) }
+        guard let resolved = realpath(existing, nil) else { throw .unusable(existing) }
         let real = String(cString: resolved)
         free(resolved)
         let components = real.split(separator: "/")
         for count in 0...components.count {
             let prefix = "/" + components.prefix(count).joined(separator: "/")
             var status = stat()
-            guard stat(prefix, &status) == 0 else {
-                throw .fileUnavailable(path: prefix, reason: String(cString: strerror(errno)))
-            }
+            guard stat(prefix, &status) == 0 else { throw .unusable(prefix) }
             try check(status, path: prefix, isStoreFolder: false)
         }
     }
@@ -93,4 +81,10 @@ enum FolderSafety {
                 reason: "others may write to this folder above the store's (mode \(octal)) and swap it: run 'chmod go-w' on it")
         }
     }
+}
+
+/// The folder that holds `path`: `/` at the top of an absolute path, `.` of a relative one.
+func parentFolder(of path: String) -> String {
+    let parent = path.split(separator: "/").dropLast().joined(separator: "/")
+    return path.hasPrefix("/") ? "/" + parent : (parent.isEmpty ? "." : parent)
 }

@@ -14,20 +14,19 @@ import Synchronization
 /// watcher?.stop()
 /// ```
 ///
-/// Why inotify on the folder: writers rename a temporary over an item file
-/// (`ItemFileFolder.replace`), which the folder's watch sees (`IN_MOVED_TO`), as it sees a
-/// removal and a write in place; a watch on the file would follow the old file away. Any file
-/// wakes every watcher of the folder (names are hashes); the reload that follows reads one
-/// file and decodes it only when it differs.
+/// Why inotify on the folder: writers rename a temporary over an item file, which a watch on
+/// the file would follow away; the folder's watch sees that (`IN_MOVED_TO`), a removal and a
+/// write in place. Any file wakes every watcher of the folder (names are hashes); the reload
+/// reads one file and decodes it only when it differs.
 ///
 /// Invariants, and why:
-/// - **A folder that does not exist yet is waited for**: until then the nearest existing folder
-///   above it is watched, so a dictionary observed before its first write hears that write
-///   too. Test: `StoreContract.aChangeByAnotherProcessReachesChanges`.
-/// - **Once per batch**: `onChange` runs once for all the events read together, on the
-///   watcher's thread; events that come while it runs make one more run.
+/// - **A folder that does not exist yet is waited for**: the nearest folder above it is
+///   watched until then, so a dictionary observed before its first write hears that write.
+///   Test: `StoreContract.aChangeByAnotherProcessReachesChanges`.
+/// - **Once per batch**: `onChange` runs once for the events read together, on the watcher's
+///   thread; events that come while it runs make one more run.
 /// - **Stopped from anywhere**: ``stop()`` only wakes the thread, which closes its
-///   descriptors itself, so it may be called from `onChange` (the last dictionary going).
+///   descriptors itself, so `onChange` may call it (the last dictionary going).
 final class FolderWatcher: ChangeWatch, Sendable {
     private let loop: Loop
 
@@ -152,8 +151,7 @@ final class FolderWatcher: ChangeWatch, Sendable {
                     : UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
                 added = inotify_add_watch(events, path, mask)  // the same folder again: the same watch
                 if added >= 0 || path == "/" || path == "." { break }
-                let parent = path.split(separator: "/").dropLast().joined(separator: "/")
-                path = path.hasPrefix("/") ? "/" + parent : (parent.isEmpty ? "." : parent)
+                path = parentFolder(of: path)
                 isFolder = false
             }
             if previous >= 0 && previous != added { inotify_rm_watch(events, previous) }

@@ -29,36 +29,30 @@ struct FolderIdentity: Hashable, Sendable, CustomStringConvertible {
 /// record.note(header.generation, written: false)
 /// ```
 ///
-/// Why two places: nothing in the folder can say what the newest file was (whoever can put
-/// an old file back can put back everything beside it), so the record is kept where writing
-/// files cannot reach: this process's memory, and the login session's kernel keyring
-/// (`KernelGenerationTable`), for the session's next process. Writes record; reads only
-/// compare (a newer file's writer recorded it). Not detected: a rollback across a reboot or
-/// logout, in a session without the kernel keyring (Flatpak's seccomp filter), of a file
-/// whose record `KernelGenerationTable`'s bounds dropped (logged), or by someone who can
-/// also change this user's kernel keyring (a process of the same user).
+/// Why there: whoever can put an old file back can put back everything beside it, so the
+/// record is kept where writing files cannot reach: this process's memory, and the login
+/// session's kernel keyring (`KernelGenerationTable`). Writes record; reads only compare. Not
+/// detected (<doc:MachinesWithoutADesktop>): across a reboot or logout, without a kernel
+/// keyring, past `KernelGenerationTable`'s bounds, or by a process of the same user.
 ///
 /// Invariant, *a file is known by what it is*: the record is keyed by the folder's device and
-/// inode and the file's name, so every spelling of the folder (`X/`, `X//…`, `X/./…`, through a
-/// link above it) meets the same record (keyed by the path string, `X/` read an old copy that
-/// `X` refused, and its next write gave that copy a newer generation). Test:
+/// inode and the file's name, so every spelling of the folder (`X/`, `X/./…`, a link above it)
+/// meets it (keyed by the path, `X/` read an old copy that `X` refused). Test:
 /// `FileStoreAdversarialTests.anOldCopyPutBackIsRefusedThroughEverySpellingOfItsFolder`.
 ///
-/// Invariant, *read the record first*: a reader takes ``newest`` before it reads the file. A
-/// writer records a generation only once its file is in place, so every generation seen
-/// before the read is in the file the read finds or an older one; read after the file, a
-/// write in between makes the genuine file look rolled back (measured: 34-39 of about 400
-/// reads beside one writer). Test: `FileStoreAdversarialTests.aReadBesideAWriterIsNeverARollback`.
+/// Invariant, *read the record first*: a reader takes ``newest`` before it reads the file,
+/// and a writer records a generation only once its file is in place; read after the file, a
+/// write in between made the genuine file look rolled back (34-39 of about 400 reads beside
+/// one writer). Test: `FileStoreAdversarialTests.aReadBesideAWriterIsNeverARollback`.
 ///
-/// Generations are microseconds since 1970, and above the file's previous one: so a
-/// dictionary deleted and written anew by another session still outranks every older copy.
+/// Generations are microseconds since 1970, above the file's previous one: a dictionary
+/// deleted and written anew by another session still outranks every older copy.
 struct GenerationRecord: Sendable {
     let folder: FolderIdentity
     /// The file's name in the folder.
     let file: String
-    /// The file's path as this store spells it, for messages and the records of older
-    /// versions (one kernel key per path).
-    let path: String
+    /// The folder's path as this store spells it: for messages and older versions' records.
+    let folderPath: String
 
     private static let inProcess = Mutex<[String: UInt64]>([:])
 
@@ -76,13 +70,12 @@ struct GenerationRecord: Sendable {
         return max(here, session, legacyValue ?? 0)
     }
 
-    /// Records `generation` as seen (`written: false`, this process only) or written (also
-    /// in the kernel keyring; called under the folder's writer lock, which serialises the
-    /// changes of its record).
+    /// Records `generation` as seen (this process only) or written (also in the kernel
+    /// keyring; under the folder's write lock, which serialises the record's changes).
     func note(_ generation: UInt64, written: Bool) {
         Self.inProcess.withLock { $0[key] = max($0[key] ?? 0, generation) }
         guard written else { return }
-        KernelGenerationTable(folder: folder).record(generation, of: fileID, path: path)
+        KernelGenerationTable(folder: folder).record(generation, of: fileID, in: folderPath)
         if legacyValue != nil { KernelKeyring.revoke(legacyDescription) }
     }
 
@@ -95,7 +88,7 @@ struct GenerationRecord: Sendable {
     // MARK: Records of older versions (one key per path), read until their next write replaces them
 
     private var legacyDescription: String {
-        "securedictionary:generation:\(hex(SHA256.hash(data: Array(path.utf8)).prefix(16)))"
+        "securedictionary:generation:\(hex(SHA256.hash(data: Array("\(folderPath)/\(file)".utf8)).prefix(16)))"
     }
 
     private var legacyValue: UInt64? {

@@ -73,7 +73,7 @@ final class ItemFileFolder: Sendable {
             var prefix = ""  // the folder (mode 0700) and its parents, as needed
             for component in path.split(separator: "/") {
                 prefix += "/" + component
-                if mkdir(prefix, 0o700) != 0, errno != EEXIST { throw unusable(prefix) }
+                if mkdir(prefix, 0o700) != 0, errno != EEXIST { throw .unusable(prefix) }
             }
             descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         }
@@ -85,7 +85,7 @@ final class ItemFileFolder: Sendable {
     /// The rollback record of the file `name` in the open folder `identity`: keyed by what
     /// the folder is (device and inode), not by how `path` spells it.
     func record(of name: String, in identity: FolderIdentity) -> GenerationRecord {
-        GenerationRecord(folder: identity, file: name, path: "\(path)/\(name)")
+        GenerationRecord(folder: identity, file: name, folderPath: path)
     }
 
     // MARK: Item files
@@ -104,11 +104,11 @@ final class ItemFileFolder: Sendable {
             if errno == ELOOP {
                 throw .unsafePath(path: file, reason: "the item file is a symbolic link: remove the link")
             }
-            throw unusable(file)
+            throw .unusable(file)
         }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw unusable(file) }
+        guard fstat(descriptor, &status) == 0 else { throw .unusable(file) }
         guard status.st_mode & S_IFMT == S_IFREG else {
             throw .unsafePath(path: file, reason: "the item file is not a regular file: remove it")
         }
@@ -120,7 +120,7 @@ final class ItemFileFolder: Sendable {
             throw .tooLarge(size: size, limit: EncryptedItemFile.maximumFileSize)
         }
         var bytes = [UInt8](repeating: 0, count: min(size, limit))
-        guard let total = readFully(descriptor, into: &bytes) else { throw unusable(file) }
+        guard let total = readFully(descriptor, into: &bytes) else { throw .unusable(file) }
         bytes.removeLast(bytes.count - total)  // shrank meanwhile: it was replaced, never truncated
         return bytes
     }
@@ -134,7 +134,7 @@ final class ItemFileFolder: Sendable {
         let target = "\(path)/\(name)"
         let temporary = ".\(name).\(UInt64.random(in: .min ... .max)).tmp"
         let descriptor = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw unusable("\(path)/\(temporary)") }
+        guard descriptor >= 0 else { throw .unusable("\(path)/\(temporary)") }
         var written = 0
         while written < bytes.count {
             let put = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, bytes.count - written) }
@@ -184,7 +184,7 @@ final class ItemFileFolder: Sendable {
                 return true
             }
             if errno == ENOENT { return false }
-            throw unusable(filePath(of: item))
+            throw .unusable(filePath(of: item))
         }
         return result ?? false
     }
@@ -218,11 +218,11 @@ final class ItemFileFolder: Sendable {
         }
         return result ?? []
     }
+}
 
-    /// The error for `file`, from `errno`.
-    private func unusable(_ file: String) -> SecureDictionaryError {
-        .fileUnavailable(path: file, reason: String(cString: strerror(errno)))
-    }
+extension SecureDictionaryError {
+    /// `fileUnavailable` for `path`, its reason from `errno`.
+    static func unusable(_ path: String) -> Self { .fileUnavailable(path: path, reason: String(cString: strerror(errno))) }
 }
 
 /// Reads `descriptor` into `buffer` until it is full or the file ends: how many bytes came,

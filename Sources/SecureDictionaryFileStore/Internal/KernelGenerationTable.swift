@@ -17,25 +17,22 @@ let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
 ///
 /// ```swift
 /// let table = KernelGenerationTable(folder: identity)
-/// table.record(generation, of: record.fileID, path: file)     // under the folder's writer lock
+/// table.record(generation, of: record.fileID, in: folderPath)   // under the folder's write lock
 /// let newest = table.generation(of: record.fileID)            // nil: none recorded
 /// ```
 ///
 /// Invariant, *bounded*: at most `maximumFolders` keys of at most 1,025 bytes (8 keys and
-/// 8.6 KB of the 200 keys and 20,000 bytes the kernel gives a user who is not root; 17 bytes
-/// for a folder of one dictionary). With a key per file ever written, as an older version
-/// kept, the quota was full after about 200 files: every other program of the user failed to
-/// add a key, and the next files' rollback went unnoticed. Test:
+/// 8.6 KB of a non-root user's 200 keys and 20,000 bytes). With a key per file, as older
+/// versions kept, the quota was full after about 200 files: the user's other programs could
+/// add no key, and the next files' rollback went unnoticed. Test:
 /// `FileStoreProcesses.aUserWithManyDictionariesKeepsFewKernelKeysAndRollbackIsStillRefused`.
-/// Beyond the bounds, the file's or folder's record written least recently is dropped
-/// (logged at `debug` once per process: a bound, not a failure).
+/// Beyond the bounds, the record written least recently goes (logged at `debug`: a bound).
 ///
-/// Invariant, *never silent*: a record refused for a full quota (`EDQUOT`) is logged with the
-/// quota's use (`warning`, once per folder and process), and ``problem()`` tells `secure-dict
-/// doctor` (as it tells a session without a kernel keyring, logged at `debug` only: that is
-/// how Docker's and Flatpak's sandboxes are). Test: `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
+/// Invariant, *never silent*: a record refused for a full quota (`EDQUOT`) is a `warning` with
+/// the quota's use, and ``problem()`` tells `secure-dict doctor`; no kernel keyring at all is
+/// how Docker's and Flatpak's sandboxes are (`debug`). Test: `FileStoreProcesses.aFullKernelKeyQuotaIsReported`.
 ///
-/// Changes are read-modify-write of one key, serialised by the folder's writer lock.
+/// Changes are read-modify-write of one key, serialised by the folder's write lock.
 struct KernelGenerationTable {
     static let prefix = "securedictionary:generations:"
     static let maximumFiles = 64
@@ -53,8 +50,8 @@ struct KernelGenerationTable {
         KernelKeyring.read(description, capacity: Self.capacity).map(Self.entries)?[file]
     }
 
-    /// Records `generation` as the newest written of `file` (`path`, for the log).
-    func record(_ generation: UInt64, of file: UInt64, path: String) {
+    /// Records `generation` as the newest written of `file` (of the folder `folderPath`, for the log).
+    func record(_ generation: UInt64, of file: UInt64, in folderPath: String) {
         let stored = KernelKeyring.read(description, capacity: Self.capacity).map(Self.entries)
         var entries = stored ?? [:]
         entries[file] = max(entries[file] ?? 0, generation)
@@ -63,14 +60,14 @@ struct KernelGenerationTable {
             for entry in dropped { entries[entry.key] = nil }
             let text =
                 "The kernel keyring keeps the generations of the \(Self.maximumFiles) files written last in a folder: "
-                + "a rollback of the oldest of \(folderName(path)) is now noticed within one process only."
+                + "a rollback of the oldest of \(folderPath) is now noticed within one process only."
             if Self.firstTime("files") { fileStoreLogger.debug("\(text)") }
         }
-        if stored == nil { makeRoomForAFolder(path) }
+        if stored == nil { makeRoomForAFolder(folderPath) }
         let payload =
             [Self.version] + entries.sorted { $0.value > $1.value }.flatMap { Self.bigEndian($0.key) + Self.bigEndian($0.value) }
         let failure = payload.withUnsafeBytes { KernelKeyring.failureToStore(description, $0, timeout: nil) }
-        if let failure { Self.report(failure, folder: folderName(path)) }
+        if let failure { Self.report(failure, folder: folderPath) }
     }
 
     /// Why the generations cannot be recorded for the session now, or `nil` when they can.
@@ -88,12 +85,8 @@ struct KernelGenerationTable {
         return nil
     }
 
-    private func folderName(_ path: String) -> String {
-        String(path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
-    }
-
     /// Beyond `maximumFolders` keys, revokes those of the folders written least recently.
-    private func makeRoomForAFolder(_ path: String) {
+    private func makeRoomForAFolder(_ folderPath: String) {
         let others = KernelKeyring.keys(withPrefix: Self.prefix).filter { $0.description != description }
         guard others.count >= Self.maximumFolders else { return }
         let byAge = others.map { key in
@@ -102,7 +95,7 @@ struct KernelGenerationTable {
         for (serial, _) in byAge.prefix(others.count - Self.maximumFolders + 1) { KernelKeyring.revoke(serial: serial) }
         let text =
             "The kernel keyring keeps the generations of the \(Self.maximumFolders) folders written last: the record of "
-            + "the oldest was dropped for \(folderName(path))."
+            + "the oldest was dropped for \(folderPath)."
         if Self.firstTime("folders") { fileStoreLogger.debug("\(text)") }
     }
 
@@ -111,7 +104,6 @@ struct KernelGenerationTable {
     /// Whether `what` is logged for the first time in this process.
     private static func firstTime(_ what: String) -> Bool { reported.withLock { $0.insert(what).inserted } }
 
-    /// A full quota is a warning; no kernel keyring here is how the environment is: `debug`.
     private static func report(_ failure: Int32, folder: String) {
         guard firstTime("\(failure) \(folder)") else { return }
         guard failure == EDQUOT else {

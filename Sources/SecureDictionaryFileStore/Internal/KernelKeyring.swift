@@ -16,12 +16,9 @@ import SecureDictionary
 /// ```
 ///
 /// Which keyring: the session keyring this process already has, never a new one, so that the
-/// session's next process finds what this one stored: after an SSH or console login
-/// (`pam_keyinit`) the login's own; in a container, a service or CI without one, the user's
-/// default session keyring, shared by every process of the user without one of its own (in a
-/// container without a user namespace, also by the same uid's processes of other containers:
-/// see the README). Only processes that possess a key (through their own session keyring)
-/// can read it; the kernel keeps keys out of swap and core dumps.
+/// session's next process finds what this one stored (whose keyring that is after a login, in
+/// a container or CI: <doc:MachinesWithoutADesktop>). Only processes that possess a key can
+/// read it; the kernel keeps keys out of swap and core dumps.
 ///
 /// Every call fails softly (`nil` or `false`), so that callers go on without a kernel keyring
 /// (seccomp in Docker's and Flatpak's default profiles answers ENOSYS or EPERM).

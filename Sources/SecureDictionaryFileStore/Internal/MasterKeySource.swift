@@ -7,24 +7,20 @@ import Synchronization
 /// ## When the key check differs
 ///
 /// A file's key check (HKDF of the master secret, in its header) tells before decrypting
-/// whether a key is the one the file was written with. When it differs, the key is another
-/// (`wrongPassphrase`, `wrongKey`) or the file is damaged (`corrupt`). Without these rules one
-/// flipped bit of one file's check read as "wrong passphrase, try again" with the right
-/// passphrase, and revoked the folder's kept key, so every other dictionary of the folder
-/// asked again. The rules, each sound:
+/// whether a key is the file's. When it differs, the key is another (`wrongPassphrase`,
+/// `wrongKey`) or the file is damaged (`corrupt`). Without these rules one flipped bit of one
+/// file's check read as "wrong passphrase" with the right one, and revoked the folder's kept
+/// key. The rules, each sound:
 /// - *Restored check*: the file, its check put back as the key's own, authenticates under the
-///   key (AES-GCM's tag covers the whole header): the key is the file's, only its check is
-///   damaged → `corrupt` (`EncryptedItemFile.opensWithRestoredCheck`).
-/// - *One salt, one passphrase*: a passphrase's salt is random and never reused for another,
-///   so a key of that salt and cost known to be right (kept after an earlier check, or
-///   matching another file's check with that salt) makes any other check with it damage →
-///   `corrupt`.
+///   key (the tag covers the whole header) → `corrupt` (`EncryptedItemFile.opensWithRestoredCheck`).
+/// - *One salt, one passphrase*: a salt is random and never reused for another passphrase, so
+///   a key of that salt and cost known to be right (kept, or matching another file's check)
+///   makes any other check with it damage → `corrupt`.
 /// - Otherwise the key is another → `wrongPassphrase` or `wrongKey`. A kept key is dropped
 ///   only by `forgetKey()` or its timeout, never because of one file.
-/// Ambiguous still: a header whose salt was changed (planted) reads as `wrongPassphrase`, as
-/// a file of another passphrase does (a passphrase change stopped halfway leaves such files,
-/// and calling them corrupt would invite deleting them); its cost is bounded before any
-/// stretch (`PassphraseKeySource`).
+/// Ambiguous still: a planted salt reads as `wrongPassphrase`, as a file of another
+/// passphrase does (a passphrase change stopped halfway leaves such files, which must not be
+/// called corrupt); its cost is bounded before any stretch (`PassphraseKeySource`).
 /// Tests: `FileStoreAdversarialTests.aFlippedKeyCheckBitIsCorruptAndTheFolderKeepsItsKey`,
 /// `everyFlippedBitOfAKeyCheckIsCorrupt`.
 protocol MasterKeySource: Sendable {
@@ -34,9 +30,8 @@ protocol MasterKeySource: Sendable {
     /// The master secret that opens `file` (whose block is `nil` in version 1: only AES-GCM
     /// checks it).
     ///
-    /// - Throws: ``FileStoreError/wrongKey(source:)`` or ``FileStoreError/wrongPassphrase`` for
-    ///   another key, `corrupt` for a damaged key check (the rules above); what getting the
-    ///   secret throws.
+    /// - Throws: `wrongKey` or `wrongPassphrase` for another key, `corrupt` for a damaged key
+    ///   check (the rules above); what getting the secret throws.
     func secret(opening file: KeyedFile, in folder: ItemFileFolder, until deadline: Deadline) throws(SecureDictionaryError)
         -> SecretBytes
 
@@ -49,8 +44,7 @@ protocol MasterKeySource: Sendable {
     func forget(in folder: ItemFileFolder)
 }
 
-/// A file whose key is wanted: its header's key block, and how to tell a damaged key check
-/// from another key ("When the key check differs" above).
+/// A file whose key is wanted: its key block, and how to tell a damaged check from another key.
 struct KeyedFile {
     /// The file's name in the folder, `nil` when unknown.
     var name: String?

@@ -1,30 +1,24 @@
 import SecureDictionary
 import Synchronization
 
-/// A master secret stretched from a passphrase with scrypt, whose parameters and salt each
-/// file's header carries; kept in memory, and in the kernel keyring for the login session,
-/// so that the passphrase is asked once.
+/// A master secret stretched from a passphrase with scrypt (parameters and salt in each
+/// file's header), from this store's memory, else the session's kernel keyring
+/// (`cacheDescription(_:)`), else asked (`PassphraseReader`), stretched and checked: a wrong
+/// one is kept nowhere, and a check that differs is told from damage as `MasterKeySource` says.
 ///
-/// Where a secret comes from, in order: this store's memory; the session's kernel keyring
-/// (`cacheDescription(_:)`, with the cache's timeout); the passphrase, asked
-/// (`PassphraseReader`), stretched and checked against the file's key check: a wrong one is
-/// kept nowhere, and a check that differs is told from damage as `MasterKeySource` says.
-///
-/// Invariant, *a planted cost is not stretched*: a header, which names scrypt's cost, can be
-/// planted. A stretch is made only for a cost up to `readableWork` (twice the larger of this
-/// store's `PassphraseCost` and the standard one, 256 MiB by default); costlier is `corrupt`
-/// at once. A reader that accepted up to 4 GiB of work, given a planted header (2^20 × 8,
-/// p = 4), took 11.5 to 14 s and 1 GiB for a read with a 3 s deadline, then said "wrong
-/// passphrase". Test: `FileStoreAdversarialTests.aPlantedCostAboveWhatTheLibraryWritesIsCorruptWithoutAStretch`.
+/// Invariant, *a planted cost is not stretched*: a header names scrypt's cost and can be
+/// planted, so only a cost up to `readableWork` is stretched; costlier is `corrupt` at once.
+/// Accepting up to 4 GiB of work, a planted header (2^20 × 8, p = 4) took 11.5 to 14 s and
+/// 1 GiB for a read with a 3 s deadline. Test:
+/// `FileStoreAdversarialTests.aPlantedCostAboveWhatTheLibraryWritesIsCorruptWithoutAStretch`.
 ///
 /// Invariant, *the stretch keeps the deadline*: it runs on a thread of its own
 /// (`ScryptParameters.derive(_:until:late:)`) and the call ends at its deadline with
-/// `timedOut`, not counting the time a person takes to type. A stretch that ends late is kept
-/// when it passes the check, so the next call does not stretch again. Test:
+/// `timedOut`, typing time not counted; a late stretch that passes the check is kept. Test:
 /// `FileStoreAdversarialTests.aStretchLongerThanTheDeadlineEndsAtTheDeadline`.
 ///
-/// A folder has one salt: the first file written picks it, and later files reuse the salt of
-/// the file they replace, else of any file in the folder: one passphrase and scrypt serve all.
+/// A folder has one salt: the first file written picks it, later files reuse the replaced
+/// file's, else any file's: one passphrase and one stretch serve all.
 final class PassphraseKeySource: MasterKeySource {
     let name = "passphrase"
     let input: EncryptedFileStore.PassphraseInput
@@ -147,11 +141,13 @@ final class PassphraseKeySource: MasterKeySource {
         throw .wrongPassphrase
     }
 
-    /// The most work (`ScryptParameters.work`) a file may ask a stretch for.
+    /// The most work (`ScryptParameters.work`) a file may ask a stretch for: twice this
+    /// store's cost or the standard one, the larger (256 MiB by default).
     var readableWork: Int {
-        let standard = EncryptedFileStore.PassphraseCost.standard
-        let own = 128 * cost.blockSize * (1 << min(cost.log2N, 40)) * cost.parallelism
-        return 2 * max(own, 128 * standard.blockSize * (1 << standard.log2N) * standard.parallelism)
+        let work = { (cost: EncryptedFileStore.PassphraseCost) in
+            128 * cost.blockSize * (1 << min(cost.log2N, 40)) * cost.parallelism
+        }
+        return 2 * max(work(cost), work(.standard))
     }
 
     /// Whether another file of the folder, with `file`'s salt and cost, has the check `check`.

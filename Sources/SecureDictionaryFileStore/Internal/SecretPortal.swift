@@ -22,17 +22,14 @@ enum SecretPortal {
             reason: "the Secret portal serves sandboxed apps (Flatpak, snap) only; outside a sandbox use SecretServiceStore")
     }
 
-    /// Asks the portal for this app's master secret. When the host keyring is locked,
-    /// gnome-keyring's backend shows its unlock dialog (if a prompter runs) and answers once
-    /// the user did: the call then waits up to `timeout`.
+    /// Asks the portal for this app's master secret; for a locked host keyring, gnome-keyring's
+    /// backend shows its unlock dialog (if a prompter runs), and the call waits up to `timeout`.
     ///
-    /// - Throws: ``FileStoreError/portalUnavailable(reason:)`` when no portal with a
-    ///   Secret backend is on the session bus; `SecureDictionaryError.locked` when the
-    ///   backend could not give the secret (portal response 2: gnome-keyring 42.1 answers so
-    ///   when its login keyring is locked and no dialog can be shown, when its unlock dialog
-    ///   is cancelled, and when its daemon is gone); `SecureDictionaryError.unlockDismissed`
-    ///   for response 1 (the user cancelled, where a backend reports it so);
-    ///   `SecureDictionaryError.timedOut` past `timeout`.
+    /// - Throws: ``FileStoreError/portalUnavailable(reason:)`` without a portal with a Secret
+    ///   backend on the bus; `SecureDictionaryError.locked` for response 2 (gnome-keyring 42.1:
+    ///   a locked keyring and no dialog, a cancelled dialog, or its daemon gone);
+    ///   `SecureDictionaryError.unlockDismissed` for response 1 (a cancel, where a backend
+    ///   says so); `SecureDictionaryError.timedOut` past `timeout`.
     static func retrieveMasterSecret(timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
         let milliseconds = Int32(clamping: max(1, timeout.milliseconds))
         var buffer = [UInt8](repeating: 0, count: capacity)

@@ -49,8 +49,7 @@ enum SystemdCredential {
             throw .credentialUnavailable(name: name, reason: "it cannot be read (\(String(cString: strerror(errno))))")
         }
         guard total >= minimumSize, total <= maximumSize else {
-            // The unit has the credential: it is the credential that is wrong, so the
-            // fix is a new credential, not LoadCredentialEncrypted=, which the unit has.
+            // The unit has the credential, so the fix is a new one, not LoadCredentialEncrypted=.
             let held = total > maximumSize ? "more than \(maximumSize) bytes" : "\(total) bytes"
             throw .credentialUnavailable(
                 name: name,
