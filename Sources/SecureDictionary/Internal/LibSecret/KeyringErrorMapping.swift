@@ -55,8 +55,7 @@ enum KeyringErrorMapping {
             }
         case .io:
             switch code {
-            case Int32(G_IO_ERROR_CANCELLED.rawValue): return .timedOut  // only the deadline cancels
-            case Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
+            case Int32(G_IO_ERROR_CANCELLED.rawValue), Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
             case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue):
                 return connecting ? .serviceUnavailable(reason: message) : .connectionLost
             default:
@@ -94,8 +93,13 @@ enum KeyringErrorMapping {
     /// Whether the provider rejected a session as invalid (`org.freedesktop.DBus.Error.InvalidArgs`),
     /// which a new one may pass. Does not free `error`.
     static func isRejectedSession(_ error: UnsafeMutablePointer<GError>?) -> Bool {
-        guard let error else { return false }
-        return error.pointee.domain == g_dbus_error_quark() && error.pointee.code == Int32(G_DBUS_ERROR_INVALID_ARGS.rawValue)
+        g_error_matches(error, g_dbus_error_quark(), Int32(G_DBUS_ERROR_INVALID_ARGS.rawValue)) != 0
+    }
+
+    /// Whether `error` is a wait of the shim's that ended at its deadline (`G_IO_ERROR_TIMED_OUT`).
+    /// Does not free `error`.
+    static func isTimedOut(_ error: UnsafeMutablePointer<GError>?) -> Bool {
+        g_error_matches(error, g_io_error_quark(), Int32(G_IO_ERROR_TIMED_OUT.rawValue)) != 0
     }
 
     /// Reads a `GError` (without freeing it).

@@ -89,13 +89,8 @@ struct LibSecretClient: Sendable {
                     call.connection.remember(itemPath: paths.first, of: item, in: collection)
                 }
                 guard let path = paths.first else { return nil }
-                var secret: SecretBytes
-                if let guessed {
-                    secret = guessed
-                } else {
-                    secret = try SecretServiceCalls.secret(call, path: path, collection: collection)
-                }
-                secret = garbled(secret)
+                let read = if let guessed { guessed } else { try SecretServiceCalls.secret(call, path: path, collection: collection) }
+                let secret = garbled(read)
                 // A property list proves both ends derived the same key (under another key
                 // its 8 magic bytes come once in 2^64; a test's `fault` stands for such keys).
                 // Anything else on an unproven session is read again on a new one where
@@ -120,11 +115,7 @@ struct LibSecretClient: Sendable {
     func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
         try perform(timeout: timeout, writes: true) { call throws(SecureDictionaryError) in
             try Self.matchingPaths(call, item) { paths, _, _ throws(SecureDictionaryError) in
-                for path in paths {
-                    try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
-                        try SecretServiceCalls.deleteItem(call, path: path)
-                    }
-                }
+                for path in paths { try SecretServiceCalls.deleteItem(call, path: path) }
                 return !paths.isEmpty
             }
         }
@@ -223,14 +214,16 @@ struct LibSecretClient: Sendable {
     {
         let found = try SecretServiceCalls.search(call, attributes: item.attributes, in: collection, reading: guess)
         guard found.locked.isEmpty else {
-            if call.connection.provider(call.cancellable).lockedItemsMeanConfirmation,
-                try !SecretServiceCalls.isLocked(call, collection: collection)
-            {
-                throw .confirmationRequired
-            }
-            throw .locked
+            throw try lockedItemsMeanConfirmation(call, collection) ? .confirmationRequired : .locked
         }
         return (found.unlocked, found.secret)
+    }
+
+    /// Whether items reported locked in `collection` wait for the user's confirmation, not for an
+    /// unlock: the collection is unlocked, and ``ProviderTraits/lockedItemsMeanConfirmation``.
+    static func lockedItemsMeanConfirmation(_ call: Call, _ collection: String) throws(SecureDictionaryError) -> Bool {
+        guard call.connection.provider(call.cancellable).lockedItemsMeanConfirmation else { return false }
+        return try !SecretServiceCalls.isLocked(call, collection: collection)
     }
 
     /// Runs `body`; if it finds the collection locked, asks the service to unlock it through
