@@ -11,14 +11,12 @@ import CSecretShim
 /// decides from plain values, so a table test checks every row without libsecret.
 ///
 /// Rules, and why:
-/// 1. `IsLocked` (libsecret's code or the service's D-Bus error name) is ``SecureDictionaryError/locked``,
-///    told apart from every other failure.
-/// 2. A cancelled call is ``SecureDictionaryError/timedOut``: only the deadline cancels.
-/// 3. While connecting, a missing bus or service is ``SecureDictionaryError/serviceUnavailable(reason:)``;
-///    on an open connection the daemon went away: ``SecureDictionaryError/connectionLost`` (the
-///    next call reconnects and finds a restarted one).
-/// 4. A dismissed confirmation prompt (`sd_service_allow_confirmations`) is ``SecureDictionaryError/confirmationDenied``.
-/// 5. Anything else keeps its GLib domain, code and message in ``SecureDictionaryError/keyring(domain:code:message:)``.
+/// - `IsLocked` (libsecret's code or the service's D-Bus error name) is ``SecureDictionaryError/locked``.
+/// - A cancelled call is ``SecureDictionaryError/timedOut``: only the deadline cancels.
+/// - A missing bus or service is ``SecureDictionaryError/serviceUnavailable(reason:)`` while
+///   connecting, else ``SecureDictionaryError/connectionLost`` (the next call reconnects).
+/// - A dismissed confirmation prompt (`sd_service_allow_confirmations`) is ``SecureDictionaryError/confirmationDenied``.
+/// - Anything else keeps its GLib domain, code and message in ``SecureDictionaryError/keyring(domain:code:message:)``.
 enum KeyringErrorMapping {
     /// A `GError` as plain values.
     struct Failure: Equatable {
@@ -43,7 +41,6 @@ enum KeyringErrorMapping {
         return map(failure(of: error), connecting: connecting)
     }
 
-    /// The mapping itself (the rules above).
     static func map(_ failure: Failure, connecting: Bool) -> SecureDictionaryError {
         let (code, message) = (failure.code, failure.message)
         switch failure.domain {

@@ -89,7 +89,8 @@ struct LibSecretClient: Sendable {
                     call.connection.remember(itemPath: paths.first, of: item, in: collection)
                 }
                 guard let path = paths.first else { return nil }
-                let read = if let guessed { guessed } else { try SecretServiceCalls.secret(call, path: path, collection: collection) }
+                let read =
+                    if let guessed { guessed } else { try SecretServiceCalls.secret(call, path: path, collection: collection) }
                 let secret = garbled(read)
                 // A property list proves both ends derived the same key (under another key
                 // its 8 magic bytes come once in 2^64; a test's `fault` stands for such keys).
@@ -202,13 +203,11 @@ struct LibSecretClient: Sendable {
     /// The items matching `item` in `collection`, all unlocked, and the secret of `guess`
     /// (``SecretServiceCalls/search(_:attributes:in:reading:)``).
     ///
-    /// - Throws: ``SecureDictionaryError/locked`` when one is locked; but
-    ///   ``SecureDictionaryError/confirmationRequired`` where locked items of an unlocked
-    ///   collection mean that the provider wants its user to confirm this client's access
-    ///   (``ProviderTraits/lockedItemsMeanConfirmation``). `Service.Unlock` on them would open a
-    ///   dialog: not here, since a call's deadline is too short for a person and KeePassXC
-    ///   2.7.4 does not close it when the prompt is dismissed (it then took 12 s to exit on
-    ///   SIGTERM instead of 0.2 s); only where the caller opted in (``confirmAccessInteractively(to:timeout:)``).
+    /// - Throws: ``SecureDictionaryError/locked`` when one is locked, or
+    ///   ``SecureDictionaryError/confirmationRequired`` (``lockedItemsMeanConfirmation(_:_:)``).
+    ///   Not `Service.Unlock` on them, which opens a dialog: a deadline is too short for a person,
+    ///   and KeePassXC 2.7.4 does not close it when the prompt is dismissed (it then took 12 s to
+    ///   exit on SIGTERM instead of 0.2 s); only where the caller opted in (``confirmAccessInteractively(to:timeout:)``).
     private static func unlockedMatches(_ call: Call, _ item: KeyringItem, in collection: String, reading guess: String? = nil)
         throws(SecureDictionaryError) -> (paths: [String], secret: SecretBytes?)
     {
@@ -226,10 +225,9 @@ struct LibSecretClient: Sendable {
         return try !SecretServiceCalls.isLocked(call, collection: collection)
     }
 
-    /// Runs `body`; if it finds the collection locked, asks the service to unlock it through
-    /// the no-prompt connection and runs `body` once more. That unlocks only collections that
-    /// need no prompt (gnome-keyring reloads password-less ones locked after a restart);
-    /// anything that would prompt fails at once, and `body`'s `locked` stands.
+    /// Runs `body`; if it finds the collection locked, unlocks it without a prompt and runs
+    /// `body` once more: gnome-keyring reloads password-less collections locked after a restart.
+    /// One that needs a prompt stays locked, and `body`'s `locked` stands.
     static func unlockingWithoutPrompt<T>(
         _ call: Call, _ collection: String, _ body: () throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {

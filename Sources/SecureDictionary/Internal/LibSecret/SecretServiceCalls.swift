@@ -55,7 +55,7 @@ enum SecretServiceCalls {
         return (found.unlocked, found.locked, exact ? value.map(bytes(of:)) : nil)
     }
 
-    /// `secret_service_get_secret_for_dbus_path_sync`: a copy of the item's secret bytes.
+    /// `secret_service_get_secret_for_dbus_path_sync`: the item's secret bytes (``bytes(of:)``).
     ///
     /// - Throws: ``SecureDictionaryError/locked`` when the service sent no secret and the
     ///   collection is locked now, ``SecureDictionaryError/sessionRejected(reason:)`` when it
@@ -95,7 +95,6 @@ enum SecretServiceCalls {
         }
     }
 
-    /// `Item.SetSecret` on the item at `path` (`sd_item_set_secret`).
     static func setSecret(_ call: Call, _ secret: SecretBytes, path: String) throws(SecureDictionaryError) {
         try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
             try checked { sd_item_set_secret(call.service, path, value, call.cancellable.pointer, &$0) }
@@ -127,12 +126,10 @@ enum SecretServiceCalls {
         try property(call, collection, "Collection", "Locked", type: "b") { g_variant_get_boolean($0) != 0 } ?? true
     }
 
-    /// The `Label` property of a collection.
     static func label(_ call: Call, collection: String) throws(SecureDictionaryError) -> String {
         try property(call, collection, "Collection", "Label", type: "s") { String(cString: g_variant_get_string($0, nil)) } ?? ""
     }
 
-    /// The service's Collections property: every collection's path.
     static func collections(_ call: Call) throws(SecureDictionaryError) -> [String] {
         try property(call, "/org/freedesktop/secrets", "Service", "Collections", type: "ao") { value in
             let list = g_variant_dup_objv(value, nil)
@@ -147,7 +144,6 @@ enum SecretServiceCalls {
         return seconds == 0 ? nil : Int64(clamping: seconds)
     }
 
-    /// The item's `Attributes` property.
     static func attributes(_ call: Call, path: String) throws(SecureDictionaryError) -> [String: String] {
         try property(call, path, "Item", "Attributes", type: "a{ss}") { value in
             var result: [String: String] = [:]
@@ -164,8 +160,8 @@ enum SecretServiceCalls {
         } ?? [:]
     }
 
-    /// Property `name` of `org.freedesktop.Secret.<interface>` on the object at `path`
-    /// (`sd_object_property`), as `read` reads it; `nil` when the provider answered with another type than `type`.
+    /// Property `name` of `org.freedesktop.Secret.<interface>` at `path`, as `read` reads it; `nil`
+    /// when it is not of `type`.
     private static func property<T>(
         _ call: Call, _ path: String, _ interface: String, _ name: String, type: String, _ read: (OpaquePointer) -> T
     ) throws(SecureDictionaryError) -> T? {
@@ -179,10 +175,10 @@ enum SecretServiceCalls {
         return read(value)
     }
 
-    /// Runs `body` with the service allowed to run the prompts it returns (`sd_service_allow_confirmations`):
-    /// KeePassXC returns one from every `CreateItem` and `Item.Delete`, which completes at once
-    /// when nothing needs confirming. One that waits for a human is ``SecureDictionaryError/confirmationRequired``
-    /// at the deadline, dismissed if `dismissing` (``ProviderTraits/dismissesPrompts``).
+    /// Runs `body` with the service allowed to run the prompts it returns: KeePassXC returns one
+    /// from every `CreateItem` and `Item.Delete`, completed at once when nothing needs confirming.
+    /// One that waits for a human is ``SecureDictionaryError/confirmationRequired`` at the
+    /// deadline, dismissed if `dismissing` (``ProviderTraits/dismissesPrompts``).
     static func confirming<T, E: Error>(_ call: Call, dismissing: Bool = true, _ body: () throws(E) -> T) throws(E) -> T {
         sd_service_allow_confirmations(call.service, 1, dismissing ? 1 : 0)
         defer { sd_service_allow_confirmations(call.service, 0, 1) }
