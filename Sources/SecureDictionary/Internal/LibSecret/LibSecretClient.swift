@@ -169,10 +169,9 @@ struct LibSecretClient: Sendable {
 
     // MARK: Finding the item
 
-    /// Runs `body` with the paths of the unlocked items matching `item` in its collection and
-    /// that collection's path; with `readingLastPath`, also the secret at the path the last
-    /// read found the item at, when the search found exactly that item
-    /// (``ProviderTraits/readsSecretWithSearch``).
+    /// Runs `body` with the paths of the unlocked items matching `item` in its collection, that
+    /// collection's path and, with `readingLastPath`, the secret at the last read's path when the
+    /// search found exactly that item (``ProviderTraits/readsSecretWithSearch``).
     ///
     /// - Throws: as ``unlockedMatches(_:_:in:reading:)``, and ``SecureDictionaryError/locked``
     ///   when none matches and the collection is locked: only an unlocked one can say "no such item".

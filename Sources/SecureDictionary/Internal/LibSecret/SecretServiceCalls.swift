@@ -50,9 +50,10 @@ enum SecretServiceCalls {
                     call.service, nil, table, call.cancellable.pointer, &unlocked, &locked, &error)
             }
         }
-        let found = (unlocked: inCollection(strings(unlocked), collection), locked: inCollection(strings(locked), collection))
-        let exact = guess.map { found.unlocked == [$0] && found.locked.isEmpty } ?? false
-        return (found.unlocked, found.locked, exact ? value.map(bytes(of:)) : nil)
+        let unlockedHere = strings(unlocked).filter { $0.hasPrefix(collection + "/") }
+        let lockedHere = strings(locked).filter { $0.hasPrefix(collection + "/") }
+        let exact = guess.map { unlockedHere == [$0] && lockedHere.isEmpty } ?? false
+        return (unlockedHere, lockedHere, exact ? value.map(bytes(of:)) : nil)
     }
 
     /// `secret_service_get_secret_for_dbus_path_sync`: the item's secret bytes (``bytes(of:)``).
@@ -223,11 +224,6 @@ enum SecretServiceCalls {
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
             return try body(value)
         }
-    }
-
-    private static func inCollection(_ paths: [String], _ collection: String) -> [String] {
-        let prefix = collection + "/"
-        return paths.filter { $0.hasPrefix(prefix) }
     }
 
     private static func strings(_ list: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
