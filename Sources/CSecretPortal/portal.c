@@ -28,13 +28,6 @@ on_response (GDBusConnection *connection, const gchar *sender, const gchar *path
     wait->answered = TRUE;
 }
 
-static gint
-remaining_ms (gint64 deadline)
-{
-    gint64 left = deadline - g_get_monotonic_time ();
-    return left <= 0 ? 0 : (gint) ((left + 999) / 1000);
-}
-
 /* Reads what the portal wrote: waits (until the deadline) for the first bytes, then takes
    what is there until the pipe is empty or closed. The backend wrote everything before
    the portal answered, so an empty pipe after the first bytes means the end, whether or
@@ -45,7 +38,7 @@ read_secret (int fd, gint64 deadline, guint8 *buffer, gsize capacity, gsize *len
     gsize total = 0;
     for (;;) {
         struct pollfd ready = { .fd = fd, .events = POLLIN };
-        int waited = poll (&ready, 1, total == 0 ? remaining_ms (deadline) : 0);
+        int waited = poll (&ready, 1, total == 0 ? sd_remaining_ms (deadline) : 0);
         if (waited < 0 && errno == EINTR)
             continue;
         if (waited < 0) {
@@ -134,7 +127,7 @@ sd_portal_retrieve_secret (gint timeout_ms, guint8 *buffer, gsize capacity, gsiz
     GVariant *reply = g_dbus_connection_call_with_unix_fd_list_sync (
         connection, PORTAL_BUS_NAME, PORTAL_OBJECT_PATH, "org.freedesktop.portal.Secret", "RetrieveSecret",
         g_variant_new ("(h@a{sv})", index, g_variant_builder_end (&options)), G_VARIANT_TYPE ("(o)"),
-        G_DBUS_CALL_FLAGS_NONE, MAX (remaining_ms (deadline), 1), fd_list, NULL, NULL, error);
+        G_DBUS_CALL_FLAGS_NONE, MAX (sd_remaining_ms (deadline), 1), fd_list, NULL, NULL, error);
     g_object_unref (fd_list);
     if (reply == NULL)
         goto out;

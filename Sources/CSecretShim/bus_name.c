@@ -17,10 +17,9 @@ on_name_acquired (GDBusConnection *bus, const char *sender, const char *path,
                   const char *interface, const char *signal, GVariant *parameters, gpointer data)
 {
     SdNameRequest *request = data;
-    /* The NameAcquired that grants a queued request comes after its IN_QUEUE answer. One
-       that came before is from a grant at once, or from an abandoned earlier request whose
-       grant crossed its release: never counted. (Were GLib ever to deliver the two out of
-       order, a queued request would wait to its deadline: a timeout, never two holders.) */
+    /* A queued request's grant comes after its IN_QUEUE answer; one before is from a grant at
+       once, or an abandoned request's grant that crossed its release: never counted. (Were
+       GLib to deliver them out of order, the request would time out: never two holders.) */
     if (request->answer.done)
         request->acquired = TRUE;
 }
@@ -37,13 +36,13 @@ sd_bus_name_request (const char *name, gint64 deadline_us, GError **error)
     request->name = g_strdup (name);
     request->cancellable = g_cancellable_new ();
     g_main_context_push_thread_default (request->context);
-    /* Subscribed before asking, so the NameAcquired of a queued request cannot be missed.
-       The bus sends NameAcquired to this connection alone, which needs no match rule. */
+    /* Subscribed before asking, so a queued request's NameAcquired is not missed (the bus
+       sends it to this connection alone: no match rule). */
     request->subscription = g_dbus_connection_signal_subscribe (
         bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameAcquired", "/org/freedesktop/DBus",
         name, G_DBUS_SIGNAL_FLAGS_NO_MATCH_RULE, on_name_acquired, request, NULL);
-    /* Flags 0: no replacing, and queue behind the owner (dbus-daemon serves the queue in
-       order). Sent now, in order with every later message of this process on the bus. */
+    /* Flags 0: no replacing, queue behind the owner (served in order). Sent now, before every
+       later message of this process on the bus. */
     sd_call_bus (bus, "RequestName", g_variant_new ("(su)", name, 0u), "(u)", request->cancellable, &request->answer);
     g_main_context_pop_thread_default (request->context);
     return request;
@@ -52,9 +51,8 @@ sd_bus_name_request (const char *name, gint64 deadline_us, GError **error)
 static void
 release_name (GDBusConnection *bus, const char *name)
 {
-    /* Sent without awaiting the reply: the bus serves the next in line when it reads the
-       message, and a later RequestName of this process goes out after it on the same
-       connection, so it cannot overtake the release. */
+    /* The reply is not awaited: the bus serves the next in line when it reads this, and a
+       later RequestName of this process follows it on the same connection. */
     g_dbus_connection_call (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                             "ReleaseName", g_variant_new ("(s)", name), NULL, G_DBUS_CALL_FLAGS_NONE, -1,
                             NULL, NULL, NULL);
@@ -95,11 +93,9 @@ sd_bus_name_request_finish (SdNameRequest *request, gint64 answer_deadline_us, g
     } else {
         g_set_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "RequestName answered %u", code);
     }
-    /* The name lives as long as the connection that owns it: keep that connection until the
-       name is given back, even if everything else in the process lets go of it. */
+    /* The name lives as long as its connection: kept until the name is given back. */
     *held = result == 1 ? g_object_ref (request->bus) : NULL;
-    /* A deadline passed: leave the queue, or give back a name granted meanwhile (sent after
-       RequestName on the same connection, so the bus reads it after). */
+    /* A deadline passed: leave the queue, or give back a name granted meanwhile. */
     if (result == 0)
         release_name (request->bus, request->name);
     request_free (request);

@@ -87,7 +87,7 @@ sd_search_reading_one (SecretService *service, GHashTable *attributes, const cha
     const char *owner = g_dbus_proxy_get_name (proxy);
     const char *session = secret_service_get_session_dbus_path (service);
 
-    /* Both answers are awaited in a context of this call's own, so no other source runs. */
+    /* A context of this call's own: no other source runs while both answers are awaited. */
     GMainContext *context = g_main_context_new ();
     g_main_context_push_thread_default (context);
     SdPendingCall search = { FALSE, NULL, NULL };
@@ -109,8 +109,6 @@ sd_search_reading_one (SecretService *service, GHashTable *attributes, const cha
     g_main_context_pop_thread_default (context);
     g_main_context_unref (context);
 
-    /* The guessed item's secret, when the service sent one the session can decrypt; any
-       failure of this read is left to the caller's own read of the path the search finds. */
     if (read.reply != NULL) {
         GVariant *secrets = g_variant_get_child_value (read.reply, 0);
         GVariant *secret = g_variant_lookup_value (secrets, guess, G_VARIANT_TYPE ("(oayays)"));

@@ -50,10 +50,9 @@ sd_service_allow_confirmations (SecretService *service, gboolean allowed, gboole
     ((SdNoPromptService *) service)->dismiss_on_cancel = dismiss_on_cancel;
 }
 
-/* One confirmation prompt in flight: Prompt.Prompt, then the prompt's Completed signal.
-   libsecret's own prompt code is not used: it fails without an error when a prompt is
-   dismissed (the caller would wait for the deadline), and it cannot tell us it is waiting
-   for a human. */
+/* One confirmation prompt in flight: Prompt.Prompt, then its Completed signal. Not
+   libsecret's prompt code: it fails without an error when a prompt is dismissed (the caller
+   would wait for the deadline), and cannot tell that it waits for a human. */
 typedef struct {
     GDBusConnection *connection;
     char *name;
@@ -144,9 +143,8 @@ on_confirm_cancelled (GCancellable *cancellable, gpointer data)
 {
     GTask *task = data;
     ConfirmClosure *closure = g_task_get_task_data (task);
-    /* The deadline passed: take the dialog off the screen unless told not to
-       (ProviderTraits.dismissesPrompts), then end the task from its own context (this
-       handler may run on another thread). */
+    /* The deadline passed: dismiss the dialog if told to (ProviderTraits.dismissesPrompts),
+       then end the task from its own context (this handler may run on another thread). */
     if (closure->dismiss_on_cancel)
         g_dbus_connection_call (closure->connection, closure->name, closure->path, "org.freedesktop.Secret.Prompt",
                                 "Dismiss", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
@@ -170,8 +168,8 @@ confirm_async (SecretService *self, SecretPrompt *prompt, const GVariantType *re
     closure->dismiss_on_cancel = ((SdNoPromptService *) self)->dismiss_on_cancel;
     g_task_set_task_data (task, closure, confirm_closure_free);
     mark_prompted (cancellable);
-    /* Subscribed before Prompt is called, so a Completed sent at once is not missed. The
-       prompt's path is unique, so the path alone picks its signals. */
+    /* Subscribed before Prompt is called, so a Completed sent at once is not missed; the
+       prompt's unique path alone picks its signals. */
     closure->subscription = g_dbus_connection_signal_subscribe (
         closure->connection, NULL, "org.freedesktop.Secret.Prompt", "Completed", closure->path, NULL,
         G_DBUS_SIGNAL_FLAGS_NONE, on_confirm_completed, g_object_ref (task), g_object_unref);
@@ -189,8 +187,7 @@ static GVariant *
 no_prompt_sync (SecretService *self, SecretPrompt *prompt, GCancellable *cancellable,
                 const GVariantType *return_type, GError **error)
 {
-    /* libsecret's *_sync calls run the async ones in a loop of their own: only
-       prompt_async is reached. */
+    /* Never reached: libsecret's *_sync calls run the async ones in a loop of their own. */
     g_set_error_literal (error, SECRET_ERROR, SECRET_ERROR_IS_LOCKED, no_prompt_message);
     return NULL;
 }
@@ -230,8 +227,7 @@ sd_no_prompt_service_class_init (SdNoPromptServiceClass *klass)
 SecretService *
 sd_service_open (gint64 deadline_us, gboolean open_session, GCancellable *cancellable, GError **error)
 {
-    /* libsecret asks GLib for the shared connection itself, which then is the ready one
-       held here (g_bus_get_sync hands out the connection while anyone holds it). */
+    /* libsecret asks GLib for the shared connection, which is then the ready one held here. */
     GDBusConnection *bus = sd_session_bus_until (deadline_us, error);
     if (bus == NULL)
         return NULL;
@@ -245,7 +241,6 @@ sd_service_open (gint64 deadline_us, gboolean open_session, GCancellable *cancel
     }
     return service;
 }
-
 
 /* ---- which provider answers ------------------------------------------------------ */
 

@@ -1,13 +1,11 @@
 /* The session bus connection every part of the shim uses, and questions to the bus. */
 #include "internal.h"
 
-/* GLib's shared session bus connection (g_bus_get_sync) is set up by a handshake that
-   waits without end when the bus does not answer (poll with no timeout: measured 9 s of a
-   10 s SIGSTOP of dbus-daemon), and a second caller waits on the first one's lock. So the
-   handshake runs on a thread of its own, never cancelled (the shared connection would keep
-   the cancellation as its failure), and the connection is kept once made: one given up when
-   its last user let go (as after a call stopped at its deadline) had to be made again, on a
-   bus that did not answer. It is dropped once closed, so the next call makes a new one. */
+/* g_bus_get_sync's handshake waits without end for a bus that does not answer (measured: 9 s
+   of a 10 s SIGSTOP of dbus-daemon), and a second caller waits on the first one's lock. So it
+   runs on a thread of its own, never cancelled (the shared connection would keep the
+   cancellation as its failure), and the connection is kept until it closes: one given up by
+   its last user (a call stopped at its deadline) had to be made again, on a silent bus. */
 static GMutex bus_lock;
 static GCond bus_settled;
 static GDBusConnection *kept_bus;   /* ready, until it closes */
@@ -79,18 +77,18 @@ on_deadline (gpointer flag)
     return G_SOURCE_REMOVE;
 }
 
-static guint
-remaining_ms (gint64 deadline_us)
+gint
+sd_remaining_ms (gint64 deadline_us)
 {
     gint64 left = deadline_us - g_get_monotonic_time ();
-    return left <= 0 ? 0 : (guint) MIN (left / 1000 + 1, G_MAXUINT);
+    return left <= 0 ? 0 : (gint) MIN ((left + 999) / 1000, G_MAXINT);
 }
 
 gboolean
 sd_iterate_until (GMainContext *context, const gboolean *done, gint64 deadline_us)
 {
     gboolean expired = FALSE;
-    GSource *timer = g_timeout_source_new (remaining_ms (deadline_us));
+    GSource *timer = g_timeout_source_new (sd_remaining_ms (deadline_us));
     g_source_set_callback (timer, on_deadline, &expired, NULL);
     g_source_attach (timer, context);
     while (!*done && !expired)
@@ -122,8 +120,8 @@ sd_call_bus (GDBusConnection *bus, const char *method, GVariant *parameters, con
 
 /* ---- who owns a name ---------------------------------------------------------------- */
 
-/* The session bus, a main context of the call's own (the thread's default meanwhile) and a
-   cancellable for the calls made in it: what each question to the bus below starts with. */
+/* What each question to the bus below starts with: the bus, a main context of its own (the
+   thread's default meanwhile) and a cancellable for its calls. */
 typedef struct {
     GDBusConnection *bus;
     GMainContext *context;

@@ -8,13 +8,13 @@ struct SdWatcher {
     GDBusConnection *bus;     /* once the watcher's thread has it */
     SdChangeCallback callback;
     void *user_data;
-    GMutex started_lock;      /* guards the four flags below and failure */
+    GMutex started_lock;      /* guards the three flags below and failure */
     GCond started;
     gboolean ready;           /* subscribed */
     gboolean waiting;         /* the bus did not answer at once: subscribed once it does */
     gboolean stopping;
     GError *failure;          /* no session bus: the thread ended */
-    gboolean detached;   /* stopped from its own thread: the thread frees the watcher */
+    gboolean detached;        /* stopped from its own thread, which alone sets and reads it, then frees the watcher */
 };
 
 /* How long the watcher's thread waits for the bus at a time, between looks at `stopping`. */

@@ -18,20 +18,18 @@ import Synchronization
 /// Invariants, and why:
 /// - **One name per item, documented.** `<applicationID>.__SecureDictionary__.h<hash>` when
 ///   the application ID is a valid bus-name prefix (a Flatpak app may own names under its own
-///   ID), else `io.github.securedictionary.lock.h<hash>`; the hash is of the item name alone,
-///   which holds the application ID and the dictionary name. Never of the collection's alias:
-///   one collection answers to several (`default` and `login` on gnome-keyring), and writers
-///   that named it differently took two locks and lost 187 of 400 writes. Items of the same
-///   name in two collections share one lock, which costs only some waiting. The name is part
-///   of the stored-item contract (README, "The stored item"): other tools may take it.
-/// - **Threads first.** Threads and tasks of this process queue on the ``LockQueue`` of the
-///   name first: the bus grants a name per connection, and every store in the process shares one.
-/// - **Unusable is not fatal.** A bus that refuses the name (a sandbox's proxy, a bus policy)
-///   or is missing makes the lock unusable, never the write: one warning, and writes go on
-///   without it (still checked against the keyring). A bus that does not answer is
-///   ``SecureDictionaryError/timedOut`` at the deadline, never "unusable": every wait on it,
-///   the handshake included (`sd_session_bus_until`), ends by the deadline (`FrozenBusTests`:
-///   a frozen bus once held a 1 s call for 2.4 s).
+///   ID), else `io.github.securedictionary.lock.h<hash>`; the hash is of the item name alone
+///   (application ID and dictionary name), never of the collection's alias: one collection
+///   answers to several (`default` and `login` on gnome-keyring), and writers that named it
+///   differently took two locks and lost 187 of 400 writes (one item name in two collections
+///   only waits more). Part of the stored-item contract (README, "The stored item").
+/// - **Threads first.** This process's threads queue on the name's ``LockQueue`` first: the
+///   bus grants a name per connection, and every store in the process shares one.
+/// - **Unusable is not fatal.** A bus that refuses the name (a sandbox's proxy, a policy) or is
+///   missing: one warning, and writes go on without the lock (still checked against the
+///   keyring). A bus that does not answer is ``SecureDictionaryError/timedOut`` at the
+///   deadline, its handshake included (`sd_session_bus_until`; `FrozenBusTests`: a frozen bus
+///   once held a 1 s call for 2.4 s).
 /// - **The holder is named within the deadline.** The wait ends ``namingReserve(_:)`` early,
 ///   leaving time for ``SecureDictionaryError/lockHeld(pid:command:)``.
 /// - **Held before the check.** ``acquire(until:)`` returns once the bus granted the name, so
@@ -72,9 +70,7 @@ final class BusNameWriterLock: ItemWriterLock {
         let deadline = answerDeadline.instant > waitDeadline.instant ? answerDeadline : waitDeadline
         var error: UnsafeMutablePointer<GError>?
         guard let request = sd_bus_name_request(busName, deadline.glibMicroseconds, &error) else {
-            if let failure = error, failure.pointee.domain == g_io_error_quark(),
-                failure.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue)
-            {
+            if KeyringErrorMapping.isTimedOut(error) {
                 g_clear_error(&error)
                 throw .timedOut  // the bus did not answer: the lock may well be usable
             }
@@ -96,7 +92,6 @@ final class BusNameWriterLock: ItemWriterLock {
         }
     }
 
-    /// Logs once that the lock cannot be used, and why.
     private func warnUnusable(_ error: UnsafeMutablePointer<GError>?) {
         var error = error
         let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"

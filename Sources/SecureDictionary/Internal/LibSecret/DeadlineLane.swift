@@ -5,12 +5,10 @@ import Synchronization
 /// Runs blocking calls one at a time on a private serial queue and stops waiting for them
 /// at a deadline.
 ///
-/// Why a lane and not the caller's thread: libsecret's `*_sync` calls have no deadline (a
-/// frozen daemon blocks for 25–50 s, an unanswered prompt forever, and cancelling does not
-/// always help). At the deadline the caller interrupts the call, gives it a short grace, then
-/// abandons it: the lane gets a fresh queue and context (connection), which later calls use.
-///
-/// Why serial: concurrent first calls into libsecret each negotiate their own session.
+/// Why a lane: libsecret's `*_sync` calls have no deadline (a frozen daemon blocks for 25–50 s,
+/// an unanswered prompt forever, and cancelling does not always help). At the deadline the
+/// call is interrupted, given a short grace, then abandoned: later calls get a fresh queue and
+/// context (connection). Why serial: concurrent first calls each negotiate their own session.
 final class DeadlineLane<Context: AnyObject & Sendable>: Sendable {
     private struct Generation: Sendable {
         let queue: DispatchQueue

@@ -11,14 +11,12 @@ import CSecretShim
 /// decides from plain values, so a table test checks every row without libsecret.
 ///
 /// Rules, and why:
-/// 1. `IsLocked` (libsecret's code or the service's D-Bus error name) is ``SecureDictionaryError/locked``,
-///    told apart from every other failure.
-/// 2. A cancelled call is ``SecureDictionaryError/timedOut``: only the deadline cancels.
-/// 3. While connecting, a missing bus or service is ``SecureDictionaryError/serviceUnavailable(reason:)``;
-///    on an open connection the daemon went away: ``SecureDictionaryError/connectionLost`` (the
-///    next call reconnects and finds a restarted one).
-/// 4. A dismissed confirmation prompt (`sd_service_allow_confirmations`) is ``SecureDictionaryError/confirmationDenied``.
-/// 5. Anything else keeps its GLib domain, code and message in ``SecureDictionaryError/keyring(domain:code:message:)``.
+/// - `IsLocked` (libsecret's code or the service's D-Bus error name) is ``SecureDictionaryError/locked``.
+/// - A cancelled call is ``SecureDictionaryError/timedOut``: only the deadline cancels.
+/// - A missing bus or service is ``SecureDictionaryError/serviceUnavailable(reason:)`` while
+///   connecting, else ``SecureDictionaryError/connectionLost`` (the next call reconnects).
+/// - A dismissed confirmation prompt (`sd_service_allow_confirmations`) is ``SecureDictionaryError/confirmationDenied``.
+/// - Anything else keeps its GLib domain, code and message in ``SecureDictionaryError/keyring(domain:code:message:)``.
 enum KeyringErrorMapping {
     /// A `GError` as plain values.
     struct Failure: Equatable {
@@ -43,7 +41,6 @@ enum KeyringErrorMapping {
         return map(failure(of: error), connecting: connecting)
     }
 
-    /// The mapping itself (the rules above).
     static func map(_ failure: Failure, connecting: Bool) -> SecureDictionaryError {
         let (code, message) = (failure.code, failure.message)
         switch failure.domain {
@@ -55,8 +52,7 @@ enum KeyringErrorMapping {
             }
         case .io:
             switch code {
-            case Int32(G_IO_ERROR_CANCELLED.rawValue): return .timedOut  // only the deadline cancels
-            case Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
+            case Int32(G_IO_ERROR_CANCELLED.rawValue), Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
             case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue):
                 return connecting ? .serviceUnavailable(reason: message) : .connectionLost
             default:
@@ -94,8 +90,13 @@ enum KeyringErrorMapping {
     /// Whether the provider rejected a session as invalid (`org.freedesktop.DBus.Error.InvalidArgs`),
     /// which a new one may pass. Does not free `error`.
     static func isRejectedSession(_ error: UnsafeMutablePointer<GError>?) -> Bool {
-        guard let error else { return false }
-        return error.pointee.domain == g_dbus_error_quark() && error.pointee.code == Int32(G_DBUS_ERROR_INVALID_ARGS.rawValue)
+        g_error_matches(error, g_dbus_error_quark(), Int32(G_DBUS_ERROR_INVALID_ARGS.rawValue)) != 0
+    }
+
+    /// Whether `error` is a wait of the shim's that ended at its deadline (`G_IO_ERROR_TIMED_OUT`).
+    /// Does not free `error`.
+    static func isTimedOut(_ error: UnsafeMutablePointer<GError>?) -> Bool {
+        g_error_matches(error, g_io_error_quark(), Int32(G_IO_ERROR_TIMED_OUT.rawValue)) != 0
     }
 
     /// Reads a `GError` (without freeing it).

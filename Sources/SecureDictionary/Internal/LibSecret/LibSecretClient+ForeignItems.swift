@@ -8,15 +8,9 @@ extension LibSecretClient {
             let collection = try SecretServiceCalls.collectionPath(call, alias)
             return try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
                 let found = try SecretServiceCalls.search(call, attributes: attributes, in: collection)
-                var needsConfirmation = false
-                if !found.locked.isEmpty {
-                    // Locked items in an unlocked collection: the provider asks its user first.
-                    guard call.connection.provider(call.cancellable).lockedItemsMeanConfirmation,
-                        try !SecretServiceCalls.isLocked(call, collection: collection)
-                    else { throw .locked }
-                    needsConfirmation = true
-                }
-                if found.unlocked.isEmpty, !needsConfirmation, try SecretServiceCalls.isLocked(call, collection: collection) {
+                let needsConfirmation = try found.locked.isEmpty ? false : Self.lockedItemsMeanConfirmation(call, collection)
+                if !found.locked.isEmpty, !needsConfirmation { throw .locked }
+                if found.unlocked.isEmpty, found.locked.isEmpty, try SecretServiceCalls.isLocked(call, collection: collection) {
                     throw .locked
                 }
                 var items: [ForeignItem] = []
@@ -40,9 +34,7 @@ extension LibSecretClient {
 
     func deleteForeign(_ item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) {
         try perform(timeout: timeout, writes: true) { call throws(SecureDictionaryError) in
-            try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
-                try SecretServiceCalls.deleteItem(call, path: item.path)
-            }
+            try SecretServiceCalls.deleteItem(call, path: item.path)
         }
     }
 
@@ -53,10 +45,8 @@ extension LibSecretClient {
         try perform(timeout: timeout, writes: true) { call throws(SecureDictionaryError) in
             let collection = try SecretServiceCalls.collectionPath(call, alias)
             let path = try Self.unlockingWithoutPrompt(call, collection) { () throws(SecureDictionaryError) in
-                try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
-                    try SecretServiceCalls.createItem(
-                        call, secret, label: label, attributes: attributes, contentType: contentType, in: collection)
-                }
+                try SecretServiceCalls.createItem(
+                    call, secret, label: label, attributes: attributes, contentType: contentType, in: collection)
             }
             return ForeignItem(path: path, attributes: attributes, collection: collection)
         }

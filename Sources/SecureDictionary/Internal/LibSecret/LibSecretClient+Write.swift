@@ -125,9 +125,7 @@ extension LibSecretClient {
                 }
             }
         }
-        return try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
-            try SecretServiceCalls.createItem(call, secret, label: item.name, attributes: item.attributes, in: collection)
-        }
+        return try SecretServiceCalls.createItem(call, secret, label: item.name, attributes: item.attributes, in: collection)
     }
 
     // MARK: Test hooks (compiled only with ENABLE_TESTING_HOOKS: debug builds)

@@ -89,13 +89,9 @@ struct LibSecretClient: Sendable {
                     call.connection.remember(itemPath: paths.first, of: item, in: collection)
                 }
                 guard let path = paths.first else { return nil }
-                var secret: SecretBytes
-                if let guessed {
-                    secret = guessed
-                } else {
-                    secret = try SecretServiceCalls.secret(call, path: path, collection: collection)
-                }
-                secret = garbled(secret)
+                let read =
+                    if let guessed { guessed } else { try SecretServiceCalls.secret(call, path: path, collection: collection) }
+                let secret = garbled(read)
                 // A property list proves both ends derived the same key (under another key
                 // its 8 magic bytes come once in 2^64; a test's `fault` stands for such keys).
                 // Anything else on an unproven session is read again on a new one where
@@ -120,11 +116,7 @@ struct LibSecretClient: Sendable {
     func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
         try perform(timeout: timeout, writes: true) { call throws(SecureDictionaryError) in
             try Self.matchingPaths(call, item) { paths, _, _ throws(SecureDictionaryError) in
-                for path in paths {
-                    try SecretServiceCalls.confirming(call) { () throws(SecureDictionaryError) in
-                        try SecretServiceCalls.deleteItem(call, path: path)
-                    }
-                }
+                for path in paths { try SecretServiceCalls.deleteItem(call, path: path) }
                 return !paths.isEmpty
             }
         }
@@ -177,10 +169,9 @@ struct LibSecretClient: Sendable {
 
     // MARK: Finding the item
 
-    /// Runs `body` with the paths of the unlocked items matching `item` in its collection and
-    /// that collection's path; with `readingLastPath`, also the secret at the path the last
-    /// read found the item at, when the search found exactly that item
-    /// (``ProviderTraits/readsSecretWithSearch``).
+    /// Runs `body` with the paths of the unlocked items matching `item` in its collection, that
+    /// collection's path and, with `readingLastPath`, the secret at the last read's path when the
+    /// search found exactly that item (``ProviderTraits/readsSecretWithSearch``).
     ///
     /// - Throws: as ``unlockedMatches(_:_:in:reading:)``, and ``SecureDictionaryError/locked``
     ///   when none matches and the collection is locked: only an unlocked one can say "no such item".
@@ -211,32 +202,31 @@ struct LibSecretClient: Sendable {
     /// The items matching `item` in `collection`, all unlocked, and the secret of `guess`
     /// (``SecretServiceCalls/search(_:attributes:in:reading:)``).
     ///
-    /// - Throws: ``SecureDictionaryError/locked`` when one is locked; but
-    ///   ``SecureDictionaryError/confirmationRequired`` where locked items of an unlocked
-    ///   collection mean that the provider wants its user to confirm this client's access
-    ///   (``ProviderTraits/lockedItemsMeanConfirmation``). `Service.Unlock` on them would open a
-    ///   dialog: not here, since a call's deadline is too short for a person and KeePassXC
-    ///   2.7.4 does not close it when the prompt is dismissed (it then took 12 s to exit on
-    ///   SIGTERM instead of 0.2 s); only where the caller opted in (``confirmAccessInteractively(to:timeout:)``).
+    /// - Throws: ``SecureDictionaryError/locked`` when one is locked, or
+    ///   ``SecureDictionaryError/confirmationRequired`` (``lockedItemsMeanConfirmation(_:_:)``).
+    ///   Not `Service.Unlock` on them, which opens a dialog: a deadline is too short for a person,
+    ///   and KeePassXC 2.7.4 does not close it when the prompt is dismissed (it then took 12 s to
+    ///   exit on SIGTERM instead of 0.2 s); only where the caller opted in (``confirmAccessInteractively(to:timeout:)``).
     private static func unlockedMatches(_ call: Call, _ item: KeyringItem, in collection: String, reading guess: String? = nil)
         throws(SecureDictionaryError) -> (paths: [String], secret: SecretBytes?)
     {
         let found = try SecretServiceCalls.search(call, attributes: item.attributes, in: collection, reading: guess)
         guard found.locked.isEmpty else {
-            if call.connection.provider(call.cancellable).lockedItemsMeanConfirmation,
-                try !SecretServiceCalls.isLocked(call, collection: collection)
-            {
-                throw .confirmationRequired
-            }
-            throw .locked
+            throw try lockedItemsMeanConfirmation(call, collection) ? .confirmationRequired : .locked
         }
         return (found.unlocked, found.secret)
     }
 
-    /// Runs `body`; if it finds the collection locked, asks the service to unlock it through
-    /// the no-prompt connection and runs `body` once more. That unlocks only collections that
-    /// need no prompt (gnome-keyring reloads password-less ones locked after a restart);
-    /// anything that would prompt fails at once, and `body`'s `locked` stands.
+    /// Whether items reported locked in `collection` wait for the user's confirmation, not for an
+    /// unlock: the collection is unlocked, and ``ProviderTraits/lockedItemsMeanConfirmation``.
+    static func lockedItemsMeanConfirmation(_ call: Call, _ collection: String) throws(SecureDictionaryError) -> Bool {
+        guard call.connection.provider(call.cancellable).lockedItemsMeanConfirmation else { return false }
+        return try !SecretServiceCalls.isLocked(call, collection: collection)
+    }
+
+    /// Runs `body`; if it finds the collection locked, unlocks it without a prompt and runs
+    /// `body` once more: gnome-keyring reloads password-less collections locked after a restart.
+    /// One that needs a prompt stays locked, and `body`'s `locked` stands.
     static func unlockingWithoutPrompt<T>(
         _ call: Call, _ collection: String, _ body: () throws(SecureDictionaryError) -> T
     ) throws(SecureDictionaryError) -> T {

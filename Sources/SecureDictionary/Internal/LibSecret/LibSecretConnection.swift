@@ -33,9 +33,8 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
 
     deinit { close() }
 
-    /// The open service, opening it (with an encrypted transport session, unless
-    /// ``opensSession`` is off) when needed; a session bus that does not answer by `deadline`
-    /// is ``SecureDictionaryError/timedOut``.
+    /// The open service, opened when needed (with a transport session if ``opensSession``); a
+    /// session bus that does not answer by `deadline` is ``SecureDictionaryError/timedOut``.
     func openService(_ cancellable: Cancellable, until deadline: Deadline) throws(SecureDictionaryError)
         -> UnsafeMutablePointer<SecretService>
     {

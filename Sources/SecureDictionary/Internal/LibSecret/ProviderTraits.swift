@@ -14,59 +14,59 @@ import CSecretShim
 /// Every provider, not known before the transport session is open, gets: a rejected session
 /// offered again (``LibSecretConnection/sessionAttempts``) and a session's first write read back
 /// (``VerifiedWrite``). KWallet before KDE Frameworks 6.25 rejects about one session in 200 and,
-/// more rarely, derives another key than the client (``sessionKeysMayDiffer``).
+/// more rarely, derives another key than the client (``sessionKeysMayDiffer``). A field a row
+/// leaves out takes the value of "any other" provider, as careful as the most careful row.
 package struct ProviderTraits: Sendable, Equatable {
     /// How `secure-dict doctor` names it (`nil`: not told apart).
     package let name: String?
     /// An existing item's secret is replaced with `Item.SetSecret`, not `CreateItem` with
     /// replace: KeePassXC 2.7.4 asks its user before `CreateItem` replaces an item (fixed in
     /// 2.7.6), never before `SetSecret`.
-    let replacesSecretInPlace: Bool
+    var replacesSecretInPlace = false
     /// The check asks for the secret at the item's last path right behind the search, in one
     /// round trip (`sd_search_reading_one`). Not on KeePassXC, where reading an item this
     /// client may not yet read asks its user.
-    let readsSecretWithSearch: Bool
+    var readsSecretWithSearch = true
     /// Items reported locked in an unlocked collection mean that the provider wants its user
     /// to confirm this client's access (KeePassXC's "Confirm when passwords are retrieved by
     /// clients"): ``SecureDictionaryError/confirmationRequired``, not `locked`.
-    package let lockedItemsMeanConfirmation: Bool
+    package var lockedItemsMeanConfirmation = false
     /// A prompt the caller stops waiting for is dismissed (`Prompt.Dismiss`). Not on
     /// gnome-keyring: its daemon (42.1) aborts when a shown unlock prompt is dismissed
     /// (`gkd-secret-unlock.c`, unchanged upstream); nor on a provider not told apart.
-    let dismissesPrompts: Bool
+    var dismissesPrompts = false
     /// The bus name of the process that shows the provider's unlock dialog, where another one
     /// does: gnome-keyring asks GNOME's system prompter (GNOME Shell, or an activated
     /// `gcr-prompter`), and without one completes every unlock prompt as dismissed at once
     /// (56 ms), as if the user had cancelled. `nil`: the provider shows it.
-    let unlockDialogBusName: String?
+    var unlockDialogBusName: String?
     /// Well-known bus names the provider's connection owns beside the Secret Service's, which
     /// tell which provider answers (``LibSecretConnection/provider(_:)``) even where `/proc`
     /// shows nothing, as in a sandbox.
-    let busNames: [String]
+    var busNames: [String] = []
     /// The provider may derive another session key than the client and still send a secret
     /// that passes the padding check (KWallet before KDE Frameworks 6.25: 1 lookup in 3,000 on
     /// 6.13), so an unproven session's read that is no property list is read again on a new
-    /// one (``LibSecretClient/load(_:timeout:)``); assumed of a provider not told apart.
-    /// Elsewhere it is a damaged item at once: a hostile 4 MiB blob read three times took
-    /// 197 ms against the 100 ms the reliability suite allows.
-    let sessionKeysMayDiffer: Bool
+    /// one (``LibSecretClient/load(_:timeout:)``). Elsewhere it is a damaged item at once: a
+    /// hostile 4 MiB blob read three times took 197 ms against the 100 ms the reliability suite allows.
+    var sessionKeysMayDiffer = true
     /// What the user is told to do about it, in ``SecureDictionaryError``'s messages.
     let advice: Advice
     /// What `secure-dict` does differently for it.
-    package let tool: Tool
+    package var tool = Tool()
 
     /// A provider's part of the error messages (the rest of each message is the same for all).
     struct Advice: Sendable, Equatable {
         /// What is locked, as a message names it; `nil`: "keyring", with the provider's name.
-        let lockedThing: String?
+        var lockedThing: String?
         /// How to unlock it where the program runs on a desktop that can show a dialog.
         let unlockOnDesktop: String
         /// How to unlock it elsewhere (a shell, SSH, a service, no dialog).
         let unlockElsewhere: String
         /// Which update to install when its encrypted sessions keep failing.
-        let sessionUpdate: String?
+        var sessionUpdate: String?
         /// Why an access needed confirmation and how to stop that; `nil`: the general sentence.
-        let confirmation: String?
+        var confirmation: String?
     }
 
     /// gnome-keyring's unlock command, for a shell with no unlock dialog.
@@ -76,23 +76,18 @@ package struct ProviderTraits: Sendable, Equatable {
     private static let kwalletUpdate = "KWallet: KDE Frameworks 6.25 or later"
 
     static let gnomeKeyring = ProviderTraits(
-        name: "gnome-keyring", replacesSecretInPlace: false, readsSecretWithSearch: true,
-        lockedItemsMeanConfirmation: false, dismissesPrompts: false,
-        unlockDialogBusName: "org.gnome.keyring.SystemPrompter", busNames: ["org.gnome.keyring"], sessionKeysMayDiffer: false,
+        name: "gnome-keyring", unlockDialogBusName: "org.gnome.keyring.SystemPrompter", busNames: ["org.gnome.keyring"],
+        sessionKeysMayDiffer: false,
         advice: Advice(
-            lockedThing: nil, unlockOnDesktop: "unlock the login keyring in Passwords and Keys (seahorse)",
-            unlockElsewhere: gnomeKeyringUnlock, sessionUpdate: nil, confirmation: nil),
+            unlockOnDesktop: "unlock the login keyring in Passwords and Keys (seahorse)", unlockElsewhere: gnomeKeyringUnlock),
         tool: Tool(
             executables: ["gnome-keyring-daemon"], version: .versionOption, startsInKeyringRun: true,
             dataFolder: "keyrings"))
     static let kwallet = ProviderTraits(
-        name: "KWallet", replacesSecretInPlace: false, readsSecretWithSearch: true,
-        lockedItemsMeanConfirmation: false, dismissesPrompts: true, unlockDialogBusName: nil,
-        busNames: ["org.kde.kwalletd5", "org.kde.kwalletd6"], sessionKeysMayDiffer: true,
+        name: "KWallet", dismissesPrompts: true, busNames: ["org.kde.kwalletd5", "org.kde.kwalletd6"],
         advice: Advice(
-            lockedThing: "KWallet wallet",
-            unlockOnDesktop: kwalletUnlock, unlockElsewhere: kwalletUnlock, sessionUpdate: kwalletUpdate,
-            confirmation: nil),
+            lockedThing: "KWallet wallet", unlockOnDesktop: kwalletUnlock, unlockElsewhere: kwalletUnlock,
+            sessionUpdate: kwalletUpdate),
         tool: Tool(
             executables: ["kwalletd5", "kwalletd6", "ksecretd"], version: .kdeFrameworksLibrary,
             unlockFix: "open the wallet in KWalletManager; right after a KDE login KWallet reports locked until some "
@@ -104,12 +99,11 @@ package struct ProviderTraits: Sendable, Equatable {
                 fix: "update KDE Frameworks to 6.25 or later"),
             dataFolder: "kwalletd"))
     static let keepassxc = ProviderTraits(
-        name: "KeePassXC", replacesSecretInPlace: true, readsSecretWithSearch: false,
-        lockedItemsMeanConfirmation: true, dismissesPrompts: true, unlockDialogBusName: nil,
-        busNames: ["org.keepassxc.KeePassXC.MainWindow"], sessionKeysMayDiffer: false,
+        name: "KeePassXC", replacesSecretInPlace: true, readsSecretWithSearch: false, lockedItemsMeanConfirmation: true,
+        dismissesPrompts: true, busNames: ["org.keepassxc.KeePassXC.MainWindow"], sessionKeysMayDiffer: false,
         advice: Advice(
             lockedThing: "KeePassXC database", unlockOnDesktop: "unlock it in the KeePassXC window",
-            unlockElsewhere: "unlock it in the KeePassXC window", sessionUpdate: nil,
+            unlockElsewhere: "unlock it in the KeePassXC window",
             confirmation: "KeePassXC wants this access confirmed and it was not: it asks only when the program opts in "
                 + "to dialogs; or turn off its 'Confirm when passwords are retrieved by clients'"),
         tool: Tool(
@@ -119,24 +113,16 @@ package struct ProviderTraits: Sendable, Equatable {
             deletesIntoRecycleBin: true,
             confirmationFix: "in KeePassXC, Settings, Secret Service Integration, turn off 'Confirm when passwords are "
                 + "retrieved by clients'"))
-    /// A provider not told apart: as careful as the most careful row.
+    /// A provider not told apart.
     static let other = ProviderTraits(
-        name: nil, replacesSecretInPlace: false, readsSecretWithSearch: true,
-        lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil, busNames: [],
-        sessionKeysMayDiffer: true,
+        name: nil,
         advice: Advice(
-            lockedThing: nil, unlockOnDesktop: "unlock it in your keyring manager", unlockElsewhere: gnomeKeyringUnlock,
-            sessionUpdate: kwalletUpdate, confirmation: nil),
-        tool: Tool())
+            unlockOnDesktop: "unlock it in your keyring manager", unlockElsewhere: gnomeKeyringUnlock,
+            sessionUpdate: kwalletUpdate))
     /// ``InMemoryKeyringStore``, which is no provider on a bus: only its advice is ever read.
     static let inMemory = ProviderTraits(
-        name: InMemoryKeyringStore.providerName, replacesSecretInPlace: false, readsSecretWithSearch: true,
-        lockedItemsMeanConfirmation: false, dismissesPrompts: false, unlockDialogBusName: nil, busNames: [],
-        sessionKeysMayDiffer: false,
-        advice: Advice(
-            lockedThing: "InMemoryKeyringStore",
-            unlockOnDesktop: inMemoryUnlock, unlockElsewhere: inMemoryUnlock, sessionUpdate: nil, confirmation: nil),
-        tool: Tool())
+        name: InMemoryKeyringStore.providerName, sessionKeysMayDiffer: false,
+        advice: Advice(lockedThing: "InMemoryKeyringStore", unlockOnDesktop: inMemoryUnlock, unlockElsewhere: inMemoryUnlock))
 
     private static let kwalletUnlock =
         "open it in KWalletManager (after login it stays locked until an application opens it)"

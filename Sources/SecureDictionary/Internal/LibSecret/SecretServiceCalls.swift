@@ -37,26 +37,26 @@ enum SecretServiceCalls {
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var value: OpaquePointer?
-        var error: UnsafeMutablePointer<GError>?
         defer {
             g_strfreev(unlocked)
             g_strfreev(locked)
             if let value { secret_value_unref(UnsafeMutableRawPointer(value)) }
         }
-        let searched =
+        try checked { error in
             if let guess {
                 sd_search_reading_one(call.service, table, guess, &unlocked, &locked, &value, call.cancellable.pointer, &error)
             } else {
                 secret_service_search_for_dbus_paths_sync(
                     call.service, nil, table, call.cancellable.pointer, &unlocked, &locked, &error)
             }
-        guard searched != 0 else { throw KeyringErrorMapping.map(error) }
-        let found = (unlocked: inCollection(strings(unlocked), collection), locked: inCollection(strings(locked), collection))
-        let exact = guess.map { found.unlocked == [$0] && found.locked.isEmpty } ?? false
-        return (found.unlocked, found.locked, exact ? value.map(bytes(of:)) : nil)
+        }
+        let unlockedHere = strings(unlocked).filter { $0.hasPrefix(collection + "/") }
+        let lockedHere = strings(locked).filter { $0.hasPrefix(collection + "/") }
+        let exact = guess.map { unlockedHere == [$0] && lockedHere.isEmpty } ?? false
+        return (unlockedHere, lockedHere, exact ? value.map(bytes(of:)) : nil)
     }
 
-    /// `secret_service_get_secret_for_dbus_path_sync`: a copy of the item's secret bytes.
+    /// `secret_service_get_secret_for_dbus_path_sync`: the item's secret bytes (``bytes(of:)``).
     ///
     /// - Throws: ``SecureDictionaryError/locked`` when the service sent no secret and the
     ///   collection is locked now, ``SecureDictionaryError/sessionRejected(reason:)`` when it
@@ -75,8 +75,7 @@ enum SecretServiceCalls {
     }
 
     /// `secret_service_create_item_dbus_path_sync`, replacing an item with the same attributes
-    /// (another process may have created it since the check): the item's path. A prompt runs
-    /// only inside ``confirming(_:dismissing:_:)``.
+    /// (another process may have created it since the check), ``confirming(_:dismissing:_:)``: the item's path.
     static func createItem(
         _ call: Call, _ secret: SecretBytes, label: String, attributes: [String: String],
         contentType: String = "application/octet-stream", in collection: String
@@ -85,35 +84,28 @@ enum SecretServiceCalls {
         let properties = sd_item_properties_new(label, table)
         g_hash_table_unref(table)
         defer { g_hash_table_unref(properties) }
-        var created = ""
-        try withBorrowedValue(secret, contentType: contentType) { value throws(SecureDictionaryError) in
+        return try withBorrowedValue(secret, contentType: contentType) { value throws(SecureDictionaryError) in
             var error: UnsafeMutablePointer<GError>?
-            guard
-                let path = secret_service_create_item_dbus_path_sync(
-                    call.service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE,
-                    call.cancellable.pointer, &error)
-            else { throw KeyringErrorMapping.map(error) }
-            created = String(cString: path)
-            g_free(path)
+            let path = confirming(call) {
+                secret_service_create_item_dbus_path_sync(
+                    call.service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, call.cancellable.pointer, &error)
+            }
+            guard let path else { throw KeyringErrorMapping.map(error) }
+            defer { g_free(path) }
+            return String(cString: path)
         }
-        return created
     }
 
-    /// `Item.SetSecret` on the item at `path` (`sd_item_set_secret`).
     static func setSecret(_ call: Call, _ secret: SecretBytes, path: String) throws(SecureDictionaryError) {
         try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
-            var error: UnsafeMutablePointer<GError>?
-            if sd_item_set_secret(call.service, path, value, call.cancellable.pointer, &error) == 0 {
-                throw KeyringErrorMapping.map(error)
-            }
+            try checked { sd_item_set_secret(call.service, path, value, call.cancellable.pointer, &$0) }
         }
     }
 
-    /// `secret_service_delete_item_dbus_path_sync`. A prompt runs only inside ``confirming(_:dismissing:_:)``.
+    /// `secret_service_delete_item_dbus_path_sync`, ``confirming(_:dismissing:_:)``.
     static func deleteItem(_ call: Call, path: String) throws(SecureDictionaryError) {
-        var error: UnsafeMutablePointer<GError>?
-        if secret_service_delete_item_dbus_path_sync(call.service, path, call.cancellable.pointer, &error) == 0 {
-            throw KeyringErrorMapping.map(error)
+        try checked { error in
+            confirming(call) { secret_service_delete_item_dbus_path_sync(call.service, path, call.cancellable.pointer, &error) }
         }
     }
 
@@ -135,12 +127,10 @@ enum SecretServiceCalls {
         try property(call, collection, "Collection", "Locked", type: "b") { g_variant_get_boolean($0) != 0 } ?? true
     }
 
-    /// The `Label` property of a collection.
     static func label(_ call: Call, collection: String) throws(SecureDictionaryError) -> String {
         try property(call, collection, "Collection", "Label", type: "s") { String(cString: g_variant_get_string($0, nil)) } ?? ""
     }
 
-    /// The service's Collections property: every collection's path.
     static func collections(_ call: Call) throws(SecureDictionaryError) -> [String] {
         try property(call, "/org/freedesktop/secrets", "Service", "Collections", type: "ao") { value in
             let list = g_variant_dup_objv(value, nil)
@@ -155,7 +145,6 @@ enum SecretServiceCalls {
         return seconds == 0 ? nil : Int64(clamping: seconds)
     }
 
-    /// The item's `Attributes` property.
     static func attributes(_ call: Call, path: String) throws(SecureDictionaryError) -> [String: String] {
         try property(call, path, "Item", "Attributes", type: "a{ss}") { value in
             var result: [String: String] = [:]
@@ -172,33 +161,35 @@ enum SecretServiceCalls {
         } ?? [:]
     }
 
-    /// Property `name` of `org.freedesktop.Secret.<interface>` on the object at `path`
-    /// (`sd_object_property`), as `read` reads it; `nil` when the provider answered with another type than `type`.
+    /// Property `name` of `org.freedesktop.Secret.<interface>` at `path`, as `read` reads it; `nil`
+    /// when it is not of `type`.
     private static func property<T>(
         _ call: Call, _ path: String, _ interface: String, _ name: String, type: String, _ read: (OpaquePointer) -> T
     ) throws(SecureDictionaryError) -> T? {
         var value: OpaquePointer?
-        var error: UnsafeMutablePointer<GError>?
-        guard
+        try checked {
             sd_object_property(
-                call.service, path, "org.freedesktop.Secret." + interface, name, type, &value, call.cancellable.pointer,
-                &error) != 0
-        else { throw KeyringErrorMapping.map(error) }
+                call.service, path, "org.freedesktop.Secret." + interface, name, type, &value, call.cancellable.pointer, &$0)
+        }
         guard let value else { return nil }
         defer { g_variant_unref(value) }
         return read(value)
     }
 
-    /// Runs `body` with the service allowed to run the prompts it returns (`sd_service_allow_confirmations`):
-    /// KeePassXC returns one from every `CreateItem` and `Item.Delete`, which completes at once
-    /// when nothing needs confirming. One that waits for a human is ``SecureDictionaryError/confirmationRequired``
-    /// at the deadline, dismissed if `dismissing` (``ProviderTraits/dismissesPrompts``).
-    static func confirming<T>(_ call: Call, dismissing: Bool = true, _ body: () throws(SecureDictionaryError) -> T)
-        throws(SecureDictionaryError) -> T
-    {
+    /// Runs `body` with the service allowed to run the prompts it returns: KeePassXC returns one
+    /// from every `CreateItem` and `Item.Delete`, completed at once when nothing needs confirming.
+    /// One that waits for a human is ``SecureDictionaryError/confirmationRequired`` at the
+    /// deadline, dismissed if `dismissing` (``ProviderTraits/dismissesPrompts``).
+    static func confirming<T, E: Error>(_ call: Call, dismissing: Bool = true, _ body: () throws(E) -> T) throws(E) -> T {
         sd_service_allow_confirmations(call.service, 1, dismissing ? 1 : 0)
         defer { sd_service_allow_confirmations(call.service, 0, 1) }
         return try body()
+    }
+
+    /// Runs a C call that returns 0 and sets its `GError` when it fails, and throws that error.
+    private static func checked(_ body: (inout UnsafeMutablePointer<GError>?) -> gboolean) throws(SecureDictionaryError) {
+        var error: UnsafeMutablePointer<GError>?
+        if body(&error) == 0 { throw KeyringErrorMapping.map(error) }
     }
 
     // MARK: Values
@@ -223,21 +214,16 @@ enum SecretServiceCalls {
     /// Runs `body` with a SecretValue that borrows `secret`'s bytes (their owner wipes them):
     /// `secret_value_new` would make one more copy per write. They outlive the value, which
     /// libsecret encrypts during the call and which is released first.
-    private static func withBorrowedValue(
+    private static func withBorrowedValue<T>(
         _ secret: SecretBytes, contentType: String = "application/octet-stream",
-        _ body: (OpaquePointer?) throws(SecureDictionaryError) -> Void
-    ) throws(SecureDictionaryError) {
+        _ body: (OpaquePointer?) throws(SecureDictionaryError) -> T
+    ) throws(SecureDictionaryError) -> T {
         try secret.withUnsafeBytes { bytes throws(SecureDictionaryError) in
             let start = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: gchar.self))
             let value = secret_value_new_full(start, bytes.count, contentType) { _ in }
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-            try body(value)
+            return try body(value)
         }
-    }
-
-    private static func inCollection(_ paths: [String], _ collection: String) -> [String] {
-        let prefix = collection + "/"
-        return paths.filter { $0.hasPrefix(prefix) }
     }
 
     private static func strings(_ list: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {

@@ -87,9 +87,7 @@ package enum SessionBusName {
         var error = error
         defer { g_clear_error(&error) }
         guard let failure = error else { return .serviceUnavailable(reason: "the session bus failed without an error") }
-        if failure.pointee.domain == g_io_error_quark() && failure.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
-            return .timedOut
-        }
+        if KeyringErrorMapping.isTimedOut(failure) { return .timedOut }
         return .serviceUnavailable(reason: String(cString: failure.pointee.message))
     }
 }
