@@ -96,6 +96,7 @@ enum SecretServiceCalls {
         }
     }
 
+    /// `Item.SetSecret` on the item at `path` (`sd_item_set_secret`).
     static func setSecret(_ call: Call, _ secret: SecretBytes, path: String) throws(SecureDictionaryError) {
         try withBorrowedValue(secret) { value throws(SecureDictionaryError) in
             try checked { sd_item_set_secret(call.service, path, value, call.cancellable.pointer, &$0) }
