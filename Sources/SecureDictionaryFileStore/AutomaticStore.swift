@@ -171,10 +171,6 @@ private final class ChosenStoreLock: ItemWriterLock {
         try resolved(until: deadline)?.queue(until: deadline) ?? ownQueue
     }
 
-    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
-        try resolved(until: deadline)?.acquire(until: deadline) ?? false
-    }
-
     func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline) throws(SecureDictionaryError)
         -> Bool
     {

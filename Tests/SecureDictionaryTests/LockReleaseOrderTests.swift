@@ -81,7 +81,7 @@ final class RecordingCoordinatedStore: ForwardingStore, CoordinatedStore, Sendab
 
         func queue(until deadline: Deadline) -> LockQueue { store.queue }
 
-        func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
+        func acquire(waitingUntil deadline: Deadline, answeringBy _: Deadline) throws(SecureDictionaryError) -> Bool {
             store.events.withLock { $0.append("acquire") }
             return true
         }

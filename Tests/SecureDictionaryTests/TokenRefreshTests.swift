@@ -395,7 +395,7 @@ final class GatedLockStore: ForwardingStore, CoordinatedStore, Sendable {
 
         func queue(until deadline: Deadline) -> LockQueue { store.queue }
 
-        func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
+        func acquire(waitingUntil deadline: Deadline, answeringBy _: Deadline) throws(SecureDictionaryError) -> Bool {
             if store.gated.load(ordering: .relaxed) {
                 store.acquiring.signal()
                 store.gate.wait()

@@ -66,7 +66,8 @@ final class FileStoreLock: ItemWriterLock {
 
     func queue(until deadline: Deadline) -> LockQueue { ownQueue }
 
-    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
+    /// A `flock` asks nobody: `deadline` alone bounds the wait.
+    func acquire(waitingUntil deadline: Deadline, answeringBy _: Deadline) throws(SecureDictionaryError) -> Bool {
         try available?()
         let locked = if let itemFile { try lockFile(itemFile, until: deadline) } else { try lockFolder(until: deadline) }
         held.withLock { $0 = locked }

@@ -32,11 +32,11 @@ import Synchronization
 ///   once held a 1 s call for 2.4 s).
 /// - **The holder is named within the deadline.** The wait ends ``namingReserve(_:)`` early,
 ///   leaving time for ``SecureDictionaryError/lockHeld(pid:command:)``.
-/// - **Held before the check.** ``acquire(until:)`` returns once the bus granted the name, so
-///   the check of the stored item starts after the previous holder's write was answered.
-///   (Checking while RequestName travelled was sound only on a connection shared with
-///   libsecret's proxy, and saved little: `mutation-10` 1.06–1.11× raw libsecret, 1.08–1.12× without.)
-///   Tests: `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
+/// - **Held before the check.** ``acquire(waitingUntil:answeringBy:)`` returns once the bus
+///   granted the name, so the check of the stored item starts after the previous holder's
+///   write was answered. (Checking while RequestName travelled was sound only on a connection
+///   shared with libsecret's proxy, and saved little: `mutation-10` 1.06–1.11× raw libsecret,
+///   1.08–1.12× without.) Tests: `concurrentProcessesLoseNothing`, and Reliability's 8-process row.
 final class BusNameWriterLock: ItemWriterLock {
     let busName: String
     private let local: LockQueue
@@ -58,10 +58,6 @@ final class BusNameWriterLock: ItemWriterLock {
     }
 
     func queue(until deadline: Deadline) -> LockQueue { local }
-
-    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
-        try acquire(waitingUntil: deadline, answeringBy: deadline)
-    }
 
     func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline) throws(SecureDictionaryError)
         -> Bool

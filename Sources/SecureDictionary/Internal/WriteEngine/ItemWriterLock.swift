@@ -6,25 +6,22 @@ package import Logging
 /// used at all lets writes go on without it (still checked), never fail.
 package protocol ItemWriterLock: Sendable {
     /// This process's queue in front of the lock (``LockQueue/shared(for:)`` its name): hold it
-    /// from before ``acquire(until:)`` until after ``release()``, as the lock is granted per
-    /// process. Throws only when deciding which lock this is (an ``AutomaticStore`` not used
-    /// yet) fails.
+    /// from before ``acquire(waitingUntil:answeringBy:)`` until after ``release()``, as the
+    /// lock is granted per process. Throws only when deciding which lock this is (an
+    /// ``AutomaticStore`` not used yet) fails.
     func queue(until deadline: Deadline) throws(SecureDictionaryError) -> LockQueue
 
-    /// Waits for the lock until `deadline`, holding ``queue(until:)``.
+    /// Waits for the lock until `waitDeadline`, holding ``queue(until:)``, and gives what
+    /// decides (the bus) until `answerDeadline` to answer: a passed `waitDeadline`
+    /// (`lockWait: .zero`) asks once, so a free lock is taken and a held one is
+    /// ``SecureDictionaryError/lockHeld(pid:command:)``, never ``SecureDictionaryError/timedOut``
+    /// for want of time to ask. A lock that asks nobody reads `waitDeadline` alone.
     ///
     /// - Returns: `true` when the lock is held (pair with ``release()``), `false` when it
     ///   cannot be used at all; the caller then writes without it.
     /// - Throws: ``SecureDictionaryError/lockHeld(pid:command:)`` when another process still
     ///   holds the lock at the deadline; ``SecureDictionaryError/timedOut`` when what decides
     ///   did not answer by then.
-    func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool
-
-    /// ``acquire(until:)``, giving what decides (the bus) until `answerDeadline` to answer: a
-    /// passed `waitDeadline` (`lockWait: .zero`) asks once, so a free lock is taken and a held
-    /// one is ``SecureDictionaryError/lockHeld(pid:command:)``, never
-    /// ``SecureDictionaryError/timedOut`` for want of time to ask. A lock that asks nobody
-    /// keeps the default: one deadline for both.
     func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline) throws(SecureDictionaryError)
         -> Bool
 
@@ -33,10 +30,9 @@ package protocol ItemWriterLock: Sendable {
 }
 
 extension ItemWriterLock {
-    package func acquire(waitingUntil waitDeadline: Deadline, answeringBy answerDeadline: Deadline)
-        throws(SecureDictionaryError) -> Bool
-    {
-        try acquire(until: waitDeadline)
+    /// ``acquire(waitingUntil:answeringBy:)`` with one deadline for both.
+    package func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
+        try acquire(waitingUntil: deadline, answeringBy: deadline)
     }
 
     /// Enters the lock's queue, then takes the lock, both until `deadline`: for a caller that
@@ -47,8 +43,8 @@ extension ItemWriterLock {
     /// defer { held.release() }
     /// ```
     ///
-    /// - Throws: as ``acquire(until:)``; ``LockQueue/endedWait`` when a caller of this process
-    ///   held the queue until `deadline`. Nothing is held then.
+    /// - Throws: as ``acquire(waitingUntil:answeringBy:)``; ``LockQueue/endedWait`` when a
+    ///   caller of this process held the queue until `deadline`. Nothing is held then.
     package func acquireQueued(until deadline: Deadline) throws(SecureDictionaryError) -> QueuedLock {
         let queue = try queue(until: deadline)
         guard queue.enter(until: deadline) else { throw queue.endedWait }
