@@ -9,6 +9,7 @@ let package = Package(
     dependencies: [
         .package(name: "SecureDictionary", path: ".."),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         .executableTarget(
@@ -18,6 +19,7 @@ let package = Package(
                 .product(name: "SecureDictionaryFileStore", package: "SecureDictionary"),
                 .product(name: "SecureDictionaryTestSupport", package: "SecureDictionary"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         )
     ],

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SecureDictionary
 import SecureDictionaryFileStore
@@ -6,12 +7,14 @@ import SecureDictionaryTestSupport
 /// Scenario 13: the encrypted-file stores against the holes an adversarial run found, each across
 /// processes (`sd-reliability worker files …`): an old copy put back and read through other
 /// spellings of its folder; a user who is not root (uid 65534 when run as root) writing many
-/// dictionaries, and one whose kernel key quota another program filled; a planted scrypt cost.
+/// dictionaries, and one whose kernel key quota another program filled; a planted scrypt cost;
+/// a file's key in a core of this release build.
 enum FileStores {
     static func run(_ harness: Harness, _ report: Report) {
         spellings(harness, report)
         quota(harness, report)
         plantedCost(harness, report)
+        fileKeyInACore(harness, report)
     }
 
     // MARK: Every spelling of the folder
@@ -198,6 +201,83 @@ enum FileStores {
             pass: accepted?.error == "timedOut" && (accepted?.milliseconds ?? .infinity) <= 300)
     }
 
+    // MARK: A file's key in a core
+
+    /// The debug-built tests scan for the file stores' keys (`FileStoreMemory`); this is the
+    /// same search in the optimised build users run, where code differs: there the compiler
+    /// inlines CFileStoreShim's `sd_scrub_stack` into its callers. The key worked out here must
+    /// open the file, or the scan would prove nothing.
+    static func fileKeyInACore(_ harness: Harness, _ report: Report) {
+        let check =
+            "a credential and its newest file key after 3 writes, a read, forgetKey and the release (release build)"
+        let target = "0 in memory, 0 in dead stack frames"
+        let base = harness.scratchFile("files-key-scan").path
+        guard let credentials = makeCredentials(in: base),
+            let master = FileManager.default.contents(atPath: "\(credentials)/securedictionary")
+        else {
+            report.cannotRun(check, target: target, reason: "cannot write a credential in \(base)")
+            return
+        }
+        do {
+            let worker = try LiveChild(
+                harness.executable, ["worker", "files", "keys", "\(base)/store", harness.appID("files")],
+                environment: ["CREDENTIALS_DIRECTORY": credentials])
+            defer {
+                try? worker.send("done")
+                _ = worker.finish(timeout: .seconds(30))
+            }
+            guard worker.nextLine(timeout: .seconds(60)) == "ready",
+                let name = try? FileManager.default.contentsOfDirectory(atPath: "\(base)/store").first(where: {
+                    $0.hasSuffix(".sdict")
+                }),
+                let file = FileManager.default.contents(atPath: "\(base)/store/\(name)")
+            else {
+                report.cannotRun(check, target: target, reason: "the worker did not write and read")
+                return
+            }
+            let key = fileKey(of: [UInt8](file), master: master)
+            guard opens(file, with: key) else {
+                report.cannotRun(check, target: target, reason: "the key worked out here does not open the file")
+                return
+            }
+            let scan = try CoreScan.take(of: worker.pid, secrets: ["file key": key, "credential": [UInt8](master)])
+            report.add(
+                check, target: target,
+                measured:
+                    "\(scan.inMemory.values.reduce(0, +)) in memory, \(scan.onStacks.values.reduce(0, +)) in dead stack frames",
+                pass: scan.foundAnywhere.isEmpty,
+                note: scan.places.isEmpty ? nil : scan.places.values.joined().prefix(3).joined(separator: "; "))
+        } catch {
+            report.add(check, target: target, measured: "could not measure", pass: false, note: "\(error)")
+        }
+    }
+
+    /// The key of a version-2 file of a master secret: HKDF-SHA256 of the secret with the
+    /// file's salt, which sits before the 12-byte nonce at the end of its header (the layout
+    /// is in `EncryptedItemFile.swift`).
+    static func fileKey(of file: [UInt8], master: Data) -> [UInt8] {
+        let salt = headerSize(of: file) - 12 - 32
+        let key = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: master), salt: file[salt..<(salt + 32)],
+            info: Array("io.github.securedictionary.file.v1".utf8), outputByteCount: 32)
+        return key.withUnsafeBytes { Array($0) }
+    }
+
+    /// The header's size in a version-2 file of a master secret (no scrypt parameters).
+    static func headerSize(of file: [UInt8]) -> Int { 8 + 1 + 2 + (Int(file[9]) << 8 | Int(file[10])) + 1 + 16 + 8 + 32 + 12 }
+
+    /// Whether `key` opens `file`: the proof that the scan looks for the right bytes.
+    static func opens(_ file: Data, with key: [UInt8]) -> Bool {
+        let bytes = [UInt8](file)
+        let header = headerSize(of: bytes)
+        guard bytes.count >= header + 16,
+            let nonce = try? AES.GCM.Nonce(data: bytes[(header - 12)..<header]),
+            let box = try? AES.GCM.SealedBox(
+                nonce: nonce, ciphertext: bytes[header..<(bytes.count - 16)], tag: bytes[(bytes.count - 16)...])
+        else { return false }
+        return (try? AES.GCM.open(box, using: SymmetricKey(data: key), authenticating: bytes[..<header])) != nil
+    }
+
     /// `file` with scrypt's cost replaced and a new salt.
     static func planting(_ file: Data, log2N: UInt8, r: UInt8, p: UInt8) -> Data {
         var bytes = [UInt8](file)
@@ -218,7 +298,7 @@ extension Worker {
     /// `spread BASE APP COUNT FOLDERS` (one write in each of COUNT dictionaries, in
     /// BASE/f0 … f(FOLDERS-1)), `diagnose FOLDER` (detail: the rollback record's problem),
     /// `set-passphrase FOLDER APP NAME KEY VALUE`, `open-passphrase FOLDER APP NAME TIMEOUT_MS`
-    /// (milliseconds: the open's; detail: "MAXRSS_KB KB").
+    /// (milliseconds: the open's; detail: "MAXRSS_KB KB"), `keys FOLDER APP` (``useKeysThenWait(_:app:)``).
     static func files(_ arguments: [String]) {
         guard arguments.count >= 2 else { usage() }
         let folder = arguments[1]
@@ -248,6 +328,8 @@ extension Worker {
                     ).setValue(1, forKey: "k")
                 }
                 WorkerReply(outcome: "ok", count: count).print()
+            case ("keys", 3):
+                try useKeysThenWait(credential, app: arguments[2])
             case ("open-passphrase", 5):
                 let timeout = Duration.milliseconds(Int(arguments[4]) ?? 3_000)
                 let dictionary = try SecureDictionary(
@@ -262,6 +344,26 @@ extension Worker {
                 detail: "\(peakResidentKilobytes()) KB"
             ).print()
         }
+    }
+}
+
+extension Worker {
+    /// For the file-key scan: three writes, a read by a new instance, `forgetKey()` and the
+    /// release, each in a frame that is gone when "ready" is printed; then it waits for a line.
+    static func useKeysThenWait(_ store: EncryptedFileStore, app: String) throws {
+        func written() throws {
+            let dictionary = try SecureDictionary(name: "keys", applicationID: app, options: .init(store: store))
+            for value in ["one", "two", "three"] { try dictionary.setValue(.string(value), forKey: "k") }
+        }
+        func read() throws -> String? {
+            try SecureDictionary(name: "keys", applicationID: app, options: .init(store: store))["k"]?.stringValue
+        }
+        try written()
+        let readBack = try read()
+        store.forgetKey()
+        print(readBack == "three" ? "ready" : "read back \(readBack ?? "nothing")")
+        fflush(nil)
+        _ = readLine()
     }
 }
 
