@@ -44,12 +44,7 @@ public final class InMemoryKeyringStore: KeyringStore {
 
     private let state = Mutex(State())
 
-    /// An empty store, unlocked.
-    ///
-    /// ```swift
-    /// let store = InMemoryKeyringStore()
-    /// let settings = try SecureDictionary(name: "settings", options: .init(store: store))
-    /// ```
+    /// An empty store, unlocked: `SecureDictionary(name: "settings", options: .init(store: InMemoryKeyringStore()))`.
     public init() {}
 
     /// The name its errors give as the provider that answered.
@@ -120,12 +115,7 @@ public final class InMemoryKeyringStore: KeyringStore {
     public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         // A copy of its own: `secret` views the dictionary's pages, which it releases.
         let secret = secret.withUnsafeBytes { SecretBytes(copying: $0) }
-        try call(
-            .store, collection: item.collection,
-            onFault: { state, fault in
-                if fault.writesAnyway { state.items[item] = secret }
-            }
-        ) { $0.items[item] = secret }
+        try call(.store, collection: item.collection) { $0.items[item] = secret }
     }
 
     public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
@@ -144,15 +134,13 @@ public final class InMemoryKeyringStore: KeyringStore {
     }
 
     private func call<T>(
-        _ kind: Call, collection: KeyringCollection,
-        onFault: (inout State, Fault) -> Void = { _, _ in },
-        _ body: (inout State) -> T
+        _ kind: Call, collection: KeyringCollection, _ body: (inout State) -> T
     ) throws(SecureDictionaryError) -> T {
         let outcome: Result<T, SecureDictionaryError> = state.withLock { state in
             state.callCount += 1
             state.calls.append(kind)
             if let fault = state.faults.removeValue(forKey: state.callCount) {
-                onFault(&state, fault)
+                if fault.writesAnyway && kind == .store { _ = body(&state) }  // a write whose answer was lost
                 return .failure(fault.error)
             }
             if state.lockedCollections.contains(collection) { return .failure(.locked) }
