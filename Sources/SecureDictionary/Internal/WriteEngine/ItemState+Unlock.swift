@@ -18,16 +18,16 @@ extension ItemState {
     /// Has the store show the dialog `error` calls for (unlock, or access confirmation) and
     /// waits for the user up to the policy's timeout; else, or when the store cannot, throws `error`.
     func askTheUser(after error: SecureDictionaryError, _ context: OperationContext) throws(SecureDictionaryError) {
-        guard case .prompt(let timeout) = context.unlock, let store = store as? SecretServiceStore else {
+        guard case .prompt(let timeout) = context.unlock, store is SecretServiceStore else {
             throw error
         }
         switch error {
         case .locked:
             context.logger.info("the keyring is locked: showing its unlock dialog", metadata: ["item": "\(item.name)"])
-            try store.unlockInteractively(item.collection, timeout: timeout)
+            try LibSecretClient.forDialogs().unlockInteractively(item.collection, timeout: timeout)
         case .confirmationRequired:
             context.logger.info("the keyring asks to confirm this access: showing its dialog", metadata: ["item": "\(item.name)"])
-            try store.confirmAccessInteractively(to: item, timeout: timeout)
+            try LibSecretClient.forDialogs().confirmAccessInteractively(to: item, timeout: timeout)
         default:
             throw error
         }
