@@ -211,13 +211,7 @@ public final class SecureDictionary: Sendable {
     /// `update { }` for a `body` that cannot throw: the same, with a typed error.
     ///
     /// ```swift
-    /// do {
-    ///     try settings.update { entries in entries["launches"] = .integer(launches + 1) }
-    /// } catch .locked {
-    ///     showUnlockHint()
-    /// } catch {
-    ///     logger.error("not saved: \(error)")
-    /// }
+    /// try settings.update { entries in entries["launches"] = .integer(launches + 1) }   // `catch .locked` works
     /// ```
     ///
     /// - Throws: ``SecureDictionaryError``, as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
