@@ -17,39 +17,20 @@ import Synchronization
 /// and a lock holder killed (the suite `StoreContract` names both). Use it for logic, the real
 /// Secret Service for everything about the keyring (<doc:TestingYourApplication>).
 public final class InMemoryKeyringStore: KeyringStore {
-    /// One injected failure (the library's tests).
-    package struct Fault: Sendable, Equatable {
-        /// The error the call throws.
-        package var error: SecureDictionaryError
-        /// For a failing `store`: whether the bytes are written anyway before the error is
-        /// thrown, as when a reply is lost after the keyring applied the write.
-        package var writesAnyway: Bool
-
-        package init(_ error: SecureDictionaryError, writesAnyway: Bool = false) {
-            self.error = error
-            self.writesAnyway = writesAnyway
-        }
-    }
-
     /// The kind of a call, as counted by ``calls`` (the library's tests).
     package enum Call: String, Sendable, Hashable { case load, store, delete, list }
 
     private struct State {
         var items: [KeyringItem: SecretBytes] = [:]
         var lockedCollections: Set<KeyringCollection> = []
-        var faults: [Int: Fault] = [:]  // keyed by the 1-based number of the call to fail
+        var faults: [Int: (error: SecureDictionaryError, writesAnyway: Bool)] = [:]  // by the 1-based number of the call to fail
         var callCount = 0
         var calls: [Call] = []
     }
 
     private let state = Mutex(State())
 
-    /// An empty store, unlocked.
-    ///
-    /// ```swift
-    /// let store = InMemoryKeyringStore()
-    /// let settings = try SecureDictionary(name: "settings", options: .init(store: store))
-    /// ```
+    /// An empty store, unlocked: `SecureDictionary(name: "settings", options: .init(store: InMemoryKeyringStore()))`.
     public init() {}
 
     /// The name its errors give as the provider that answered.
@@ -70,14 +51,14 @@ public final class InMemoryKeyringStore: KeyringStore {
     public func failNextCalls(with error: SecureDictionaryError, count: Int = 1, writesAnyway: Bool = false) {
         state.withLock { state in
             for offset in 1...max(1, count) {
-                state.faults[state.callCount + offset] = Fault(error, writesAnyway: writesAnyway)
+                state.faults[state.callCount + offset] = (error, writesAnyway)
             }
         }
     }
 
-    /// Makes the call numbered `number` (counting from 1 from now on) throw.
-    package func failCall(number: Int, with fault: Fault) {
-        state.withLock { $0.faults[$0.callCount + number] = fault }
+    /// Makes the call numbered `number` (counting from 1 from now on) throw, as ``failNextCalls(with:count:writesAnyway:)``.
+    package func failCall(number: Int, with error: SecureDictionaryError, writesAnyway: Bool = false) {
+        state.withLock { $0.faults[$0.callCount + number] = (error, writesAnyway) }
     }
 
     /// Removes every pending fault.
@@ -120,12 +101,7 @@ public final class InMemoryKeyringStore: KeyringStore {
     public func store(_ secret: SecretBytes, for item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
         // A copy of its own: `secret` views the dictionary's pages, which it releases.
         let secret = secret.withUnsafeBytes { SecretBytes(copying: $0) }
-        try call(
-            .store, collection: item.collection,
-            onFault: { state, fault in
-                if fault.writesAnyway { state.items[item] = secret }
-            }
-        ) { $0.items[item] = secret }
+        try call(.store, collection: item.collection) { $0.items[item] = secret }
     }
 
     public func delete(_ item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) -> Bool {
@@ -144,15 +120,13 @@ public final class InMemoryKeyringStore: KeyringStore {
     }
 
     private func call<T>(
-        _ kind: Call, collection: KeyringCollection,
-        onFault: (inout State, Fault) -> Void = { _, _ in },
-        _ body: (inout State) -> T
+        _ kind: Call, collection: KeyringCollection, _ body: (inout State) -> T
     ) throws(SecureDictionaryError) -> T {
         let outcome: Result<T, SecureDictionaryError> = state.withLock { state in
             state.callCount += 1
             state.calls.append(kind)
             if let fault = state.faults.removeValue(forKey: state.callCount) {
-                onFault(&state, fault)
+                if fault.writesAnyway && kind == .store { _ = body(&state) }  // a write whose answer was lost
                 return .failure(fault.error)
             }
             if state.lockedCollections.contains(collection) { return .failure(.locked) }

@@ -2,22 +2,14 @@
 /// encrypted-file stores of `SecureDictionaryFileStore`, or yours) throws them wrapped in
 /// ``SecureDictionaryError/store(_:)``, so that every call still throws one type.
 ///
-/// Match one case by its value, or take the store's whole error type:
-///
 /// ```swift
-/// import SecureDictionary
-/// import SecureDictionaryFileStore
-///
-/// let store = EncryptedFileStore(keySource: .passphrase(.terminal()))
+/// let store = EncryptedFileStore(keySource: .passphrase(.terminal()))   // of SecureDictionaryFileStore
 /// do {
 ///     let tokens = try SecureDictionary(name: "tokens", options: .init(store: store))
-///     print(tokens.count)
-/// } catch SecureDictionaryError.store(FileStoreError.wrongPassphrase) {
+/// } catch SecureDictionaryError.store(FileStoreError.wrongPassphrase) {   // one case, by its value
 ///     print("Wrong passphrase: try again.")
-/// } catch SecureDictionaryError.store(let error as FileStoreError) {
+/// } catch SecureDictionaryError.store(let error as FileStoreError) {      // the store's whole error type
 ///     print("The encrypted files cannot be used: \(error)")
-/// } catch {
-///     print("Not read: \(error)")
 /// }
 /// ```
 ///

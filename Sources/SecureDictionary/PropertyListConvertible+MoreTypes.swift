@@ -4,10 +4,8 @@
     public import Foundation
 #endif
 
-// The other types people reach for. Integers of every width store as ``PropertyListValue/integer(_:)``
-// (``PropertyListValue/unsignedInteger(_:)`` above `Int.max`) and read back only when the
-// stored number fits; `Float` stores as a real; `UUID` and `URL` as their string forms, so
-// other tools read them as text.
+// The other types people reach for, each stored as its conversion says (`UUID` and `URL` as
+// text, so that other tools read them).
 
 /// The integer types other than `Int` (they conform below). More specific than the `Codable`
 /// default, which must not apply to integers, so these conversions win for every integer.

@@ -59,25 +59,6 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, ForeignIt
         try client.diagnose(collection, timeout: timeout)
     }
 
-    /// Shows the unlock dialog of `collection` when it is locked and waits for the user up to
-    /// `timeout`; returns once it is unlocked.
-    ///
-    /// - Throws: ``SecureDictionaryError/unlockDismissed`` when the user cancelled,
-    ///   ``SecureDictionaryError/locked`` when nobody answered by `timeout`.
-    func unlockInteractively(_ collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError) {
-        try LibSecretClient.forDialogs().unlockInteractively(collection, timeout: timeout)
-    }
-
-    /// Shows the keyring's dialog that lets this process read `item` (after
-    /// ``SecureDictionaryError/confirmationRequired``) and waits for the user up to `timeout`;
-    /// returns once the user allowed it.
-    ///
-    /// - Throws: ``SecureDictionaryError/confirmationDenied`` when the user did not allow it,
-    ///   ``SecureDictionaryError/confirmationRequired`` when nobody answered by `timeout`.
-    func confirmAccessInteractively(to item: KeyringItem, timeout: Duration) throws(SecureDictionaryError) {
-        try LibSecretClient.forDialogs().confirmAccessInteractively(to: item, timeout: timeout)
-    }
-
     package func writerLock(for item: KeyringItem, logger: Logger) -> any ItemWriterLock {
         BusNameWriterLock(item: item, logger: logger)
     }

@@ -76,20 +76,12 @@ extension SecureDictionary {
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
         }
 
-        /// Stores a plain Swift value; see ``SecureDictionary/setValue(_:forKey:)-(V?,_)``.
-        ///
-        /// ```swift
-        /// try await settings.async.setValue(Date(), forKey: "seen")
-        /// ```
+        /// See ``SecureDictionary/setValue(_:forKey:)-(V?,_)``.
         public func setValue<V: PropertyListConvertible>(_ value: V?, forKey key: String) async throws(SecureDictionaryError) {
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
         }
 
-        /// Reads a plain Swift value; see ``SecureDictionary/value(forKey:as:)``.
-        ///
-        /// ```swift
-        /// let seen = try await settings.async.value(forKey: "seen", as: Date.self)
-        /// ```
+        /// See ``SecureDictionary/value(forKey:as:)``.
         public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) async throws(SecureDictionaryError)
             -> V?
         {

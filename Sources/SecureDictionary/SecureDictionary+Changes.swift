@@ -99,12 +99,8 @@ extension SecureDictionary {
         return AsyncStream { continuation in
             let task = Task {
                 for await change in changes {
-                    guard let value = change.newValue else {
-                        continuation.yield(key.defaultValue)
-                        continue
-                    }
                     do throws(SecureDictionaryError) {
-                        continuation.yield(try V(propertyListValue: value))
+                        continuation.yield(try change.newValue.map(V.init(propertyListValue:)) ?? key.defaultValue)
                     } catch {
                         report(error, during: "typed update")
                     }

@@ -34,8 +34,7 @@ extension SecureDictionary {
         options: Options = Options()
     ) throws(SecureDictionaryError) -> Bool {
         let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: options.collection)
-        let state = ItemRegistry.state(for: item, store: options.store, logger: options.logger)
-        return try state.deleteItem(options.context)
+        return try ItemRegistry.state(for: item, store: options.store, logger: options.logger).deleteItem(options.context)
     }
 
     /// The names of `applicationID`'s dictionaries in the collection; `""` is the default one.

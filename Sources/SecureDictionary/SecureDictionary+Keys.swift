@@ -1,5 +1,3 @@
-import Logging
-
 extension SecureDictionary {
     /// The namespace for your typed keys: extend it with static constants.
     ///
@@ -82,8 +80,7 @@ extension SecureDictionary {
     /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when the stored
     ///   value is of another type; as ``value(forKey:)``.
     public func value<Value>(for key: Key<Value>) throws(SecureDictionaryError) -> Value {
-        guard let stored = try value(forKey: key.name) else { return key.defaultValue }
-        return try Value(propertyListValue: stored)
+        try value(forKey: key.name, as: Value.self) ?? key.defaultValue
     }
 
     /// Stores `value` for `key` with one keyring write; `nil` (for an optional key) removes it.
@@ -128,15 +125,5 @@ extension Dictionary where Key == String, Value == PropertyListValue {
     /// - Throws: as ``SecureDictionary/Entries/set(_:forKey:)``.
     public mutating func set<V>(_ value: V, for key: SecureDictionary.Key<V>) throws(SecureDictionaryError) {
         self[key.name] = try SecureDictionary.storedForm(of: value)
-    }
-}
-
-extension SecureDictionary {
-    /// A non-throwing typed read that found another type gives `nil` or the default, as
-    /// documented: logged at `debug` (at `error`, swift-log's default handler printed it on
-    /// standard error as a failure), and still passed to the failure handler.
-    func reportTypedRead(_ error: SecureDictionaryError) {
-        options.logger.debug("typed read found another type", metadata: ["item": "\(item.name)", "error": "\(error)"])
-        options.failureHandler?(error)
     }
 }

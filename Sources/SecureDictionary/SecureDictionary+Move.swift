@@ -37,9 +37,12 @@ extension SecureDictionary {
     ) throws(SecureDictionaryError) -> Bool {
         let item = try KeyringItem(dictionaryName: name, applicationID: applicationID, collection: collection)
         let deadline = Deadline(after: timeout)
-        // An AutomaticStore not used yet chooses its place now, for `isOnePlace` to compare.
+        // An AutomaticStore not used yet chooses its place now, to be compared. In one place the
+        // copy would be the source, then removed (or the second writer lock, being the first,
+        // waited for until the deadline).
         for store in [source, destination] { _ = try (store as? any PlaceChoosingStore)?.choosePlace(until: deadline) }
-        guard !isOnePlace(source, destination) else { throw .sameStore(name: item.name) }
+        let places = [source, destination].map { ($0 as? any CoordinatedStore)?.place }
+        guard source !== destination, places[0] == nil || places[0] != places[1] else { throw .sameStore(name: item.name) }
         // The two writer locks (the doc comment says why), always in this order (a file
         // store's own store() takes no lock, so move must).
         let logger = Logger(label: "SecureDictionary.move")
@@ -73,16 +76,6 @@ extension SecureDictionary {
             bytes = now
         }
         throw .sourceChanged(name: item.name)
-    }
-
-    /// Whether `first` and `second` keep their items in one place: moving would copy the
-    /// dictionary onto itself, then remove it (or, the second writer lock being the first, wait
-    /// for it until the deadline).
-    static func isOnePlace(_ first: any KeyringStore, _ second: any KeyringStore) -> Bool {
-        if first as AnyObject === second as AnyObject { return true }
-        guard let first = (first as? any CoordinatedStore)?.place, let second = (second as? any CoordinatedStore)?.place
-        else { return false }
-        return first == second
     }
 
     /// Writes `bytes` to `destination` and reads them back. Unless `replacingOwnCopy`, the

@@ -1,3 +1,5 @@
+import Logging
+
 /// Plain Swift values (every ``PropertyListConvertible`` type) under string keys.
 extension SecureDictionary {
     /// Stores `value` under `key` with one keyring write; `nil` removes the key.
@@ -24,8 +26,7 @@ extension SecureDictionary {
     /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when the entry holds
     ///   another type; as ``value(forKey:)``.
     public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) throws(SecureDictionaryError) -> V? {
-        guard let stored = try value(forKey: key) else { return nil }
-        return try V(propertyListValue: stored)
+        try currentEntries().value(forKey: key, as: type)
     }
 
     /// The value for `key` as a `V`, from the loaded cache; setting it writes at once.
@@ -43,7 +44,7 @@ extension SecureDictionary {
             do throws(SecureDictionaryError) {
                 return try V(propertyListValue: stored)
             } catch {
-                reportTypedRead(error)
+                report(error, during: "typed read", level: .debug)
                 return nil
             }
         }

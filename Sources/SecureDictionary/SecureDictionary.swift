@@ -211,13 +211,7 @@ public final class SecureDictionary: Sendable {
     /// `update { }` for a `body` that cannot throw: the same, with a typed error.
     ///
     /// ```swift
-    /// do {
-    ///     try settings.update { entries in entries["launches"] = .integer(launches + 1) }
-    /// } catch .locked {
-    ///     showUnlockHint()
-    /// } catch {
-    ///     logger.error("not saved: \(error)")
-    /// }
+    /// try settings.update { entries in entries["launches"] = .integer(launches + 1) }   // `catch .locked` works
     /// ```
     ///
     /// - Throws: ``SecureDictionaryError``, as ``setValue(_:forKey:)-(SecureDictionary.Value?,_)``.
@@ -297,8 +291,11 @@ public final class SecureDictionary: Sendable {
         Entries(stored: try state.reload(options.context))
     }
 
-    func report(_ error: SecureDictionaryError, during operation: String) {
-        options.logger.error("\(operation) failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
+    /// Logs what a non-throwing call cannot throw and hands it to ``Options/failureHandler``. A
+    /// typed read that found another type gives `nil` or the default, as documented: logged at
+    /// `debug` (at `error`, swift-log's default handler printed it on standard error as a failure).
+    func report(_ error: SecureDictionaryError, during operation: String, level: Logger.Level = .error) {
+        options.logger.log(level: level, "\(operation) failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
         options.failureHandler?(error)
     }
 }

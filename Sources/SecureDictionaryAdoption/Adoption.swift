@@ -38,12 +38,9 @@ enum Adoption {
         for item in try store.foreignItems(matching: items.attributes, in: items.collection, timeout: timeout)
         where item.attributes["xdg:schema"] != KeyringItem.schemaName {  // never a dictionary's own item
             let key = item.attributes[items.keyAttribute].flatMap { $0.isEmpty ? nil : $0 }
-            if item.needsConfirmation {
-                report.items.append(.init(key: key, outcome: .needsConfirmation))
-                continue
-            }
             let secret: SecretBytes
-            do {
+            do throws(SecureDictionaryError) {
+                guard !item.needsConfirmation else { throw .confirmationRequired }
                 secret = try store.foreignSecret(of: item, timeout: timeout)
             } catch .confirmationRequired {
                 report.items.append(.init(key: key, outcome: .needsConfirmation))

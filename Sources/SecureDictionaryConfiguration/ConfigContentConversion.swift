@@ -15,15 +15,12 @@ enum ConfigContentConversion {
     static func content(of value: PropertyListValue, as type: ConfigType) throws(SecureDictionaryError) -> ConfigContent {
         func elements<Element>(_ convert: (PropertyListValue) -> Element?) throws(SecureDictionaryError) -> [Element] {
             guard case .array(let stored) = value else { throw mismatch(type, found: value.typeName) }
-            var converted: [Element] = []
-            converted.reserveCapacity(stored.count)
-            for element in stored {
-                guard let element = convert(element) else {
+            return try stored.map { element throws(SecureDictionaryError) in
+                guard let converted = convert(element) else {
                     throw mismatch(type, found: "an array element of type \(element.typeName)")
                 }
-                converted.append(element)
+                return converted
             }
-            return converted
         }
         func scalar<Scalar>(_ converted: Scalar?) throws(SecureDictionaryError) -> Scalar {
             guard let converted else { throw mismatch(type, found: value.typeName) }

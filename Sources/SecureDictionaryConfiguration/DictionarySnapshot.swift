@@ -18,7 +18,12 @@ struct DictionarySnapshot: ConfigSnapshot, CustomStringConvertible, CustomDebugS
 
     /// As ``SecureDictionaryProvider/value(forKey:type:)``, from this snapshot's generation.
     func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws(SecureDictionaryError) -> LookupResult {
-        try EntryLookup.result(for: key, as: type) { entries[$0] }
+        let encodedKey = key.components.joined(separator: ".")  // the whole name, as `LookupResult` reports it
+        guard let stored = EntryLookup.value(for: key.components, reading: { entries[$0] }) else {
+            return LookupResult(encodedKey: encodedKey, value: nil)
+        }
+        let content = try ConfigContentConversion.content(of: stored, as: type)
+        return LookupResult(encodedKey: encodedKey, value: ConfigValue(content, isSecret: true))
     }
 
     var description: String { "\(providerName)[\(entries.count) values]" }

@@ -1,4 +1,3 @@
-import Configuration
 import SecureDictionary
 
 /// Which entry of a dictionary a configuration key names: the mapping documented in
@@ -13,22 +12,6 @@ import SecureDictionary
 /// whole name first, and a shorter one only when the longer names none, so that a lookup
 /// copies out of the dictionary's wiped memory only the entries on its way.
 enum EntryLookup {
-    /// The value `key` names (read through `entry`), as `type`, marked secret; no value when
-    /// it names none.
-    ///
-    /// - Throws: `SecureDictionaryError.typeMismatch(expected:found:)` when the value is
-    ///   stored as a type that does not convert to `type`.
-    static func result(
-        for key: AbsoluteConfigKey, as type: ConfigType, reading entry: (String) -> PropertyListValue?
-    ) throws(SecureDictionaryError) -> LookupResult {
-        let encodedKey = key.components.joined(separator: ".")  // the whole name, as `LookupResult` reports it
-        guard let stored = value(for: key.components, reading: entry) else {
-            return LookupResult(encodedKey: encodedKey, value: nil)
-        }
-        let content = try ConfigContentConversion.content(of: stored, as: type)
-        return LookupResult(encodedKey: encodedKey, value: ConfigValue(content, isSecret: true))
-    }
-
     /// The value that `components` name among the entries `entry` reads, or `nil` when they
     /// name none.
     static func value(

@@ -48,8 +48,7 @@ public struct SecureDictionaryProvider: ConfigProvider, CustomStringConvertible 
     public func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws(SecureDictionaryError) -> LookupResult {
         // One generation for the whole lookup (the name and its leading parts), even while
         // another thread writes; it is read in place, one entry at a time.
-        let entries = dictionary.loadedEntries
-        return try EntryLookup.result(for: key, as: type) { entries[$0] }
+        try DictionarySnapshot(providerName: providerName, entries: dictionary.loadedEntries).value(forKey: key, type: type)
     }
 
     /// Loads the dictionary again (one keyring read; it decodes only when the item changed,

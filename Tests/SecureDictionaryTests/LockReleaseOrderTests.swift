@@ -38,7 +38,7 @@ import Testing
 
     @Test func aFailedWriteLeavesTheCacheEqualToTheStoreAfterAnotherWriter() throws {
         let settings = try afterAnotherWriter()
-        store.inner.failCall(number: 2, with: .init(.serviceUnavailable(reason: "test")))  // the write
+        store.inner.failCall(number: 2, with: .serviceUnavailable(reason: "test"))  // the write
         #expect(throws: SecureDictionaryError.self) { try settings.setValue("lost", forKey: "y") }
 
         #expect(settings["x"] == "theirs")  // what the check read, decoded though nothing was written

@@ -16,7 +16,7 @@ import Testing
         let options = SecureDictionary.Options(store: store, failureHandler: { _ in })
         let settings = try SecureDictionary(name: "rule", applicationID: "test.read-rule.\(UUID())", options: options)
         try settings.setValue("v", forKey: "k")
-        store.failCall(number: 2, with: .init(.timedOut))  // the write after its check
+        store.failCall(number: 2, with: .timedOut)  // the write after its check
         #expect(throws: SecureDictionaryError.timedOut) { try settings.setValue("lost", forKey: "other") }
         store.setLocked(true)
         return (settings, store)

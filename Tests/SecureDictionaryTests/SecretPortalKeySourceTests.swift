@@ -299,7 +299,7 @@ import Testing
         try SecureDictionary(name: "settings", applicationID: "org.example.App", options: .init(store: source))
             .setValue("v", forKey: "k")
         let destination = InMemoryKeyringStore()
-        destination.failCall(number: 2, with: .init(.timedOut))  // load succeeds, store fails
+        destination.failCall(number: 2, with: .timedOut)  // load succeeds, store fails
         #expect(throws: SecureDictionaryError.timedOut) {
             try SecureDictionary.move(name: "settings", applicationID: "org.example.App", from: source, to: destination)
         }

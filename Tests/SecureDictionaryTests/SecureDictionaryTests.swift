@@ -150,7 +150,7 @@ import Testing
     func unknownOutcomeMakesTheInstanceReload(error: SecureDictionaryError, writesAnyway: Bool) throws {
         let settings = try open()
         try settings.setValue("old", forKey: "k")
-        store.failCall(number: 2, with: .init(error, writesAnyway: writesAnyway))  // the write, after its check
+        store.failCall(number: 2, with: error, writesAnyway: writesAnyway)  // the write, after its check
         #expect(throws: error) { try settings.setValue("new", forKey: "k") }
         let callsBefore = store.calls.count
         #expect(settings["k"] == "old")  // non-throwing reads: the last known state, no call

@@ -50,7 +50,7 @@ import Testing
     @Test func otherErrorsEndTheWait() async throws {
         let store = InMemoryKeyringStore()
         store.setLocked(true)
-        store.failCall(number: 2, with: .init(.serviceUnavailable(reason: "gone")))
+        store.failCall(number: 2, with: .serviceUnavailable(reason: "gone"))
         let options = SecureDictionary.Options(store: store)
         await #expect(throws: SecureDictionaryError.serviceUnavailable(reason: "gone")) {
             try await SecureDictionary.Async.openWhenUnlocked(

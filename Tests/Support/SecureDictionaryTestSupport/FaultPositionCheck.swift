@@ -105,14 +105,14 @@ public enum FaultPositionCheck {
                 return outcome
             }
             if stale {
-                store.failCall(number: 2, with: .init(.timedOut))  // the write after its check
+                store.failCall(number: 2, with: .timedOut)  // the write after its check
                 if (try? dictionary.setValue("unknown", forKey: "stale")) != nil {
                     problem("the stale setup's write went through")
                 }
                 store.clearFaults()
             }
             let before = store.storedBytes(of: item)
-            store.failCall(number: position, with: .init(failure.error, writesAnyway: failure.writesAnyway))
+            store.failCall(number: position, with: failure.error, writesAnyway: failure.writesAnyway)
             let callsBefore = store.calls.count
             var thrown: (any Error)?
             do { try perform(mutation, on: dictionary) } catch { thrown = error }
