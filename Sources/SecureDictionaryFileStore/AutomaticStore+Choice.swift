@@ -55,8 +55,8 @@ extension AutomaticStore {
         throws(SecureDictionaryError) -> Made
     {
         guard let record = choiceRecord else { throw .noStoreAvailable(reason: absence) }
-        let recorded = readRecord()
-        if recorded == .secretService {
+        let before = recorded
+        if before == .secretService {
             if try SessionBusName.awaitOwner(of: name, starting: false, until: deadline) == .owned {
                 return try secretServiceThatAnswers(until: deadline)
             }
@@ -66,7 +66,7 @@ extension AutomaticStore {
                     + "that file to let the files be used)")
         }
         var waited = ""
-        if recorded == nil {
+        if before == nil {
             let wait = deadline.remaining / 2
             if try SessionBusName.awaitOwner(of: name, starting: false, until: Deadline(after: wait)) == .owned {
                 return try secretServiceThatAnswers(until: deadline)
@@ -82,7 +82,7 @@ extension AutomaticStore {
     /// now), or `noStoreAvailable`.
     private func withoutSecretService(because absence: String) throws(SecureDictionaryError) -> Made {
         guard let fileStore else { throw .noStoreAvailable(reason: absence) }
-        if readRecord() == nil { writeRecord(.encryptedFiles) }
+        if recorded == nil { record(.encryptedFiles) }
         let reason = "no Secret Service here (\(absence.prefix(120))); \(fileStore.keySource) in \(fileStore.folderPath)"
         return (fileStore, Choice(chosen: .encryptedFiles, reason: reason))
     }
@@ -90,7 +90,7 @@ extension AutomaticStore {
     /// The name has an owner: the Secret Service it is, unless it cannot be reached after all.
     private func secretServiceThatAnswers(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
         let made = try askSecretService(until: deadline)
-        if readRecord() != .secretService { writeRecord(.secretService) }
+        if recorded != .secretService { record(.secretService) }
         return made
     }
 
@@ -125,26 +125,24 @@ extension AutomaticStore {
     /// The record in the file store's folder; `nil` without a file store.
     private var choiceRecord: AutomaticStoreRecord? { fileStore.map { AutomaticStoreRecord(folderPath: $0.folderPath) } }
 
-    /// The record, or `nil` when there is none or it cannot be read (logged): a folder the
-    /// file store could not use either.
-    private func readRecord() -> Chosen? {
-        guard let record = choiceRecord else { return nil }
-        do {
-            return try record.read()
-        } catch {
-            logger.warning(
-                "the automatic store's record cannot be read", metadata: ["path": "\(record.path)", "error": "\(error)"])
-            return nil
-        }
+    /// What the record says, or `nil` when there is none or it cannot be read.
+    private var recorded: Chosen? { withRecord("read") { record throws(SecureDictionaryError) in try record.read() } }
+
+    private func record(_ chosen: Chosen) {
+        withRecord("written") { record throws(SecureDictionaryError) in try record.write(chosen) }
     }
 
-    private func writeRecord(_ chosen: Chosen) {
-        guard let record = choiceRecord else { return }
+    /// What `body` (`"read"` or `"written"`) does with the record; `nil` without a file store,
+    /// or when it fails (logged): a folder the file store could not use either.
+    @discardableResult
+    private func withRecord<T>(_ doing: String, _ body: (AutomaticStoreRecord) throws(SecureDictionaryError) -> T?) -> T? {
+        guard let record = choiceRecord else { return nil }
         do {
-            try record.write(chosen)
+            return try body(record)
         } catch {
             logger.warning(
-                "the automatic store's choice cannot be recorded", metadata: ["path": "\(record.path)", "error": "\(error)"])
+                "the automatic store's record cannot be \(doing)", metadata: ["path": "\(record.path)", "error": "\(error)"])
+            return nil
         }
     }
 }
