@@ -150,8 +150,7 @@ final class ItemFileFolder: Sendable {
         fsync(folder)
     }
 
-    /// Whether `name` is a temporary of `replace(_:in:with:)`: `.` + an item file's name +
-    /// `.` + decimal digits + `.tmp`, and nothing else.
+    /// Whether `name` is a temporary of `replace(_:in:with:)`, and nothing else.
     static func isTemporary(_ name: String) -> Bool {
         name.hasSuffix(".tmp") && name.wholeMatch(of: /\.[0-9a-f]{32}\.sdict\.[0-9]{1,20}\.tmp/) != nil
     }
