@@ -126,22 +126,25 @@ extension AutomaticStore {
     private var choiceRecord: AutomaticStoreRecord? { fileStore.map { AutomaticStoreRecord(folderPath: $0.folderPath) } }
 
     /// What the record says, or `nil` when there is none or it cannot be read.
-    private var recorded: Chosen? { withRecord("read") { record throws(SecureDictionaryError) in try record.read() } }
-
-    private func record(_ chosen: Chosen) {
-        withRecord("written") { record throws(SecureDictionaryError) in try record.write(chosen) }
+    private var recorded: Chosen? {
+        withRecord("the automatic store's record cannot be read") { record throws(SecureDictionaryError) in try record.read() }
     }
 
-    /// What `body` (`"read"` or `"written"`) does with the record; `nil` without a file store,
-    /// or when it fails (logged): a folder the file store could not use either.
+    private func record(_ chosen: Chosen) {
+        withRecord("the automatic store's choice cannot be recorded") { record throws(SecureDictionaryError) in
+            try record.write(chosen)
+        }
+    }
+
+    /// What `body` does with the record; `nil` without a file store, or when it fails (logged
+    /// as `failure`): a folder the file store could not use either.
     @discardableResult
-    private func withRecord<T>(_ doing: String, _ body: (AutomaticStoreRecord) throws(SecureDictionaryError) -> T?) -> T? {
+    private func withRecord<T>(_ failure: String, _ body: (AutomaticStoreRecord) throws(SecureDictionaryError) -> T?) -> T? {
         guard let record = choiceRecord else { return nil }
         do {
             return try body(record)
         } catch {
-            logger.warning(
-                "the automatic store's record cannot be \(doing)", metadata: ["path": "\(record.path)", "error": "\(error)"])
+            logger.warning("\(failure)", metadata: ["path": "\(record.path)", "error": "\(error)"])
             return nil
         }
     }
