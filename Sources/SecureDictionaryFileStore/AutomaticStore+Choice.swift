@@ -55,8 +55,8 @@ extension AutomaticStore {
         throws(SecureDictionaryError) -> Made
     {
         guard let record = choiceRecord else { throw .noStoreAvailable(reason: absence) }
-        let before = recorded
-        if before == .secretService {
+        let recorded = readRecord()
+        if recorded == .secretService {
             if try SessionBusName.awaitOwner(of: name, starting: false, until: deadline) == .owned {
                 return try secretServiceThatAnswers(until: deadline)
             }
@@ -66,7 +66,7 @@ extension AutomaticStore {
                     + "that file to let the files be used)")
         }
         var waited = ""
-        if before == nil {
+        if recorded == nil {
             let wait = deadline.remaining / 2
             if try SessionBusName.awaitOwner(of: name, starting: false, until: Deadline(after: wait)) == .owned {
                 return try secretServiceThatAnswers(until: deadline)
@@ -82,7 +82,7 @@ extension AutomaticStore {
     /// now), or `noStoreAvailable`.
     private func withoutSecretService(because absence: String) throws(SecureDictionaryError) -> Made {
         guard let fileStore else { throw .noStoreAvailable(reason: absence) }
-        if recorded == nil { record(.encryptedFiles) }
+        if readRecord() == nil { writeRecord(.encryptedFiles) }
         let reason = "no Secret Service here (\(absence.prefix(120))); \(fileStore.keySource) in \(fileStore.folderPath)"
         return (fileStore, Choice(chosen: .encryptedFiles, reason: reason))
     }
@@ -90,7 +90,7 @@ extension AutomaticStore {
     /// The name has an owner: the Secret Service it is, unless it cannot be reached after all.
     private func secretServiceThatAnswers(until deadline: Deadline) throws(SecureDictionaryError) -> Made {
         let made = try askSecretService(until: deadline)
-        if recorded != .secretService { record(.secretService) }
+        if readRecord() != .secretService { writeRecord(.secretService) }
         return made
     }
 
@@ -125,27 +125,26 @@ extension AutomaticStore {
     /// The record in the file store's folder; `nil` without a file store.
     private var choiceRecord: AutomaticStoreRecord? { fileStore.map { AutomaticStoreRecord(folderPath: $0.folderPath) } }
 
-    /// What the record says, or `nil` when there is none or it cannot be read.
-    private var recorded: Chosen? {
-        withRecord("the automatic store's record cannot be read") { record throws(SecureDictionaryError) in try record.read() }
-    }
-
-    private func record(_ chosen: Chosen) {
-        withRecord("the automatic store's choice cannot be recorded") { record throws(SecureDictionaryError) in
-            try record.write(chosen)
+    /// The record, or `nil` when there is none or it cannot be read (logged): a folder the
+    /// file store could not use either.
+    private func readRecord() -> Chosen? {
+        guard let record = choiceRecord else { return nil }
+        do {
+            return try record.read()
+        } catch {
+            logger.warning(
+                "the automatic store's record cannot be read", metadata: ["path": "\(record.path)", "error": "\(error)"])
+            return nil
         }
     }
 
-    /// What `body` does with the record; `nil` without a file store, or when it fails (logged
-    /// as `failure`): a folder the file store could not use either.
-    @discardableResult
-    private func withRecord<T>(_ failure: String, _ body: (AutomaticStoreRecord) throws(SecureDictionaryError) -> T?) -> T? {
-        guard let record = choiceRecord else { return nil }
+    private func writeRecord(_ chosen: Chosen) {
+        guard let record = choiceRecord else { return }
         do {
-            return try body(record)
+            try record.write(chosen)
         } catch {
-            logger.warning("\(failure)", metadata: ["path": "\(record.path)", "error": "\(error)"])
-            return nil
+            logger.warning(
+                "the automatic store's choice cannot be recorded", metadata: ["path": "\(record.path)", "error": "\(error)"])
         }
     }
 }
