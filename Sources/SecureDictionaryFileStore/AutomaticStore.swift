@@ -14,11 +14,10 @@ import Synchronization
 /// let settings = try SecureDictionary(name: "settings", options: options)
 /// ```
 ///
-/// The choice is made on the first call that needs a store, within its deadline, kept for
-/// the store's life and recorded in the file store's folder (`automatic-store-choice`): a
-/// keyring that stops answering later is an error, never a switch to files, which would split
-/// the dictionary in two (the rules: AutomaticStore+Choice.swift; <doc:MachinesWithoutADesktop>).
-/// `choice` says what was chosen and why; choosing the files is logged at `info`.
+/// The choice is made on the first call that needs a store, kept, and recorded in the file
+/// store's folder: a keyring that stops answering later is an error, never a switch to files
+/// (the rules: AutomaticStore+Choice.swift; <doc:MachinesWithoutADesktop>). `choice` says what
+/// was chosen and why; choosing the files is logged at `info`.
 ///
 /// - Throws (from every call): ``FileStoreError/noStoreAvailable(reason:)`` when
 ///   nothing fits; `SecureDictionaryError.serviceUnavailable(reason:)` when the keyring this

@@ -6,16 +6,12 @@ import SecureDictionary
     import Foundation
 #endif
 
-/// The encrypted files' part of ``DictionaryCopies``: the copies in each folder, read from
-/// their headers (no key needed) and counted where the key is at hand without a prompt.
-struct FileCopies {
-    var copies: [DictionaryCopies.Copy] = []
-    var folders: [DictionaryCopies.Folder] = []
-
-    /// The folders to search (`DictionaryCopies.find`'s `folders`), each with why, once each.
-    static func folders(for applicationID: String, extra: [String], environment: [String: String])
-        -> [(path: String, reason: String)]
-    {
+extension DictionaryCopies {
+    /// The encrypted files' part of `find`: the copies in each folder (`find`'s list, each once),
+    /// read from their headers (no key needed) and counted where the key is at hand without a prompt.
+    static func fileCopies(
+        applicationID: String, dictionaryName: String?, extra: [String], credential: String, environment: [String: String]
+    ) -> (copies: [Copy], folders: [Folder]) {
         var folders: [(path: String, reason: String)] = []
         func add(_ path: String, _ reason: String) {
             let path = ItemFileFolder(path: path).path
@@ -33,17 +29,10 @@ struct FileCopies {
             add("\(home)/.var/app/\(applicationID)/data/securedictionary", "the Flatpak app \(applicationID)'s portal files")
         }
         for path in extra { add(EncryptedFileStore.absolute(path), "given") }  // as a store given it resolves it
-        return folders
-    }
-
-    static func find(
-        applicationID: String, dictionaryName: String?, folders: [(path: String, reason: String)], credential: String,
-        environment: [String: String]
-    ) -> FileCopies {
-        var result = FileCopies()
+        var result: (copies: [Copy], folders: [Folder]) = ([], [])
         // A credential's key decodes files of a master secret written under it; a passphrase is
         // never asked, and the portal's secret is the sandboxed app's only.
-        let credentialAtHand = (try? SystemdCredential.read(named: credential, environment: environment)) != nil
+        let atHand = (try? SystemdCredential.read(named: credential, environment: environment)) != nil ? credential : nil
         for folder in folders {
             let files = ItemFileFolder(path: folder.path)
             var problem: SecureDictionaryError?
@@ -57,15 +46,14 @@ struct FileCopies {
             }
             let choice = exists ? (try? AutomaticStoreRecord(folderPath: folder.path).read()).flatMap { $0 } : nil
             result.folders.append(
-                DictionaryCopies.Folder(
+                Folder(
                     path: files.path, reason: folder.reason, exists: exists,
                     automaticChoice: choice.map { $0 == .secretService ? "keyring" : "files" }, problem: problem))
             for (name, header) in headers where header.applicationID == applicationID {
                 guard dictionaryName == nil || header.dictionaryName == dictionaryName, let item = try? header.item(),
                     ItemFileFolder.fileName(of: item) == name
                 else { continue }
-                result.copies.append(
-                    copy(of: item, header: header, in: files, credential: credentialAtHand ? credential : nil))
+                result.copies.append(copy(of: item, header: header, in: files, credential: atHand))
             }
         }
         return result
@@ -73,7 +61,7 @@ struct FileCopies {
 
     private static func copy(
         of item: KeyringItem, header: EncryptedItemFile.Header, in folder: ItemFileFolder, credential: String?
-    ) -> DictionaryCopies.Copy {
+    ) -> Copy {
         let path = folder.filePath(of: item)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         var keyCount: Int?
@@ -97,7 +85,7 @@ struct FileCopies {
                 name: credential ?? "securedictionary",
                 reason: "its key is a systemd credential's or the Secret portal's, and no credential is at hand")
         }
-        return DictionaryCopies.Copy(
+        return Copy(
             applicationID: item.applicationID, dictionaryName: item.dictionaryName, place: .file(path: path),
             modified: attributes?[.modificationDate] as? Date, generation: header.generation,
             size: (attributes?[.size] as? any BinaryInteger).map { Int($0) }, keyCount: keyCount,

@@ -144,10 +144,9 @@ public struct DictionaryCopies: Sendable {
     ) -> DictionaryCopies {
         let keyring = keyringCopies(
             applicationID: applicationID, dictionaryName: dictionaryName, unlock: unlock, timeout: timeout)
-        let files = FileCopies.find(
-            applicationID: applicationID, dictionaryName: dictionaryName,
-            folders: FileCopies.folders(for: applicationID, extra: folders, environment: environment),
-            credential: credential, environment: environment)
+        let files = fileCopies(
+            applicationID: applicationID, dictionaryName: dictionaryName, extra: folders, credential: credential,
+            environment: environment)
         let copies = Dictionary(grouping: keyring.copies + files.copies, by: \.dictionaryName)
             .sorted { $0.key < $1.key }.flatMap { newestFirst($0.value) }
         return DictionaryCopies(

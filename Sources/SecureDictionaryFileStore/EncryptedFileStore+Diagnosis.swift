@@ -5,9 +5,9 @@ package import SecureDictionary
 package struct FileStoreDiagnosis: Sendable {
     /// Why the folder cannot be used, or `nil` when it can (or does not exist yet).
     package var folderProblem: SecureDictionaryError?
-    package var folderExists: Bool
+    package var folderExists = false
     /// The dictionaries' files in the folder.
-    package var fileCount: Int
+    package var fileCount = 0
     /// Why the key cannot be had without a person: a missing credential, or no sandbox for
     /// the Secret portal (inside one it is not asked: it may show a dialog). `nil` otherwise.
     package var keyProblem: SecureDictionaryError?
@@ -24,9 +24,7 @@ package struct FileStoreDiagnosis: Sendable {
 extension EncryptedFileStore {
     /// Checks the folder, counts the files, and looks for the key without a prompt.
     package func diagnose() -> FileStoreDiagnosis {
-        var diagnosis = FileStoreDiagnosis(
-            folderProblem: nil, folderExists: false, fileCount: 0, rollbackRecordProblem: KernelGenerationTable.problem(),
-            folderOrigin: folderOrigin)
+        var diagnosis = FileStoreDiagnosis(rollbackRecordProblem: KernelGenerationTable.problem(), folderOrigin: folderOrigin)
         do {
             let count = try folder.withFolder(create: false) { descriptor, _ in
                 folder.itemFileNames(in: descriptor).count

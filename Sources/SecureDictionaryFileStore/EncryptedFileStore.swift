@@ -21,16 +21,13 @@ import Synchronization
 ///     name: "settings", applicationID: "org.example.App", options: .init(store: EncryptedFileStore.secretPortal))
 /// ```
 ///
-/// Each file is AES-256-GCM under a key derived from the master secret with HKDF-SHA256 (a
-/// new salt and nonce on every write), its authenticated header naming the item; files are
-/// replaced atomically, each write checks the stored file first, and what is read is hostile
-/// input. The folder is checked as OpenSSH checks `~/.ssh`
-/// (``FileStoreError/unsafePath(path:reason:)``), writers lock it and their item, other
-/// processes' writes reach `SecureDictionary.changes()`, and an old copy put back is
-/// ``FileStoreError/rolledBack(path:)``: see <doc:MachinesWithoutADesktop>. Another key is
-/// ``FileStoreError/wrongPassphrase`` or ``FileStoreError/wrongKey(source:)``, never empty; a
-/// damaged file is `SecureDictionaryError.corrupt(reason:)`. The master secret (and a
-/// passphrase's stretched key) is kept in wiped memory until `forgetKey()` or the release.
+/// Each file is AES-256-GCM (HKDF-SHA256 of the master secret, a new salt and nonce per
+/// write), replaced atomically; other processes' writes reach `SecureDictionary.changes()`.
+/// What guards the folder (<doc:MachinesWithoutADesktop>) throws: a folder others could swap
+/// is ``FileStoreError/unsafePath(path:reason:)``, an old copy put back
+/// ``FileStoreError/rolledBack(path:)``. Another key is ``FileStoreError/wrongPassphrase`` or
+/// ``FileStoreError/wrongKey(source:)``, never empty; a damaged file is
+/// `SecureDictionaryError.corrupt(reason:)`. Keys stay in wiped memory until `forgetKey()` or the release.
 ///
 /// - Important: the files are as safe as the key source: whoever reads both the folder and
 ///   the credential (root, the service itself) or the host keyring (for the portal: any
@@ -253,7 +250,9 @@ extension EncryptedFileStore {
     {
         let header = try EncryptedItemFile.wholeFileHeader(of: bytes)
         guard header.generation >= newest else { throw .rolledBack(path: folder.filePath(of: item)) }
-        let file = KeyedFile.whole(bytes, named: ItemFileFolder.fileName(of: item), header: header)
+        let file = KeyedFile(name: ItemFileFolder.fileName(of: item), block: header.key) {
+            EncryptedItemFile.opensWithRestoredCheck(bytes, header: header, secret: $0)
+        }
         let secret = try keys.secret(opening: file, in: folder, until: deadline)
         return (header, try EncryptedItemFile.open(bytes, header: header, for: item, secret: secret))
     }

@@ -87,12 +87,8 @@ final class FileStoreLock: ItemWriterLock {
 
     /// Opens the folder (creating it, checked) and locks it; returns the locked descriptor.
     private func lockFolder(until deadline: Deadline) throws(SecureDictionaryError) -> Int32 {
-        let opened = try folder.withFolder(create: true) { descriptor, _ throws(SecureDictionaryError) -> Int32 in
-            let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
-            guard copy >= 0 else { throw .unusable(folder.path) }
-            return copy
-        }
-        guard let descriptor = opened else { throw .fileUnavailable(path: folder.path, reason: "the folder vanished") }
+        let copy = try folder.withFolder(create: true) { descriptor, _ in fcntl(descriptor, F_DUPFD_CLOEXEC, 0) }
+        guard let descriptor = copy, descriptor >= 0 else { throw .unusable(folder.path) }
         try Self.exclusive(descriptor, until: deadline, path: folder.path)
         folder.removeTemporaries(in: descriptor)
         return descriptor
@@ -104,10 +100,7 @@ final class FileStoreLock: ItemWriterLock {
         while true {
             let opened = try folder.withFolder(create: true) { directory, _ throws(SecureDictionaryError) -> Int32 in
                 let descriptor = openat(directory, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-                guard descriptor >= 0 else {
-                    let reason = errno == ELOOP ? "the lock file is a symbolic link: remove it" : String(cString: strerror(errno))
-                    throw errno == ELOOP ? .unsafePath(path: path, reason: reason) : .fileUnavailable(path: path, reason: reason)
-                }
+                guard descriptor >= 0 else { throw .unusable(path, ifLink: "the lock file is a symbolic link: remove it") }
                 try Self.exclusive(descriptor, until: deadline, path: path)
                 guard Self.isNamed(descriptor, name, in: directory) else {
                     close(descriptor)  // removed or replaced meanwhile: lock the file named now

@@ -101,10 +101,7 @@ final class ItemFileFolder: Sendable {
         let descriptor = openat(folder, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if descriptor < 0 {
             if errno == ENOENT { return nil }
-            if errno == ELOOP {
-                throw .unsafePath(path: file, reason: "the item file is a symbolic link: remove the link")
-            }
-            throw .unusable(file)
+            throw .unusable(file, ifLink: "the item file is a symbolic link: remove the link")
         }
         defer { close(descriptor) }
         var status = stat()
@@ -153,15 +150,9 @@ final class ItemFileFolder: Sendable {
         fsync(folder)
     }
 
-    /// Whether `name` is a temporary of `replace(_:in:with:)`: `.` + an item file's name +
-    /// `.` + decimal digits + `.tmp`, and nothing else.
+    /// Whether `name` is a temporary of `replace(_:in:with:)`, and nothing else.
     static func isTemporary(_ name: String) -> Bool {
-        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 5, parts[0].isEmpty, parts[2] == "sdict", parts[4] == "tmp" else { return false }
-        let hex = parts[1].utf8
-        let digits = parts[3].utf8
-        return hex.count == 32 && hex.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-            && !digits.isEmpty && digits.count <= 20 && digits.allSatisfy { (48...57).contains($0) }
+        name.hasSuffix(".tmp") && name.wholeMatch(of: /\.[0-9a-f]{32}\.sdict\.[0-9]{1,20}\.tmp/) != nil
     }
 
     /// Removes the temporaries of writers killed mid-write (`FileStoreLock`'s "nothing left
@@ -178,15 +169,14 @@ final class ItemFileFolder: Sendable {
 
     /// Removes `item`'s file; returns whether there was one.
     func remove(_ item: KeyringItem) throws(SecureDictionaryError) -> Bool {
-        let result = try withFolder(create: false) { folder, _ throws(SecureDictionaryError) -> Bool in
+        try withFolder(create: false) { folder, _ throws(SecureDictionaryError) -> Bool in
             if unlinkat(folder, Self.fileName(of: item), 0) == 0 {
                 fsync(folder)
                 return true
             }
             if errno == ENOENT { return false }
             throw .unusable(filePath(of: item))
-        }
-        return result ?? false
+        } ?? false
     }
 
     /// The names of the item files (`*.sdict`) in the open folder.
@@ -208,21 +198,24 @@ final class ItemFileFolder: Sendable {
     /// The headers of the item files, unverified (listing needs no key); files that cannot be
     /// read or parsed are left out.
     func headers() throws(SecureDictionaryError) -> [(name: String, header: EncryptedItemFile.Header)] {
-        let result = try withFolder(create: false) { folder, _ in
+        try withFolder(create: false) { folder, _ in
             itemFileNames(in: folder).compactMap { name -> (name: String, header: EncryptedItemFile.Header)? in
                 guard let bytes = try? read(name, in: folder, upTo: EncryptedItemFile.maximumHeaderSize),
                     let header = try? EncryptedItemFile.header(of: bytes)
                 else { return nil }
                 return (name, header)
             }
-        }
-        return result ?? []
+        } ?? []
     }
 }
 
 extension SecureDictionaryError {
-    /// `fileUnavailable` for `path`, its reason from `errno`.
-    static func unusable(_ path: String) -> Self { .fileUnavailable(path: path, reason: String(cString: strerror(errno))) }
+    /// `fileUnavailable` for `path`, its reason from `errno`; after an `O_NOFOLLOW` open that
+    /// met a link (`ELOOP`), `unsafePath` with `ifLink` as the reason, when given.
+    static func unusable(_ path: String, ifLink: String? = nil) -> Self {
+        if let ifLink, errno == ELOOP { return .unsafePath(path: path, reason: ifLink) }
+        return .fileUnavailable(path: path, reason: String(cString: strerror(errno)))
+    }
 }
 
 /// Reads `descriptor` into `buffer` until it is full or the file ends: how many bytes came,

@@ -63,13 +63,10 @@ enum KernelKeyring {
         return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<length])) }
     }
 
-    /// Revokes the key `description` (nobody can read it any more) and unlinks it from the
-    /// session keyring. Returns whether there was one.
-    @discardableResult
-    static func revoke(_ description: String) -> Bool {
-        guard let serial = serial(of: description) else { return false }
-        revoke(serial: serial)
-        return true
+    /// Revokes the key `description`, if any (nobody can read it any more), and unlinks it
+    /// from the session keyring.
+    static func revoke(_ description: String) {
+        if let serial = serial(of: description) { revoke(serial: serial) }
     }
 
     /// The serial of the key `description` that this process possesses, if any.

@@ -52,11 +52,6 @@ struct KeyedFile {
     /// `EncryptedItemFile.opensWithRestoredCheck` (`false` when only the header was read).
     var opensWithRestoredCheck: (SecretBytes) -> Bool = { _ in false }
 
-    /// The file `bytes` named `name`, whose header is `header`.
-    static func whole(_ bytes: [UInt8], named name: String, header: EncryptedItemFile.Header) -> KeyedFile {
-        KeyedFile(name: name, block: header.key) { EncryptedItemFile.opensWithRestoredCheck(bytes, header: header, secret: $0) }
-    }
-
     /// `corrupt`, for a file whose key check alone is damaged, or that was changed.
     static let damagedCheck = SecureDictionaryError.corrupt(
         reason: "the encrypted file was changed or damaged: its key check is not that of the right key")

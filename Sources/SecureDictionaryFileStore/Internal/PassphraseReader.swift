@@ -71,13 +71,10 @@ enum PassphraseReader {
             guard left > .zero else { throw .passphraseUnavailable(reason: "nothing was typed in time") }
             var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, Int32(clamping: left.milliseconds + 1))
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw .passphraseUnavailable(reason: "\(what): \(String(cString: strerror(errno)))")
-            }
             if ready == 0 { continue }
             guard count < buffer.count else { throw .passphraseUnavailable(reason: "longer than \(maximumLength) bytes") }
-            let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + count, 1) }
+            // A failed poll is handled as a failed read: its errno is kept.
+            let got = ready < 0 ? -1 : buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + count, 1) }
             if got < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw .passphraseUnavailable(reason: "\(what): \(String(cString: strerror(errno)))")
