@@ -27,16 +27,8 @@ import Synchronization
 ///   thread; events that come while it runs make one more run.
 /// - **Stopped from anywhere**: ``stop()`` only wakes the thread, which closes its
 ///   descriptors itself, so `onChange` may call it (the last dictionary going).
-final class FolderWatcher: ChangeWatch, @unchecked Sendable {  // its `var`s are the watching thread's alone
-    private let folder: String
-    private let events: Int32
-    private let stopSignal: Int32
-    /// The write end of the pipe that wakes the thread to stop; `-1` once the thread closed it.
-    private let wake: Mutex<Int32>
-    private let onChange: @Sendable () -> Void
-    /// The watch, and whether it is on the folder itself (else on a folder above it).
-    private var watch: Int32 = -1
-    private var watchesTheFolder = false
+final class FolderWatcher: ChangeWatch, Sendable {
+    private let loop: Loop
 
     /// Starts watching `folder`; `nil` when inotify is not available.
     init?(folder: String, _ onChange: @escaping @Sendable () -> Void) {
@@ -48,18 +40,14 @@ final class FolderWatcher: ChangeWatch, @unchecked Sendable {  // its `var`s are
             return nil
         }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        self.folder = ItemFileFolder(path: folder).path
-        self.events = events
-        stopSignal = ends[0]
-        wake = Mutex(ends[1])
-        self.onChange = onChange
+        loop = Loop(folder: folder, events: events, stopSignal: ends[0], wake: ends[1], onChange: onChange)
         var thread = pthread_t()
         let started = pthread_create(
             &thread, nil,
             { context in
-                Unmanaged<FolderWatcher>.fromOpaque(context!).takeRetainedValue().run()
+                Unmanaged<Loop>.fromOpaque(context!).takeRetainedValue().run()
                 return nil
-            }, Unmanaged.passRetained(self).toOpaque())
+            }, Unmanaged.passRetained(loop).toOpaque())
         guard started == 0 else {
             close(events)
             close(ends[0])
@@ -70,85 +58,106 @@ final class FolderWatcher: ChangeWatch, @unchecked Sendable {  // its `var`s are
     }
 
     func stop() {
-        wake.withLock { end in
+        loop.wake.withLock { end in
             guard end >= 0 else { return }
             var byte: UInt8 = 1
             _ = write(end, &byte, 1)
         }
     }
 
-    private func run() {
-        defer {
-            close(events)
-            close(stopSignal)
-            wake.withLock { end in
-                close(end)
-                end = -1
-            }
+    /// The watching thread's state.
+    private final class Loop: @unchecked Sendable {  // its `var`s are the watching thread's alone
+        let folder: String
+        let events: Int32
+        let stopSignal: Int32
+        /// The write end of the pipe that wakes the thread to stop; `-1` once the thread closed it.
+        let wake: Mutex<Int32>
+        let onChange: @Sendable () -> Void
+        /// The watch, and whether it is on the folder itself (else on a folder above it).
+        var watch: Int32 = -1
+        var watchesTheFolder = false
+
+        init(folder: String, events: Int32, stopSignal: Int32, wake: Int32, onChange: @escaping @Sendable () -> Void) {
+            self.folder = ItemFileFolder(path: folder).path
+            self.events = events
+            self.stopSignal = stopSignal
+            self.wake = Mutex(wake)
+            self.onChange = onChange
         }
-        watchNearest()
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            var waiting = [
-                pollfd(fd: events, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0),
-            ]
-            let ready = poll(&waiting, 2, -1)
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0, waiting[1].revents == 0 else { return }
-            var changed = false
-            var moved = false
+
+        func run() {
+            defer {
+                close(events)
+                close(stopSignal)
+                wake.withLock { end in
+                    close(end)
+                    end = -1
+                }
+            }
+            watchNearest()
+            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
             while true {
-                let count = buffer.withUnsafeMutableBytes { read(events, $0.baseAddress!, $0.count) }
-                guard count > 0 else { break }
-                buffer.withUnsafeBytes { bytes in
-                    var offset = 0
-                    while offset + MemoryLayout<inotify_event>.size <= count {
-                        let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
-                        let nameStart = offset + MemoryLayout<inotify_event>.size
-                        let name = String(  // NUL-padded
-                            decoding: bytes[nameStart..<min(count, nameStart + Int(event.len))].prefix { $0 != 0 },
-                            as: UTF8.self)
-                        offset = nameStart + Int(event.len)
-                        guard event.wd == watch else { continue }  // a watch given up (its IN_IGNORED)
-                        if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
-                            moved = true
-                            changed = true
-                        } else if watchesTheFolder {
-                            if name.hasSuffix(".sdict") && !name.hasPrefix(".") { changed = true }
-                        } else {
-                            moved = true  // something appeared above the folder: maybe on its way
+                var waiting = [
+                    pollfd(fd: events, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0),
+                ]
+                let ready = poll(&waiting, 2, -1)
+                if ready < 0 && errno == EINTR { continue }
+                guard ready > 0, waiting[1].revents == 0 else { return }
+                var changed = false
+                var moved = false
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { read(events, $0.baseAddress!, $0.count) }
+                    guard count > 0 else { break }
+                    buffer.withUnsafeBytes { bytes in
+                        var offset = 0
+                        while offset + MemoryLayout<inotify_event>.size <= count {
+                            let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                            let nameStart = offset + MemoryLayout<inotify_event>.size
+                            let name = String(  // NUL-padded
+                                decoding: bytes[nameStart..<min(count, nameStart + Int(event.len))].prefix { $0 != 0 },
+                                as: UTF8.self)
+                            offset = nameStart + Int(event.len)
+                            guard event.wd == watch else { continue }  // a watch given up (its IN_IGNORED)
+                            if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                                moved = true
+                                changed = true
+                            } else if watchesTheFolder {
+                                if name.hasSuffix(".sdict") && !name.hasPrefix(".") { changed = true }
+                            } else {
+                                moved = true  // something appeared above the folder: maybe on its way
+                            }
                         }
                     }
                 }
+                if moved && watchNearest() { changed = true }
+                if changed { onChange() }
             }
-            if moved && watchNearest() { changed = true }
-            if changed { onChange() }
         }
-    }
 
-    /// Watches the folder, or the nearest folder above it that exists; returns whether the
-    /// folder itself is watched now and was not before (files may have come meanwhile).
-    @discardableResult
-    private func watchNearest() -> Bool {
-        let (before, previous) = (watchesTheFolder, watch)
-        var path = folder
-        var isFolder = true
-        var added: Int32 = -1
-        while true {
-            let mask: UInt32 =
-                isFolder
-                ? UInt32(
-                    IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
-                : UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
-            added = inotify_add_watch(events, path, mask)  // the same folder again: the same watch
-            if added >= 0 || path == "/" || path == "." { break }
-            path = parentFolder(of: path)
-            isFolder = false
+        /// Watches the folder, or the nearest folder above it that exists; returns whether the
+        /// folder itself is watched now and was not before (files may have come meanwhile).
+        @discardableResult
+        func watchNearest() -> Bool {
+            let (before, previous) = (watchesTheFolder, watch)
+            var path = folder
+            var isFolder = true
+            var added: Int32 = -1
+            while true {
+                let mask: UInt32 =
+                    isFolder
+                    ? UInt32(
+                        IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+                    : UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+                added = inotify_add_watch(events, path, mask)  // the same folder again: the same watch
+                if added >= 0 || path == "/" || path == "." { break }
+                path = parentFolder(of: path)
+                isFolder = false
+            }
+            if previous >= 0 && previous != added { inotify_rm_watch(events, previous) }
+            watch = added
+            watchesTheFolder = added >= 0 && isFolder
+            return watchesTheFolder && !before
         }
-        if previous >= 0 && previous != added { inotify_rm_watch(events, previous) }
-        watch = added
-        watchesTheFolder = added >= 0 && isFolder
-        return watchesTheFolder && !before
     }
 }
