@@ -76,12 +76,12 @@ extension SecureDictionary {
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
         }
 
-        /// See ``SecureDictionary/setValue(_:forKey:)-(V?,_)``.
+        /// As ``SecureDictionary/setValue(_:forKey:)-(V?,_)``: `try await settings.async.setValue(Date(), forKey: "seen")`.
         public func setValue<V: PropertyListConvertible>(_ value: V?, forKey key: String) async throws(SecureDictionaryError) {
             try await Offload.run { () throws(SecureDictionaryError) in try dictionary.setValue(value, forKey: key) }
         }
 
-        /// See ``SecureDictionary/value(forKey:as:)``.
+        /// As ``SecureDictionary/value(forKey:as:)``: `try await settings.async.value(forKey: "seen", as: Date.self)`.
         public func value<V: PropertyListConvertible>(forKey key: String, as type: V.Type) async throws(SecureDictionaryError)
             -> V?
         {

@@ -59,7 +59,11 @@ extension SecureDictionaryError: CustomStringConvertible {
     }
 
     private static func name(pid: Int?, command: String?) -> String {
-        pid.map { pid in command.map { "pid \(pid), \($0)" } ?? "pid \(pid)" } ?? "unknown"
+        switch (pid, command) {
+        case (let pid?, let command?): "pid \(pid), \(command)"
+        case (let pid?, nil): "pid \(pid)"
+        default: "unknown"
+        }
     }
 
     /// "The THING is locked: FIX.", in the provider's words (its row of ``ProviderTraits``).
