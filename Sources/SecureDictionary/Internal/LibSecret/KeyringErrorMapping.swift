@@ -42,49 +42,29 @@ enum KeyringErrorMapping {
     }
 
     static func map(_ failure: Failure, connecting: Bool) -> SecureDictionaryError {
-        let (code, message) = (failure.code, failure.message)
-        switch failure.domain {
-        case .secret:
-            switch code {
-            case Int32(SECRET_ERROR_IS_LOCKED.rawValue): return .locked
-            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue): return .connectionLost
-            default: break
-            }
-        case .io:
-            switch code {
-            case Int32(G_IO_ERROR_CANCELLED.rawValue), Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
-            case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue):
-                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
-            default:
-                if connecting { return .serviceUnavailable(reason: message) }
-            }
-        case .dbus:
-            switch code {
-            case Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue), Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue),
-                Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue), Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue),
-                Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue), Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue):
-                return connecting ? .serviceUnavailable(reason: "no Secret Service on the session bus") : .connectionLost
-            case Int32(G_DBUS_ERROR_TIMEOUT.rawValue), Int32(G_DBUS_ERROR_TIMED_OUT.rawValue):
-                return .timedOut
-            case Int32(G_DBUS_ERROR_NO_REPLY.rawValue), Int32(G_DBUS_ERROR_DISCONNECTED.rawValue),
-                Int32(G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue), Int32(G_DBUS_ERROR_UNKNOWN_METHOD.rawValue),
-                Int32(G_DBUS_ERROR_NO_SERVER.rawValue):
-                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
-            default:
-                if connecting { return .serviceUnavailable(reason: message) }
-            }
-        case .prompt:
-            if code == Int32(SD_PROMPT_DISMISSED) { return .confirmationDenied }
-        case .other:
-            break
-        }
-        switch failure.remoteName {
-        case "org.freedesktop.Secret.Error.IsLocked": return .locked
-        case "org.freedesktop.Secret.Error.NoSession", "org.freedesktop.Secret.Error.NoSuchObject":
+        let lost: SecureDictionaryError = connecting ? .serviceUnavailable(reason: failure.message) : .connectionLost
+        switch (failure.domain, UInt32(bitPattern: failure.code), failure.remoteName) {
+        case (.secret, SECRET_ERROR_IS_LOCKED.rawValue, _): return .locked
+        case (.secret, SECRET_ERROR_NO_SUCH_OBJECT.rawValue, _): return .connectionLost
+        case (.io, G_IO_ERROR_CANCELLED.rawValue, _), (.io, G_IO_ERROR_TIMED_OUT.rawValue, _),
+            (.dbus, G_DBUS_ERROR_TIMEOUT.rawValue, _), (.dbus, G_DBUS_ERROR_TIMED_OUT.rawValue, _):
+            return .timedOut
+        case (.dbus, G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue, _), (.dbus, G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue, _),
+            (.dbus, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue, _), (.dbus, G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue, _),
+            (.dbus, G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue, _), (.dbus, G_DBUS_ERROR_SPAWN_FAILED.rawValue, _):
+            return connecting ? .serviceUnavailable(reason: "no Secret Service on the session bus") : .connectionLost
+        case (.io, G_IO_ERROR_CLOSED.rawValue, _), (.io, G_IO_ERROR_BROKEN_PIPE.rawValue, _),
+            (.dbus, G_DBUS_ERROR_NO_REPLY.rawValue, _), (.dbus, G_DBUS_ERROR_DISCONNECTED.rawValue, _),
+            (.dbus, G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue, _), (.dbus, G_DBUS_ERROR_UNKNOWN_METHOD.rawValue, _),
+            (.dbus, G_DBUS_ERROR_NO_SERVER.rawValue, _):
+            return lost
+        case (.io, _, _) where connecting, (.dbus, _, _) where connecting: return lost
+        case (.prompt, UInt32(SD_PROMPT_DISMISSED), _): return .confirmationDenied
+        case (_, _, "org.freedesktop.Secret.Error.IsLocked"?): return .locked
+        case (_, _, "org.freedesktop.Secret.Error.NoSession"?), (_, _, "org.freedesktop.Secret.Error.NoSuchObject"?):
             return .connectionLost
-        default: break
+        default: return .keyring(domain: failure.domain.name, code: Int(failure.code), message: failure.message)
         }
-        return .keyring(domain: failure.domain.name, code: Int(code), message: message)
     }
 
     /// Whether the provider rejected a session as invalid (`org.freedesktop.DBus.Error.InvalidArgs`),
