@@ -20,9 +20,15 @@ import CSecretShim
 enum KeyringErrorMapping {
     /// A `GError` as plain values.
     struct Failure: Equatable {
-        enum Domain: Equatable {
-            case secret, io, dbus, prompt
-            case other(String)
+        /// A GLib error domain, by its quark's name (as ``SecureDictionaryError/keyring(domain:code:message:)`` shows it).
+        struct Domain: Equatable {
+            static let secret = Domain(secret_error_get_quark()), io = Domain(g_io_error_quark())
+            static let dbus = Domain(g_dbus_error_quark()), prompt = Domain(sd_prompt_error_quark())
+            let name: String
+
+            init(_ quark: GQuark) { name = g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown" }
+            private init(name: String) { self.name = name }
+            static func other(_ name: String) -> Domain { Domain(name: name) }
         }
 
         var domain: Domain
@@ -88,26 +94,5 @@ enum KeyringErrorMapping {
         return Failure(
             domain: Failure.Domain(error.pointee.domain), code: error.pointee.code,
             message: error.pointee.message.map { String(cString: $0) } ?? "", remoteName: remoteName)
-    }
-}
-
-extension KeyringErrorMapping.Failure.Domain {
-    private static let quarks: [(Self, GQuark)] = [
-        (.secret, secret_error_get_quark()), (.io, g_io_error_quark()), (.dbus, g_dbus_error_quark()),
-        (.prompt, sd_prompt_error_quark()),
-    ]
-
-    init(_ quark: GQuark) {
-        self = Self.quarks.first { $0.1 == quark }?.0 ?? .other(Self.name(of: quark))
-    }
-
-    /// GLib's name of the domain's quark, as ``SecureDictionaryError/keyring(domain:code:message:)`` shows it.
-    var name: String {
-        if case .other(let name) = self { return name }
-        return Self.quarks.first { $0.0 == self }.map { Self.name(of: $0.1) } ?? "unknown"
-    }
-
-    private static func name(of quark: GQuark) -> String {
-        g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown"
     }
 }
