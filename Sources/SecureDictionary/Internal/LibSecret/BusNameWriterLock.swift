@@ -48,7 +48,6 @@ final class BusNameWriterLock: ItemWriterLock {
     /// A GDBusConnection reference handed over by the shim, released by `sd_bus_name_unlock`.
     private struct BusConnection: @unchecked Sendable {  // used only by the thread holding the lock
         let pointer: OpaquePointer
-        init(_ pointer: OpaquePointer) { self.pointer = pointer }
     }
 
     init(item: KeyringItem, logger: Logger) {
@@ -78,7 +77,7 @@ final class BusNameWriterLock: ItemWriterLock {
         let waitingEnds = waitDeadline.glibMicroseconds - Self.namingReserve(waitDeadline)
         switch sd_bus_name_request_finish(request, answered, min(answered, waitingEnds), &connection, &error) {
         case 1:
-            held.withLock { $0 = connection.map { BusConnection($0) } }
+            held.withLock { $0 = connection.map { BusConnection(pointer: $0) } }
             return true
         case 0:
             throw heldError(until: deadline)
