@@ -1,4 +1,3 @@
-import CSecretShim
 import Synchronization
 
 #if canImport(Glibc)
@@ -35,7 +34,7 @@ package enum ProcessHardening {
         let core = getrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit) == 0 ? limit.rlim_cur : rlim_t.max
         return Status(
             requested: requested, coreDumpLimit: core == rlim_t.max ? nil : Int(clamping: core),
-            dumpable: sd_process_prctl(PR_GET_DUMPABLE, 0) != 0, dumpableKept: kept)
+            dumpable: ProcessControl.isDumpable, dumpableKept: kept)
     }
 
     /// No core dumps (soft and hard `RLIMIT_CORE` 0) and, outside a snap, not dumpable.
@@ -50,8 +49,8 @@ package enum ProcessHardening {
         var kept: String?
         if case .snap = sandbox {
             kept = "in a snap the Secret portal reads the caller's /proc/PID, which a process that is not dumpable closes"
-        } else if sd_process_prctl(PR_SET_DUMPABLE, 0) != 0 {
-            kept = "prctl(PR_SET_DUMPABLE, 0) failed: \(String(cString: strerror(errno)))"
+        } else if let error = ProcessControl.setDumpable(false) {
+            kept = "prctl(PR_SET_DUMPABLE, 0) failed: \(String(cString: strerror(error)))"
         }
         done.withLock { $0 = (true, kept) }
         return SecureDictionary.HardeningResult(coreDumpsDisabled: coreDumpsOff, attachable: kept != nil, note: kept)
