@@ -10,11 +10,9 @@ extension LibSecretClient {
             var aliases: [String: [String]] = [:]
             for alias in ["default", "session", "login"] {  // what a collection may be known by
                 do throws(SecureDictionaryError) {
-                    aliases[try SecretServiceCalls.collectionPath(call, KeyringCollection(alias: alias)), default: []].append(
-                        alias)
-                } catch .noSuchCollection {
-                    continue
-                }
+                    let path = try SecretServiceCalls.collectionPath(call, KeyringCollection(alias: alias))
+                    aliases[path, default: []].append(alias)
+                } catch .noSuchCollection {}
             }
             var attributes = ["xdg:schema": KeyringItem.schemaName, "application": applicationID]
             attributes["dictionary"] = dictionaryName
