@@ -13,16 +13,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-int sd_process_set_dumpable(int dumpable) {
-    return prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0UL, 0UL, 0UL);
-}
-
-int sd_process_dumpable(void) {
-    return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
-}
-
-int sd_process_become_child_subreaper(void) {
-    return prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
+int sd_process_prctl(int option, unsigned long argument) {
+    return prctl(option, argument, 0UL, 0UL, 0UL);
 }
 
 int sd_process_sealed_memory_file(const char *name, const void *bytes, size_t count) {

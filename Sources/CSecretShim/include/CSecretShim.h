@@ -5,6 +5,7 @@
    Swift caller decides. One file per section below. Every deadline_us is on
    g_get_monotonic_time()'s clock. */
 #include "../../CLibSecret/shim.h"
+#include <sys/prctl.h>   /* the PR_ options of sd_process_prctl */
 
 /* ---- service.c: the Secret Service connection ---------------------------------- */
 
@@ -111,15 +112,11 @@ void sd_watcher_stop(SdWatcher *watcher);
 
 /* ---- process.c: prctl, memfd and terminals, for the library and the tool ------------ */
 
-/* prctl(PR_SET_DUMPABLE): 0 keeps the process out of core dumps and ptrace. 0, or -1 with errno. */
-int sd_process_set_dumpable(int dumpable);
-
-/* prctl(PR_GET_DUMPABLE): 1 dumpable, 0 not, 2 readable by root only; -1 with errno. */
-int sd_process_dumpable(void);
-
-/* prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants become this process's children, so
-   that `secure-dict keyring run` finds every process its command left. 0, or -1 with errno. */
-int sd_process_become_child_subreaper(void);
+/* prctl(option, argument): PR_SET_DUMPABLE 0 keeps the process out of core dumps and ptrace;
+   PR_GET_DUMPABLE answers 1 (dumpable), 0 or 2 (by root only); PR_SET_CHILD_SUBREAPER 1 makes
+   orphaned descendants this process's children, so that `secure-dict keyring run` finds every
+   process its command left. -1 with errno. */
+int sd_process_prctl(int option, unsigned long argument);
 
 /* A memfd named `name` holding the `count` bytes at `bytes`, read from its start, mode 0400,
    sealed against writing, resizing and further seals, inherited by a command (no

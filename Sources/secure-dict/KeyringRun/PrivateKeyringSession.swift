@@ -70,7 +70,7 @@ final class PrivateKeyringSession {
         let keyringDaemon = try tool("gnome-keyring-daemon", package: "gnome-keyring")
         // Orphans of the session become this process's children, not init's, whatever their
         // environment: stopped with the session (SessionProcesses).
-        _ = sd_process_become_child_subreaper()
+        _ = sd_process_prctl(PR_SET_CHILD_SUBREAPER, 1)
         // A short base path: unix socket paths must stay under 108 bytes.
         let parent = (ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.count <= 60 ? $0 : nil }) ?? "/tmp"
         let session = PrivateKeyringSession(

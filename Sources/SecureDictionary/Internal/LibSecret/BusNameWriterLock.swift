@@ -48,7 +48,6 @@ final class BusNameWriterLock: ItemWriterLock {
     /// A GDBusConnection reference handed over by the shim, released by `sd_bus_name_unlock`.
     private struct BusConnection: @unchecked Sendable {  // used only by the thread holding the lock
         let pointer: OpaquePointer
-        init(_ pointer: OpaquePointer) { self.pointer = pointer }
     }
 
     init(item: KeyringItem, logger: Logger) {
@@ -78,7 +77,7 @@ final class BusNameWriterLock: ItemWriterLock {
         let waitingEnds = waitDeadline.glibMicroseconds - Self.namingReserve(waitDeadline)
         switch sd_bus_name_request_finish(request, answered, min(answered, waitingEnds), &connection, &error) {
         case 1:
-            held.withLock { $0 = connection.map { BusConnection($0) } }
+            held.withLock { $0 = connection.map { BusConnection(pointer: $0) } }
             return true
         case 0:
             throw heldError(until: deadline)
@@ -117,18 +116,10 @@ final class BusNameWriterLock: ItemWriterLock {
         return isValidBusName(candidate) ? candidate : "io.github.securedictionary.lock.h\(hash)"
     }
 
-    /// The D-Bus rules for a well-known name: at most 255 bytes, two or more elements of
-    /// `[A-Za-z0-9_-]`, none empty or starting with a digit.
+    /// Whether `name` is a well-known bus name by the D-Bus rules (GLib's check): at most 255
+    /// bytes, two or more elements of `[A-Za-z0-9_-]`, none empty or starting with a digit.
     static func isValidBusName(_ name: String) -> Bool {
-        guard name.utf8.count <= 255 else { return false }
-        let elements = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard elements.count >= 2 else { return false }
-        return elements.allSatisfy { element in
-            guard let first = element.unicodeScalars.first, !("0"..."9").contains(first) else { return false }
-            return element.unicodeScalars.allSatisfy {
-                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
-            }
-        }
+        g_dbus_is_name(name) != 0 && g_dbus_is_unique_name(name) == 0
     }
 
     /// 64-bit FNV-1a of the UTF-8 bytes: the same in every process (unlike `Hasher`).

@@ -20,9 +20,15 @@ import CSecretShim
 enum KeyringErrorMapping {
     /// A `GError` as plain values.
     struct Failure: Equatable {
-        enum Domain: Equatable {
-            case secret, io, dbus, prompt
-            case other(String)
+        /// A GLib error domain, by its quark's name (as ``SecureDictionaryError/keyring(domain:code:message:)`` shows it).
+        struct Domain: Equatable {
+            static let secret = Domain(secret_error_get_quark()), io = Domain(g_io_error_quark())
+            static let dbus = Domain(g_dbus_error_quark()), prompt = Domain(sd_prompt_error_quark())
+            let name: String
+
+            init(_ quark: GQuark) { name = g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown" }
+            private init(name: String) { self.name = name }
+            static func other(_ name: String) -> Domain { Domain(name: name) }
         }
 
         var domain: Domain
@@ -42,49 +48,29 @@ enum KeyringErrorMapping {
     }
 
     static func map(_ failure: Failure, connecting: Bool) -> SecureDictionaryError {
-        let (code, message) = (failure.code, failure.message)
-        switch failure.domain {
-        case .secret:
-            switch code {
-            case Int32(SECRET_ERROR_IS_LOCKED.rawValue): return .locked
-            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue): return .connectionLost
-            default: break
-            }
-        case .io:
-            switch code {
-            case Int32(G_IO_ERROR_CANCELLED.rawValue), Int32(G_IO_ERROR_TIMED_OUT.rawValue): return .timedOut
-            case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue):
-                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
-            default:
-                if connecting { return .serviceUnavailable(reason: message) }
-            }
-        case .dbus:
-            switch code {
-            case Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue), Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue),
-                Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue), Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue),
-                Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue), Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue):
-                return connecting ? .serviceUnavailable(reason: "no Secret Service on the session bus") : .connectionLost
-            case Int32(G_DBUS_ERROR_TIMEOUT.rawValue), Int32(G_DBUS_ERROR_TIMED_OUT.rawValue):
-                return .timedOut
-            case Int32(G_DBUS_ERROR_NO_REPLY.rawValue), Int32(G_DBUS_ERROR_DISCONNECTED.rawValue),
-                Int32(G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue), Int32(G_DBUS_ERROR_UNKNOWN_METHOD.rawValue),
-                Int32(G_DBUS_ERROR_NO_SERVER.rawValue):
-                return connecting ? .serviceUnavailable(reason: message) : .connectionLost
-            default:
-                if connecting { return .serviceUnavailable(reason: message) }
-            }
-        case .prompt:
-            if code == Int32(SD_PROMPT_DISMISSED) { return .confirmationDenied }
-        case .other:
-            break
-        }
-        switch failure.remoteName {
-        case "org.freedesktop.Secret.Error.IsLocked": return .locked
-        case "org.freedesktop.Secret.Error.NoSession", "org.freedesktop.Secret.Error.NoSuchObject":
+        let lost: SecureDictionaryError = connecting ? .serviceUnavailable(reason: failure.message) : .connectionLost
+        switch (failure.domain, UInt32(bitPattern: failure.code), failure.remoteName) {
+        case (.secret, SECRET_ERROR_IS_LOCKED.rawValue, _): return .locked
+        case (.secret, SECRET_ERROR_NO_SUCH_OBJECT.rawValue, _): return .connectionLost
+        case (.io, G_IO_ERROR_CANCELLED.rawValue, _), (.io, G_IO_ERROR_TIMED_OUT.rawValue, _),
+            (.dbus, G_DBUS_ERROR_TIMEOUT.rawValue, _), (.dbus, G_DBUS_ERROR_TIMED_OUT.rawValue, _):
+            return .timedOut
+        case (.dbus, G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue, _), (.dbus, G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue, _),
+            (.dbus, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue, _), (.dbus, G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue, _),
+            (.dbus, G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue, _), (.dbus, G_DBUS_ERROR_SPAWN_FAILED.rawValue, _):
+            return connecting ? .serviceUnavailable(reason: "no Secret Service on the session bus") : .connectionLost
+        case (.io, G_IO_ERROR_CLOSED.rawValue, _), (.io, G_IO_ERROR_BROKEN_PIPE.rawValue, _),
+            (.dbus, G_DBUS_ERROR_NO_REPLY.rawValue, _), (.dbus, G_DBUS_ERROR_DISCONNECTED.rawValue, _),
+            (.dbus, G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue, _), (.dbus, G_DBUS_ERROR_UNKNOWN_METHOD.rawValue, _),
+            (.dbus, G_DBUS_ERROR_NO_SERVER.rawValue, _):
+            return lost
+        case (.io, _, _) where connecting, (.dbus, _, _) where connecting: return lost
+        case (.prompt, UInt32(SD_PROMPT_DISMISSED), _): return .confirmationDenied
+        case (_, _, "org.freedesktop.Secret.Error.IsLocked"?): return .locked
+        case (_, _, "org.freedesktop.Secret.Error.NoSession"?), (_, _, "org.freedesktop.Secret.Error.NoSuchObject"?):
             return .connectionLost
-        default: break
+        default: return .keyring(domain: failure.domain.name, code: Int(failure.code), message: failure.message)
         }
-        return .keyring(domain: failure.domain.name, code: Int(code), message: message)
     }
 
     /// Whether the provider rejected a session as invalid (`org.freedesktop.DBus.Error.InvalidArgs`),
@@ -108,26 +94,5 @@ enum KeyringErrorMapping {
         return Failure(
             domain: Failure.Domain(error.pointee.domain), code: error.pointee.code,
             message: error.pointee.message.map { String(cString: $0) } ?? "", remoteName: remoteName)
-    }
-}
-
-extension KeyringErrorMapping.Failure.Domain {
-    private static let quarks: [(Self, GQuark)] = [
-        (.secret, secret_error_get_quark()), (.io, g_io_error_quark()), (.dbus, g_dbus_error_quark()),
-        (.prompt, sd_prompt_error_quark()),
-    ]
-
-    init(_ quark: GQuark) {
-        self = Self.quarks.first { $0.1 == quark }?.0 ?? .other(Self.name(of: quark))
-    }
-
-    /// GLib's name of the domain's quark, as ``SecureDictionaryError/keyring(domain:code:message:)`` shows it.
-    var name: String {
-        if case .other(let name) = self { return name }
-        return Self.quarks.first { $0.0 == self }.map { Self.name(of: $0.1) } ?? "unknown"
-    }
-
-    private static func name(of quark: GQuark) -> String {
-        g_quark_to_string(quark).map { String(cString: $0) } ?? "unknown"
     }
 }

@@ -2,22 +2,17 @@
 // `SecretServiceStore.survey` (doctor --find).
 
 extension LibSecretClient {
-    /// The aliases a collection may be known by, asked of the service for each collection.
-    static let surveyedAliases = ["default", "session", "login"]
-
     func survey(applicationID: String, dictionaryName: String?, timeout: Duration) throws(SecureDictionaryError)
         -> KeyringSurvey
     {
         try perform(timeout: timeout, explainsSandbox: false) { call throws(SecureDictionaryError) in
             let provider = call.connection.provider(call.cancellable)
             var aliases: [String: [String]] = [:]
-            for alias in Self.surveyedAliases {
+            for alias in ["default", "session", "login"] {  // what a collection may be known by
                 do throws(SecureDictionaryError) {
-                    aliases[try SecretServiceCalls.collectionPath(call, KeyringCollection(alias: alias)), default: []].append(
-                        alias)
-                } catch .noSuchCollection {
-                    continue
-                }
+                    let path = try SecretServiceCalls.collectionPath(call, KeyringCollection(alias: alias))
+                    aliases[path, default: []].append(alias)
+                } catch .noSuchCollection {}
             }
             var attributes = ["xdg:schema": KeyringItem.schemaName, "application": applicationID]
             attributes["dictionary"] = dictionaryName

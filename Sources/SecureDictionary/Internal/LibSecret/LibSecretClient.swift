@@ -82,12 +82,11 @@ struct LibSecretClient: Sendable {
             try Self.matchingPaths(call, item, readingLastPath: true) {
                 paths, collection, guessed throws(SecureDictionaryError) in
                 if paths.count > 1 { throw .ambiguous(count: paths.count) }
-                call.connection.rememberLastPath(paths.first, of: item, in: collection)
-                // For the write that follows, where it replaces in place or must keep what it
+                // For the write that follows where it replaces in place or must keep what it
                 // replaces (the first write of a session): no work for the others.
-                if !call.connection.sessionVerified || call.connection.provider(call.cancellable).replacesSecretInPlace {
-                    call.connection.remember(itemPath: paths.first, of: item, in: collection)
-                }
+                let forWrite =
+                    !call.connection.sessionVerified || call.connection.provider(call.cancellable).replacesSecretInPlace
+                call.connection.remember(paths.first, of: item, in: collection, forWrite: forWrite)
                 guard let path = paths.first else { return nil }
                 let read =
                     if let guessed { guessed } else { try SecretServiceCalls.secret(call, path: path, collection: collection) }

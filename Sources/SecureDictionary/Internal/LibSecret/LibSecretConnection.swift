@@ -10,13 +10,12 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// call otherwise. Kept ``aliasLifetime``, so a re-pointed alias is seen within seconds.
     private var aliases: [String: (path: String, readAt: ContinuousClock.Instant)] = [:]
     static let aliasLifetime = Duration.seconds(2)
-    /// What the last lookup of each item (by name) found, taken by the write that always
-    /// follows it: where ``ProviderTraits/replacesSecretInPlace`` it needs no search of its own,
-    /// and a session's first write knows what it replaces.
-    private var lookups: [String: ItemLookup] = [:]
-    /// Where each item (by name) was found by its last read, kept (unlike ``lookups``) so that
-    /// the next check asks for its secret with the search (a guess, see ``SecretServiceCalls/search(_:attributes:in:reading:)``).
-    private var itemPaths: [String: ItemLookup] = [:]
+    /// What the last read of each item (by name) found: the next check asks for its secret
+    /// with the search (a guess, see ``SecretServiceCalls/search(_:attributes:in:reading:)``), and
+    /// the write that always follows takes it if `awaitsWrite`: where
+    /// ``ProviderTraits/replacesSecretInPlace`` it needs no search of its own, and a session's
+    /// first write knows what it replaces.
+    private var lookups: [String: (found: ItemLookup, awaitsWrite: Bool)] = [:]
     /// Which provider answers, once asked (``provider(_:)``).
     private var detectedProvider: ProviderTraits?
     /// The transport session's algorithm (never `plain`: such a service is refused).
@@ -86,7 +85,6 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         service = nil
         aliases.removeAll()
         lookups.removeAll()
-        itemPaths.removeAll()
     }
 
     /// The path of `alias`: the cached one if read less than ``aliasLifetime`` ago, else `read()`'s.
@@ -97,26 +95,23 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
         return path
     }
 
-    /// Records what a lookup of `item` found in `collection` (`nil` path: no such item).
-    func remember(itemPath: String?, of item: KeyringItem, in collection: String) {
-        lookups[item.name] = ItemLookup(collection: collection, path: itemPath)
+    /// Records what a read of `item` found in `collection` (`nil`: no such item), for the
+    /// write that follows too if `forWrite`.
+    func remember(_ path: String?, of item: KeyringItem, in collection: String, forWrite: Bool) {
+        lookups[item.name] = (ItemLookup(collection: collection, path: path), forWrite)
     }
 
     /// Where the last read of `item` found it in `collection`, if it found it there.
     func lastPath(of item: KeyringItem, in collection: String) -> String? {
-        guard let known = itemPaths[item.name], known.collection == collection else { return nil }
+        guard let known = lookups[item.name]?.found, known.collection == collection else { return nil }
         return known.path
     }
 
-    /// Records where a read of `item` found it in `collection` (`nil`: nowhere).
-    func rememberLastPath(_ path: String?, of item: KeyringItem, in collection: String) {
-        itemPaths[item.name] = path.map { ItemLookup(collection: collection, path: $0) }
-    }
-
-    /// What the last lookup of `item` in `collection` found, forgotten as it is taken.
+    /// What the last read of `item` in `collection` found, for the one write that follows it.
     func takeLookup(of item: KeyringItem, in collection: String) -> ItemLookup? {
-        guard let lookup = lookups.removeValue(forKey: item.name), lookup.collection == collection else { return nil }
-        return lookup
+        guard let entry = lookups[item.name], entry.awaitsWrite else { return nil }
+        lookups[item.name]?.awaitsWrite = false
+        return entry.found.collection == collection ? entry.found : nil
     }
 }
 

@@ -9,9 +9,9 @@ import CSecretShim
 enum ProcessControl {
     /// `prctl(PR_SET_DUMPABLE, dumpable)`; the `errno` of a failure, or `nil`.
     static func setDumpable(_ dumpable: Bool) -> Int32? {
-        sd_process_set_dumpable(dumpable ? 1 : 0) == 0 ? nil : errno
+        sd_process_prctl(PR_SET_DUMPABLE, dumpable ? 1 : 0) == 0 ? nil : errno
     }
 
     /// `prctl(PR_GET_DUMPABLE)`: whether the process is dumpable (and attachable by `ptrace`).
-    static var isDumpable: Bool { sd_process_dumpable() != 0 }
+    static var isDumpable: Bool { sd_process_prctl(PR_GET_DUMPABLE, 0) != 0 }
 }
