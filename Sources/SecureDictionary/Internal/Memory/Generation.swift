@@ -19,14 +19,10 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     let view: BlobView
     /// The blob's size in bytes.
     let size: Int
-    /// Entries of the root dictionary.
-    let count: Int
+    /// The root dictionary, with the writer's order of its entries.
+    private let root: BlobView.Container
     /// What the writer writes for this whole tree (for the next generation's census).
     let census: Census
-    /// Where the root's key references start; its value references follow them.
-    private let references: Int
-    /// The writer's order of the root's entries: `nil` when they ascend as stored.
-    private let order: [Int]?
     private let hashes: UnsafeMutablePointer<UInt32>
     private let slots: UnsafeMutablePointer<UInt32>
     private let slotMask: Int
@@ -44,11 +40,11 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     convenience init(copying bytes: UnsafeRawBufferPointer, limits: PropertyListLimits, logger: Logger? = nil)
         throws(SecureDictionaryError)
     {
-        let (validated, census) = try BinaryPropertyList.validate(bytes, limits: limits)
-        let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: validated.count).size, logger: logger)
+        let (root, census) = try BinaryPropertyList.validate(bytes, limits: limits)
+        let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: root.count).size, logger: logger)
         region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
-        try self.init(region: region, view: view, size: bytes.count, root: validated, census: census, hash: nil)
+        try self.init(region: region, view: view, size: bytes.count, root: root, census: census, hash: nil)
     }
 
     /// A generation written by `write` into a region sized from `census` (its root holding
@@ -63,29 +59,25 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         try write(&writer)
         let size = writer.finish()
         let view = try BlobView(region.bytes(0..<size))
-        let (root, references) = try view.container(view.topObject)
-        precondition(root == count, "the root was written with another entry count than planned")
-        try self.init(
-            region: region, view: view, size: size, root: (count, references, nil), census: census, hash: hash,
-            blobCapacity: capacity)
+        let root = try view.container(view.topObject)
+        precondition(root.count == count, "the root was written with another entry count than planned")
+        try self.init(region: region, view: view, size: size, root: root, census: census, hash: hash, blobCapacity: capacity)
     }
 
     private init(
-        region: SecureRegion, view: BlobView, size: Int, root: BinaryPropertyListReader.Root, census: Census,
+        region: SecureRegion, view: BlobView, size: Int, root: BlobView.Container, census: Census,
         hash: ((Int) -> UInt32?)?, blobCapacity: Int? = nil
     ) throws(SecureDictionaryError) {
         self.region = region
         self.view = view
         self.size = size
-        count = root.count
+        self.root = root
         self.census = census
-        references = root.references
-        order = root.order
-        let (hashesAt, slotsAt, slotCount, _) = Self.layout(blob: blobCapacity ?? size, entries: count)
-        hashes = (region.base + hashesAt).bindMemory(to: UInt32.self, capacity: max(count, 1))
+        let (hashesAt, slotsAt, slotCount, _) = Self.layout(blob: blobCapacity ?? size, entries: root.count)
+        hashes = (region.base + hashesAt).bindMemory(to: UInt32.self, capacity: max(root.count, 1))
         slots = (region.base + slotsAt).bindMemory(to: UInt32.self, capacity: slotCount)
         slotMask = slotCount - 1
-        for entry in 0..<count {
+        for entry in 0..<root.count {
             var tag: UInt32
             if let known = hash?(entry) { tag = known } else { tag = UInt32(truncatingIfNeeded: try key(entry).hashValue) }
             hashes[entry] = tag
@@ -106,20 +98,19 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     // MARK: Entries
 
+    /// Entries of the root dictionary.
+    var count: Int { root.count }
+
     func key(_ entry: Int) throws(SecureDictionaryError) -> StoredString { try view.string(keyObject(entry)) }
 
-    func valueObject(_ entry: Int) throws(SecureDictionaryError) -> Int {
-        try view.reference(at: references + (count + entry) * view.objectRefSize)
-    }
+    func keyObject(_ entry: Int) throws(SecureDictionaryError) -> Int { try view.keyObject(entry, of: root) }
 
-    func keyObject(_ entry: Int) throws(SecureDictionaryError) -> Int {
-        try view.reference(at: references + entry * view.objectRefSize)
-    }
+    func valueObject(_ entry: Int) throws(SecureDictionaryError) -> Int { try view.valueObject(entry, of: root) }
 
     func hashTag(_ entry: Int) -> UInt32 { hashes[entry] }
 
-    /// The entry at `position` in the writer's order (by the keys' UTF-8 bytes).
-    func entry(inOrder position: Int) -> Int { order?[position] ?? position }
+    /// ``BlobView/Container/entry(inOrder:)`` of the root.
+    func entry(inOrder position: Int) -> Int { root.entry(inOrder: position) }
 
     /// The entry whose key is `key` (the same Unicode scalars), if any.
     func entry(forKey key: String) -> Int? {
