@@ -52,12 +52,7 @@ extension Generation {
         while let step = try! merge.next(comparing: { (before, after) throws(SecureDictionaryError) in
             StoredString.compare(try old.key(old.entry(inOrder: before)), try key(entry(inOrder: after)))
         }) {
-            let (before, after): (Int?, Int?)
-            switch step {
-            case .left(let position): (before, after) = (old.entry(inOrder: position), nil)
-            case .right(let position): (before, after) = (nil, entry(inOrder: position))
-            case .both(let left, let right): (before, after) = (old.entry(inOrder: left), entry(inOrder: right))
-            }
+            let (before, after) = (step.left.map(old.entry(inOrder:)), step.right.map(entry(inOrder:)))
             let stored = try! after.map(key) ?? old.key(before!)
             if let change = try! self.change(of: stored.string(), from: before, in: old, to: after) { changes.append(change) }
         }
