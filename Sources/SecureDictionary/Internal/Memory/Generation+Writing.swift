@@ -1,7 +1,7 @@
 import Logging
 
 /// The write path's encoder: a stored generation plus the caller's changes, written into a new
-/// region, in the one form the library stores (``BinaryPropertyListWriter``).
+/// region in the one form the library stores (``BinaryPropertyListWriter``).
 ///
 /// ```swift
 /// let next = try Generation.writing(entries.overlay, onto: check.generation, limits: limits)
@@ -9,16 +9,14 @@ import Logging
 /// ```
 ///
 /// Two passes over the root's entries, neither making a Swift value of a stored key or value:
-/// 1. **Plan and count.** The stored keys (in the writer's order) and the changed keys (sorted)
-///    are merged into the new root's entries. The census is the stored generation's, less the
-///    entries replaced or removed (walking just those), plus the new values': the new blob's
+/// 1. **Plan and count** (``plan(_:onto:maximumDepth:)``): the census is the stored
+///    generation's, less the entries replaced or removed, plus the new values': the new blob's
 ///    size, so its region is allocated once.
-/// 2. **Write.** Unchanged entries are copied object by object from the stored region
-///    (``BinaryPropertyListWriter/copy(_:of:index:)``) and keep their hash; only the caller's
-///    new values are encoded, and only new keys hashed.
+/// 2. **Write.** Unchanged entries are copied object by object (and keep their hash); only the
+///    caller's new values are encoded, and only new keys hashed.
 ///
-/// The result is byte for byte what encoding the whole dictionary from its values gives
-/// (`GenerationTests` compares them, on blobs of this writer and of others).
+/// The result is byte for byte what encoding the whole dictionary gives (`GenerationTests`
+/// compares them, on blobs of this writer and of others).
 extension Generation {
     /// `base` (unless `overlay` drops it) with `overlay`'s changes, in a new generation.
     ///

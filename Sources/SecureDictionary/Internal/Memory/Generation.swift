@@ -2,18 +2,20 @@ import Logging
 
 /// One loaded generation of an item: the stored blob, byte for byte, in a ``SecureRegion``,
 /// with an index of its top-level keys; all the library keeps of a dictionary. Reads build the
-/// caller's copy from it and observers compare two (Generation+Reads.swift); writes copy its
-/// objects into the next generation's region (Generation+Writing.swift).
+/// caller's copies from it, observers compare two in place; writes copy its objects into the
+/// next generation's region (Generation+Writing.swift).
 ///
 /// ```swift
 /// let generation = try Generation(copying: bytes, limits: limits)   // validated as hostile input
 /// let token = generation.value(forKey: "apiToken")                   // the caller's copy
+/// let same = generation.holds("refresh", identicalTo: expected)       // no copy made
 /// ```
 ///
 /// The region: the blob, then per entry the low 32 bits of its key's hash (keyed per process,
 /// ``StoredString/hashValue``), then an open-addressed table (linear probing, at most half
 /// full) of entry numbers + 1 (0: empty), entries numbered as the root stores them. Immutable
-/// once made; wiped when no state, read or observer holds it.
+/// once made; wiped when no state, read or observer holds it. A read of it cannot fail but by
+/// a bug of the library's own (it was validated when made): `try!` stops the program there.
 final class Generation: @unchecked Sendable {  // every property is a let; the region is written in init only
     let region: SecureRegion
     let view: BlobView
@@ -129,4 +131,77 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     /// The bytes of the blob, as stored.
     var bytes: UnsafeRawBufferPointer { region.bytes(0..<size) }
+
+    // MARK: Reads
+
+    /// The caller's copy of the value of `key` (the same Unicode scalars), if any.
+    func value(forKey key: String) -> PropertyListValue? { entry(forKey: key).map(value(of:)) }
+
+    /// The caller's copy of the value of `entry` (from ``entry(forKey:)``).
+    func value(of entry: Int) -> PropertyListValue { try! view.value(of: valueObject(entry)) }
+
+    func contains(_ key: String) -> Bool { entry(forKey: key) != nil }
+
+    /// The caller's copies of the keys, in the stored order.
+    var keys: [String] { (0..<count).map { entry in try! key(entry).string() } }
+
+    /// The caller's copy of every entry (of canonically equivalent keys, one: ``BlobView/entries(of:)``).
+    func dictionary() -> [String: PropertyListValue] { try! view.entries(of: view.topObject) }
+
+    /// Whether `key` holds a value stored identically to `value` (`nil`: no such entry), as
+    /// ``BlobView/holds(_:identicalTo:of:)`` tells them apart. `value` is written in the stored
+    /// form into a ``SecureRegion`` of its own and compared there, so neither side reaches
+    /// ordinary memory. A value the writer refuses is held nowhere.
+    func holds(_ key: String, identicalTo value: PropertyListValue?) -> Bool {
+        guard let entry = entry(forKey: key) else { return value == nil }
+        var census = Census()
+        guard let value, (try? census.count(value, depth: 1, maximumDepth: .max)) != nil else { return false }
+        let region = SecureRegion(byteCount: BinaryPropertyListWriter.size(of: census))
+        var writer = BinaryPropertyListWriter(into: region.base, census: census)
+        writer.write(value, index: 0)
+        let written = try! BlobView(region.bytes(0..<writer.finish()))
+        return withExtendedLifetime(region) { try! view.holds(valueObject(entry), identicalTo: written.topObject, of: written) }
+    }
+
+    /// The change of the entry `key` from `old` to this generation, or `nil` when it is stored
+    /// identically in both (or in neither). No other entry is read.
+    func change(of key: String, since old: Generation) -> SecureDictionary.Change? {
+        try! change(of: key, from: old.entry(forKey: key), in: old, to: entry(forKey: key))
+    }
+
+    /// The per-key changes from `old` to this generation, in key order.
+    func changes(since old: Generation) -> [SecureDictionary.Change] {
+        guard old !== self else { return [] }
+        var changes: [SecureDictionary.Change] = []
+        var merge = SortedMerge(leftCount: old.count, rightCount: count)
+        while let step = try! merge.next(comparing: { (before, after) throws(SecureDictionaryError) in
+            StoredString.compare(try old.key(old.entry(inOrder: before)), try key(entry(inOrder: after)))
+        }) {
+            let (before, after) = (step.left.map(old.entry(inOrder:)), step.right.map(entry(inOrder:)))
+            let stored = try! after.map(key) ?? old.key(before!)
+            if let change = try! self.change(of: stored.string(), from: before, in: old, to: after) { changes.append(change) }
+        }
+        return changes
+    }
+
+    /// The change of `key` from entry `before` of `old` to entry `after` of this generation
+    /// (`nil`: not there). The two values are compared in place, and decoded only when they
+    /// differ: the listener's copies.
+    private func change(of key: String, from before: Int?, in old: Generation, to after: Int?)
+        throws(SecureDictionaryError) -> SecureDictionary.Change?
+    {
+        switch (before, after) {
+        case (nil, nil):
+            return nil
+        case (let before?, nil):
+            return .init(key: key, kind: .removed, oldValue: try old.view.value(of: old.valueObject(before)), newValue: nil)
+        case (nil, let after?):
+            return .init(key: key, kind: .inserted, oldValue: nil, newValue: try view.value(of: valueObject(after)))
+        case (let before?, let after?):
+            guard !(try view.holds(valueObject(after), identicalTo: old.valueObject(before), of: old.view)) else { return nil }
+            return .init(
+                key: key, kind: .updated, oldValue: try old.view.value(of: old.valueObject(before)),
+                newValue: try view.value(of: valueObject(after)))
+        }
+    }
 }
