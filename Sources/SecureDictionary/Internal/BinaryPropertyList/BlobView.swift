@@ -130,18 +130,12 @@ struct BlobView {
             }
             let width = 1 << Int(lengthMarker & 0x0F)
             try requireBytes(width, at: start + 1)
-            let length = unsigned(at: start + 1, size: width)
-            guard length <= UInt64(objectsEnd) else {
-                throw .corrupt(reason: "object extends past the object area")
-            }
-            count = Int(length)
+            count = Int(clamping: unsigned(at: start + 1, size: width))
             start += 1 + width
         }
+        // A count too large for the area (or whose length overflows) fails here, however large.
         let (length, overflow) = count.multipliedReportingOverflow(by: unitSize)
-        guard !overflow else {
-            throw .corrupt(reason: "object extends past the object area")
-        }
-        try requireBytes(length, at: start)
+        try requireBytes(overflow ? .max : length, at: start)
         return (count, start)
     }
 
