@@ -83,8 +83,7 @@ package final class LockQueue: Sendable {
     /// returns whether it entered.
     package func enter(until deadline: Deadline) -> Bool {
         guard let waiter = arrive(until: deadline) else { return true }
-        guard let ended = waiter.wait(until: deadline.dispatchTime) else { return giveUp(waiter, .timedOut) == .entered }
-        return ended == .entered
+        return (waiter.wait(until: deadline.dispatchTime) ?? giveUp(waiter, .timedOut)) == .entered
     }
 
     /// Waits, suspended, until the queue is this caller's, `deadline` passed or the task was
