@@ -166,7 +166,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     /// The change of the entry `key` from `old` to this generation, or `nil` when it is stored
     /// identically in both (or in neither). No other entry is read.
     func change(of key: String, since old: Generation) -> SecureDictionary.Change? {
-        try! change(of: key, from: old.entry(forKey: key), in: old, to: entry(forKey: key))
+        change(of: key, from: old.entry(forKey: key), in: old, to: entry(forKey: key))
     }
 
     /// The per-key changes from `old` to this generation, in key order.
@@ -179,7 +179,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         }) {
             let (before, after) = (step.left.map(old.entry(inOrder:)), step.right.map(entry(inOrder:)))
             let stored = try! after.map(key) ?? old.key(before!)
-            if let change = try! self.change(of: stored.string(), from: before, in: old, to: after) { changes.append(change) }
+            if let change = self.change(of: stored.string(), from: before, in: old, to: after) { changes.append(change) }
         }
         return changes
     }
@@ -187,21 +187,17 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     /// The change of `key` from entry `before` of `old` to entry `after` of this generation
     /// (`nil`: not there). The two values are compared in place, and decoded only when they
     /// differ: the listener's copies.
-    private func change(of key: String, from before: Int?, in old: Generation, to after: Int?)
-        throws(SecureDictionaryError) -> SecureDictionary.Change?
-    {
+    private func change(of key: String, from before: Int?, in old: Generation, to after: Int?) -> SecureDictionary.Change? {
         switch (before, after) {
         case (nil, nil):
             return nil
         case (let before?, nil):
-            return .init(key: key, kind: .removed, oldValue: try old.view.value(of: old.valueObject(before)), newValue: nil)
+            return .init(key: key, kind: .removed, oldValue: old.value(of: before), newValue: nil)
         case (nil, let after?):
-            return .init(key: key, kind: .inserted, oldValue: nil, newValue: try view.value(of: valueObject(after)))
+            return .init(key: key, kind: .inserted, oldValue: nil, newValue: value(of: after))
         case (let before?, let after?):
-            guard !(try view.holds(valueObject(after), identicalTo: old.valueObject(before), of: old.view)) else { return nil }
-            return .init(
-                key: key, kind: .updated, oldValue: try old.view.value(of: old.valueObject(before)),
-                newValue: try view.value(of: valueObject(after)))
+            guard !(try! view.holds(valueObject(after), identicalTo: old.valueObject(before), of: old.view)) else { return nil }
+            return .init(key: key, kind: .updated, oldValue: old.value(of: before), newValue: value(of: after))
         }
     }
 }
