@@ -30,7 +30,7 @@ extension Generation {
         let (sources, census) = try plan(overlay, onto: base, maximumDepth: limits.maximumDepth)
         let written = try Generation(
             writingWith: census, count: sources.count, logger: logger,
-            hash: { entry in sources[entry].stored.map { base!.hashTag($0) } }
+            hash: { entry in if case .stored(let stored) = sources[entry] { base!.hashTag(stored) } else { nil } }
         ) { writer throws(SecureDictionaryError) in
             let firstKey = writer.startContainer(0xD0, count: sources.count, index: 0)
             let firstValue = firstKey + sources.count
@@ -58,11 +58,6 @@ extension Generation {
         case stored(Int)
         /// A changed key's new value, at this position of the overlay's edits.
         case new(Overlay.Edits.Index)
-
-        var stored: Int? {
-            if case .stored(let entry) = self { return entry }
-            return nil
-        }
     }
 
     /// The new root's entries in the writer's order, the stored ones (in that order) merged with

@@ -54,8 +54,7 @@ package final class LockQueue: Sendable {
     /// The one queue of this process for the lock `name`.
     package static func shared(for name: String) -> LockQueue {
         named.withLock { queues in
-            if let queue = queues[name] { return queue }
-            let queue = LockQueue()
+            let queue = queues[name] ?? LockQueue()
             queues[name] = queue
             return queue
         }
