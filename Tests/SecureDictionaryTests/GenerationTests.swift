@@ -109,11 +109,12 @@ struct GenerationTests {
             var visited: [Int] = []
             while let step = merge.next(comparing: { left[$0] - right[$1] }) {
                 switch step {
-                case .left(let position): visited.append(left[position])
-                case .right(let position): visited.append(right[position])
-                case .both(let before, let after):
+                case (let before?, nil): visited.append(left[before])
+                case (nil, let after?): visited.append(right[after])
+                case (let before?, let after?):
                     #expect(left[before] == right[after])
                     visited.append(left[before])
+                case (nil, nil): Issue.record("a step with neither list's position")
                 }
             }
             #expect(visited == Set(left + right).sorted())

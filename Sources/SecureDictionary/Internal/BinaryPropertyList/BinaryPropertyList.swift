@@ -38,7 +38,7 @@ enum BinaryPropertyList {
     /// ``BinaryPropertyListReader``'s rules. Returns its root, and the census of its whole tree.
     @discardableResult
     static func validate(_ bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws(SecureDictionaryError)
-        -> (root: BinaryPropertyListReader.Root, census: Census)
+        -> (root: BlobView.Container, census: Census)
     {
         guard bytes.count <= limits.maximumSize else {
             throw .tooLarge(size: bytes.count, limit: limits.maximumSize)
@@ -47,10 +47,8 @@ enum BinaryPropertyList {
         guard try view.byte(at: view.objectOffset(view.topObject)) & 0xF0 == 0xD0 else {
             throw .corrupt(reason: "root object is not a dictionary")
         }
-        let (count, references) = try view.container(view.topObject)
         var reader = BinaryPropertyListReader(view, maximumDepth: limits.maximumDepth)
-        let order = try reader.validate(view.topObject, depth: 1)
-        return ((count, references, order), reader.census)
+        return (try reader.validate(view.topObject, depth: 1)!, reader.census)
     }
 
     /// Encodes `entries` as a standard `bplist00` whose root is that dictionary: the same bytes

@@ -32,15 +32,11 @@ struct BinaryPropertyListReader {
         seen = [Bool](repeating: false, count: view.objectCount)
     }
 
-    /// The root dictionary: its entry count, where its key references start (its value
-    /// references follow them), and the writer's order of its entries (`nil`: as stored).
-    typealias Root = (count: Int, references: Int, order: [Int]?)
-
     /// Validates object `index` (a container at nesting level `depth` if it is one) and adds
-    /// what the writer writes for its tree to ``census``; a dictionary returns the writer's
-    /// order of its entries (`nil`: as stored, ``BlobView/Keys``).
+    /// what the writer writes for its tree to ``census``; returns a container's layout, a
+    /// dictionary's in the writer's order (``keys(of:depth:)``).
     @discardableResult
-    mutating func validate(_ index: Int, depth: Int) throws(SecureDictionaryError) -> [Int]? {
+    mutating func validate(_ index: Int, depth: Int) throws(SecureDictionaryError) -> BlobView.Container? {
         let offset = try view.objectOffset(index)
         let marker = view.byte(at: offset)
         switch marker & 0xF0 {
@@ -50,23 +46,19 @@ struct BinaryPropertyListReader {
             }
             guard !seen[index] else { throw .corrupt(reason: "a container is referenced more than once") }
             seen[index] = true
-            let isDictionary = marker & 0xF0 == 0xD0
-            let references = isDictionary ? 2 : 1
-            let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: references * view.objectRefSize)
-            census = census + .container(count: count, references: references * count)
-            var order: [Int]?
-            var values = start
-            if isDictionary {
-                let keys = try view.keys(count: count, references: start, depth: depth)
-                census.objects += count
+            var container = try view.container(index)
+            let references = container.isDictionary ? 2 * container.count : container.count
+            census = census + .container(count: container.count, references: references)
+            if container.isDictionary {
+                let keys = try view.keys(of: container, depth: depth)
+                census.objects += container.count
                 census.bytes += keys.bytes
-                order = keys.order
-                values += count * view.objectRefSize
+                container.order = keys.order
             }
-            for element in 0..<count {
-                try validate(view.reference(at: values + element * view.objectRefSize), depth: depth + 1)
+            for element in 0..<container.count {
+                try validate(view.valueObject(element, of: container), depth: depth + 1)
             }
-            return order
+            return container
         case 0x40:
             let (count, _) = try view.countAndStart(marker: marker, offset: offset, unitSize: 1)
             census.bytes += Census.headerLength(count) + count
@@ -86,15 +78,15 @@ extension BlobView {
     /// comparison per key, the writer's own blobs), and the bytes the writer gives them.
     typealias Keys = (order: [Int]?, bytes: Int)
 
-    /// Checks the `count` keys whose references start at `references` (of a dictionary at
-    /// `depth`): strings, none twice, not a keyed archive's.
-    func keys(count: Int, references: Int, depth: Int = 0) throws(SecureDictionaryError) -> Keys {
+    /// Checks the keys of the dictionary `container` (at `depth`): strings, none twice, not a
+    /// keyed archive's.
+    func keys(of container: Container, depth: Int = 0) throws(SecureDictionaryError) -> Keys {
         var bytes = 0
         var previous: StoredString?
         var ascending = true
         var archiveKeys = (archiver: false, objects: false)
-        for entry in 0..<count {
-            let key = try string(reference(at: references + entry * objectRefSize))
+        for entry in 0..<container.count {
+            let key = try string(keyObject(entry, of: container))
             bytes += key.canonicalLength
             key.noteArchiveKey(in: &archiveKeys)
             if let previous, ascending {
@@ -107,8 +99,8 @@ extension BlobView {
         if archiveKeys.archiver && archiveKeys.objects { throw .corrupt(reason: "keyed archives are not supported") }
         guard !ascending else { return (nil, bytes) }
         // Not in the writer's order: sort (a blob another program wrote), then look for twins.
-        let keys = try (0..<count).map { entry throws(SecureDictionaryError) in
-            try string(reference(at: references + entry * objectRefSize))
+        let keys = try (0..<container.count).map { entry throws(SecureDictionaryError) in
+            try string(keyObject(entry, of: container))
         }
         let order = keys.indices.sorted { StoredString.compare(keys[$0], keys[$1]) < 0 }
         for position in order.indices.dropFirst()

@@ -11,19 +11,17 @@ extension BinaryPropertyListWriter {
         let marker = view.byte(at: offset)
         switch marker & 0xF0 {
         case 0xA0, 0xD0:
-            let (count, start) = try view.container(object)
-            let first = startContainer(marker & 0xF0, count: count, index: index)
+            let container = try view.container(object, ordered: true)
+            let first = startContainer(marker & 0xF0, count: container.count, index: index)
             // A dictionary's keys in the writer's order, then its values in the same order.
-            let isDictionary = marker & 0xF0 == 0xD0
-            let order = try isDictionary ? view.keys(count: count, references: start).order : nil
-            let values = isDictionary ? count : 0
-            for entry in 0..<count where isDictionary {
-                let key = try view.string(view.reference(at: start + (order?[entry] ?? entry) * view.objectRefSize))
-                copyString(key, index: first + entry)
+            let values = container.isDictionary ? container.count : 0
+            for position in 0..<values {
+                let key = try view.string(view.keyObject(container.entry(inOrder: position), of: container))
+                copyString(key, index: first + position)
             }
-            for entry in 0..<count {
-                let stored = try view.reference(at: start + (values + (order?[entry] ?? entry)) * view.objectRefSize)
-                try copy(stored, of: view, index: first + values + entry)
+            for position in 0..<container.count {
+                let stored = try view.valueObject(container.entry(inOrder: position), of: container)
+                try copy(stored, of: view, index: first + values + position)
             }
         case 0x40:
             let (count, start) = try view.countAndStart(marker: marker, offset: offset, unitSize: 1)

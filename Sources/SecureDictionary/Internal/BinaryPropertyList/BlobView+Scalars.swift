@@ -16,20 +16,14 @@ extension BlobView {
             return .bool(false)
         case 0x09:
             return .bool(true)
-        case 0x10...0x12:  // 1, 2 and 4-byte integers are unsigned, 8-byte ones signed
+        case 0x10...0x13:  // 1, 2 and 4-byte integers are unsigned, 8-byte ones signed (their bit pattern)
             let size = 1 << Int(marker & 0x0F)
             try requireBytes(size, at: offset + 1)
-            return .integer(Int(unsigned(at: offset + 1, size: size)))
-        case 0x13:
+            return .integer(Int(truncatingIfNeeded: unsigned(at: offset + 1, size: size)))
+        case 0x23, 0x33:
             try requireBytes(8, at: offset + 1)
-            return .integer(Int(truncatingIfNeeded: Int64(bitPattern: unsigned(at: offset + 1, size: 8))))
-        case 0x23:
-            try requireBytes(8, at: offset + 1)
-            return .real(Double(bitPattern: unsigned(at: offset + 1, size: 8)))
-        case 0x33:
-            try requireBytes(8, at: offset + 1)
-            let seconds = Double(bitPattern: unsigned(at: offset + 1, size: 8))
-            return .date(Date(timeIntervalSinceReferenceDate: seconds))
+            let double = Double(bitPattern: unsigned(at: offset + 1, size: 8))
+            return marker == 0x23 ? .real(double) : .date(Date(timeIntervalSinceReferenceDate: double))
         case 0x50...0x5E:
             let count = Int(marker & 0x0F)
             try requireBytes(count, at: offset + 1)

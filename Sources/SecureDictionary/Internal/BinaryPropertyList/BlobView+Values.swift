@@ -16,10 +16,10 @@ extension BlobView {
         let marker = byte(at: offset)
         switch marker & 0xF0 {
         case 0xA0:
-            let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: objectRefSize)
+            let array = try container(index)
             return .array(
-                try (0..<count).map { element throws(SecureDictionaryError) in
-                    try value(of: reference(at: start + element * objectRefSize))
+                try (0..<array.count).map { element throws(SecureDictionaryError) in
+                    try value(of: valueObject(element, of: array))
                 })
         case 0xD0:
             return .dictionary(try entries(of: index))
@@ -32,12 +32,10 @@ extension BlobView {
     /// canonically equivalent (`é` as U+00E9 and as `e` + U+0301) are one key to a Swift
     /// dictionary: the copy holds one of them.
     func entries(of index: Int) throws(SecureDictionaryError) -> [String: PropertyListValue] {
-        let (count, start) = try container(index)
-        var entries = [String: PropertyListValue](minimumCapacity: count)
-        let values = start + count * objectRefSize
-        for entry in 0..<count {
-            let key = try string(reference(at: start + entry * objectRefSize)).string()
-            entries[key] = try value(of: reference(at: values + entry * objectRefSize))
+        let dictionary = try container(index)
+        var entries = [String: PropertyListValue](minimumCapacity: dictionary.count)
+        for entry in 0..<dictionary.count {
+            entries[try string(keyObject(entry, of: dictionary)).string()] = try value(of: valueObject(entry, of: dictionary))
         }
         return entries
     }
@@ -59,24 +57,17 @@ extension BlobView {
             let (otherCount, otherStart) = try view.countAndStart(marker: otherMarker, offset: otherOffset, unitSize: 1)
             return count == otherCount && (count == 0 || memcmp(base + start, view.base + otherStart, count) == 0)
         case (0xA0, 0xA0), (0xD0, 0xD0):
-            let (count, start) = try container(index)
-            let (otherCount, otherStart) = try view.container(other)
-            guard count == otherCount else { return false }
+            let (mine, theirs) = (try container(index, ordered: true), try view.container(other, ordered: true))
+            guard mine.count == theirs.count else { return false }
             // Elements in order; a dictionary's entries pairwise in the writer's key order.
-            let isDictionary = marker & 0xF0 == 0xD0
-            let order = try isDictionary ? keys(count: count, references: start).order : nil
-            let otherOrder = try isDictionary ? view.keys(count: count, references: otherStart).order : nil
-            let values = isDictionary ? count : 0
-            for entry in 0..<count {
-                let (mine, theirs) = (order?[entry] ?? entry, otherOrder?[entry] ?? entry)
-                if isDictionary {
-                    let key = try string(reference(at: start + mine * objectRefSize))
-                    let otherKey = try view.string(view.reference(at: otherStart + theirs * view.objectRefSize))
-                    guard StoredString.compare(key, otherKey) == 0 else { return false }
+            for position in 0..<mine.count {
+                let (entry, otherEntry) = (mine.entry(inOrder: position), theirs.entry(inOrder: position))
+                if mine.isDictionary {
+                    let otherKey = try view.string(view.keyObject(otherEntry, of: theirs))
+                    guard try StoredString.compare(string(keyObject(entry, of: mine)), otherKey) == 0 else { return false }
                 }
-                let value = try reference(at: start + (values + mine) * objectRefSize)
-                let otherValue = try view.reference(at: otherStart + (values + theirs) * view.objectRefSize)
-                guard try holds(value, identicalTo: otherValue, of: view) else { return false }
+                let value = try valueObject(entry, of: mine)
+                guard try holds(value, identicalTo: view.valueObject(otherEntry, of: theirs), of: view) else { return false }
             }
             return true
         case (0x40, _), (0x50, _), (0x60, _), (0xA0, _), (0xD0, _), (_, 0x40), (_, 0x50), (_, 0x60), (_, 0xA0), (_, 0xD0):

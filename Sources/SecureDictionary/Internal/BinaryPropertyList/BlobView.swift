@@ -130,26 +130,46 @@ struct BlobView {
             }
             let width = 1 << Int(lengthMarker & 0x0F)
             try requireBytes(width, at: start + 1)
-            let length = unsigned(at: start + 1, size: width)
-            guard length <= UInt64(objectsEnd) else {
-                throw .corrupt(reason: "object extends past the object area")
-            }
-            count = Int(length)
+            count = Int(clamping: unsigned(at: start + 1, size: width))
             start += 1 + width
         }
+        // A count too large for the area (or whose length overflows) fails here, however large.
         let (length, overflow) = count.multipliedReportingOverflow(by: unitSize)
-        guard !overflow else {
-            throw .corrupt(reason: "object extends past the object area")
-        }
-        try requireBytes(length, at: start)
+        try requireBytes(overflow ? .max : length, at: start)
         return (count, start)
     }
 
-    /// The container of object `index`: its element count and where its references start.
-    /// For a dictionary, keys come first (`count` references), then values.
-    func container(_ index: Int) throws(SecureDictionaryError) -> (count: Int, start: Int) {
+    /// A container: `count` elements whose references start at `references` (a dictionary's keys,
+    /// then its values), and the writer's order of a dictionary's entries (`nil`: as stored).
+    struct Container {
+        let count: Int
+        let references: Int
+        let isDictionary: Bool
+        var order: [Int]? = nil
+
+        /// The entry at `position` in the writer's order (by the keys' UTF-8 bytes).
+        func entry(inOrder position: Int) -> Int { order?[position] ?? position }
+    }
+
+    /// The container object `index`; with `ordered`, a dictionary's keys checked and put in the
+    /// writer's order (``keys(of:depth:)``).
+    func container(_ index: Int, ordered: Bool = false) throws(SecureDictionaryError) -> Container {
         let offset = try objectOffset(index)
         let marker = byte(at: offset)
-        return try countAndStart(marker: marker, offset: offset, unitSize: (marker & 0xF0 == 0xD0 ? 2 : 1) * objectRefSize)
+        let isDictionary = marker & 0xF0 == 0xD0
+        let (count, start) = try countAndStart(marker: marker, offset: offset, unitSize: (isDictionary ? 2 : 1) * objectRefSize)
+        var container = Container(count: count, references: start, isDictionary: isDictionary)
+        if ordered && isDictionary { container.order = try keys(of: container).order }
+        return container
+    }
+
+    /// The key object of entry `entry` of the dictionary `container`.
+    func keyObject(_ entry: Int, of container: Container) throws(SecureDictionaryError) -> Int {
+        try reference(at: container.references + entry * objectRefSize)
+    }
+
+    /// The value object of entry `entry` of `container` (an array's element).
+    func valueObject(_ entry: Int, of container: Container) throws(SecureDictionaryError) -> Int {
+        try reference(at: container.references + ((container.isDictionary ? container.count : 0) + entry) * objectRefSize)
     }
 }

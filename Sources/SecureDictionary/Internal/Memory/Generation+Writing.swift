@@ -1,7 +1,7 @@
 import Logging
 
 /// The write path's encoder: a stored generation plus the caller's changes, written into a new
-/// region, in the one form the library stores (``BinaryPropertyListWriter``).
+/// region in the one form the library stores (``BinaryPropertyListWriter``).
 ///
 /// ```swift
 /// let next = try Generation.writing(entries.overlay, onto: check.generation, limits: limits)
@@ -9,16 +9,14 @@ import Logging
 /// ```
 ///
 /// Two passes over the root's entries, neither making a Swift value of a stored key or value:
-/// 1. **Plan and count.** The stored keys (in the writer's order) and the changed keys (sorted)
-///    are merged into the new root's entries. The census is the stored generation's, less the
-///    entries replaced or removed (walking just those), plus the new values': the new blob's
+/// 1. **Plan and count** (``plan(_:onto:maximumDepth:)``): the census is the stored
+///    generation's, less the entries replaced or removed, plus the new values': the new blob's
 ///    size, so its region is allocated once.
-/// 2. **Write.** Unchanged entries are copied object by object from the stored region
-///    (``BinaryPropertyListWriter/copy(_:of:index:)``) and keep their hash; only the caller's
-///    new values are encoded, and only new keys hashed.
+/// 2. **Write.** Unchanged entries are copied object by object (and keep their hash); only the
+///    caller's new values are encoded, and only new keys hashed.
 ///
-/// The result is byte for byte what encoding the whole dictionary from its values gives
-/// (`GenerationTests` compares them, on blobs of this writer and of others).
+/// The result is byte for byte what encoding the whole dictionary gives (`GenerationTests`
+/// compares them, on blobs of this writer and of others).
 extension Generation {
     /// `base` (unless `overlay` drops it) with `overlay`'s changes, in a new generation.
     ///
@@ -29,21 +27,20 @@ extension Generation {
         _ overlay: Overlay, onto base: Generation?, limits: PropertyListLimits, logger: Logger? = nil
     ) throws(SecureDictionaryError) -> Generation {
         let base = overlay.dropsStored ? nil : base
-        let keys = BinaryPropertyListWriter.sortedKeys(overlay.edits.keys.lazy.map(\.text))
-        let plan = try Plan(base: base, overlay: overlay, keys: keys, maximumDepth: limits.maximumDepth)
+        let (sources, census) = try plan(overlay, onto: base, maximumDepth: limits.maximumDepth)
         let written = try Generation(
-            writingWith: plan.census, count: plan.sources.count, logger: logger,
-            hash: { entry in plan.sources[entry].stored.map { base!.hashTag($0) } }
+            writingWith: census, count: sources.count, logger: logger,
+            hash: { entry in if case .stored(let stored) = sources[entry] { base!.hashTag(stored) } else { nil } }
         ) { writer throws(SecureDictionaryError) in
-            let firstKey = writer.startContainer(0xD0, count: plan.sources.count, index: 0)
-            let firstValue = firstKey + plan.sources.count
-            for (entry, source) in plan.sources.enumerated() {
+            let firstKey = writer.startContainer(0xD0, count: sources.count, index: 0)
+            let firstValue = firstKey + sources.count
+            for (entry, source) in sources.enumerated() {
                 switch source {
                 case .stored(let stored): writer.copyString(try base!.key(stored), index: firstKey + entry)
                 case .new(let position): writer.write(.string(overlay.edits.keys[position].text), index: firstKey + entry)
                 }
             }
-            for (entry, source) in plan.sources.enumerated() {
+            for (entry, source) in sources.enumerated() {
                 switch source {
                 case .stored(let stored):
                     try writer.copy(base!.valueObject(stored), of: base!.view, index: firstValue + entry)
@@ -55,64 +52,48 @@ extension Generation {
         return written
     }
 
-    /// The new root's entries, in the writer's order, and the census of the new blob.
-    private struct Plan {
-        enum Source {
-            /// An entry of the stored generation, unchanged.
-            case stored(Int)
-            /// A changed key's new value, at this position of the overlay's edits.
-            case new(Overlay.Edits.Index)
+    /// An entry of the new root.
+    private enum Source {
+        /// An entry of the stored generation, unchanged.
+        case stored(Int)
+        /// A changed key's new value, at this position of the overlay's edits.
+        case new(Overlay.Edits.Index)
+    }
 
-            var stored: Int? {
-                if case .stored(let entry) = self { return entry }
-                return nil
-            }
-        }
-
+    /// The new root's entries in the writer's order, the stored ones (in that order) merged with
+    /// the changed keys (sorted), and the census of the new blob.
+    private static func plan(_ overlay: Overlay, onto base: Generation?, maximumDepth: Int) throws(SecureDictionaryError)
+        -> (sources: [Source], census: Census)
+    {
+        let keys = BinaryPropertyListWriter.sortedKeys(overlay.edits.keys.lazy.map(\.text))
+        let stored = base?.count ?? 0
+        var census = base.map { $0.census - .container(count: stored, references: 2 * stored) } ?? Census()
         var sources: [Source] = []
-        var census: Census
-        private var archiveKeys = (archiver: false, objects: false)
-        /// Walks the stored entries replaced or removed, to count what goes (made on first need).
-        private var dropped: BinaryPropertyListReader?
-
-        /// Merges the stored entries (in the writer's order) with the changed keys (sorted).
-        init(base: Generation?, overlay: Overlay, keys: [Overlay.Edits.Index], maximumDepth: Int) throws(SecureDictionaryError) {
-            let stored = base?.count ?? 0
-            census = base.map { $0.census - .container(count: stored, references: 2 * stored) } ?? Census()
-            sources.reserveCapacity(stored + keys.count)
-            var merge = SortedMerge(leftCount: stored, rightCount: keys.count)
-            while let step = try merge.next(comparing: { (position, change) throws(SecureDictionaryError) in
-                try base!.key(base!.entry(inOrder: position)).compare(to: overlay.edits.keys[keys[change]].text)
-            }) {
-                switch step {
-                case .left(let position):  // an entry the changes leave alone
-                    sources.append(.stored(base!.entry(inOrder: position)))
-                    try base!.key(base!.entry(inOrder: position)).noteArchiveKey(in: &archiveKeys)
-                case .right(let change):
-                    try add(keys[change], of: overlay, maximumDepth: maximumDepth)
-                case .both(let position, let change):
-                    // Replaced or removed: its objects go.
-                    let entry = base!.entry(inOrder: position)
-                    dropped = dropped ?? BinaryPropertyListReader(base!.view, maximumDepth: .max)
-                    try dropped!.validate(base!.keyObject(entry), depth: 2)
-                    try dropped!.validate(base!.valueObject(entry), depth: 2)
-                    try add(keys[change], of: overlay, maximumDepth: maximumDepth)
-                }
+        sources.reserveCapacity(stored + keys.count)
+        // Walks the stored entries replaced or removed, to count what goes (made on first need).
+        var dropped: BinaryPropertyListReader?
+        var merge = SortedMerge(leftCount: stored, rightCount: keys.count)
+        while let step = try merge.next(comparing: { (position, change) throws(SecureDictionaryError) in
+            try base!.key(base!.entry(inOrder: position)).compare(to: overlay.edits.keys[keys[change]].text)
+        }) {
+            if let position = step.left, step.right == nil {  // an entry the changes leave alone
+                sources.append(.stored(base!.entry(inOrder: position)))
+            } else if let position = step.left {  // replaced or removed: its objects go
+                let entry = base!.entry(inOrder: position)
+                dropped = dropped ?? BinaryPropertyListReader(base!.view, maximumDepth: .max)
+                try dropped!.validate(base!.keyObject(entry), depth: 2)
+                try dropped!.validate(base!.valueObject(entry), depth: 2)
             }
-            if archiveKeys.archiver && archiveKeys.objects { throw Census.keyedArchive }
-            census = census - (dropped?.census ?? Census()) + .container(count: sources.count, references: 2 * sources.count)
+            if let change = step.right, case .value(let value) = overlay.edits.values[keys[change]] {
+                sources.append(.new(keys[change]))
+                try census.count(.string(overlay.edits.keys[keys[change]].text), depth: 2, maximumDepth: maximumDepth)
+                try census.count(value, depth: 2, maximumDepth: maximumDepth)
+            }
         }
-
-        private mutating func add(_ edit: Overlay.Edits.Index, of overlay: Overlay, maximumDepth: Int)
-            throws(SecureDictionaryError)
-        {
-            guard case .value(let value) = overlay.edits.values[edit] else { return }  // a removal
-            let key = overlay.edits.keys[edit].text
-            sources.append(.new(edit))
-            try census.count(.string(key), depth: 2, maximumDepth: maximumDepth)
-            try census.count(value, depth: 2, maximumDepth: maximumDepth)
-            archiveKeys.archiver = archiveKeys.archiver || key.utf8.elementsEqual("$archiver".utf8)
-            archiveKeys.objects = archiveKeys.objects || key.utf8.elementsEqual("$objects".utf8)
-        }
+        // Both keys in the new root read as a keyed archive.
+        func kept(_ key: String) -> Bool { overlay.edit(of: key).map { $0.value != nil } ?? base?.contains(key) ?? false }
+        if kept("$archiver") && kept("$objects") { throw Census.keyedArchive }
+        census = census - (dropped?.census ?? Census()) + .container(count: sources.count, references: 2 * sources.count)
+        return (sources, census)
     }
 }

@@ -2,31 +2,29 @@ import Logging
 
 /// One loaded generation of an item: the stored blob, byte for byte, in a ``SecureRegion``,
 /// with an index of its top-level keys; all the library keeps of a dictionary. Reads build the
-/// caller's copy from it and observers compare two (Generation+Reads.swift); writes copy its
-/// objects into the next generation's region (Generation+Writing.swift).
+/// caller's copies from it, observers compare two in place; writes copy its objects into the
+/// next generation's region (Generation+Writing.swift).
 ///
 /// ```swift
 /// let generation = try Generation(copying: bytes, limits: limits)   // validated as hostile input
 /// let token = generation.value(forKey: "apiToken")                   // the caller's copy
+/// let same = generation.holds("refresh", identicalTo: expected)       // no copy made
 /// ```
 ///
 /// The region: the blob, then per entry the low 32 bits of its key's hash (keyed per process,
 /// ``StoredString/hashValue``), then an open-addressed table (linear probing, at most half
 /// full) of entry numbers + 1 (0: empty), entries numbered as the root stores them. Immutable
-/// once made; wiped when no state, read or observer holds it.
+/// once made; wiped when no state, read or observer holds it. A read of it cannot fail but by
+/// a bug of the library's own (it was validated when made): `try!` stops the program there.
 final class Generation: @unchecked Sendable {  // every property is a let; the region is written in init only
     let region: SecureRegion
     let view: BlobView
     /// The blob's size in bytes.
     let size: Int
-    /// Entries of the root dictionary.
-    let count: Int
+    /// The root dictionary, with the writer's order of its entries.
+    private let root: BlobView.Container
     /// What the writer writes for this whole tree (for the next generation's census).
     let census: Census
-    /// Where the root's key references start; its value references follow them.
-    private let references: Int
-    /// The writer's order of the root's entries: `nil` when they ascend as stored.
-    private let order: [Int]?
     private let hashes: UnsafeMutablePointer<UInt32>
     private let slots: UnsafeMutablePointer<UInt32>
     private let slotMask: Int
@@ -44,11 +42,11 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     convenience init(copying bytes: UnsafeRawBufferPointer, limits: PropertyListLimits, logger: Logger? = nil)
         throws(SecureDictionaryError)
     {
-        let (validated, census) = try BinaryPropertyList.validate(bytes, limits: limits)
-        let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: validated.count).size, logger: logger)
+        let (root, census) = try BinaryPropertyList.validate(bytes, limits: limits)
+        let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: root.count).size, logger: logger)
         region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
-        try self.init(region: region, view: view, size: bytes.count, root: validated, census: census, hash: nil)
+        try self.init(region: region, view: view, size: bytes.count, root: root, census: census, hash: nil)
     }
 
     /// A generation written by `write` into a region sized from `census` (its root holding
@@ -63,29 +61,25 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         try write(&writer)
         let size = writer.finish()
         let view = try BlobView(region.bytes(0..<size))
-        let (root, references) = try view.container(view.topObject)
-        precondition(root == count, "the root was written with another entry count than planned")
-        try self.init(
-            region: region, view: view, size: size, root: (count, references, nil), census: census, hash: hash,
-            blobCapacity: capacity)
+        let root = try view.container(view.topObject)
+        precondition(root.count == count, "the root was written with another entry count than planned")
+        try self.init(region: region, view: view, size: size, root: root, census: census, hash: hash, blobCapacity: capacity)
     }
 
     private init(
-        region: SecureRegion, view: BlobView, size: Int, root: BinaryPropertyListReader.Root, census: Census,
+        region: SecureRegion, view: BlobView, size: Int, root: BlobView.Container, census: Census,
         hash: ((Int) -> UInt32?)?, blobCapacity: Int? = nil
     ) throws(SecureDictionaryError) {
         self.region = region
         self.view = view
         self.size = size
-        count = root.count
+        self.root = root
         self.census = census
-        references = root.references
-        order = root.order
-        let (hashesAt, slotsAt, slotCount, _) = Self.layout(blob: blobCapacity ?? size, entries: count)
-        hashes = (region.base + hashesAt).bindMemory(to: UInt32.self, capacity: max(count, 1))
+        let (hashesAt, slotsAt, slotCount, _) = Self.layout(blob: blobCapacity ?? size, entries: root.count)
+        hashes = (region.base + hashesAt).bindMemory(to: UInt32.self, capacity: max(root.count, 1))
         slots = (region.base + slotsAt).bindMemory(to: UInt32.self, capacity: slotCount)
         slotMask = slotCount - 1
-        for entry in 0..<count {
+        for entry in 0..<root.count {
             var tag: UInt32
             if let known = hash?(entry) { tag = known } else { tag = UInt32(truncatingIfNeeded: try key(entry).hashValue) }
             hashes[entry] = tag
@@ -106,20 +100,19 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     // MARK: Entries
 
+    /// Entries of the root dictionary.
+    var count: Int { root.count }
+
     func key(_ entry: Int) throws(SecureDictionaryError) -> StoredString { try view.string(keyObject(entry)) }
 
-    func valueObject(_ entry: Int) throws(SecureDictionaryError) -> Int {
-        try view.reference(at: references + (count + entry) * view.objectRefSize)
-    }
+    func keyObject(_ entry: Int) throws(SecureDictionaryError) -> Int { try view.keyObject(entry, of: root) }
 
-    func keyObject(_ entry: Int) throws(SecureDictionaryError) -> Int {
-        try view.reference(at: references + entry * view.objectRefSize)
-    }
+    func valueObject(_ entry: Int) throws(SecureDictionaryError) -> Int { try view.valueObject(entry, of: root) }
 
     func hashTag(_ entry: Int) -> UInt32 { hashes[entry] }
 
-    /// The entry at `position` in the writer's order (by the keys' UTF-8 bytes).
-    func entry(inOrder position: Int) -> Int { order?[position] ?? position }
+    /// ``BlobView/Container/entry(inOrder:)`` of the root.
+    func entry(inOrder position: Int) -> Int { root.entry(inOrder: position) }
 
     /// The entry whose key is `key` (the same Unicode scalars), if any.
     func entry(forKey key: String) -> Int? {
@@ -138,4 +131,73 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
 
     /// The bytes of the blob, as stored.
     var bytes: UnsafeRawBufferPointer { region.bytes(0..<size) }
+
+    // MARK: Reads
+
+    /// The caller's copy of the value of `key` (the same Unicode scalars), if any.
+    func value(forKey key: String) -> PropertyListValue? { entry(forKey: key).map(value(of:)) }
+
+    /// The caller's copy of the value of `entry` (from ``entry(forKey:)``).
+    func value(of entry: Int) -> PropertyListValue { try! view.value(of: valueObject(entry)) }
+
+    func contains(_ key: String) -> Bool { entry(forKey: key) != nil }
+
+    /// The caller's copies of the keys, in the stored order.
+    var keys: [String] { (0..<count).map { entry in try! key(entry).string() } }
+
+    /// The caller's copy of every entry (of canonically equivalent keys, one: ``BlobView/entries(of:)``).
+    func dictionary() -> [String: PropertyListValue] { try! view.entries(of: view.topObject) }
+
+    /// Whether `key` holds a value stored identically to `value` (`nil`: no such entry), as
+    /// ``BlobView/holds(_:identicalTo:of:)`` tells them apart. `value` is written in the stored
+    /// form into a ``SecureRegion`` of its own and compared there, so neither side reaches
+    /// ordinary memory. A value the writer refuses is held nowhere.
+    func holds(_ key: String, identicalTo value: PropertyListValue?) -> Bool {
+        guard let entry = entry(forKey: key) else { return value == nil }
+        var census = Census()
+        guard let value, (try? census.count(value, depth: 1, maximumDepth: .max)) != nil else { return false }
+        let region = SecureRegion(byteCount: BinaryPropertyListWriter.size(of: census))
+        var writer = BinaryPropertyListWriter(into: region.base, census: census)
+        writer.write(value, index: 0)
+        let written = try! BlobView(region.bytes(0..<writer.finish()))
+        return withExtendedLifetime(region) { try! view.holds(valueObject(entry), identicalTo: written.topObject, of: written) }
+    }
+
+    /// The change of the entry `key` from `old` to this generation, or `nil` when it is stored
+    /// identically in both (or in neither). No other entry is read.
+    func change(of key: String, since old: Generation) -> SecureDictionary.Change? {
+        change(of: key, from: old.entry(forKey: key), in: old, to: entry(forKey: key))
+    }
+
+    /// The per-key changes from `old` to this generation, in key order.
+    func changes(since old: Generation) -> [SecureDictionary.Change] {
+        guard old !== self else { return [] }
+        var changes: [SecureDictionary.Change] = []
+        var merge = SortedMerge(leftCount: old.count, rightCount: count)
+        while let step = try! merge.next(comparing: { (before, after) throws(SecureDictionaryError) in
+            StoredString.compare(try old.key(old.entry(inOrder: before)), try key(entry(inOrder: after)))
+        }) {
+            let (before, after) = (step.left.map(old.entry(inOrder:)), step.right.map(entry(inOrder:)))
+            let stored = try! after.map(key) ?? old.key(before!)
+            if let change = self.change(of: stored.string(), from: before, in: old, to: after) { changes.append(change) }
+        }
+        return changes
+    }
+
+    /// The change of `key` from entry `before` of `old` to entry `after` of this generation
+    /// (`nil`: not there). The two values are compared in place, and decoded only when they
+    /// differ: the listener's copies.
+    private func change(of key: String, from before: Int?, in old: Generation, to after: Int?) -> SecureDictionary.Change? {
+        switch (before, after) {
+        case (nil, nil):
+            return nil
+        case (let before?, nil):
+            return .init(key: key, kind: .removed, oldValue: old.value(of: before), newValue: nil)
+        case (nil, let after?):
+            return .init(key: key, kind: .inserted, oldValue: nil, newValue: value(of: after))
+        case (let before?, let after?):
+            guard !(try! view.holds(valueObject(after), identicalTo: old.valueObject(before), of: old.view)) else { return nil }
+            return .init(key: key, kind: .updated, oldValue: old.value(of: before), newValue: value(of: after))
+        }
+    }
 }

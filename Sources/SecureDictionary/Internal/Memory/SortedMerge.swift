@@ -1,22 +1,19 @@
 /// A walk over two lists sorted by one order, in step: each step is a position only the left
-/// list has, one only the right list has, or one of each holding the same key.
+/// list has, one only the right list has, or one of each holding the same key (never neither).
 ///
 /// ```swift
 /// var merge = SortedMerge(leftCount: old.count, rightCount: new.count)
 /// while let step = try merge.next(comparing: { left, right in compare(old[left], new[right]) }) {
 ///     switch step {
-///     case .left(let position): removed(old[position])
-///     case .right(let position): inserted(new[position])
-///     case .both(let before, let after): updated(old[before], new[after])
+///     case (let before?, nil): removed(old[before])
+///     case (nil, let after?): inserted(new[after])
+///     case (let before?, let after?): updated(old[before], new[after])
+///     case (nil, nil): break   // never
 ///     }
 /// }
 /// ```
 struct SortedMerge {
-    enum Step: Equatable {
-        case left(Int)
-        case right(Int)
-        case both(Int, Int)
-    }
+    typealias Step = (left: Int?, right: Int?)
 
     let leftCount: Int
     let rightCount: Int
@@ -40,8 +37,6 @@ struct SortedMerge {
             if order <= 0 { left += 1 }
             if order >= 0 { right += 1 }
         }
-        if order < 0 { return .left(left) }
-        if order > 0 { return .right(right) }
-        return .both(left, right)
+        return (order <= 0 ? left : nil, order >= 0 ? right : nil)
     }
 }

@@ -97,18 +97,12 @@ enum InfoPlistXML {
 
         /// `amp`, `lt`, `gt`, `quot`, `apos`, `#N` and `#xN`.
         static func reference(_ name: String) -> Unicode.Scalar? {
-            switch name {
-            case "amp": return "&"
-            case "lt": return "<"
-            case "gt": return ">"
-            case "quot": return "\""
-            case "apos": return "'"
-            default:
-                guard name.hasPrefix("#") else { return nil }
-                let digits = name.dropFirst()
-                let value = digits.hasPrefix("x") ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits)
-                return value.flatMap(Unicode.Scalar.init)
-            }
+            let named: [String: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'"]
+            if let scalar = named[name] { return scalar }
+            guard name.hasPrefix("#") else { return nil }
+            let digits = name.dropFirst()
+            let value = digits.hasPrefix("x") ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits)
+            return value.flatMap(Unicode.Scalar.init)
         }
 
         /// Where `text` next starts at or after `start`.

@@ -17,10 +17,7 @@ package struct Deadline: Sendable {
     }
 
     /// The time left (zero once passed).
-    package var remaining: Duration {
-        let left = instant - ContinuousClock.now
-        return left > .zero ? left : .zero
-    }
+    package var remaining: Duration { max(instant - ContinuousClock.now, .zero) }
 
     /// The same moment on the dispatch clock.
     package var dispatchTime: DispatchTime { remaining.fromNow }

@@ -1,12 +1,9 @@
 /// The locks of a mutation (``ItemState``'s invariants "the writer lock makes the check safe"
 /// and "one deadline per call"): the item's ``LockQueue``, its writer lock, the store's write lock.
 extension ItemState {
-    /// What is held: the item's queue always, the locks behind it when taken.
-    struct HeldLocks {
-        let queue: LockQueue
-        var writer = false
-        var write: QueuedLock?
-    }
+    /// What is held, released last first: the item's queue (with its writer lock when taken),
+    /// then the store's write lock behind its own queue.
+    typealias HeldLocks = [QueuedLock]
 
     /// This process's queue for the item: its writer lock's (one per lock name, whichever
     /// instance or store takes it), or the item's own when the store has no writer lock.
@@ -32,11 +29,12 @@ extension ItemState {
         holding queue: LockQueue, _ context: OperationContext, until lockDeadline: Deadline,
         answeringBy answerDeadline: Deadline, checkingBy checkDeadline: @autoclosure () -> Deadline, forTheWrite: Bool
     ) throws(SecureDictionaryError) -> (held: HeldLocks, check: Check) {
-        var held = HeldLocks(queue: queue)
+        var held = [QueuedLock(queue: queue, lock: nil)]
         do throws(SecureDictionaryError) {
-            held.writer = try writerLock?.acquire(waitingUntil: lockDeadline, answeringBy: answerDeadline) ?? false
+            let writer = try writerLock?.acquire(waitingUntil: lockDeadline, answeringBy: answerDeadline) ?? false
+            held = [QueuedLock(queue: queue, lock: writer ? writerLock : nil)]
             let checkDeadline = checkDeadline()
-            if forTheWrite { held.write = try writeLock?.acquireQueued(until: checkDeadline) }
+            if forTheWrite, let write = try writeLock?.acquireQueued(until: checkDeadline) { held.append(write) }
             return (held, try check(context, checkDeadline))
         } catch {
             unlock(held)
@@ -46,8 +44,6 @@ extension ItemState {
 
     /// Gives back what ``lock(holding:_:until:answeringBy:checkingBy:forTheWrite:)`` took, last first.
     func unlock(_ held: HeldLocks) {
-        held.write?.release()
-        if held.writer { writerLock?.release() }
-        held.queue.leave()
+        for lock in held.reversed() { lock.release() }
     }
 }

@@ -54,11 +54,6 @@ import Synchronization
 /// - **A write that changes nothing is not sent.** Gain: the whole write. Test:
 ///   `aWriteThatChangesNothingIsNotSent`.
 final class ItemState: Sendable {
-    enum Cache {
-        case unloaded
-        case loaded(Generation, digest: StoredDigest)
-    }
-
     let item: KeyringItem
     let store: any KeyringStore
     let writerLock: (any ItemWriterLock)?
@@ -66,7 +61,8 @@ final class ItemState: Sendable {
     let writeLock: (any ItemWriterLock)?
     /// The queue of an item whose store has no writer lock (see ``queue(until:)``).
     let ownQueue = LockQueue()
-    private let cache = Mutex(Cache.unloaded)
+    /// The cached generation and the digest of the blob it holds; `nil` before the first load.
+    private let cache = Mutex<(generation: Generation, digest: StoredDigest)?>(nil)
     /// Observation state (see ItemState+Observation.swift).
     let observers = Mutex(Observers())
 
@@ -78,7 +74,7 @@ final class ItemState: Sendable {
     }
 
     deinit {
-        cache.withLock { $0 = .unloaded }  // its generation goes, and wipes its region once no read holds it
+        cache.withLock { $0 = nil }  // its generation goes, and wipes its region once no read holds it
         observers.withLock { $0.watcher?.stop() }
     }
 
@@ -90,20 +86,15 @@ final class ItemState: Sendable {
 
     /// The generation of a state an instance uses (the invariant "loaded before use").
     var loadedGeneration: Generation {
-        cache.withLock { cache in
-            guard case .loaded(let generation, _) = cache else {
-                preconditionFailure("\(item.name): an ItemState was read before the init that loads it")
-            }
-            return generation
+        guard let generation = cachedGeneration else {
+            preconditionFailure("\(item.name): an ItemState was read before the init that loads it")
         }
+        return generation
     }
 
     /// The cached generation when its digest passes `matches`.
     private func cached(_ matches: (StoredDigest) -> Bool) -> Generation? {
-        cache.withLock { cache in
-            if case .loaded(let generation, let digest) = cache, matches(digest) { return generation }
-            return nil
-        }
+        cache.withLock { cache in cache.flatMap { matches($0.digest) ? $0.generation : nil } }
     }
 
     /// The cached generation when it is known to be what this process last loaded or wrote.
@@ -259,7 +250,7 @@ final class ItemState: Sendable {
     /// generation replaced is released outside the lock.
     private func setLoaded(_ generation: Generation, digest: StoredDigest) {
         let replaced = cache.withLock { cache in
-            defer { cache = .loaded(generation, digest: digest) }
+            defer { cache = (generation, digest) }
             return cache
         }
         withExtendedLifetime(replaced) {}
@@ -269,8 +260,6 @@ final class ItemState: Sendable {
     /// After a write that may or may not have landed: keep what non-throwing reads see, but
     /// trust it no more (the next throwing read or write reloads).
     private func markOutcomeUnknown() {
-        cache.withLock { cache in
-            if case .loaded(let generation, _) = cache { cache = .loaded(generation, digest: .unknown) }
-        }
+        cache.withLock { $0?.digest = .unknown }
     }
 }

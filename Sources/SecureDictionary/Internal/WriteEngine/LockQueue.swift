@@ -54,8 +54,7 @@ package final class LockQueue: Sendable {
     /// The one queue of this process for the lock `name`.
     package static func shared(for name: String) -> LockQueue {
         named.withLock { queues in
-            if let queue = queues[name] { return queue }
-            let queue = LockQueue()
+            let queue = queues[name] ?? LockQueue()
             queues[name] = queue
             return queue
         }
@@ -83,8 +82,7 @@ package final class LockQueue: Sendable {
     /// returns whether it entered.
     package func enter(until deadline: Deadline) -> Bool {
         guard let waiter = arrive(until: deadline) else { return true }
-        guard let ended = waiter.wait(until: deadline.dispatchTime) else { return giveUp(waiter, .timedOut) == .entered }
-        return ended == .entered
+        return (waiter.wait(until: deadline.dispatchTime) ?? giveUp(waiter, .timedOut)) == .entered
     }
 
     /// Waits, suspended, until the queue is this caller's, `deadline` passed or the task was

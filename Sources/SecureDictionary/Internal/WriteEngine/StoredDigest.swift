@@ -12,12 +12,9 @@ struct StoredDigest: Sendable, Equatable {
     /// After a write whose outcome is unknown: equal to no stored blob, so the next check
     /// decodes whatever it finds.
     static let unknown = StoredDigest(count: -2, hash: 0)
+}
 
-    private init(count: Int, hash: Int) {
-        self.count = count
-        self.hash = hash
-    }
-
+extension StoredDigest {
     init(of bytes: UnsafeRawBufferPointer) {
         var hasher = Hasher()
         hasher.combine(bytes: bytes)
