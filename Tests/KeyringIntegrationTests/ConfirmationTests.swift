@@ -1,4 +1,5 @@
 import Foundation
+import SecureDictionaryAdoption
 import SecureDictionaryTestSupport
 import Testing
 
@@ -37,15 +38,21 @@ extension KeyringIntegration {
             #expect(other.status == 0, "\(other)")
         }
 
-        /// Whether `test`'s dictionary still holds "k" = "kept", read once KeePassXC was stopped
-        /// cleanly (so it saved) and started again without confirmations: no other process may
-        /// read the item while they are on, and a restart by kill -9 loses what was not saved.
+        /// Whether `test`'s dictionary still holds "k" = "kept", read after
+        /// ``restartSavingWithoutConfirmations()``.
         private func stillKept(_ test: TestItem) throws -> Bool {
+            try restartSavingWithoutConfirmations()
+            return try test.openFresh()["k"] == "kept"
+        }
+
+        /// Stops KeePassXC cleanly (so it saves) and starts it without confirmations: no other
+        /// process may read an item while they are on, and a restart by kill -9 loses what was
+        /// not saved.
+        private func restartSavingWithoutConfirmations() throws {
             for command in ["stop", "start"] {
                 let output = try PrivateKeyring.daemon(command, environment: ["SD_KEEPASSXC_CONFIRM_ACCESS": "0"])
                 #expect(output.status == 0, "keyring-daemon \(command): \(output.stderr)")
             }
-            return try test.openFresh()["k"] == "kept"
         }
 
         private static let optedIn = SecureDictionary.Options(unlock: .prompt(timeout: .seconds(30)), store: SecretServiceStore())
@@ -130,6 +137,31 @@ extension KeyringIntegration {
             }
             // Listing needs no access: the item is there, shown as locked.
             #expect(try SecureDictionary.items(applicationID: test.appID).map(\.isLocked) == [true])
+        }
+
+        /// Adoption reads no item KeePassXC would ask about: it reports it, writes nothing
+        /// and, asked to retire what it adopts, removes nothing.
+        @Test(.timeLimit(.minutes(2))) func adoptingAnItemKeePassXCAsksAccessToReportsItAndLeavesItAlone() throws {
+            try restartKeePassXC(confirmingAccess: true)
+            defer { try? restartKeePassXC(confirmingAccess: false) }
+            let service = "adopt-asking-\(UUID().uuidString)"
+            let app = "it.adopt.asking.\(UUID().uuidString)"
+            // Another process creates the item: KeePassXC lets its creator read it, no one else.
+            let made = try KeyringIntegration.Adoption.pythonRetrying(
+                "import keyring; keyring.set_password('\(service)', 'alice', 'token-alice')")
+            try #require(made.succeeded, "\(made.stderr)")
+            let options = SecureDictionary.Options(store: SecretServiceStore())
+            let report = try SecureDictionary.adopt(
+                .pythonKeyring(service: service), into: "tokens", applicationID: app, options: options, retire: .delete)
+            #expect(report.items.map(\.outcome) == [.needsConfirmation], "\(report)")
+            #expect(report.items.map(\.retirement) == [.kept], "\(report)")
+            #expect(try SecureDictionary.items(applicationID: app).isEmpty)  // no dictionary was created
+
+            try restartSavingWithoutConfirmations()
+            let kept = try KeyringIntegration.Adoption.pythonRetrying(
+                "import keyring; print(keyring.get_password('\(service)', 'alice'))"
+            ) { $0.trimmedText == "token-alice" }
+            #expect(kept.trimmedText == "token-alice", "\(kept)")
         }
     }
 }

@@ -78,6 +78,23 @@ import Testing
         #expect(try tokens().snapshot == ["alice": "a-token"])
     }
 
+    /// An item whose keyring asks its user before this client reads it (KeePassXC) is
+    /// reported, never read and never retired; the others of the run are adopted.
+    @Test func anItemThatAsksItsUserIsReportedAndLeftAlone() throws {
+        store.add(["service": "app", "username": "alice"], "a-token")
+        store.add(["service": "app", "username": "bob"], "b-token")
+        store.askingTheUser = ["bob"]
+        let report = try SecureDictionary.adopt(
+            ForeignItems(attributes: ["service": "app"], keyAttribute: "username"), into: "tokens", applicationID: app,
+            options: .init(store: store), retire: .delete)
+        #expect(report.items.map(\.key) == ["bob", "alice"])
+        #expect(report.items.map(\.outcome) == [.needsConfirmation, .adopted])
+        #expect(report.items.map(\.retirement) == [.kept, .deleted])
+        #expect(report.description.contains("asking their user 1"))
+        #expect(try tokens().snapshot == ["alice": "a-token"])
+        #expect(store.secret(of: ["service": "app", "username": "bob"]) == Array("b-token".utf8))
+    }
+
     /// An item changed after it was read is kept, and said so.
     @Test func anItemChangedSinceAdoptedIsKept() throws {
         store.add(["service": "app", "username": "alice"], "old")
@@ -230,6 +247,13 @@ final class ForeignItemsInMemory: ForwardingStore, ForeignItemStore, Sendable {
     }
     private let vanishing = Mutex<[String: Int]>([:])
 
+    /// Items (by the value of `username`) whose keyring asks its user before they are read.
+    var askingTheUser: Set<String> {
+        get { asking.withLock { $0 } }
+        set { asking.withLock { $0 = newValue } }
+    }
+    private let asking = Mutex<Set<String>>([])
+
     func add(_ attributes: [String: String], _ secret: String) { add(attributes, Array(secret.utf8)) }
 
     func add(_ attributes: [String: String], _ secret: [UInt8]) {
@@ -246,11 +270,16 @@ final class ForeignItemsInMemory: ForwardingStore, ForeignItemStore, Sendable {
     {
         items.withLock { items in
             items.filter { item in attributes.allSatisfy { item.attributes[$0.key] == $0.value } }
-                .map { ForeignItem(path: $0.path, attributes: $0.attributes, collection: "/memory") }
+                .map { item in
+                    let asks = item.attributes["username"].map(askingTheUser.contains) ?? false
+                    return ForeignItem(
+                        path: item.path, attributes: item.attributes, collection: "/memory", needsConfirmation: asks)
+                }
         }
     }
 
     func foreignSecret(of item: ForeignItem, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
+        if item.needsConfirmation { Issue.record("read an item whose keyring asks its user first") }
         let read = reads.withLock { reads in
             reads[item.path, default: 0] += 1
             return reads[item.path]!
