@@ -292,8 +292,8 @@ public final class SecureDictionary: Sendable {
     }
 
     /// Logs what a non-throwing call cannot throw and hands it to ``Options/failureHandler``. A
-    /// typed read that found another type gives `nil` or the default, as documented: logged at
-    /// `debug` (at `error`, swift-log's default handler printed it on standard error as a failure).
+    /// typed read or update that found another type skips it, as documented: logged at `debug`
+    /// (at `error`, swift-log's default handler printed it on standard error as a failure).
     func report(_ error: SecureDictionaryError, during operation: String, level: Logger.Level = .error) {
         options.logger.log(level: level, "\(operation) failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
         options.failureHandler?(error)
