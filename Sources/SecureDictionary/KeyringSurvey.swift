@@ -1,11 +1,6 @@
 /// Every copy of an application's dictionaries in every collection of the Secret Service that
 /// answers now: what `secure-dict doctor --find` and `DictionaryCopies` report.
 /// Package-internal: the tool's and the file stores', not an API promise.
-///
-/// ```swift
-/// let survey = try SecretServiceStore().survey(applicationID: "com.example.app", timeout: .seconds(10))
-/// for collection in survey.collections { print(collection.label, collection.copies.count) }
-/// ```
 package struct KeyringSurvey: Sendable {
     /// "gnome-keyring", "KWallet" or "KeePassXC"; `nil` for another provider.
     package var providerName: String?
@@ -50,12 +45,9 @@ extension SecretServiceStore {
     /// when it is given; `""` is the default dictionary), reading each unlocked one's secret to
     /// tell its size and count its keys. Shows no prompt and changes nothing, unless `unlock`:
     /// then each locked collection is unlocked first, with the provider's dialog where one is
-    /// needed (waiting up to `timeout` for it).
-    ///
-    /// - Throws: what opening the service throws (``SecureDictionaryError/serviceUnavailable(reason:)``,
-    ///   ``SecureDictionaryError/timedOut``…); a collection or an item that cannot be read is
-    ///   reported in the survey instead.
-    package func survey(applicationID: String, dictionaryName: String? = nil, unlock: Bool = false, timeout: Duration)
+    /// needed (waiting up to `timeout` for it). Throws only what opening the service throws: a
+    /// collection or an item that cannot be read is reported in the survey.
+    package func survey(applicationID: String, dictionaryName: String?, unlock: Bool, timeout: Duration)
         throws(SecureDictionaryError) -> KeyringSurvey
     {
         if unlock {

@@ -22,51 +22,37 @@ extension PropertyListConvertible where Self: Codable {
     /// - Throws: ``SecureDictionaryError/typeMismatch(expected:found:)`` when the stored
     ///   structure is not this type's.
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
-        self = try CodableBridge.decode(Self.self, from: value)
+        // Foundation's decoder sees only bytes this library wrote: the stored blob was read by
+        // its own hostile-input reader, and is re-encoded by its own writer (no shared
+        // references, no sets).
+        let data = try PropertyListBlob.encode(["value": value], maximumSize: .max)
+        do {
+            self = try PropertyListDecoder().decode(CodableBox<Self>.self, from: data).value
+        } catch {
+            throw value.mismatch(Self.self)
+        }
     }
 
     /// Encodes the value as a property-list structure.
     ///
     /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` when it cannot be encoded.
     public func propertyListValue() throws(SecureDictionaryError) -> PropertyListValue {
-        try CodableBridge.encode(self)
-    }
-}
-
-/// Converts between `Codable` values and ``PropertyListValue`` through Foundation's
-/// property-list coders.
-///
-/// Safe because Foundation only ever sees bytes this library wrote itself: stored blobs are
-/// decoded by the library's own hostile-input reader first, and re-encoded by its own writer
-/// (no shared references, no sets) before `PropertyListDecoder` reads them.
-enum CodableBridge {
-    /// A root dictionary around the value, because a property list's root must be one here.
-    private struct Box<Value: Codable>: Codable {
-        let value: Value
-    }
-
-    static func encode<Value: Encodable & Decodable>(_ value: Value) throws(SecureDictionaryError) -> PropertyListValue {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = .binary
         let data: Data
         do {
-            data = try encoder.encode(Box(value: value))
+            data = try encoder.encode(CodableBox(value: self))
         } catch {
-            throw .invalidValue(reason: "\(Value.self) cannot be encoded as a property list")
+            throw .invalidValue(reason: "\(Self.self) cannot be encoded as a property list")
         }
-        let root = try PropertyListBlob.decode(data, maximumSize: .max)
-        guard let stored = root["value"] else {
-            throw .invalidValue(reason: "\(Value.self) encoded to nothing")
+        guard let stored = try PropertyListBlob.decode(data, maximumSize: .max)["value"] else {
+            throw .invalidValue(reason: "\(Self.self) encoded to nothing")
         }
         return stored
     }
+}
 
-    static func decode<Value: Codable>(_ type: Value.Type, from value: PropertyListValue) throws(SecureDictionaryError) -> Value {
-        let data = try PropertyListBlob.encode(["value": value], maximumSize: .max)
-        do {
-            return try PropertyListDecoder().decode(Box<Value>.self, from: data).value
-        } catch {
-            throw value.mismatch(Value.self)
-        }
-    }
+/// A root dictionary around the value, because a property list's root must be one here.
+private struct CodableBox<Value: Codable>: Codable {
+    let value: Value
 }

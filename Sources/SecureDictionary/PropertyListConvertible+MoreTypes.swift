@@ -4,9 +4,6 @@
     public import Foundation
 #endif
 
-// The other types people reach for, each stored as its conversion says (`UUID` and `URL` as
-// text, so that other tools read them).
-
 /// The integer types other than `Int` (they conform below). More specific than the `Codable`
 /// default, which must not apply to integers, so these conversions win for every integer.
 extension PropertyListConvertible where Self: FixedWidthInteger & Codable {
@@ -51,7 +48,7 @@ extension Float: PropertyListConvertible {
 }
 
 extension UUID: PropertyListConvertible {
-    /// Stored as its string form (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`).
+    /// Stored as its string form (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`), which other tools read.
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
         self = try value.required(value.stringValue.flatMap(UUID.init(uuidString:)))
     }
@@ -60,7 +57,7 @@ extension UUID: PropertyListConvertible {
 }
 
 extension URL: PropertyListConvertible {
-    /// Stored as its absolute string.
+    /// Stored as its absolute string, which other tools read.
     public init(propertyListValue value: PropertyListValue) throws(SecureDictionaryError) {
         self = try value.required(value.stringValue.flatMap { URL(string: $0) })
     }

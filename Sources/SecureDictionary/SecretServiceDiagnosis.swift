@@ -1,10 +1,5 @@
 /// What the Secret Service behind a collection alias is and how it answers: the facts
 /// `secure-dict doctor` reports. Package-internal: the tool's, not an API promise.
-///
-/// ```swift
-/// let diagnosis = try SecretServiceStore().diagnose(collection: .default, timeout: .seconds(3))
-/// print(diagnosis.sessionAlgorithm, diagnosis.collection?.isLocked ?? "no collection")
-/// ```
 package struct SecretServiceDiagnosis: Sendable, Equatable {
     /// The providers SecureDictionary tells apart (and adapts to): "gnome-keyring",
     /// "KWallet" or "KeePassXC"; `nil` for any other.

@@ -50,9 +50,6 @@ public final class SecretServiceStore: KeyringStore, CoordinatedStore, ForeignIt
 
     /// Opens the service (an encrypted session) and describes it and the collection behind
     /// `collection`'s alias. Shows no prompt and changes nothing.
-    ///
-    /// - Throws: what opening the service throws (``SecureDictionaryError/serviceUnavailable(reason:)``,
-    ///   ``SecureDictionaryError/sessionRejected(reason:)``, ``SecureDictionaryError/timedOut``…).
     package func diagnose(collection: KeyringCollection, timeout: Duration) throws(SecureDictionaryError)
         -> SecretServiceDiagnosis
     {

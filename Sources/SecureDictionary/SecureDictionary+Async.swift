@@ -141,14 +141,13 @@ enum Offload {
     /// Like ``run(_:)`` for work that may also throw a caller's own error (the body of
     /// `update`), which is rethrown as it is.
     static func runRethrowing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        let outcome = try await run { () throws(SecureDictionaryError) -> Result<T, any Error> in
+        try await run { () throws(SecureDictionaryError) -> Result<T, any Error> in
             do { return .success(try work()) } catch let error as SecureDictionaryError {
                 throw error
             } catch {
                 return .failure(error)  // the body's own error
             }
-        }
-        return try outcome.get()
+        }.get()
     }
 
     static func run<T: Sendable>(

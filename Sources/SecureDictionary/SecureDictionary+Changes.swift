@@ -1,3 +1,5 @@
+import Logging
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -93,7 +95,7 @@ extension SecureDictionary {
     /// ```
     ///
     /// Follows ``changes(forKey:)``: no other entry is decoded for it. Entries of the wrong
-    /// type are skipped (and reported like the typed subscript does).
+    /// type are skipped, and reported as the typed subscript reports them (at `debug`).
     public func updates<V>(for key: Key<V>) -> AsyncStream<V> {
         let changes = changes(forKey: key.name)
         return AsyncStream { continuation in
@@ -102,7 +104,7 @@ extension SecureDictionary {
                     do throws(SecureDictionaryError) {
                         continuation.yield(try change.newValue.map(V.init(propertyListValue:)) ?? key.defaultValue)
                     } catch {
-                        report(error, during: "typed update")
+                        report(error, during: "typed update", level: .debug)
                     }
                 }
                 continuation.finish()

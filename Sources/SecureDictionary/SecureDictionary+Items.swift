@@ -1,5 +1,3 @@
-// The keyring items behind dictionaries: removing one, and listing them.
-
 extension SecureDictionary {
     /// Removes this dictionary's item from the keyring, at sign-out or account removal for
     /// instance; returns whether there was one. The dictionary stays usable, loaded and empty:

@@ -101,8 +101,5 @@ extension SecureDictionary {
 package protocol PlaceChoosingStore: CoordinatedStore {
     /// Chooses, if not done yet, within `deadline`, and says where the items are kept (as
     /// ``CoordinatedStore/place``).
-    ///
-    /// - Throws: what choosing throws (`SecureDictionaryError.timedOut`,
-    ///   `FileStoreError.noStoreAvailable(reason:)`…).
     func choosePlace(until deadline: Deadline) throws(SecureDictionaryError) -> String?
 }

@@ -34,7 +34,7 @@ extension SecureDictionary {
         /// Called with every error that a non-throwing API cannot throw, each also logged (item
         /// name and error, never a key or value); the cache stays equal to the store either way:
         /// - a failed write through a subscript setter or ``SecureStored`` (logged at `error`);
-        /// - a typed read that found another type and gave `nil` or the key's default (at `debug`);
+        /// - a typed read or update that found another type and skipped it (at `debug`);
         /// - a failed reload after a change announced by the keyring (``SecureDictionary/changes()``).
         public var failureHandler: (@Sendable (SecureDictionaryError) -> Void)?
         /// Where diagnostics go: item names, entry counts, sizes and errors, never keys or

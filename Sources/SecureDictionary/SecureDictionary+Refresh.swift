@@ -89,7 +89,6 @@ extension SecureDictionary.Async {
         refreshingIf isStale: (SecureDictionary.Entries) throws -> Bool,
         refresh: (inout SecureDictionary.Entries) async throws -> Void
     ) async throws -> SecureDictionary.Value? {
-        let dictionary = dictionary
         let (current, queue) = try await Offload.run { () throws(SecureDictionaryError) in
             try RefreshSteps.current(dictionary)
         }

@@ -200,11 +200,10 @@ public final class SecureDictionary: Sendable {
     public func update<R>(_ body: (inout Entries) throws -> R) throws -> R {
         do {
             return try state.mutate(options.context) { (entries: inout Entries) throws -> R in try body(&entries) }
-        } catch {
-            switch error {
-            case .store(let failure): throw failure
-            case .body(let failure): throw failure
-            }
+        } catch .store(let failure) {
+            throw failure
+        } catch .body(let failure) {
+            throw failure
         }
     }
 
@@ -275,8 +274,7 @@ public final class SecureDictionary: Sendable {
     }
 
     /// The stored entries, loading them first when the cache is not known to be current: what
-    /// `update { }` would start from, without the writer lock (adoption's dry run, a refresh's
-    /// first look).
+    /// `update { }` would start from, without the writer lock.
     package func currentEntries() throws(SecureDictionaryError) -> Entries {
         Entries(stored: try state.generation(options.context))
     }
@@ -292,8 +290,8 @@ public final class SecureDictionary: Sendable {
     }
 
     /// Logs what a non-throwing call cannot throw and hands it to ``Options/failureHandler``. A
-    /// typed read that found another type gives `nil` or the default, as documented: logged at
-    /// `debug` (at `error`, swift-log's default handler printed it on standard error as a failure).
+    /// typed read or update that found another type skips it, as documented: logged at `debug`
+    /// (at `error`, swift-log's default handler printed it on standard error as a failure).
     func report(_ error: SecureDictionaryError, during operation: String, level: Logger.Level = .error) {
         options.logger.log(level: level, "\(operation) failed", metadata: ["item": "\(item.name)", "error": "\(error)"])
         options.failureHandler?(error)
@@ -309,14 +307,11 @@ extension SecureDictionary: Sequence {
 
 extension SecureDictionary: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The item name and the entry count: never keys or values.
-    public var description: String {
-        let count = state.cachedGeneration.map { "\($0.count) entries" } ?? "unloaded"
-        return "SecureDictionary(\(item.name), \(count))"
-    }
+    public var description: String { "SecureDictionary(\(item.name), \(state.loadedGeneration.count) entries)" }
 
     public var debugDescription: String { description }
 
     public var customMirror: Mirror {
-        Mirror(self, children: ["item": item.name, "count": state.cachedGeneration?.count as Any], displayStyle: .class)
+        Mirror(self, children: ["item": item.name, "count": state.loadedGeneration.count], displayStyle: .class)
     }
 }

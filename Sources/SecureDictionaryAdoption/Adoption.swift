@@ -24,8 +24,6 @@ enum Adoption {
         let value: PropertyListValue?
         /// Its row in the report.
         var row = 0
-        /// Whether its value goes into the dictionary.
-        var writes = false
         /// Whether the dictionary holds its value once written (adopted or already there).
         var held = false
     }
@@ -51,7 +49,16 @@ enum Adoption {
                 if try isGone(item, items, from: store, timeout: timeout) { continue }
                 throw error
             }
-            found.append(Found(item: item, key: key, secret: secret, value: value(of: secret, item.attributes, items.encoding)))
+            // A string when its bytes are UTF-8, else data (QtKeychain's base64 text, decoded,
+            // when its `type` says so).
+            let value: PropertyListValue? = secret.withUnsafeBytes { bytes in
+                if items.encoding == .qtKeychain, item.attributes["type"] == "base64" {
+                    return Data(base64Encoded: Data(bytes)).map { .data($0) }
+                }
+                if let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
+                return .data(Data(bytes))
+            }
+            found.append(Found(item: item, key: key, secret: secret, value: value))
         }
         return found.sorted { ($0.key ?? "", $0.item.path) < ($1.key ?? "", $1.item.path) }
     }
@@ -67,20 +74,6 @@ enum Adoption {
         }
     }
 
-    /// The entry a secret becomes: a string when its bytes are UTF-8, else data (QtKeychain's
-    /// base64 text, decoded, when its `type` says so).
-    static func value(of secret: SecretBytes, _ attributes: [String: String], _ encoding: ForeignItems.Encoding)
-        -> PropertyListValue?
-    {
-        secret.withUnsafeBytes { bytes in
-            if encoding == .qtKeychain, attributes["type"] == "base64" {
-                return Data(base64Encoded: Data(bytes)).map { .data($0) }
-            }
-            if let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
-            return .data(Data(bytes))
-        }
-    }
-
     /// Decides, against the dictionary's entries, what becomes of each item, and records it.
     static func plan(
         _ found: inout [Found], against entries: SecureDictionary.Entries, policy: SecureDictionary.AdoptionConflictPolicy,
@@ -91,7 +84,6 @@ enum Adoption {
             found[index].row = report.items.count
             let outcome = decide(found[index], siblings: byKey[found[index].key ?? ""] ?? [], found, entries, policy)
             report.items.append(.init(key: found[index].key, outcome: outcome))
-            found[index].writes = outcome == .adopted
             found[index].held = outcome == .adopted || outcome == .alreadyAdopted
         }
     }
@@ -148,7 +140,7 @@ enum Adoption {
                 report.items.removeSubrange(rows...)
                 plan(&found, against: entries, policy: policy, into: &report)
                 if policy == .stop && !report.conflicts.isEmpty { throw Stop() }
-                for one in found where one.writes { entries[one.key!] = one.value }
+                for one in found where report.items[one.row].outcome == .adopted { entries[one.key!] = one.value }
             }
             return true
         } catch let error as SecureDictionaryError {

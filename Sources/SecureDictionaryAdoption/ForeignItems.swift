@@ -90,11 +90,6 @@ public struct ForeignItems: Sendable, CustomStringConvertible {
             label: { _ in service })
     }
 
-    /// The attributes with the key's, as an item of `key` has them.
-    func attributes(for key: String) -> [String: String] {
-        attributes.merging([keyAttribute: key]) { _, key in key }
-    }
-
     /// The names of attributes and the key attribute: never a value.
     public var description: String {
         "items with \(attributes.keys.sorted().joined(separator: ", ")), keyed by \(keyAttribute), in '\(collection.alias)'"

@@ -161,8 +161,6 @@ public struct AdoptionReport: Sendable, CustomStringConvertible {
     /// Whether nothing was written or removed because of conflicts (policy `.stop`).
     public internal(set) var changedNothing = false
 
-    init(dryRun: Bool) { self.dryRun = dryRun }
-
     /// The items not adopted because of a conflict.
     public var conflicts: [Item] { items.filter { if case .conflict = $0.outcome { true } else { false } } }
 

@@ -89,7 +89,7 @@ enum ItemExport {
     static func form(of value: PropertyListValue, key: String, _ items: ForeignItems)
         -> (secret: SecretBytes, attributes: [String: String], contentType: String)?
     {
-        var attributes = items.attributes(for: key)
+        var attributes = items.attributes.merging([items.keyAttribute: key]) { _, key in key }
         switch (value, items.encoding) {
         case (.string(let text), .bytes):
             return (SecretBytes(copying: text.utf8), attributes, "text/plain")

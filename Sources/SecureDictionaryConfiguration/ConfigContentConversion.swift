@@ -3,10 +3,6 @@ import SecureDictionary
 
 /// How a stored value becomes the configuration content a reader asked for: the table in
 /// <doc:SecureDictionaryConfiguration#Types>.
-///
-/// ```swift
-/// let content = try ConfigContentConversion.content(of: .integer(5), as: .double)  // .double(5.0)
-/// ```
 enum ConfigContentConversion {
     /// `value` as content of `type`.
     ///
@@ -14,16 +10,16 @@ enum ConfigContentConversion {
     ///   (never the key or the value) when `value` does not convert to `type`.
     static func content(of value: PropertyListValue, as type: ConfigType) throws(SecureDictionaryError) -> ConfigContent {
         func elements<Element>(_ convert: (PropertyListValue) -> Element?) throws(SecureDictionaryError) -> [Element] {
-            guard case .array(let stored) = value else { throw mismatch(type, found: value.typeName) }
+            guard case .array(let stored) = value else { throw .typeMismatch(expected: type.rawValue, found: value.typeName) }
             return try stored.map { element throws(SecureDictionaryError) in
                 guard let converted = convert(element) else {
-                    throw mismatch(type, found: "an array element of type \(element.typeName)")
+                    throw .typeMismatch(expected: type.rawValue, found: "an array element of type \(element.typeName)")
                 }
                 return converted
             }
         }
         func scalar<Scalar>(_ converted: Scalar?) throws(SecureDictionaryError) -> Scalar {
-            guard let converted else { throw mismatch(type, found: value.typeName) }
+            guard let converted else { throw .typeMismatch(expected: type.rawValue, found: value.typeName) }
             return converted
         }
         switch type {
@@ -58,9 +54,5 @@ enum ConfigContentConversion {
         case .unsignedInteger(let integer): Double(exactly: integer)
         default: nil
         }
-    }
-
-    private static func mismatch(_ type: ConfigType, found: String) -> SecureDictionaryError {
-        .typeMismatch(expected: type.rawValue, found: found)
     }
 }

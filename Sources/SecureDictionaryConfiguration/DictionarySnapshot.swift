@@ -5,14 +5,9 @@ import SecureDictionary
 /// ``SecureDictionaryProvider/snapshot()`` returns and ``SecureDictionaryProvider/watchSnapshot(updatesHandler:)``
 /// gives.
 ///
-/// ```swift
-/// let snapshot = DictionarySnapshot(providerName: provider.providerName, entries: dictionary.loadedEntries)
-/// let password = try snapshot.value(forKey: ["database", "password"], type: .string).value  // marked secret
-/// ```
-///
 /// It keeps the dictionary's generation of that moment alive (wiped once nothing holds it) and
 /// reads one entry per lookup out of it: making a snapshot copies no entry.
-struct DictionarySnapshot: ConfigSnapshot, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+struct DictionarySnapshot: ConfigSnapshot, CustomStringConvertible, CustomReflectable {
     let providerName: String
     let entries: SecureDictionary.Entries
 
@@ -27,6 +22,5 @@ struct DictionarySnapshot: ConfigSnapshot, CustomStringConvertible, CustomDebugS
     }
 
     var description: String { "\(providerName)[\(entries.count) values]" }
-    var debugDescription: String { description }
     var customMirror: Mirror { Mirror(self, children: ["providerName": providerName, "count": entries.count]) }
 }

@@ -3,11 +3,6 @@ import SecureDictionary
 /// Which entry of a dictionary a configuration key names: the mapping documented in
 /// <doc:SecureDictionaryConfiguration#Keys>, read one entry at a time.
 ///
-/// ```swift
-/// EntryLookup.value(for: ["database", "password"]) { dictionary[$0] }
-/// // the entry "database.password", or else the "password" of the dictionary in the entry "database"
-/// ```
-///
 /// `entry` reads one entry by its name (the dictionary's subscript, or a snapshot's): the
 /// whole name first, and a shorter one only when the longer names none, so that a lookup
 /// copies out of the dictionary's wiped memory only the entries on its way.

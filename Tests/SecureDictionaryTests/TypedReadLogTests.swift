@@ -33,4 +33,25 @@ import Testing
         settings["other"] = "x"
         #expect(logs.entries.contains { $0.level == .error && "\($0.message)".contains("subscript write") })
     }
+
+    /// `updates(for:)` skips an entry of another type as the typed subscript reads it: at
+    /// `debug`, and to the failure handler. It once logged it at `error`.
+    @Test func aTypedUpdateOfAnotherTypeIsNoError() async throws {
+        let logs = InMemoryLogHandler()
+        var logger = Logger(label: "test") { _ in logs }
+        logger.logLevel = .trace
+        let reported = Mutex<[SecureDictionaryError]>([])
+        let options = SecureDictionary.Options(
+            store: InMemoryKeyringStore(), failureHandler: { error in reported.withLock { $0.append(error) } }, logger: logger)
+        let settings = try SecureDictionary(name: "typed", applicationID: "test.typed-update", options: options)
+        let updates = settings.updates(for: SecureDictionary.Key<Int>("retries", default: 3))
+        try settings.setValue("not a number", forKey: "retries")
+        try settings.setValue(5, forKey: "retries")
+        var iterator = updates.makeAsyncIterator()
+        #expect(await iterator.next() == 5)  // the string was skipped
+        let skipped = logs.entries.filter { "\($0.message)".contains("typed update") }
+        #expect(skipped.count == 1, "\(logs.entries)")
+        #expect(skipped.allSatisfy { $0.level == .debug }, "\(skipped.map(\.level))")
+        #expect(reported.withLock { $0 } == [.typeMismatch(expected: "Int", found: "string")])
+    }
 }
