@@ -30,9 +30,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     private let slotMask: Int
 
     /// The generation of an item that does not exist: an empty dictionary.
-    static let empty = try! Generation(writingWith: .container(count: 0, references: 0), count: 0, logger: nil) { writer in
-        _ = writer.startContainer(0xD0, count: 0, index: 0)
-    }
+    static let empty = try! Generation.writing(Overlay(), onto: nil, limits: .default)
 
     /// A generation holding a copy of the stored blob `bytes`, validated where they are first
     /// (``BinaryPropertyList/validate(_:limits:)``), so a hostile blob's claims never size the region.
@@ -52,7 +50,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     /// A generation written by `write` into a region sized from `census` (its root holding
     /// `count` entries), keys hashed by `hash` (entry number → hash, `nil` to compute it).
     convenience init(
-        writingWith census: Census, count: Int, logger: Logger?, hash: ((Int) -> UInt32?)? = nil,
+        writingWith census: Census, count: Int, logger: Logger?, hash: ((Int) -> UInt32?)?,
         _ write: (inout BinaryPropertyListWriter) throws(SecureDictionaryError) -> Void
     ) throws(SecureDictionaryError) {
         let capacity = BinaryPropertyListWriter.size(of: census)

@@ -154,7 +154,6 @@ final class ItemState: Sendable {
     /// The second half of a mutation, holding both locks: `overlay` written onto `check`'s
     /// generation (unless the keyring holds exactly that already) and published; returns the
     /// generation stored. `waited` (for the trace): the time spent waiting for others.
-    @discardableResult
     func write(
         _ overlay: Overlay, onto check: Check, _ context: OperationContext, _ deadline: Deadline, waited: Duration
     ) throws(SecureDictionaryError) -> Generation {
@@ -186,7 +185,7 @@ final class ItemState: Sendable {
     func deleteItem(_ context: OperationContext) throws(SecureDictionaryError) -> Bool {
         try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
             try exclusively(context) { deadline throws(SecureDictionaryError) -> Bool in
-                let locked = try writerLock?.acquire(until: deadline) ?? false
+                let locked = try writerLock?.acquire(waitingUntil: deadline, answeringBy: deadline) ?? false
                 defer { if locked { writerLock?.release() } }
                 let writing = try writeLock?.acquireQueued(until: deadline)
                 defer { writing?.release() }
