@@ -43,7 +43,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         let (root, census) = try BinaryPropertyList.validate(bytes, limits: limits)
         let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: root.count).size, logger: logger)
         region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-        let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
+        let view = try BlobView(region.bytes(bytes.count))  // the same bytes, now the library's
         try self.init(region: region, view: view, size: bytes.count, root: root, census: census, hash: nil)
     }
 
@@ -58,7 +58,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         var writer = BinaryPropertyListWriter(into: region.base, census: census)
         try write(&writer)
         let size = writer.finish()
-        let view = try BlobView(region.bytes(0..<size))
+        let view = try BlobView(region.bytes(size))
         let root = try view.container(view.topObject)
         precondition(root.count == count, "the root was written with another entry count than planned")
         try self.init(region: region, view: view, size: size, root: root, census: census, hash: hash, blobCapacity: capacity)
@@ -128,7 +128,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     }
 
     /// The bytes of the blob, as stored.
-    var bytes: UnsafeRawBufferPointer { region.bytes(0..<size) }
+    var bytes: UnsafeRawBufferPointer { region.bytes(size) }
 
     // MARK: Reads
 
@@ -157,7 +157,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         let region = SecureRegion(byteCount: BinaryPropertyListWriter.size(of: census))
         var writer = BinaryPropertyListWriter(into: region.base, census: census)
         writer.write(value, index: 0)
-        let written = try! BlobView(region.bytes(0..<writer.finish()))
+        let written = try! BlobView(region.bytes(writer.finish()))
         return withExtendedLifetime(region) { try! view.holds(valueObject(entry), identicalTo: written.topObject, of: written) }
     }
 

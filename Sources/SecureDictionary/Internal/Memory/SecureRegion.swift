@@ -27,9 +27,8 @@ import Synchronization
 ///   the region still works.
 /// - **Written before it is shared, read-only after**, but for `deinit`, which wipes it.
 final class SecureRegion: @unchecked Sendable {  // written only before it is shared (see above), then read
-    /// The first byte; `byteCount` bytes from here are this region's.
+    /// The first byte; the `byteCount` bytes asked for from here are this region's.
     let base: UnsafeMutableRawPointer
-    let byteCount: Int
     /// Whole pages: what was mapped, locked and advised.
     let mappedCount: Int
     private let isLocked: Bool
@@ -48,7 +47,6 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
             preconditionFailure("SecureDictionary: out of memory (mmap of \(mappedCount) bytes failed, errno \(errno))")
         }
         base = mapped
-        self.byteCount = byteCount
         let dumpable = madvise(mapped, mappedCount, MADV_DONTDUMP) == 0 ? nil : errno
         let forkWipe = madvise(mapped, mappedCount, MADV_WIPEONFORK) == 0 ? nil : errno
         let lockError = mlock(mapped, mappedCount) == 0 ? nil : errno
@@ -63,11 +61,8 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
         SecureMemory.unmapped(locked: isLocked)
     }
 
-    /// The bytes `range` of this region (within `byteCount`).
-    func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
-        precondition(range.lowerBound >= 0 && range.upperBound <= byteCount, "outside the region")
-        return UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count)
-    }
+    /// The first `count` bytes (a ``Generation``'s blob, never more than the region it sized).
+    func bytes(_ count: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 }
 
 /// How the library's secret memory (every ``SecureRegion``) stands in this process: what

@@ -73,10 +73,7 @@ final class ItemState: Sendable {
         writeLock = (store as? any CoordinatedStore)?.writeLock(for: item, logger: logger)
     }
 
-    deinit {
-        cache.withLock { $0 = nil }  // its generation goes, and wipes its region once no read holds it
-        observers.withLock { $0.watcher?.stop() }
-    }
+    deinit { observers.withLock { $0.watcher?.stop() } }
 
     // MARK: Reads
 
