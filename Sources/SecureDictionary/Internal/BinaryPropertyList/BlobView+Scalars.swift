@@ -73,15 +73,11 @@ extension BlobView {
 
     /// The ASCII string of `count` (0 to 15) bytes at `start`; the caller checked bounds. Read
     /// as at most two 8-byte words, the second ending where the string ends: it may start
-    /// before the string, never before the 8-byte header (checked all the same).
+    /// before the string, never before the blob, as every object starts past the 8-byte header
+    /// (``objectOffset(_:)``).
     @inline(__always)
-    func shortASCIIString(count: Int, at start: Int) throws(SecureDictionaryError) -> String {
+    private func shortASCIIString(count: Int, at start: Int) throws(SecureDictionaryError) -> String {
         guard count > 0 else { return "" }
-        guard start + count >= 8 else {
-            let source = UnsafeRawBufferPointer(start: base + start, count: count)
-            guard Self.isASCII(source) else { throw .corrupt(reason: "non-ASCII byte in an ASCII string") }
-            return String(decoding: source, as: UTF8.self)
-        }
         let last = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: start + count - 8, as: UInt64.self))
         let leading: UInt64
         let trailing: UInt64

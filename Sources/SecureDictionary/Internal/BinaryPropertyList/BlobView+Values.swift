@@ -40,8 +40,6 @@ extension BlobView {
         return entries
     }
 
-    // MARK: Identity
-
     /// Whether object `index` here and object `other` of `view` are stored identically, as a
     /// change event tells values apart: strings and keys by their scalars, reals and dates by
     /// their bits, integer, real and bool apart.

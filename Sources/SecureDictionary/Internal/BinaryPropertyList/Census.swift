@@ -56,9 +56,7 @@ struct Census: Equatable, Sendable {
         }
     }
 
-    // MARK: Values the caller gives
-
-    /// Counts `value` at nesting level `depth`.
+    /// Counts the caller's `value` at nesting level `depth`.
     ///
     /// - Throws: ``SecureDictionaryError/invalidValue(reason:)`` for what the reader would
     ///   reject: nesting deeper than `maximumDepth`, a dictionary that reads as a keyed

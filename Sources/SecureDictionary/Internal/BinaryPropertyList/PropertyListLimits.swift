@@ -1,10 +1,5 @@
 /// Limits applied to every binary property list decode and encode.
 ///
-/// ```swift
-/// let limits = PropertyListLimits(maximumSize: 64 * 1024)
-/// let entries = try BinaryPropertyList.decode(blob, limits: limits)
-/// ```
-///
 /// The size is checked before a stored blob is parsed and after an encode (a blob too large is
 /// never written). The reader and writer recurse once per nesting level: 64 is far beyond
 /// what settings need.
@@ -14,6 +9,5 @@ struct PropertyListLimits: Sendable, Equatable {
     /// The deepest accepted container nesting; the root dictionary is depth 1.
     var maximumDepth: Int = 64
 
-    /// 4 MiB and a depth of 64.
     static let `default` = PropertyListLimits(maximumSize: 4 * 1024 * 1024)
 }

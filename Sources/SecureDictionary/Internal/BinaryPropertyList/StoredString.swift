@@ -101,12 +101,10 @@ struct StoredString {
 
     // MARK: Hashing
 
-    /// Feeds the UTF-8 bytes of `key` to `hasher`, in place when the string is contiguous.
+    /// Feeds the UTF-8 bytes of `key` to `hasher`, in place.
     static func hash(_ key: String, into hasher: inout Hasher) {
-        let done: Void? = key.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        guard done == nil else { return }
-        var scalars = key.unicodeScalars.makeIterator()
-        hashUTF8(of: { scalars.next()?.value }, into: &hasher)
+        var key = key
+        key.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// The 64 hash bits of `key`'s UTF-8 bytes, with this process's random seed.

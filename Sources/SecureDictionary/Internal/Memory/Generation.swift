@@ -30,9 +30,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     private let slotMask: Int
 
     /// The generation of an item that does not exist: an empty dictionary.
-    static let empty = try! Generation(writingWith: .container(count: 0, references: 0), count: 0, logger: nil) { writer in
-        _ = writer.startContainer(0xD0, count: 0, index: 0)
-    }
+    static let empty = try! Generation.writing(Overlay(), onto: nil, limits: .default)
 
     /// A generation holding a copy of the stored blob `bytes`, validated where they are first
     /// (``BinaryPropertyList/validate(_:limits:)``), so a hostile blob's claims never size the region.
@@ -45,14 +43,14 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         let (root, census) = try BinaryPropertyList.validate(bytes, limits: limits)
         let region = SecureRegion(byteCount: Self.layout(blob: bytes.count, entries: root.count).size, logger: logger)
         region.base.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-        let view = try BlobView(region.bytes(0..<bytes.count))  // the same bytes, now the library's
+        let view = try BlobView(region.bytes(bytes.count))  // the same bytes, now the library's
         try self.init(region: region, view: view, size: bytes.count, root: root, census: census, hash: nil)
     }
 
     /// A generation written by `write` into a region sized from `census` (its root holding
     /// `count` entries), keys hashed by `hash` (entry number → hash, `nil` to compute it).
     convenience init(
-        writingWith census: Census, count: Int, logger: Logger?, hash: ((Int) -> UInt32?)? = nil,
+        writingWith census: Census, count: Int, logger: Logger?, hash: ((Int) -> UInt32?)?,
         _ write: (inout BinaryPropertyListWriter) throws(SecureDictionaryError) -> Void
     ) throws(SecureDictionaryError) {
         let capacity = BinaryPropertyListWriter.size(of: census)
@@ -60,7 +58,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         var writer = BinaryPropertyListWriter(into: region.base, census: census)
         try write(&writer)
         let size = writer.finish()
-        let view = try BlobView(region.bytes(0..<size))
+        let view = try BlobView(region.bytes(size))
         let root = try view.container(view.topObject)
         precondition(root.count == count, "the root was written with another entry count than planned")
         try self.init(region: region, view: view, size: size, root: root, census: census, hash: hash, blobCapacity: capacity)
@@ -130,7 +128,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
     }
 
     /// The bytes of the blob, as stored.
-    var bytes: UnsafeRawBufferPointer { region.bytes(0..<size) }
+    var bytes: UnsafeRawBufferPointer { region.bytes(size) }
 
     // MARK: Reads
 
@@ -159,7 +157,7 @@ final class Generation: @unchecked Sendable {  // every property is a let; the r
         let region = SecureRegion(byteCount: BinaryPropertyListWriter.size(of: census))
         var writer = BinaryPropertyListWriter(into: region.base, census: census)
         writer.write(value, index: 0)
-        let written = try! BlobView(region.bytes(0..<writer.finish()))
+        let written = try! BlobView(region.bytes(writer.finish()))
         return withExtendedLifetime(region) { try! view.holds(valueObject(entry), identicalTo: written.topObject, of: written) }
     }
 

@@ -1,13 +1,6 @@
 /// The caller's changes to a dictionary, apart from the stored generation they apply to: key
 /// → new value or removal, and whether the stored entries are dropped first (what `update { }`
-/// collects in ``SecureDictionary/Entries``).
-///
-/// ```swift
-/// var overlay = Overlay()
-/// overlay.set("theme", to: .string("dark"))
-/// overlay.set("old", to: nil)                                   // a removal
-/// let next = try Generation.writing(overlay, onto: current, limits: limits)
-/// ```
+/// collects in ``SecureDictionary/Entries``; ``Generation/writing(_:onto:limits:logger:)`` writes them).
 ///
 /// The values are the caller's own; the stored entries stay in the generation's region.
 struct Overlay: Sendable {

@@ -22,13 +22,13 @@ import Synchronization
 ///   by two owners would unlock both.
 /// - **Each call's result is checked.** `MADV_DONTDUMP` keeps the pages out of core dumps,
 ///   `MADV_WIPEONFORK` out of a `fork()` child (Linux 4.14 and later), `mlock` out of swap. A
-///   failure (for `mlock`, typically `RLIMIT_MEMLOCK` too small) is logged once and counted in
-///   ``SecureMemory/status`` (`secure-dict doctor` reports it); the region still works.
+///   failure (for `mlock`, typically `RLIMIT_MEMLOCK` too small) is logged once and, but for
+///   `MADV_WIPEONFORK`'s, counted in ``SecureMemory/status`` (`secure-dict doctor` reports it);
+///   the region still works.
 /// - **Written before it is shared, read-only after**, but for `deinit`, which wipes it.
 final class SecureRegion: @unchecked Sendable {  // written only before it is shared (see above), then read
-    /// The first byte; `byteCount` bytes from here are this region's.
+    /// The first byte; the `byteCount` bytes asked for from here are this region's.
     let base: UnsafeMutableRawPointer
-    let byteCount: Int
     /// Whole pages: what was mapped, locked and advised.
     let mappedCount: Int
     private let isLocked: Bool
@@ -47,26 +47,22 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
             preconditionFailure("SecureDictionary: out of memory (mmap of \(mappedCount) bytes failed, errno \(errno))")
         }
         base = mapped
-        self.byteCount = byteCount
         let dumpable = madvise(mapped, mappedCount, MADV_DONTDUMP) == 0 ? nil : errno
         let forkWipe = madvise(mapped, mappedCount, MADV_WIPEONFORK) == 0 ? nil : errno
         let lockError = mlock(mapped, mappedCount) == 0 ? nil : errno
         isLocked = lockError == nil
-        SecureMemory.mapped(mappedCount, lockError: lockError, adviseError: dumpable, forkWipeError: forkWipe, logger: logger)
+        SecureMemory.mapped(lockError: lockError, adviseError: dumpable, forkWipeError: forkWipe, logger: logger)
     }
 
     deinit {
         explicit_bzero(base, mappedCount)
         if isLocked { munlock(base, mappedCount) }
         munmap(base, mappedCount)
-        SecureMemory.unmapped(mappedCount, locked: isLocked)
+        SecureMemory.unmapped(locked: isLocked)
     }
 
-    /// The bytes `range` of this region (within `byteCount`).
-    func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
-        precondition(range.lowerBound >= 0 && range.upperBound <= byteCount, "outside the region")
-        return UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count)
-    }
+    /// The first `count` bytes (a ``Generation``'s blob, never more than the region it sized).
+    func bytes(_ count: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 }
 
 /// How the library's secret memory (every ``SecureRegion``) stands in this process: what
@@ -79,9 +75,8 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
 package enum SecureMemory {
     /// The regions alive now, and what failed since the process started.
     package struct Status: Sendable, Equatable {
-        /// Regions alive whose pages are locked in memory (`mlock`), and their bytes.
+        /// Regions alive whose pages are locked in memory (`mlock`).
         package var lockedRegions = 0
-        package var lockedBytes = 0
         /// Regions alive that could not be locked (their secrets may reach swap).
         package var unlockedRegions = 0
         /// How many `mlock` calls failed since the process started, and the last one's `errno`
@@ -90,8 +85,6 @@ package enum SecureMemory {
         package var lastLockError: Int32?
         /// How many `madvise(MADV_DONTDUMP)` calls failed (then those pages may be in a core dump).
         package var dumpAdviceFailures = 0
-        /// How many `madvise(MADV_WIPEONFORK)` calls failed (a `fork()` child then gets a copy of those pages).
-        package var forkWipeFailures = 0
         /// The soft `RLIMIT_MEMLOCK` in bytes; `nil` when unlimited.
         package var memoryLockLimit: Int?
     }
@@ -116,19 +109,17 @@ package enum SecureMemory {
     private static let defaultLogger = Logger(label: "SecureDictionary")
 
     /// Counts a region mapped (locked unless `lockError`); logs the process's first failure, once.
-    static func mapped(_ bytes: Int, lockError: Int32?, adviseError: Int32?, forkWipeError: Int32?, logger: Logger?) {
+    static func mapped(lockError: Int32?, adviseError: Int32?, forkWipeError: Int32?, logger: Logger?) {
         let locked = lockError == nil
         let warn: Bool = state.withLock { state in
             if locked {
                 state.status.lockedRegions += 1
-                state.status.lockedBytes += bytes
             } else {
                 state.status.unlockedRegions += 1
                 state.status.lockFailures += 1
                 state.status.lastLockError = lockError
             }
             if adviseError != nil { state.status.dumpAdviceFailures += 1 }
-            if forkWipeError != nil { state.status.forkWipeFailures += 1 }
             guard !locked || adviseError != nil || forkWipeError != nil, !state.warned else { return false }
             state.warned = true
             return true
@@ -154,14 +145,9 @@ package enum SecureMemory {
         }
     }
 
-    static func unmapped(_ bytes: Int, locked: Bool) {
+    static func unmapped(locked: Bool) {
         state.withLock { state in
-            if locked {
-                state.status.lockedRegions -= 1
-                state.status.lockedBytes -= bytes
-            } else {
-                state.status.unlockedRegions -= 1
-            }
+            if locked { state.status.lockedRegions -= 1 } else { state.status.unlockedRegions -= 1 }
         }
     }
 }

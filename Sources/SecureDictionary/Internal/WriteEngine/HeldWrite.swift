@@ -29,7 +29,7 @@ final class HeldWrite: Sendable {
     let entries: SecureDictionary.Entries
     private let state: ItemState
     private let context: OperationContext
-    private let locks: ItemState.HeldLocks
+    private let locks: [QueuedLock]
     private let waited: Duration
     private let held = Atomic<Bool>(true)
 
@@ -51,7 +51,7 @@ final class HeldWrite: Sendable {
         self.state = state
         self.context = context
         locks = locked
-        queue.holdForRefresh(true)
+        queue.holdForRefresh()
         waited = check.started - started
         entries = SecureDictionary.Entries(stored: check.generation)
     }

@@ -1,10 +1,6 @@
 /// The locks of a mutation (``ItemState``'s invariants "the writer lock makes the check safe"
 /// and "one deadline per call"): the item's ``LockQueue``, its writer lock, the store's write lock.
 extension ItemState {
-    /// What is held, released last first: the item's queue (with its writer lock when taken),
-    /// then the store's write lock behind its own queue.
-    typealias HeldLocks = [QueuedLock]
-
     /// This process's queue for the item: its writer lock's (one per lock name, whichever
     /// instance or store takes it), or the item's own when the store has no writer lock.
     func queue(until deadline: Deadline) throws(SecureDictionaryError) -> LockQueue {
@@ -28,7 +24,7 @@ extension ItemState {
     func lock(
         holding queue: LockQueue, _ context: OperationContext, until lockDeadline: Deadline,
         answeringBy answerDeadline: Deadline, checkingBy checkDeadline: @autoclosure () -> Deadline, forTheWrite: Bool
-    ) throws(SecureDictionaryError) -> (held: HeldLocks, check: Check) {
+    ) throws(SecureDictionaryError) -> (held: [QueuedLock], check: Check) {
         var held = [QueuedLock(queue: queue, lock: nil)]
         do throws(SecureDictionaryError) {
             let writer = try writerLock?.acquire(waitingUntil: lockDeadline, answeringBy: answerDeadline) ?? false
@@ -43,7 +39,7 @@ extension ItemState {
     }
 
     /// Gives back what ``lock(holding:_:until:answeringBy:checkingBy:forTheWrite:)`` took, last first.
-    func unlock(_ held: HeldLocks) {
+    func unlock(_ held: [QueuedLock]) {
         for lock in held.reversed() { lock.release() }
     }
 }

@@ -73,10 +73,7 @@ final class ItemState: Sendable {
         writeLock = (store as? any CoordinatedStore)?.writeLock(for: item, logger: logger)
     }
 
-    deinit {
-        cache.withLock { $0 = nil }  // its generation goes, and wipes its region once no read holds it
-        observers.withLock { $0.watcher?.stop() }
-    }
+    deinit { observers.withLock { $0.watcher?.stop() } }
 
     // MARK: Reads
 
@@ -154,7 +151,6 @@ final class ItemState: Sendable {
     /// The second half of a mutation, holding both locks: `overlay` written onto `check`'s
     /// generation (unless the keyring holds exactly that already) and published; returns the
     /// generation stored. `waited` (for the trace): the time spent waiting for others.
-    @discardableResult
     func write(
         _ overlay: Overlay, onto check: Check, _ context: OperationContext, _ deadline: Deadline, waited: Duration
     ) throws(SecureDictionaryError) -> Generation {
@@ -186,7 +182,7 @@ final class ItemState: Sendable {
     func deleteItem(_ context: OperationContext) throws(SecureDictionaryError) -> Bool {
         try unlockingIfAllowed(context) { () throws(SecureDictionaryError) in
             try exclusively(context) { deadline throws(SecureDictionaryError) -> Bool in
-                let locked = try writerLock?.acquire(until: deadline) ?? false
+                let locked = try writerLock?.acquire(waitingUntil: deadline, answeringBy: deadline) ?? false
                 defer { if locked { writerLock?.release() } }
                 let writing = try writeLock?.acquireQueued(until: deadline)
                 defer { writing?.release() }

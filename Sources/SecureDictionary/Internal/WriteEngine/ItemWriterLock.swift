@@ -30,11 +30,6 @@ package protocol ItemWriterLock: Sendable {
 }
 
 extension ItemWriterLock {
-    /// ``acquire(waitingUntil:answeringBy:)`` with one deadline for both.
-    package func acquire(until deadline: Deadline) throws(SecureDictionaryError) -> Bool {
-        try acquire(waitingUntil: deadline, answeringBy: deadline)
-    }
-
     /// Enters the lock's queue, then takes the lock, both until `deadline`: for a caller that
     /// holds neither (a move, a file store's folder lock around one write).
     ///
@@ -49,7 +44,7 @@ extension ItemWriterLock {
         let queue = try queue(until: deadline)
         guard queue.enter(until: deadline) else { throw queue.endedWait }
         do throws(SecureDictionaryError) {
-            return QueuedLock(queue: queue, lock: try acquire(until: deadline) ? self : nil)
+            return QueuedLock(queue: queue, lock: try acquire(waitingUntil: deadline, answeringBy: deadline) ? self : nil)
         } catch {
             queue.leave()
             throw error

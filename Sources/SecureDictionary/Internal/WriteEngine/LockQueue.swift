@@ -70,9 +70,9 @@ package final class LockQueue: Sendable {
         state.withLock { $0.heldForRefresh } ? Self.heldHere : .timedOut
     }
 
-    /// Marks the holder as a token refresh (or no longer one).
-    func holdForRefresh(_ refreshing: Bool) {
-        state.withLock { $0.heldForRefresh = refreshing }
+    /// Marks the holder as a token refresh, until it leaves.
+    func holdForRefresh() {
+        state.withLock { $0.heldForRefresh = true }
     }
 
     /// How many callers wait now.

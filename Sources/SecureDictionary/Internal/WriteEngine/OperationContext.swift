@@ -5,7 +5,7 @@ struct OperationContext: Sendable {
     /// The time one public call may take in all, waits included.
     var timeout: Duration
     /// Whether a locked keyring may be unlocked with its dialog (then the call runs again).
-    var unlock: SecureDictionary.Options.UnlockPolicy = .never
+    var unlock: SecureDictionary.Options.UnlockPolicy
     var limits: PropertyListLimits
     var logger: Logger
 }
