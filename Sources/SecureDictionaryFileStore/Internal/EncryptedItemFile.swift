@@ -65,13 +65,11 @@ enum EncryptedItemFile {
         var headerSize: Int
         fileprivate var identity: [UInt8]
 
-        /// The item the header names, in `collection` (default: the one its alias names).
-        ///
-        /// - Throws: `SecureDictionaryError.invalidName(reason:)` for names no item may have.
-        func item(in collection: KeyringCollection? = nil) throws(SecureDictionaryError) -> KeyringItem {
+        /// The item the header names.
+        func item() throws(SecureDictionaryError) -> KeyringItem {
             try KeyringItem(
                 dictionaryName: dictionaryName.isEmpty ? nil : dictionaryName, applicationID: applicationID,
-                collection: collection ?? KeyringCollection(alias: alias))
+                collection: KeyringCollection(alias: alias))
         }
     }
 

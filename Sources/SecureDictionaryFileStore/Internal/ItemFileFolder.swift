@@ -207,6 +207,16 @@ final class ItemFileFolder: Sendable {
             }
         } ?? []
     }
+
+    /// The items of the files that are under their own item's name, with their headers: a file
+    /// moved or renamed by hand holds another item than its name says, which a read of
+    /// neither item opens, so no listing shows it.
+    func items() throws(SecureDictionaryError) -> [(item: KeyringItem, header: EncryptedItemFile.Header)] {
+        try headers().compactMap { file in
+            guard let item = try? file.header.item(), Self.fileName(of: item) == file.name else { return nil }
+            return (item, file.header)
+        }
+    }
 }
 
 extension SecureDictionaryError {
