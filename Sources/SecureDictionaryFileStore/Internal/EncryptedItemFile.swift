@@ -232,13 +232,6 @@ enum EncryptedItemFile {
         return header
     }
 
-    // MARK: Helpers
-
-    /// The key of a file with `salt` (for tests: the files' keys never leave CFileStoreShim).
-    static func fileKey(_ secret: SecretBytes, salt: [UInt8]) -> [UInt8] {
-        hkdf(secret, salt: salt, info: keyLabel, count: 32)
-    }
-
     /// Reads fields front to back, never past the end.
     private struct Reader {
         let bytes: [UInt8]
