@@ -175,7 +175,7 @@ extension EncryptedFileStore {
         FolderWatcher(folder: folder.path) { onChange(.items) }
     }
 
-    package var place: String? { ItemFileFolder.place(of: folderPath) }
+    package var place: String? { folder.place }
 }
 
 extension EncryptedFileStore {

@@ -36,11 +36,10 @@ final class ItemFileFolder: Sendable {
         self.path = path
     }
 
-    /// What tells whether two stores share the folder at `path`: its real path (as given
-    /// while the folder does not exist).
-    static func place(of path: String) -> String {
-        let given = ItemFileFolder(path: path).path
-        guard let real = realpath(given, nil) else { return "the files in \(given)" }
+    /// What tells whether two stores share the folder: its real path (as given while the
+    /// folder does not exist).
+    var place: String {
+        guard let real = realpath(path, nil) else { return "the files in \(path)" }
         defer { free(real) }
         return "the files in \(String(cString: real))"
     }
