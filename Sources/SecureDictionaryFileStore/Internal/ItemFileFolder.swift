@@ -149,15 +149,11 @@ final class ItemFileFolder: Sendable {
         fsync(folder)
     }
 
-    /// Whether `name` is a temporary of `replace(_:in:with:)`, and nothing else.
-    static func isTemporary(_ name: String) -> Bool {
-        name.hasSuffix(".tmp") && name.wholeMatch(of: /\.[0-9a-f]{32}\.sdict\.[0-9]{1,20}\.tmp/) != nil
-    }
-
     /// Removes the temporaries of writers killed mid-write (`FileStoreLock`'s "nothing left
-    /// behind"), regular files of this user only. Failures are ignored: nothing depends on it.
+    /// behind"): `replace(_:in:with:)`'s exact pattern, regular files of this user only.
+    /// Failures are ignored: nothing depends on it.
     func removeTemporaries(in folder: Int32) {
-        for name in Self.names(in: folder) where Self.isTemporary(name) {
+        for name in Self.names(in: folder) where name.wholeMatch(of: /\.[0-9a-f]{32}\.sdict\.[0-9]{1,20}\.tmp/) != nil {
             var status = stat()
             guard fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG,
                 status.st_uid == geteuid()

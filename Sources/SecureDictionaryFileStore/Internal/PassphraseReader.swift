@@ -31,8 +31,6 @@ enum PassphraseReader {
         }
     }
 
-    // MARK: The terminal
-
     private static func fromTerminal(prompt: String, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else { throw .passphraseUnavailable(reason: "no terminal to ask on") }
@@ -54,8 +52,6 @@ enum PassphraseReader {
         }
         return try line(from: tty, timeout: timeout, what: "the terminal")
     }
-
-    // MARK: One line
 
     /// One line from `descriptor`, read a byte at a time (so that the next line stays for
     /// the next read), without its line break.
