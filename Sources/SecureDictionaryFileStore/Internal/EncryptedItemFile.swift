@@ -96,9 +96,6 @@ enum EncryptedItemFile {
     }
 
     /// Encrypts `blob` for `item` under `secret`, whose key block is `key`.
-    ///
-    /// - Throws: `SecureDictionaryError.keyring(domain:code:message:)` if encryption fails
-    ///   (it does not with valid sizes).
     static func seal(_ blob: SecretBytes, for item: KeyringItem, key: KeyBlock, secret: SecretBytes, generation: UInt64)
         throws(SecureDictionaryError) -> [UInt8]
     {
@@ -129,9 +126,6 @@ enum EncryptedItemFile {
 
     /// Decrypts the file `bytes` of `item`, whose key the caller checked against
     /// `header.key`, straight into locked pages (no other copy of the plaintext).
-    ///
-    /// - Throws: `SecureDictionaryError.corrupt(reason:)` when the file belongs to another
-    ///   item or fails authentication (changed or damaged).
     static func open(_ bytes: [UInt8], header: Header, for item: KeyringItem, secret: SecretBytes)
         throws(SecureDictionaryError) -> SecretBytes
     {

@@ -8,10 +8,6 @@ import SecureDictionary
 /// Reads one passphrase: from the controlling terminal with echo off, as `ssh` and `sudo`
 /// ask, or one line from a file descriptor, for scripts.
 ///
-/// ```swift
-/// let passphrase = try PassphraseReader.read(.terminal(), prompt: "Passphrase: ")   // SecretBytes
-/// ```
-///
 /// The bytes go into one fixed buffer, wiped once copied into the returned `SecretBytes`; the
 /// terminal's own line buffer is the kernel's.
 enum PassphraseReader {
