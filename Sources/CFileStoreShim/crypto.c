@@ -35,8 +35,8 @@ int CCryptoBoringSSL_EVP_PBE_scrypt(
     const char *password, size_t password_len, const uint8_t *salt, size_t salt_len, uint64_t N, uint64_t r,
     uint64_t p, size_t max_mem, uint8_t *out_key, size_t key_len);
 
-void sd_scrub_stack(void) {
-    // Below the caller's frame: what the calls it made just left there.
+// Wipes 32 KiB of the stack below the caller's frame: what the calls it made just left there.
+static void sd_scrub_stack(void) {
     volatile uint8_t area[32768];
     CCryptoBoringSSL_OPENSSL_cleanse((void *)area, sizeof area);
 }

@@ -11,8 +11,6 @@
 #include <glib-unix.h>
 
 #define PORTAL_BUS_NAME "org.freedesktop.portal.Desktop"
-#define PORTAL_OBJECT_PATH "/org/freedesktop/portal/desktop"
-#define PORTAL_REQUEST_PREFIX "/org/freedesktop/portal/desktop/request/"
 
 typedef struct {
     gboolean answered;
@@ -100,7 +98,7 @@ sd_portal_retrieve_secret (gint timeout_ms, guint8 *buffer, gsize capacity, gsiz
     sender = g_strdup (g_dbus_connection_get_unique_name (connection) + 1);
     g_strdelimit (sender, ".", '_');
     token = g_strdup_printf ("securedictionary%u", g_random_int ());
-    request_path = g_strconcat (PORTAL_REQUEST_PREFIX, sender, "/", token, NULL);
+    request_path = g_strconcat ("/org/freedesktop/portal/desktop/request/", sender, "/", token, NULL);
 
     if (!g_unix_open_pipe (fds, FD_CLOEXEC, error))
         goto out;
@@ -125,7 +123,7 @@ sd_portal_retrieve_secret (gint timeout_ms, guint8 *buffer, gsize capacity, gsiz
     /* Auto-start allowed: on a desktop, xdg-desktop-portal is often D-Bus activated on
        first use. */
     GVariant *reply = g_dbus_connection_call_with_unix_fd_list_sync (
-        connection, PORTAL_BUS_NAME, PORTAL_OBJECT_PATH, "org.freedesktop.portal.Secret", "RetrieveSecret",
+        connection, PORTAL_BUS_NAME, "/org/freedesktop/portal/desktop", "org.freedesktop.portal.Secret", "RetrieveSecret",
         g_variant_new ("(h@a{sv})", index, g_variant_builder_end (&options)), G_VARIANT_TYPE ("(o)"),
         G_DBUS_CALL_FLAGS_NONE, MAX (sd_remaining_ms (deadline), 1), fd_list, NULL, NULL, error);
     g_object_unref (fd_list);

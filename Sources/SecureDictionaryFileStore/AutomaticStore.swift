@@ -132,8 +132,6 @@ public final class AutomaticStore: KeyringStore, CoordinatedStore, PlaceChoosing
         (try decide(until: deadline).store as? any CoordinatedStore)?.place
     }
 
-    // MARK: The choice
-
     /// The chosen store, choosing it first if needed (one thread at a time).
     func decide(until deadline: Deadline) throws(SecureDictionaryError) -> (store: any KeyringStore, choice: Choice) {
         if let decided = decided.withLock({ $0 }) { return decided }

@@ -3,11 +3,6 @@ import SecureDictionary
 /// What an ``AutomaticStore`` chose last, kept in the folder of its file store: a file whose
 /// first line is `keyring` or `files`, and then what it means, for a person who finds it.
 ///
-/// ```swift
-/// let record = AutomaticStoreRecord(folderPath: fileStore.folderPath)
-/// if record.read() == .secretService { /* no Secret Service now is an error, not the files */ }
-/// ```
-///
 /// Why a record: see the rules in AutomaticStore+Choice.swift. Why in the file store's own
 /// folder: the record belongs to that configuration, lives and goes with its files, and is
 /// checked as they are (`ItemFileFolder`).
@@ -22,8 +17,6 @@ struct AutomaticStoreRecord: Sendable {
 
     /// What was recorded: ``AutomaticStore/Chosen/secretService`` or
     /// ``AutomaticStore/Chosen/encryptedFiles``; `nil` when nothing was (or it reads as neither).
-    ///
-    /// - Throws: what reading the folder throws (``FileStoreError/unsafePath(path:reason:)``…).
     func read() throws(SecureDictionaryError) -> AutomaticStore.Chosen? {
         let bytes = try folder.withFolder(create: false) { descriptor, _ throws(SecureDictionaryError) in
             try folder.read(Self.fileName, in: descriptor, upTo: 4_096)
@@ -37,8 +30,6 @@ struct AutomaticStoreRecord: Sendable {
     }
 
     /// Records `chosen` (the folder is made if needed).
-    ///
-    /// - Throws: what writing in the folder throws.
     func write(_ chosen: AutomaticStore.Chosen) throws(SecureDictionaryError) {
         let text =
             chosen == .secretService

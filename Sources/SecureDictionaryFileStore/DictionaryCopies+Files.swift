@@ -37,10 +37,10 @@ extension DictionaryCopies {
             let files = ItemFileFolder(path: folder.path)
             var problem: SecureDictionaryError?
             var exists = false
-            var headers: [(name: String, header: EncryptedItemFile.Header)] = []
+            var items: [(item: KeyringItem, header: EncryptedItemFile.Header)] = []
             do {
                 exists = try files.withFolder(create: false) { _, _ in true } ?? false
-                headers = exists ? try files.headers() : []
+                items = exists ? try files.items() : []
             } catch {
                 problem = error
             }
@@ -49,10 +49,8 @@ extension DictionaryCopies {
                 Folder(
                     path: files.path, reason: folder.reason, exists: exists,
                     automaticChoice: choice.map { $0 == .secretService ? "keyring" : "files" }, problem: problem))
-            for (name, header) in headers where header.applicationID == applicationID {
-                guard dictionaryName == nil || header.dictionaryName == dictionaryName, let item = try? header.item(),
-                    ItemFileFolder.fileName(of: item) == name
-                else { continue }
+            for (item, header) in items
+            where item.applicationID == applicationID && (dictionaryName == nil || item.dictionaryName == dictionaryName) {
                 result.copies.append(copy(of: item, header: header, in: files, credential: atHand))
             }
         }

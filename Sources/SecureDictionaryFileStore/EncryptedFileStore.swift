@@ -155,10 +155,8 @@ extension EncryptedFileStore {
         throws(SecureDictionaryError) -> [KeyringItemListing]
     {
         try available?()
-        return try folder.headers()
-            .map(\.header)
-            .filter { $0.alias == collection.alias && (applicationID == nil || $0.applicationID == applicationID) }
-            .compactMap { try? $0.item(in: collection) }
+        return try folder.items().map(\.item)
+            .filter { $0.collection == collection && (applicationID == nil || $0.applicationID == applicationID) }
             .sorted { $0.name < $1.name }
             .map { KeyringItemListing(item: $0, isLocked: false) }
     }
@@ -177,7 +175,7 @@ extension EncryptedFileStore {
         FolderWatcher(folder: folder.path) { onChange(.items) }
     }
 
-    package var place: String? { ItemFileFolder.place(of: folderPath) }
+    package var place: String? { folder.place }
 }
 
 extension EncryptedFileStore {

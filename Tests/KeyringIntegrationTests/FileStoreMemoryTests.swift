@@ -68,6 +68,7 @@ struct FileStoreMemory {
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
         let header = try EncryptedItemFile.header(of: bytes)
         let saltEnd = header.headerSize - EncryptedItemFile.nonceSize
-        return EncryptedItemFile.fileKey(master, salt: Array(bytes[(saltEnd - EncryptedItemFile.saltSize)..<saltEnd]))
+        let salt = Array(bytes[(saltEnd - EncryptedItemFile.saltSize)..<saltEnd])
+        return EncryptedItemFile.hkdf(master, salt: salt, info: EncryptedItemFile.keyLabel, count: 32)
     }
 }

@@ -90,6 +90,27 @@ import Testing
         #expect(found.splits.isEmpty)
     }
 
+    /// A file moved by hand under another item's name is no dictionary of either name: a read
+    /// of its own item finds no file, one of the name it is under is `corrupt`, and so no call
+    /// lists it (`listItems` once did, while `DictionaryCopies` and `changePassphrase` skipped it).
+    @Test func aFileUnderAnotherItemsNameIsListedByNoCall() throws {
+        let writer = store(Lines(["pw"]))
+        try dictionary(writer, name: "a").setValue("v", forKey: "k")
+        let (a, b) = try (
+            KeyringItem(dictionaryName: "a", applicationID: "org.example.App"),
+            KeyringItem(dictionaryName: "b", applicationID: "org.example.App")
+        )
+        let files = ItemFileFolder(path: folder)
+        try FileManager.default.moveItem(atPath: files.filePath(of: a), toPath: files.filePath(of: b))
+        #expect(try writer.load(a, timeout: .seconds(3)) == nil)
+        #expect(outcome { _ = try writer.load(b, timeout: .seconds(3)) } == "corrupt")
+        #expect(try writer.listItems(applicationID: nil, collection: .default, timeout: .seconds(3)).isEmpty)
+        let found = DictionaryCopies.find(
+            applicationID: "org.example.App", folders: [folder], timeout: .seconds(2), environment: ["HOME": folder])
+        #expect(found.copies.allSatisfy { $0.place != .file(path: files.filePath(of: b)) }, "\(found.copies)")
+        #expect(try store(Lines(["new"])).changePassphrase() == 0)
+    }
+
     // MARK: scrypt
 
     /// RFC 7914, section 12, the second vector: scrypt("password", "NaCl", N = 1024, r = 8,

@@ -46,7 +46,4 @@ int sd_file_crypt(
     const uint8_t *label, size_t label_length, const uint8_t *nonce, const uint8_t *aad, size_t aad_length,
     const uint8_t *in, size_t in_length, uint8_t *out);
 
-/// Wipes 32 KiB of the stack below the caller: what the calls it just made left there.
-void sd_scrub_stack(void);
-
 #endif

@@ -65,13 +65,11 @@ enum EncryptedItemFile {
         var headerSize: Int
         fileprivate var identity: [UInt8]
 
-        /// The item the header names, in `collection` (default: the one its alias names).
-        ///
-        /// - Throws: `SecureDictionaryError.invalidName(reason:)` for names no item may have.
-        func item(in collection: KeyringCollection? = nil) throws(SecureDictionaryError) -> KeyringItem {
+        /// The item the header names.
+        func item() throws(SecureDictionaryError) -> KeyringItem {
             try KeyringItem(
                 dictionaryName: dictionaryName.isEmpty ? nil : dictionaryName, applicationID: applicationID,
-                collection: collection ?? KeyringCollection(alias: alias))
+                collection: KeyringCollection(alias: alias))
         }
     }
 
@@ -98,9 +96,6 @@ enum EncryptedItemFile {
     }
 
     /// Encrypts `blob` for `item` under `secret`, whose key block is `key`.
-    ///
-    /// - Throws: `SecureDictionaryError.keyring(domain:code:message:)` if encryption fails
-    ///   (it does not with valid sizes).
     static func seal(_ blob: SecretBytes, for item: KeyringItem, key: KeyBlock, secret: SecretBytes, generation: UInt64)
         throws(SecureDictionaryError) -> [UInt8]
     {
@@ -131,9 +126,6 @@ enum EncryptedItemFile {
 
     /// Decrypts the file `bytes` of `item`, whose key the caller checked against
     /// `header.key`, straight into locked pages (no other copy of the plaintext).
-    ///
-    /// - Throws: `SecureDictionaryError.corrupt(reason:)` when the file belongs to another
-    ///   item or fails authentication (changed or damaged).
     static func open(_ bytes: [UInt8], header: Header, for item: KeyringItem, secret: SecretBytes)
         throws(SecureDictionaryError) -> SecretBytes
     {
@@ -232,13 +224,6 @@ enum EncryptedItemFile {
         let header = try header(of: bytes)
         guard bytes.count >= header.headerSize + tagSize else { throw .corrupt(reason: "the encrypted file is truncated") }
         return header
-    }
-
-    // MARK: Helpers
-
-    /// The key of a file with `salt` (for tests: the files' keys never leave CFileStoreShim).
-    static func fileKey(_ secret: SecretBytes, salt: [UInt8]) -> [UInt8] {
-        hkdf(secret, salt: salt, info: keyLabel, count: 32)
     }
 
     /// Reads fields front to back, never past the end.

@@ -151,10 +151,6 @@ final class FileStoreLock: ItemWriterLock {
 /// The process that holds a folder's `flock`, as the kernel tells (`/proc/locks`), for
 /// `SecureDictionaryError.lockHeld(pid:command:)`.
 ///
-/// ```swift
-/// let holder = LockHolder.of(folderDescriptor)      // (pid, command) or nil: unknown
-/// ```
-///
 /// Why not a pid file the holder writes: it names the last writer, not the holder.
 /// `/proc/locks` lists each `flock`'s pid, device and inode; that pid must still have the
 /// folder open (it may have exited, leaving the lock to a child), else the holder is unknown.

@@ -9,11 +9,6 @@ import Synchronization
 /// removed, by anyone: what ``SecureDictionary/changes()`` rests on for the encrypted-file
 /// stores (the store says "something changed"; the dictionary reads its item and compares).
 ///
-/// ```swift
-/// let watcher = FolderWatcher(folder: "/home/me/.local/share/securedictionary") { reload() }
-/// watcher?.stop()
-/// ```
-///
 /// Why inotify on the folder: writers rename a temporary over an item file, which a watch on
 /// the file would follow away; the folder's watch sees that (`IN_MOVED_TO`), a removal and a
 /// write in place. Any file wakes every watcher of the folder (names are hashes); the reload

@@ -36,11 +36,10 @@ final class ItemFileFolder: Sendable {
         self.path = path
     }
 
-    /// What tells whether two stores share the folder at `path`: its real path (as given
-    /// while the folder does not exist).
-    static func place(of path: String) -> String {
-        let given = ItemFileFolder(path: path).path
-        guard let real = realpath(given, nil) else { return "the files in \(given)" }
+    /// What tells whether two stores share the folder: its real path (as given while the
+    /// folder does not exist).
+    var place: String {
+        guard let real = realpath(path, nil) else { return "the files in \(path)" }
         defer { free(real) }
         return "the files in \(String(cString: real))"
     }
@@ -150,15 +149,11 @@ final class ItemFileFolder: Sendable {
         fsync(folder)
     }
 
-    /// Whether `name` is a temporary of `replace(_:in:with:)`, and nothing else.
-    static func isTemporary(_ name: String) -> Bool {
-        name.hasSuffix(".tmp") && name.wholeMatch(of: /\.[0-9a-f]{32}\.sdict\.[0-9]{1,20}\.tmp/) != nil
-    }
-
     /// Removes the temporaries of writers killed mid-write (`FileStoreLock`'s "nothing left
-    /// behind"), regular files of this user only. Failures are ignored: nothing depends on it.
+    /// behind"): `replace(_:in:with:)`'s exact pattern, regular files of this user only.
+    /// Failures are ignored: nothing depends on it.
     func removeTemporaries(in folder: Int32) {
-        for name in Self.names(in: folder) where Self.isTemporary(name) {
+        for name in Self.names(in: folder) where name.wholeMatch(of: /\.[0-9a-f]{32}\.sdict\.[0-9]{1,20}\.tmp/) != nil {
             var status = stat()
             guard fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG,
                 status.st_uid == geteuid()
@@ -206,6 +201,16 @@ final class ItemFileFolder: Sendable {
                 return (name, header)
             }
         } ?? []
+    }
+
+    /// The items of the files that are under their own item's name, with their headers: a file
+    /// moved or renamed by hand holds another item than its name says, which a read of
+    /// neither item opens, so no listing shows it.
+    func items() throws(SecureDictionaryError) -> [(item: KeyringItem, header: EncryptedItemFile.Header)] {
+        try headers().compactMap { file in
+            guard let item = try? file.header.item(), Self.fileName(of: item) == file.name else { return nil }
+            return (item, file.header)
+        }
     }
 }
 

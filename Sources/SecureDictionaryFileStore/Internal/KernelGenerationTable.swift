@@ -15,12 +15,6 @@ let fileStoreLogger = Logger(label: "SecureDictionary.FileStore")
 /// holding a version byte and one 16-byte record per file (8 bytes of its name's digest, 8
 /// of its newest generation written).
 ///
-/// ```swift
-/// let table = KernelGenerationTable(folder: identity)
-/// table.record(generation, of: record.fileID, in: folderPath)   // under the folder's write lock
-/// let newest = table.generation(of: record.fileID)            // nil: none recorded
-/// ```
-///
 /// Invariant, *bounded*: at most `maximumFolders` keys of at most 1,025 bytes (8 keys and
 /// 8.6 KB of a non-root user's 200 keys and 20,000 bytes). With a key per file, as older
 /// versions kept, the quota was full after about 200 files: the user's other programs could

@@ -9,12 +9,6 @@ import SecureDictionary
 /// Small secrets and records kept by the Linux kernel for the login session: `user` keys in
 /// the session keyring (keyrings(7)), as `keyctl add user NAME VALUE @s` makes them.
 ///
-/// ```swift
-/// KernelKeyring.failureToStore("securedictionary:example", bytes, timeout: .seconds(900))   // nil: stored
-/// let bytes = KernelKeyring.read("securedictionary:example", capacity: 64)   // SecretBytes?
-/// KernelKeyring.revoke("securedictionary:example")
-/// ```
-///
 /// Which keyring: the session keyring this process already has, never a new one, so that the
 /// session's next process finds what this one stored (whose keyring that is after a login, in
 /// a container or CI: <doc:MachinesWithoutADesktop>). Only processes that possess a key can

@@ -8,10 +8,6 @@ import SecureDictionary
 /// Reads one passphrase: from the controlling terminal with echo off, as `ssh` and `sudo`
 /// ask, or one line from a file descriptor, for scripts.
 ///
-/// ```swift
-/// let passphrase = try PassphraseReader.read(.terminal(), prompt: "Passphrase: ")   // SecretBytes
-/// ```
-///
 /// The bytes go into one fixed buffer, wiped once copied into the returned `SecretBytes`; the
 /// terminal's own line buffer is the kernel's.
 enum PassphraseReader {
@@ -30,8 +26,6 @@ enum PassphraseReader {
             return try line(from: descriptor, timeout: .seconds(60), what: "descriptor \(descriptor)")
         }
     }
-
-    // MARK: The terminal
 
     private static func fromTerminal(prompt: String, timeout: Duration) throws(SecureDictionaryError) -> SecretBytes {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -54,8 +48,6 @@ enum PassphraseReader {
         }
         return try line(from: tty, timeout: timeout, what: "the terminal")
     }
-
-    // MARK: One line
 
     /// One line from `descriptor`, read a byte at a time (so that the next line stays for
     /// the next read), without its line break.

@@ -36,7 +36,6 @@ struct ScryptParameters: Sendable, Hashable {
         else { throw .corrupt(reason: "the passphrase's scrypt parameters are out of bounds") }
     }
 
-    /// - Throws: `SecureDictionaryError.invalidValue(reason:)` for a cost out of bounds.
     static func random(log2N: Int, r: Int, p: Int) throws(SecureDictionaryError) -> ScryptParameters {
         var generator = SystemRandomNumberGenerator()
         let salt = (0..<saltSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
@@ -76,9 +75,6 @@ struct ScryptParameters: Sendable, Hashable {
     }
 
     /// The 32-byte master secret for `passphrase`.
-    ///
-    /// - Throws: `SecureDictionaryError.keyring(domain:code:message:)` when scrypt fails
-    ///   (out of memory).
     func derive(_ passphrase: SecretBytes) throws(SecureDictionaryError) -> SecretBytes {
         var done = false
         let key = SecretBytes(count: 32) { key in  // derived straight into locked pages

@@ -6,10 +6,6 @@ import SecureDictionary
 /// The Secret portal (`org.freedesktop.portal.Secret`): it gives a sandboxed app a master
 /// secret of its own, kept by the host's keyring (gnome-keyring's portal backend stores
 /// one per app ID), without access to the keyring itself.
-///
-/// ```swift
-/// let secret = try SecretPortal.retrieveMasterSecret(timeout: .seconds(3))
-/// ```
 enum SecretPortal {
     /// The most bytes accepted (gnome-keyring's backend gives 64).
     static let capacity = 1024

@@ -13,10 +13,6 @@ import SecureDictionary
 /// A master secret handed to a service by systemd: the file `$CREDENTIALS_DIRECTORY/NAME`,
 /// which systemd decrypts for the service from `LoadCredentialEncrypted=NAME:PATH` (or
 /// `SetCredentialEncrypted=`) into memory only the service can read.
-///
-/// ```swift
-/// let secret = try SystemdCredential.read(named: "securedictionary")
-/// ```
 enum SystemdCredential {
     /// The fewest bytes accepted: a key, not a password (HKDF does not stretch).
     static let minimumSize = 32
