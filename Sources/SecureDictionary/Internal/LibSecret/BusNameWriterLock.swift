@@ -4,10 +4,6 @@ import Logging
 import ProcessSpawning
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The cross-process writer lock of one item: a well-known name on the D-Bus session bus.
 ///
 /// Why the bus and not a lock file: every process that reaches a keyring shares its bus,
