@@ -34,10 +34,6 @@ package enum SessionBusName {
     }
 
     /// The process id of the owner of `name` (`nil`: no owner, or no answer by `deadline`).
-    ///
-    /// ```swift
-    /// let pid = SessionBusName.ownerPID(of: SessionBusName.secretService, until: Deadline(after: .seconds(1)))
-    /// ```
     package static func ownerPID(of name: String, until deadline: Deadline) -> Int? {
         let pid = sd_bus_name_owner_pid(name, deadline.glibMicroseconds)
         return pid > 0 ? Int(pid) : nil
