@@ -22,8 +22,9 @@ enum SecretServiceCalls {
         }
     }
 
-    /// `sd_search_reading_one` (`Service.SearchItems`, and `GetSecrets` of a `guess`), narrowed to
-    /// the items of one collection; the guess's `secret` counts only when the search found exactly that item.
+    /// `secret_service_search_for_dbus_paths_sync`, narrowed to the items of one collection;
+    /// with a `guess`, `sd_search_reading_one`, whose `secret` counts only when the search found
+    /// exactly that item.
     static func search(_ call: Call, attributes: [String: String], in collection: String, reading guess: String? = nil)
         throws(SecureDictionaryError) -> (unlocked: [String], locked: [String], secret: SecretBytes?)
     {
@@ -37,8 +38,13 @@ enum SecretServiceCalls {
             g_strfreev(locked)
             if let value { secret_value_unref(UnsafeMutableRawPointer(value)) }
         }
-        try checked {
-            sd_search_reading_one(call.service, table, guess, &unlocked, &locked, &value, call.cancellable.pointer, &$0)
+        try checked { error in
+            if let guess {
+                sd_search_reading_one(call.service, table, guess, &unlocked, &locked, &value, call.cancellable.pointer, &error)
+            } else {
+                secret_service_search_for_dbus_paths_sync(
+                    call.service, nil, table, call.cancellable.pointer, &unlocked, &locked, &error)
+            }
         }
         let unlockedHere = strings(unlocked).filter { $0.hasPrefix(collection + "/") }
         let lockedHere = strings(locked).filter { $0.hasPrefix(collection + "/") }
