@@ -12,9 +12,6 @@ typedef struct { SecretServiceClass parent_class; } SdNoPromptServiceClass;
 
 G_DEFINE_TYPE (SdNoPromptService, sd_no_prompt_service, SECRET_TYPE_SERVICE)
 
-static const char no_prompt_message[] =
-    "the keyring is locked and SecureDictionary does not show unlock prompts";
-
 G_DEFINE_QUARK (sd-prompt-error-quark, sd_prompt_error)
 
 /* The flag a prompt sets on the call's cancellable: see sd_cancellable_new. */
@@ -33,14 +30,6 @@ sd_cancellable_prompted (GCancellable *cancellable)
 {
     gint *flag = g_object_get_data (G_OBJECT (cancellable), prompted_key);
     return flag != NULL && g_atomic_int_get (flag) != 0;
-}
-
-static void
-mark_prompted (GCancellable *cancellable)
-{
-    gint *flag = cancellable != NULL ? g_object_get_data (G_OBJECT (cancellable), prompted_key) : NULL;
-    if (flag != NULL)
-        g_atomic_int_set (flag, 1);
 }
 
 void
@@ -167,7 +156,9 @@ confirm_async (SecretService *self, SecretPrompt *prompt, const GVariantType *re
     closure->return_type = return_type != NULL ? g_variant_type_copy (return_type) : NULL;
     closure->dismiss_on_cancel = ((SdNoPromptService *) self)->dismiss_on_cancel;
     g_task_set_task_data (task, closure, confirm_closure_free);
-    mark_prompted (cancellable);
+    gint *prompted = cancellable != NULL ? g_object_get_data (G_OBJECT (cancellable), prompted_key) : NULL;
+    if (prompted != NULL)
+        g_atomic_int_set (prompted, 1);
     /* Subscribed before Prompt is called, so a Completed sent at once is not missed; the
        prompt's unique path alone picks its signals. */
     closure->subscription = g_dbus_connection_signal_subscribe (
@@ -183,15 +174,6 @@ confirm_async (SecretService *self, SecretPrompt *prompt, const GVariantType *re
     g_object_unref (task);
 }
 
-static GVariant *
-no_prompt_sync (SecretService *self, SecretPrompt *prompt, GCancellable *cancellable,
-                const GVariantType *return_type, GError **error)
-{
-    /* Never reached: libsecret's *_sync calls run the async ones in a loop of their own. */
-    g_set_error_literal (error, SECRET_ERROR, SECRET_ERROR_IS_LOCKED, no_prompt_message);
-    return NULL;
-}
-
 static void
 no_prompt_async (SecretService *self, SecretPrompt *prompt, const GVariantType *return_type,
                  GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
@@ -200,8 +182,8 @@ no_prompt_async (SecretService *self, SecretPrompt *prompt, const GVariantType *
         confirm_async (self, prompt, return_type, cancellable, callback, user_data);
         return;
     }
-    g_task_report_new_error (self, callback, user_data, no_prompt_async,
-                             SECRET_ERROR, SECRET_ERROR_IS_LOCKED, "%s", no_prompt_message);
+    g_task_report_new_error (self, callback, user_data, no_prompt_async, SECRET_ERROR, SECRET_ERROR_IS_LOCKED,
+                             "the keyring is locked and SecureDictionary does not show unlock prompts");
 }
 
 static GVariant *
@@ -219,7 +201,8 @@ static void
 sd_no_prompt_service_class_init (SdNoPromptServiceClass *klass)
 {
     SecretServiceClass *service_class = SECRET_SERVICE_CLASS (klass);
-    service_class->prompt_sync = no_prompt_sync;
+    /* prompt_sync stays libsecret's: only secret_service_prompt_at_dbus_path_sync calls it, and
+       nothing here does (libsecret's other *_sync calls run the async ones in a loop of their own). */
     service_class->prompt_async = no_prompt_async;
     service_class->prompt_finish = no_prompt_finish;
 }

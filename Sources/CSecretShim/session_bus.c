@@ -197,18 +197,17 @@ sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, G
     BusScope scope;
     if (!bus_scope_open (&scope, deadline_us, error))
         return -1;
-    GDBusConnection *bus = scope.bus;
     gboolean owned = FALSE;
     /* Subscribed first: its AddMatch reaches the bus before the question below, so an owner
        that comes after the answer is announced. */
     guint subscription = g_dbus_connection_signal_subscribe (
-        bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus", name,
+        scope.bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus", name,
         G_DBUS_SIGNAL_FLAGS_NONE, on_owner_changed, &owned, NULL);
     SdPendingCall has_owner = { FALSE, NULL, NULL }, started = { TRUE, NULL, NULL };
-    sd_call_bus (bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", scope.cancellable, &has_owner);
+    sd_call_bus (scope.bus, "NameHasOwner", g_variant_new ("(s)", name), "(b)", scope.cancellable, &has_owner);
     if (start) {
         started.done = FALSE;
-        sd_call_bus (bus, "StartServiceByName", g_variant_new ("(su)", name, 0u), "(u)", scope.cancellable, &started);
+        sd_call_bus (scope.bus, "StartServiceByName", g_variant_new ("(su)", name, 0u), "(u)", scope.cancellable, &started);
     }
     int result = 0;
     gboolean waiting = TRUE;
@@ -236,7 +235,7 @@ sd_bus_name_await_owner (const char *name, gboolean start, gint64 deadline_us, G
     }
     sd_end_call (scope.context, &has_owner, scope.cancellable);
     sd_end_call (scope.context, &started, scope.cancellable);
-    g_dbus_connection_signal_unsubscribe (bus, subscription);
+    g_dbus_connection_signal_unsubscribe (scope.bus, subscription);
     while (g_main_context_iteration (scope.context, FALSE))
         ;
     bus_scope_close (&scope);

@@ -55,17 +55,14 @@ gboolean sd_object_property(SecretService *service, const char *path, const char
 
 /* ---- bus_name.c: the cross-process writer lock --------------------------------- */
 
-/* The writer lock of one item (BusNameWriterLock): the well-known bus name `name`.
-   sd_bus_name_request sends RequestName and returns at once (NULL with error set: no session
-   bus, or G_IO_ERROR_TIMED_OUT when it is not ready by deadline_us). sd_bus_name_request_finish
-   waits for the answer until answer_deadline_us and, when queued, for the name until
-   wait_deadline_us, frees the request and returns 1 (owned: *held owns the name until
-   sd_bus_name_unlock), 0 (a deadline passed; out of the queue) or -1 with error set (the bus
-   refused, as a sandbox's proxy does). */
-typedef struct SdNameRequest SdNameRequest;
-SdNameRequest *sd_bus_name_request(const char *name, gint64 deadline_us, GError **error);
-int sd_bus_name_request_finish(SdNameRequest *request, gint64 answer_deadline_us, gint64 wait_deadline_us,
-                               GDBusConnection **held, GError **error);
+/* The writer lock of one item (BusNameWriterLock): the well-known bus name `name`, asked for
+   (RequestName) once the session bus is ready by deadline_us. Waits for the answer until
+   answer_deadline_us and, when queued, for the name until wait_deadline_us: 1 (owned: *held
+   owns the name until sd_bus_name_unlock), 0 (a deadline passed; out of the queue) or -1 with
+   error set (no session bus, G_IO_ERROR_TIMED_OUT when it is not ready by deadline_us, or the
+   bus refused, as a sandbox's proxy does). */
+int sd_bus_name_lock(const char *name, gint64 deadline_us, gint64 answer_deadline_us, gint64 wait_deadline_us,
+                     GDBusConnection **held, GError **error);
 
 /* Gives the name back (ReleaseName) and lets go of the connection that held it. */
 void sd_bus_name_unlock(GDBusConnection *held, const char *name);

@@ -4,10 +4,6 @@ import Logging
 import ProcessSpawning
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The cross-process writer lock of one item: a well-known name on the D-Bus session bus.
 ///
 /// Why the bus and not a lock file: every process that reaches a keyring shares its bus,
@@ -63,25 +59,21 @@ final class BusNameWriterLock: ItemWriterLock {
     {
         // The bus answers within the later of the two: a wait that ends at once still asks.
         let deadline = answerDeadline.instant > waitDeadline.instant ? answerDeadline : waitDeadline
-        var error: UnsafeMutablePointer<GError>?
-        guard let request = sd_bus_name_request(busName, deadline.glibMicroseconds, &error) else {
-            if KeyringErrorMapping.isTimedOut(error) {
-                g_clear_error(&error)
-                throw .timedOut  // the bus did not answer: the lock may well be usable
-            }
-            warnUnusable(error)
-            return false
-        }
-        var connection: OpaquePointer?
         let answered = deadline.glibMicroseconds - Self.namingReserve(deadline)
         let waitingEnds = waitDeadline.glibMicroseconds - Self.namingReserve(waitDeadline)
-        switch sd_bus_name_request_finish(request, answered, min(answered, waitingEnds), &connection, &error) {
+        var error: UnsafeMutablePointer<GError>?
+        var connection: OpaquePointer?
+        switch sd_bus_name_lock(busName, deadline.glibMicroseconds, answered, min(answered, waitingEnds), &connection, &error) {
         case 1:
             held.withLock { $0 = connection.map { BusConnection(pointer: $0) } }
             return true
         case 0:
             throw heldError(until: deadline)
         default:
+            if KeyringErrorMapping.isTimedOut(error) {
+                g_clear_error(&error)
+                throw .timedOut  // the bus did not answer: the lock may well be usable
+            }
             warnUnusable(error)
             return false
         }

@@ -63,17 +63,17 @@ extension LibSecretClient {
         _ call: Call, _ secret: SecretBytes, to item: KeyringItem, in collection: String, attempt: VerifiedWrite?
     ) throws(SecureDictionaryError) {
         let verifying = !call.connection.sessionVerified
-        // Where the check before this write found the item (`nil`: no check on this session).
-        var found = call.connection.takeLookup(of: item, in: collection)
+        // Where the check before this write found the item (`nil`: no such item, or no check on this session).
+        var found = call.connection.takePath(of: item, in: collection)
         var searchedJustNow = false
         if verifying, let attempt, attempt.needsPrior {
             // "No such item" from an earlier check may be stale: removing an item another
             // process created since would be worse than one more search.
-            if found?.path == nil {
-                found = ItemLookup(collection: collection, path: try Self.existingPath(call, item, in: collection))
+            if found == nil {
+                found = try Self.existingPath(call, item, in: collection)
                 searchedJustNow = true
             }
-            if let path = found?.path {
+            if let path = found {
                 attempt.record(.bytes(try SecretServiceCalls.secret(call, path: path, collection: collection)))
             } else {
                 attempt.record(.absent)
@@ -81,7 +81,7 @@ extension LibSecretClient {
         }
         let sent = mangled(secret)
         attempt?.sending(onVerifiedSession: !verifying)
-        let path = try Self.put(call, sent, item: item, in: collection, knownPath: found?.path, searchedJustNow: searchedJustNow)
+        let path = try Self.put(call, sent, item: item, in: collection, knownPath: found, searchedJustNow: searchedJustNow)
         guard verifying else { return }
         attempt?.stored()
         #if ENABLE_TESTING_HOOKS

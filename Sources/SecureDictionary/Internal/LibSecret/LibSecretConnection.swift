@@ -15,7 +15,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// the write that always follows takes it if `awaitsWrite`: where
     /// ``ProviderTraits/replacesSecretInPlace`` it needs no search of its own, and a session's
     /// first write knows what it replaces.
-    private var lookups: [String: (found: ItemLookup, awaitsWrite: Bool)] = [:]
+    private var lookups: [String: (collection: String, path: String?, awaitsWrite: Bool)] = [:]
     /// Which provider answers, once asked (``provider(_:)``).
     private var detectedProvider: ProviderTraits?
     /// The transport session's algorithm (never `plain`: such a service is refused).
@@ -28,7 +28,7 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// Whether the service is opened with a transport session (not for ``LibSecretClient/forDialogs()``).
     private let opensSession: Bool
 
-    init(opensSession: Bool = true) { self.opensSession = opensSession }
+    init(opensSession: Bool) { self.opensSession = opensSession }
 
     deinit { close() }
 
@@ -98,27 +98,21 @@ final class LibSecretConnection: @unchecked Sendable {  // touched only on its l
     /// Records what a read of `item` found in `collection` (`nil`: no such item), for the
     /// write that follows too if `forWrite`.
     func remember(_ path: String?, of item: KeyringItem, in collection: String, forWrite: Bool) {
-        lookups[item.name] = (ItemLookup(collection: collection, path: path), forWrite)
+        lookups[item.name] = (collection, path, forWrite)
     }
 
     /// Where the last read of `item` found it in `collection`, if it found it there.
     func lastPath(of item: KeyringItem, in collection: String) -> String? {
-        guard let known = lookups[item.name]?.found, known.collection == collection else { return nil }
+        guard let known = lookups[item.name], known.collection == collection else { return nil }
         return known.path
     }
 
-    /// What the last read of `item` in `collection` found, for the one write that follows it.
-    func takeLookup(of item: KeyringItem, in collection: String) -> ItemLookup? {
+    /// Where the last read of `item` found it in `collection`, for the one write that follows it.
+    func takePath(of item: KeyringItem, in collection: String) -> String? {
         guard let entry = lookups[item.name], entry.awaitsWrite else { return nil }
         lookups[item.name]?.awaitsWrite = false
-        return entry.found.collection == collection ? entry.found : nil
+        return entry.collection == collection ? entry.path : nil
     }
-}
-
-/// Where a lookup found an item: its object path, or `nil` when the collection had none.
-struct ItemLookup {
-    let collection: String
-    let path: String?
 }
 
 extension Deadline {

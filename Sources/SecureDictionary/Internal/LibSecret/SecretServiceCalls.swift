@@ -1,10 +1,6 @@
 import CLibSecret
 import CSecretShim
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// One Swift function per Secret Service call (as swift-system wraps one C call per function),
 /// the only Swift code that calls libsecret: plain Swift values in, the ``Call``'s cancellable,
 /// failures through ``KeyringErrorMapping``. Which calls, in what order, is ``LibSecretClient``'s.

@@ -1,12 +1,6 @@
 import CLibSecret
 import CSecretShim
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
 /// What the session bus says about a well-known name, asked within a deadline (`AutomaticStore`
 /// asks before it chooses a store).
 ///
@@ -18,7 +12,7 @@ import CSecretShim
 package enum SessionBusName {
     /// The Secret Service's name, as libsecret reads it (`SECRET_SERVICE_BUS_NAME` replaces it).
     package static var secretService: String {
-        ProcessInfo.processInfo.environment["SECRET_SERVICE_BUS_NAME"] ?? "org.freedesktop.secrets"
+        g_getenv("SECRET_SERVICE_BUS_NAME").map { String(cString: $0) } ?? "org.freedesktop.secrets"
     }
 
     package enum Presence: Sendable, Equatable {
@@ -40,10 +34,6 @@ package enum SessionBusName {
     }
 
     /// The process id of the owner of `name` (`nil`: no owner, or no answer by `deadline`).
-    ///
-    /// ```swift
-    /// let pid = SessionBusName.ownerPID(of: SessionBusName.secretService, until: Deadline(after: .seconds(1)))
-    /// ```
     package static func ownerPID(of name: String, until deadline: Deadline) -> Int? {
         let pid = sd_bus_name_owner_pid(name, deadline.glibMicroseconds)
         return pid > 0 ? Int(pid) : nil

@@ -3,11 +3,6 @@ import Synchronization
 /// One verified write's tries (``LibSecretClient/store(_:for:timeout:)``): what the item held
 /// before the first bytes left, whether a try may have left garbage there, whether a read-back differed.
 ///
-/// ```swift
-/// let attempt = VerifiedWrite()
-/// try perform(timeout: timeout, writes: true) { call in try write(call, secret, to: item, in: collection, attempt: attempt) }
-/// ```
-///
 /// A try on an unproven session may store garbage (``ProviderTraits/sessionKeysMayDiffer``); a
 /// later try that reads back exactly overwrote it. What the item held is recorded only before
 /// any try sent anything: after that it may hold this write's bytes, or garbage.
