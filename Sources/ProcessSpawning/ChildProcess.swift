@@ -1,17 +1,7 @@
 import Dispatch
+public import FoundationEssentials
+import Glibc
 import Synchronization
-
-#if canImport(FoundationEssentials)
-    public import FoundationEssentials
-#else
-    public import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// Runs a program to completion: its standard input is given, its standard output and error
 /// are collected (neither pipe can fill up and stall the child), and a child still running at

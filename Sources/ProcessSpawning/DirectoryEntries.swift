@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    public import Glibc
-#elseif canImport(Musl)
-    public import Musl
-#endif
+public import Glibc
 
 /// The names in an open directory, read with `readdir(3)`, each one read in place, within its
 /// record: for the tool, the test support and the file stores.

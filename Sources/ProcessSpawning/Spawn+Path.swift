@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 
 extension Spawn {
     /// The paths a shell tries for `program`, in order: itself when it holds a `/`, else each

@@ -1,14 +1,5 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    public import Glibc
-#elseif canImport(Musl)
-    public import Musl
-#endif
+import FoundationEssentials
+public import Glibc
 
 /// `posix_spawn(3)` as the tool and the tests need it: each standard descriptor from a
 /// descriptor, a file, `/dev/null` or this process; default signal handling and no blocked

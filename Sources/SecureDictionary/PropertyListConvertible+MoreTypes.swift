@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    public import FoundationEssentials
-#else
-    public import Foundation
-#endif
+public import FoundationEssentials
 
 /// The integer types other than `Int` (they conform below). More specific than the `Codable`
 /// default, which must not apply to integers, so these conversions win for every integer.

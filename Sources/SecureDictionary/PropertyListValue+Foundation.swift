@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials  // `foundationObject` is an `Any`: no Foundation type in the API
-#else
-    public import Foundation
-#endif
+import FoundationEssentials  // `foundationObject` is an `Any`: no Foundation type in the API
 
 extension PropertyListValue {
     /// The value as a Foundation property-list object, for `PropertyListSerialization`

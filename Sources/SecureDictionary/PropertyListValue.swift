@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    public import FoundationEssentials
-#else
-    public import Foundation
-#endif
+public import FoundationEssentials
 
 /// One value of a ``SecureDictionary``: the property-list types, kept apart exactly as stored.
 ///

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 
 /// A stored secret: what every ``KeyringStore`` returns from `load` and takes in `store`.
 /// Its bytes live in pages of the library's own, locked out of swap and out of core dumps,

@@ -1,10 +1,5 @@
+import FoundationEssentials
 import Logging
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 extension SecureDictionary {
     /// One changed entry, as delivered by ``changes()``.

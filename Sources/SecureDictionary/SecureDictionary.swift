@@ -1,10 +1,5 @@
+import FoundationEssentials
 import Logging
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// A dictionary that lives in the user's keyring.
 ///

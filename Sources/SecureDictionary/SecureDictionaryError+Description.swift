@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 extension SecureDictionaryError: CustomStringConvertible {
     /// What happened, in one short sentence, then the one fix for this provider and this

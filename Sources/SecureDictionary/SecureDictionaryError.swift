@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    public import FoundationEssentials
-#else
-    public import Foundation
-#endif
+public import FoundationEssentials
 
 /// Everything that can go wrong with a ``SecureDictionary``, matchable by case; what to do
 /// about each: <doc:ErrorHandling>.

@@ -1,14 +1,6 @@
+import FoundationEssentials
+import Glibc
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The steps of ``SecureDictionary/adopt(_:into:applicationID:options:conflicts:retire:dryRun:)``,
 /// in the order they run. Each step leaves every secret findable: in its item, in the

@@ -1,10 +1,5 @@
+import FoundationEssentials
 public import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// Secrets that another library or tool keeps as one keyring item per key, and how each
 /// becomes an entry of a dictionary: the items whose attributes include ``attributes``, each

@@ -1,10 +1,5 @@
+import FoundationEssentials
 public import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 extension SecureDictionary {
     /// What to do when an adopted item's key is already in the dictionary with another value,

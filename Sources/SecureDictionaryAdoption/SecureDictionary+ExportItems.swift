@@ -1,10 +1,5 @@
+import FoundationEssentials
 public import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 extension SecureDictionary {
     /// The way back from ``adopt(_:into:applicationID:options:conflicts:retire:dryRun:)``:

@@ -1,10 +1,5 @@
+import FoundationEssentials
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 extension DictionaryCopies {
     /// The encrypted files' part of `find`: the copies in each folder (`find`'s list, each once),

@@ -1,10 +1,5 @@
+public import FoundationEssentials
 public import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    public import FoundationEssentials
-#else
-    public import Foundation
-#endif
 
 /// Every copy of an application's dictionaries that this process can find: in each collection
 /// of the Secret Service that runs now, and in the encrypted-file folders this user's

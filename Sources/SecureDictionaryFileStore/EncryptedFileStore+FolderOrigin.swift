@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// How an ``EncryptedFileStore``'s folder was chosen. Package-internal: the tool's, not an
 /// API promise.

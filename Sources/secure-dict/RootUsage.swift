@@ -1,10 +1,5 @@
 import ArgumentParser
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// What `secure-dict` says when it is given no subcommand, or a word that is none: a short
 /// usage on standard error and exit 64 (`EX_USAGE`), as for every other usage error, instead

@@ -1,10 +1,7 @@
+import Glibc
 import ProcessSpawning
 import SecureDictionary
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The two locks of an encrypted-file store, each an exclusive `flock` taken behind this
 /// process's `LockQueue` of the lock's name (`flock` locks belong to the open file, not the

@@ -1,8 +1,5 @@
+import Glibc
 import SecureDictionary
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Whether a folder may hold an encrypted-file store, checked as OpenSSH checks `~/.ssh`
 /// (`StrictModes`): the folder is no symbolic link, belongs to this user, and nobody else

@@ -1,9 +1,6 @@
+import Glibc
 import SecureDictionary
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Tells, on a thread of its own, that an item file of one folder was written, replaced or
 /// removed, by anyone: what ``SecureDictionary/changes()`` rests on for the encrypted-file

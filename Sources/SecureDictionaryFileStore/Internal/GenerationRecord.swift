@@ -1,12 +1,7 @@
 import Crypto
+import FoundationEssentials
 import SecureDictionary
 import Synchronization
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// What identifies a store folder however its path is spelled: its device and inode, read
 /// from the open folder (`FolderSafety.checkFolder(_:path:)`).

@@ -1,11 +1,8 @@
 import Crypto
+import Glibc
 import ProcessSpawning
 import SecureDictionary
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The folder that holds one file per item of an encrypted-file store, and the only code
 /// that touches those files.

@@ -1,10 +1,7 @@
+import Glibc
 import Logging
 import SecureDictionary
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The file stores' log: what a person or `secure-dict doctor` should hear about, never a
 /// key or a value.

@@ -1,10 +1,7 @@
 import CFileStoreShim
+import Glibc
 import ProcessSpawning
 import SecureDictionary
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Small secrets and records kept by the Linux kernel for the login session: `user` keys in
 /// the session keyring (keyrings(7)), as `keyctl add user NAME VALUE @s` makes them.

@@ -1,9 +1,6 @@
+import Glibc
 import ProcessSpawning
 import SecureDictionary
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Reads one passphrase: from the controlling terminal with echo off, as `ssh` and `sudo`
 /// ask, or one line from a file descriptor, for scripts.

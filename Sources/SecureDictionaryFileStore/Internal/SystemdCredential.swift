@@ -1,14 +1,6 @@
+import FoundationEssentials
+import Glibc
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A master secret handed to a service by systemd: the file `$CREDENTIALS_DIRECTORY/NAME`,
 /// which systemd decrypts for the service from `LoadCredentialEncrypted=NAME:PATH` (or

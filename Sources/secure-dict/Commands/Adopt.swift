@@ -1,12 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
 import SecureDictionary
 import SecureDictionaryAdoption
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 extension SecureDict {
     struct Adopt: ReportingCommand {

@@ -1,10 +1,5 @@
+import Glibc
 import SecureDictionary
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// What `exec --mask` does to COMMAND's output: every injected value, in each form a program
 /// prints secrets in, becomes a marker naming its key (`<secure-dict:apiToken>`), as the

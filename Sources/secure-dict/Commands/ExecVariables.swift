@@ -1,11 +1,6 @@
 import ArgumentParser
+import FoundationEssentials
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// What `secure-dict exec` puts into COMMAND's environment: which variable holds which key,
 /// and each value as environment text.

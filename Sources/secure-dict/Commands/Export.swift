@@ -1,11 +1,6 @@
 import ArgumentParser
+import FoundationEssentials
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 extension SecureDict {
     struct Export: ReportingCommand {

@@ -1,17 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
+import Glibc
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 extension SecureDict {
     struct Import: ReportingCommand {

@@ -1,11 +1,6 @@
 import ArgumentParser
+import FoundationEssentials
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 extension SecureDict {
     /// A thin command over `SecureDictionary.move(name:applicationID:collection:from:to:timeout:)`.

@@ -1,16 +1,6 @@
+import FoundationEssentials
+import Glibc
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// One line of `secure-dict doctor`'s report: what was checked, how it went, and for a
 /// problem the exact fix.

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// `doctor --find`'s report for a person, and the commands that keep one copy of a split.
 extension DoctorFind {

@@ -1,11 +1,6 @@
+import FoundationEssentials
 import SecureDictionary
 import SecureDictionaryFileStore
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// `secure-dict doctor --find`: every copy of one dictionary (or all of an application's), in
 /// the running provider's collections and the encrypted-file folders, with the providers that

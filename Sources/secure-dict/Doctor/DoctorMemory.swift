@@ -1,8 +1,5 @@
+import Glibc
 import SecureDictionary
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// `secure-dict doctor`'s "memory" and "core dumps" findings: whether the memory in which the
 /// library keeps secrets can be locked here (`RLIMIT_MEMLOCK`), and whether a crash of a

@@ -1,11 +1,6 @@
+import FoundationEssentials
 import ProcessSpawning
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// The checks of `secure-dict doctor` past the collection: the provider's own notes, the
 /// items, and the scratch round trip.

@@ -1,10 +1,5 @@
+import FoundationEssentials
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// The one fix for each problem `secure-dict doctor` can find with the keyring.
 extension DoctorReport {

@@ -1,11 +1,6 @@
+import FoundationEssentials
 import SecureDictionary
 import SecureDictionaryFileStore
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// `secure-dict doctor`'s first finding: which store this command would use, and why; and,
 /// for encrypted files, their folder and key.

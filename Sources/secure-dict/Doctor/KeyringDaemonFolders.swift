@@ -1,16 +1,6 @@
+import FoundationEssentials
+import Glibc
 import ProcessSpawning
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// Where a running gnome-keyring keeps its keyring, from the variables it was started with,
 /// so that `doctor`'s fix for a locked keyring acts on that keyring and not on the one of the

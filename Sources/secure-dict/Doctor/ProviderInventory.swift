@@ -1,15 +1,7 @@
+import FoundationEssentials
+import Glibc
 import ProcessSpawning
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The Secret Service providers installed here, for `doctor --find`: a provider that does not
 /// own the bus name now holds copies that cannot be asked for, and the user should know it is

@@ -1,17 +1,7 @@
+import FoundationEssentials
+import Glibc
 import ProcessSpawning
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// The process that owns `org.freedesktop.secrets`, as far as `/proc` tells (nothing inside
 /// a sandbox, which hides the host's processes).

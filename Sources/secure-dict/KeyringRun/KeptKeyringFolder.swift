@@ -1,14 +1,5 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import FoundationEssentials
+import Glibc
 
 /// Where `secure-dict keyring run --keep DIR` keeps its keyring: a private subfolder of DIR,
 /// `DIR/secure-dict-keyring`, which holds the keyring's files, its password and the lock that

@@ -1,20 +1,10 @@
 import CSecretShim
 import Dispatch
+import FoundationEssentials
+import Glibc
 import ProcessSpawning
 import SecureDictionary
 import Synchronization
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// A private D-Bus session bus with an unlocked gnome-keyring on it, for `secure-dict
 /// keyring run`: what the repository's `scripts/with-private-keyring` does, in the tool.

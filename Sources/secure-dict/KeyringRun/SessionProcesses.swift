@@ -1,14 +1,5 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import FoundationEssentials
+import Glibc
 
 /// A process, told apart from a later one that reuses its pid by its start time.
 struct ProcessIdentity: Hashable, Sendable {

@@ -1,16 +1,6 @@
+import FoundationEssentials
+import Glibc
 import ProcessSpawning
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// The watchdog of a `keyring run` session, as `keyring run` sees it: a process of this tool
 /// (`secure-dict keyring watchdog`, in a session of its own, so that a terminal's signals and

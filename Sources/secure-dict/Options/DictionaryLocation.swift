@@ -1,10 +1,5 @@
+import FoundationEssentials
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// One dictionary in the keyring, and the ways the commands open it.
 struct DictionaryLocation {

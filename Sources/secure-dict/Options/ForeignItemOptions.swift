@@ -1,12 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
 import SecureDictionary
 import SecureDictionaryAdoption
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// The libraries whose per-key items the tool knows (`--from`, `--to`).
 enum ForeignLibrary: String, ExpressibleByArgument, CaseIterable {

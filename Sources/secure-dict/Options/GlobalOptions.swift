@@ -1,12 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
 import Logging
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// The environment variable that `--app` falls back to.
 let applicationEnvironmentVariable = "SECURE_DICT_APP"

@@ -1,13 +1,8 @@
 import ArgumentParser
+import FoundationEssentials
 import SecureDictionary
 import SecureDictionaryFileStore
 import Synchronization
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// The environment variable that `--store` falls back to.
 let storeEnvironmentVariable = "SECURE_DICT_STORE"

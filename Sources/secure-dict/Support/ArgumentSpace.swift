@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 
 /// The room `execve(2)` gives a command's arguments and environment on Linux, so that
 /// `secure-dict exec` can say which variable does not fit before anything runs (the kernel

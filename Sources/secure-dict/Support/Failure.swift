@@ -1,12 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
 import SecureDictionary
 import SecureDictionaryFileStore
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// The exit codes of `secure-dict`, documented in the root command's help.
 ///

@@ -1,14 +1,5 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import FoundationEssentials
+import Glibc
 
 /// Whole reads and writes on a POSIX file descriptor: what the tool used Foundation's
 /// `FileHandle` for. FoundationEssentials has no `FileHandle`, and Foundation itself loads

@@ -1,11 +1,6 @@
 import CSecretShim
+import Glibc
 import ProcessSpawning
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// `exec --mask`: COMMAND runs as this process's child, its standard output and error pass
 /// through an ``ExecMask`` each, the signals sent to this process go on to COMMAND, and

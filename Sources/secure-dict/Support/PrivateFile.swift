@@ -1,14 +1,5 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import FoundationEssentials
+import Glibc
 
 /// Files that hold secrets: created with mode 0600, replaced atomically.
 ///

@@ -1,16 +1,6 @@
+import FoundationEssentials
+import Glibc
 import ProcessSpawning
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// Replaces this process with a command (`execve(2)`), which then starts with the signals
 /// ignored and blocked that this process was started with, none that a library ignored since

@@ -1,10 +1,5 @@
 import CSecretShim
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 
 /// A value handed to `exec`'s COMMAND as a file instead of a variable (`--file VAR=KEY`): an
 /// anonymous in-memory file (`memfd_create(2)`, on no file system) sealed against writing and

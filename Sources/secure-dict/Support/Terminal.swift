@@ -1,14 +1,5 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import FoundationEssentials
+import Glibc
 
 /// Standard input and output, and the user's terminal when there is one.
 enum Terminal {

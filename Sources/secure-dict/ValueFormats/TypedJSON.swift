@@ -1,10 +1,5 @@
+import FoundationEssentials
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// The typed JSON form of `read --json` and `export --format json`, read back by `import`.
 ///

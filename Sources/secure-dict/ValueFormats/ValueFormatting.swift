@@ -1,11 +1,6 @@
 import ArgumentParser
+import FoundationEssentials
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// The types `write --type` accepts.
 enum ValueType: String, CaseIterable, ExpressibleByArgument {

@@ -1,10 +1,5 @@
+import FoundationEssentials
 import SecureDictionary
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// XML property lists, for other tools (plutil, Python's plistlib, Xcode). Written here, from
 /// our own values; never read: Foundation's parsers must not see untrusted bytes, and the

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// Our own codec for the stored secret: a binary property list (`bplist00`) whose root is a
 /// dictionary with `String` keys.

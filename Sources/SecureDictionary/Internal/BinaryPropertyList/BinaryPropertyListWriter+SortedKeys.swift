@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 
 extension BinaryPropertyListWriter {
     /// The positions of `keys` in the order they are written: by their UTF-8 bytes, which is

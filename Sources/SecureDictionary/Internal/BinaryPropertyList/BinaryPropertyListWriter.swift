@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// Writes a binary property list into memory sized beforehand from a ``Census``, in the one
 /// canonical form the library stores.

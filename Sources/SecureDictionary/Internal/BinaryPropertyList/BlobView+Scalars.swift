@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// Scalar objects as the caller's values (``PropertyListValue``), each built in one allocation
 /// of its final storage. Reads are bounds-checked first; the loads are then unchecked, unaligned.

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 
 /// Reading a validated blob in place: the caller's copies of its values, and whether two
 /// values are stored identically, without a `String` or `Data` the library would keep.

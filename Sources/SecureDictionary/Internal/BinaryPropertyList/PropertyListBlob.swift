@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    package import FoundationEssentials
-#else
-    package import Foundation
-#endif
+package import FoundationEssentials
 
 /// The binary property list SecureDictionary stores, for `secure-dict export` and `import` and
 /// the tests (whose support product hands it to the reliability suite and the benchmark as

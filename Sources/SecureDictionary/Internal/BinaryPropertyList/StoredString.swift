@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 
 /// One string object of a blob, read in place: its code units, ASCII (one byte each, 0x5n) or
 /// UTF-16 big-endian (0x6n), already checked (bytes below 0x80, surrogates paired).

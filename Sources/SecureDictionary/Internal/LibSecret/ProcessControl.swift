@@ -1,8 +1,5 @@
 import CSecretShim
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 /// The process's own settings that need the C shim (`prctl` is variadic): one function per
 /// call, as ``SecretServiceCalls`` wraps the service's. ``ProcessHardening`` decides.
@@ -11,7 +8,4 @@ enum ProcessControl {
     static func setDumpable(_ dumpable: Bool) -> Int32? {
         sd_process_prctl(PR_SET_DUMPABLE, dumpable ? 1 : 0) == 0 ? nil : errno
     }
-
-    /// `prctl(PR_GET_DUMPABLE)`: whether the process is dumpable (and attachable by `ptrace`).
-    static var isDumpable: Bool { sd_process_prctl(PR_GET_DUMPABLE, 0) != 0 }
 }

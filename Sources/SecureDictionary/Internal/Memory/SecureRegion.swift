@@ -1,11 +1,6 @@
+import Glibc
 import Logging
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// Memory for secrets: whole pages of its own, out of core dumps and (when the limit allows)
 /// out of swap, wiped and unmapped when the last reference goes.

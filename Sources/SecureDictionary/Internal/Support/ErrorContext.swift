@@ -1,10 +1,5 @@
+import FoundationEssentials
 import Synchronization
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 
 /// Where an error happened, so that its message names the one fix for this provider and
 /// environment (a locked gnome-keyring over SSH needs another than a locked KeePassXC on a

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 
 /// `Bundle.main.bundleIdentifier`, for ``SecureDictionary/defaultApplicationID``, worked out
 /// from the files themselves: neither Foundation nor CoreFoundation is loaded or asked.

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 /// What a process is called, for the errors that name a lock's holder.
 package enum ProcessName {

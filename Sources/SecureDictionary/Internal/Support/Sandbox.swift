@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// The application sandbox this process runs in, if any, and what to do when the Secret
 /// Service cannot be reached from it.

@@ -1,10 +1,7 @@
 import Dispatch
+import Glibc
 import ProcessSpawning
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// This process's one queue in front of a lock (a writer lock's bus name or lock file, a file
 /// store's folder): every thread and task that takes the lock waits here first.
