@@ -29,7 +29,7 @@ extension SecureDictionary {
     /// nothing for `coredumpctl`) and makes the process not dumpable (`prctl(PR_SET_DUMPABLE, 0)`:
     /// `gdb`, `gcore`, `strace`, `/proc/PID/mem` of the same user and attaching crash reporters
     /// are refused). The library never does it by itself: it takes debugging and profiling
-    /// away. `secure-dict doctor` reports whether a process did.
+    /// away. `secure-dict doctor` reports whether programs started from its shell may dump core.
     ///
     /// Inside a snap the process stays dumpable (``HardeningResult/note`` says so): there
     /// xdg-desktop-portal reads the caller's `/proc/PID/…` to identify it, so the Secret portal
