@@ -57,7 +57,10 @@ final class SecureRegion: @unchecked Sendable {  // written only before it is sh
     }
 
     /// The first `count` bytes (a ``Generation``'s blob, never more than the region it sized).
-    func bytes(_ count: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+    func bytes(_ count: Int) -> UnsafeRawBufferPointer {
+        precondition(count <= mappedCount, "outside the region")  // a reader past it would read another mapping
+        return UnsafeRawBufferPointer(start: base, count: count)
+    }
 }
 
 /// How the library's secret memory (every ``SecureRegion``) stands in this process: what
